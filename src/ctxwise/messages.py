@@ -1,0 +1,228 @@
+"""The canonical message model: one shape for everything inside ctxwise.
+
+A :class:`Message` is ``{id, role, name?, blocks[], metadata}``. Blocks are small typed
+classes told apart by their ``type`` field (the pydantic-ai style of message parts):
+
+* :class:`TextBlock` ``{"type": "text", "text"}``
+* :class:`ThinkingBlock` ``{"type": "thinking", "thinking", "signature"?, "redacted"}``: model
+  reasoning. Anthropic ``thinking`` / ``redacted_thinking`` blocks (with their opaque
+  signature) and DeepSeek / OpenAI-compatible ``reasoning_content`` both land here.
+* :class:`ToolUseBlock` ``{"type": "tool_use", "id", "name", "input"}``: one tool call.
+* :class:`ToolResultBlock` ``{"type": "tool_result", "tool_use_id", "name"?, "state", "output"}``:
+  the answer to one tool call; ``output`` is a list of text and image blocks.
+* :class:`ImageBlock` ``{"type": "image", "media_type"?, "data"? | "url"?, "byte_size"?, "width"?, "height"?}``.
+
+Roles are ``system``, ``user``, ``assistant`` and ``tool``. A ``tool`` message carries the
+``tool_result`` blocks answering the ``tool_use`` blocks of the assistant message before it
+(Anthropic sends these inside a user message; the Anthropic adapter maps them).
+
+Models are frozen: a stage that edits a message builds a new one with ``model_copy``. That is
+what lets the token counters cache a count per message safely.
+
+Format-specific fields that have no canonical home (timestamps, usage, raw provider
+responses, ...) are kept in ``Message.metadata`` and ``extra`` dicts on blocks so that the
+adapters in :mod:`ctxwise.formats` can round-trip them losslessly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Format-specific fields of the block that have no canonical home (kept for round trips)."""
+
+
+class TextBlock(_Block):
+    """Plain text. ``text`` is counted in characters by the ``chars`` counter."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImageBlock(_Block):
+    """An image, inline (base64 ``data``) or by ``url``.
+
+    Counters size images by an image rule (pixels or a flat default), never by the length of
+    ``data``. ``byte_size`` is the decoded size in bytes when known.
+    """
+
+    type: Literal["image"] = "image"
+    media_type: str | None = None
+    data: str | None = None
+    url: str | None = None
+    byte_size: int | None = None
+    width: int | None = None
+    height: int | None = None
+
+
+class ThinkingBlock(_Block):
+    """Model reasoning.
+
+    ``redacted=True`` is Anthropic's ``redacted_thinking`` (``thinking`` then holds the opaque
+    ``data``). ``signature`` is Anthropic's opaque signature; a thinking block must be sent
+    back byte-identical or the API rejects it ("Invalid signature in thinking block"), so no
+    stage ever edits one: it is kept whole or dropped whole.
+    """
+
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    signature: str | None = None
+    redacted: bool = False
+
+
+class ToolUseBlock(_Block):
+    """One tool call: ``id`` pairs it with the :class:`ToolResultBlock` that answers it."""
+
+    type: Literal["tool_use"] = "tool_use"
+    id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+OutputBlock = Annotated[Union[TextBlock, ImageBlock], Field(discriminator="type")]
+
+
+class ToolResultBlock(_Block):
+    """The result of one tool call.
+
+    ``state`` is ``success`` or ``error`` (a failed result is kept by default: it stops the
+    model from repeating the same call). ``output`` holds text and image blocks.
+    """
+
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    name: str | None = None
+    state: Literal["success", "error"] = "success"
+    output: list[OutputBlock] = Field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """The concatenated text of the output blocks (images omitted)."""
+        return "".join(b.text for b in self.output if isinstance(b, TextBlock))
+
+
+Block = Annotated[
+    Union[TextBlock, ThinkingBlock, ToolUseBlock, ToolResultBlock, ImageBlock],
+    Field(discriminator="type"),
+]
+BLOCK_TYPES: tuple[str, ...] = ("text", "thinking", "tool_use", "tool_result", "image")
+
+
+class Message(BaseModel):
+    """One message of a context: ``{id, role, name?, blocks, metadata}``.
+
+    ``id`` is unique within a session (adapters assign ``m0001``-style ids when a format has
+    none). ``metadata`` carries format-specific fields and ctxwise markers such as
+    ``{"ctxwise": {"kind": "summary"}}`` for a summary message.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    role: Role
+    name: str | None = None
+    blocks: list[Block] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    _cache: dict[str, Any] = PrivateAttr(default_factory=dict)
+    """Per-object memo (token counts by counter name, fingerprint). Never copied."""
+
+    @field_validator("id")
+    @classmethod
+    def _id_not_blank(cls, v: str) -> str:
+        if not v:
+            raise ValueError("message id must be a non-empty string")
+        return v
+
+    # -- convenient views -------------------------------------------------------------
+
+    @property
+    def text(self) -> str:
+        """The message's text blocks joined with newlines (thinking, tools and images omitted)."""
+        return "\n".join(b.text for b in self.blocks if isinstance(b, TextBlock))
+
+    @property
+    def tool_uses(self) -> list[ToolUseBlock]:
+        """The ``tool_use`` blocks, in order."""
+        return [b for b in self.blocks if isinstance(b, ToolUseBlock)]
+
+    @property
+    def tool_results(self) -> list[ToolResultBlock]:
+        """The ``tool_result`` blocks, in order."""
+        return [b for b in self.blocks if isinstance(b, ToolResultBlock)]
+
+    @property
+    def thinking(self) -> list[ThinkingBlock]:
+        """The ``thinking`` blocks, in order."""
+        return [b for b in self.blocks if isinstance(b, ThinkingBlock)]
+
+    @property
+    def kind(self) -> str | None:
+        """ctxwise's own marker (``summary``, ``facts``, ``user_memory``) or None."""
+        mark = self.metadata.get("ctxwise")
+        return mark.get("kind") if isinstance(mark, dict) else None
+
+    def fingerprint(self) -> str:
+        """A stable SHA-256 hex digest of the message's canonical JSON (id included)."""
+        fp = self._cache.get("fingerprint")
+        if fp is None:
+            fp = hashlib.sha256(canonical_json(self).encode("utf-8")).hexdigest()
+            self._cache["fingerprint"] = fp
+        return fp
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when every field is equal (the private memo is ignored)."""
+        if not isinstance(other, Message):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def memo(self) -> dict[str, Any]:
+        """This object's private memo dict (counters store their counts here).
+
+        Messages are frozen, so a memo entry stays true for the object's life; an edited copy
+        (``model_copy``) starts with an empty memo.
+        """
+        return self._cache
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "Message":
+        """Like pydantic's ``model_copy``, but the copy's memo starts empty."""
+        new = super().model_copy(update=update, deep=deep)
+        object.__setattr__(new, "__pydantic_private__", {"_cache": {}})
+        return new
+
+
+def canonical_json(message: Message) -> str:
+    """The message as compact JSON with sorted keys and UTF-8 kept (deterministic, byte-stable)."""
+    return json.dumps(
+        message.model_dump(mode="json", exclude_defaults=False),
+        ensure_ascii=False,
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+
+
+def text_message(id: str, role: Role, text: str, **metadata: Any) -> Message:
+    """Shorthand for a message holding one :class:`TextBlock`."""
+    return Message(id=id, role=role, blocks=[TextBlock(text=text)], metadata=dict(metadata))
+
+
+def ensure_unique_ids(messages: list[Message]) -> None:
+    """Raise ``ValueError`` naming the index of the first repeated message id."""
+    seen: dict[str, int] = {}
+    for i, m in enumerate(messages):
+        if m.id in seen:
+            raise ValueError(f"message {i}: id {m.id!r} already used by message {seen[m.id]}")
+        seen[m.id] = i
