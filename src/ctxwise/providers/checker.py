@@ -1,0 +1,74 @@
+"""``check()`` and ``validate()``: the last look at an outgoing payload."""
+
+from __future__ import annotations
+
+from ..errors import PayloadInvalid, Violation
+from ..messages import Message
+from . import reasoning, rules
+from .profiles import ProviderProfile, get_profile
+
+
+def check(
+    messages: list[Message],
+    provider: str | ProviderProfile,
+    *,
+    reference: list[Message] | None = None,
+    thinking: bool | None = None,
+) -> list[Violation]:
+    """Every rule of ``provider`` that ``messages`` break, sorted by message index.
+
+    ``messages`` is the canonical payload about to be sent (index 0 may be the system prompt).
+    ``reference`` is the recorded context the payload was built from (same message ids); with
+    it, reasoning that was removed or edited is caught (DeepSeek ``reasoning-content-*``,
+    Anthropic ``thinking-modified`` / ``thinking-removed``). ``thinking`` states whether the
+    session runs in thinking mode; None infers it (see
+    :func:`ctxwise.providers.reasoning.thinking_mode`).
+
+    Returns an empty list for a valid payload. Raises :class:`~ctxwise.errors.PolicyError`
+    for an unknown provider name.
+    """
+    profile = get_profile(provider)
+    out: list[Violation] = []
+    if profile.tool_pairing:
+        out += rules.check_tool_pairing(messages, profile)
+    if profile.system_only_first:
+        out += rules.check_system_position(messages, profile)
+    if profile.forbid_empty_content:
+        out += rules.check_empty_content(messages, profile)
+    if profile.needs_user_message:
+        out += rules.check_user_present(messages, profile)
+    if profile.calls_follow_user_or_tool:
+        out += rules.check_call_order(messages, profile)
+    if profile.reasoning_passback == "tool_spans":
+        out += reasoning.check_deepseek_reasoning(messages, profile, reference, thinking)
+    if profile.reasoning_passback == "signed_blocks" or profile.thinking_first_in_open_tool_turn:
+        out += reasoning.check_anthropic_thinking(messages, profile, reference, thinking)
+    return sorted(out, key=lambda v: v.index)
+
+
+def validate(
+    messages: list[Message],
+    provider: str | ProviderProfile,
+    *,
+    reference: list[Message] | None = None,
+    thinking: bool | None = None,
+) -> None:
+    """Return None when ``messages`` is a payload ``provider`` accepts.
+
+    Raises :class:`~ctxwise.errors.PayloadInvalid` listing **every** violation (message index,
+    rule slug, the provider's own error text where known) — see :func:`check` for the
+    arguments — and :class:`~ctxwise.errors.PolicyError` for an unknown provider.
+    """
+    violations = check(messages, provider, reference=reference, thinking=thinking)
+    if violations:
+        raise PayloadInvalid(get_profile(provider).name, violations)
+
+
+def droppable_thinking(
+    messages: list[Message], provider: str | ProviderProfile
+) -> set[tuple[int, int]]:
+    """``(message index, block index)`` pairs of the thinking blocks ``provider`` lets
+    compaction drop (see :func:`ctxwise.providers.reasoning.droppable_thinking` for each
+    provider's rule and its source). Raises :class:`~ctxwise.errors.PolicyError` for an
+    unknown provider."""
+    return reasoning.droppable_thinking(messages, get_profile(provider))

@@ -1,0 +1,278 @@
+"""Provider profiles: the rules each target API enforces, stated as data.
+
+A :class:`ProviderProfile` says *which* rules apply to a provider and *what the provider
+answers* when one is broken; the checks themselves live in :mod:`ctxwise.providers.rules`
+and :mod:`ctxwise.providers.reasoning`. Every rule cites its source:
+
+* OpenAI Chat Completions — tool messages answer the ``tool_calls`` of the preceding
+  assistant message: https://platform.openai.com/docs/guides/function-calling
+  (error texts from the API's 400 answers quoted in ``cases/README.md``).
+* DeepSeek thinking mode — ``reasoning_content`` of assistant messages in a user-to-user span
+  that made tool calls must be passed back in every later request; other spans' reasoning is
+  ignored: https://api-docs.deepseek.com/guides/thinking_mode (sections "Multi-turn
+  Conversation" and "Tool Calls").
+* Anthropic Messages — system is the top-level ``system`` parameter; ``tool_result`` blocks
+  answer the ``tool_use`` blocks of the previous assistant message; thinking blocks are sent
+  back unmodified and the last assistant message of a tool loop starts with one; blocks of
+  earlier turns may be omitted:
+  https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking ("Preserving
+  thinking blocks"), https://docs.anthropic.com/en/docs/build-with-claude/tool-use.
+* Qwen3 chat template (vLLM, llama.cpp, LM Studio) — raises "No user query found in
+  messages." without a user query and "System message must be at the beginning." for a later
+  system message; renders ``reasoning_content`` only after the last user query
+  (vllm-project/vllm#36432, the ``chat_template.jinja`` of the Qwen3 model repositories).
+* Gemini — a model turn with function calls comes right after a user turn or a function
+  response turn: https://ai.google.dev/gemini-api/docs/function-calling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal, Mapping
+
+from ..errors import PolicyError
+
+# -- rule slugs (stable: tests, events and the CLI print them) -----------------------------
+
+ORPHAN_TOOL_RESULT = "orphan-tool-result"
+UNANSWERED_TOOL_CALL = "unanswered-tool-call"
+DUPLICATE_TOOL_RESULT = "duplicate-tool-result"
+SYSTEM_NOT_FIRST = "system-not-first"
+EMPTY_CONTENT = "empty-content"
+BLANK_TEXT_BLOCK = "blank-text-block"
+EMPTY_TOOL_RESULT = "empty-tool-result"
+REASONING_MISSING = "reasoning-content-missing"
+REASONING_CHANGED = "reasoning-content-changed"
+THINKING_MODIFIED = "thinking-modified"
+THINKING_REMOVED = "thinking-removed"
+THINKING_NOT_FIRST = "thinking-not-first"
+NO_USER_MESSAGE = "no-user-message"
+TOOL_CALL_ORDER = "tool-call-order"
+
+RULES: Mapping[str, str] = MappingProxyType(
+    {
+        ORPHAN_TOOL_RESULT: "a tool result without its call in the nearest earlier assistant "
+        "message (only tool messages between)",
+        UNANSWERED_TOOL_CALL: "a tool call not answered before the next non-tool message",
+        DUPLICATE_TOOL_RESULT: "a second result for one tool call",
+        SYSTEM_NOT_FIRST: "a system message anywhere but index 0",
+        EMPTY_CONTENT: "a message with no content (the final assistant message may be empty)",
+        BLANK_TEXT_BLOCK: "an empty or whitespace-only text block",
+        EMPTY_TOOL_RESULT: "a tool result with an empty or blank body (placeholders too)",
+        REASONING_MISSING: "DeepSeek thinking mode: an assistant message of a tool-using "
+        "user-to-user span without its reasoning_content",
+        REASONING_CHANGED: "DeepSeek thinking mode: reasoning_content differs from the record",
+        THINKING_MODIFIED: "Anthropic: a thinking block that is not byte-identical to a block "
+        "of the same message in the record",
+        THINKING_REMOVED: "Anthropic: a thinking block of the current turn was dropped",
+        THINKING_NOT_FIRST: "Anthropic: the open tool turn's assistant message does not start "
+        "with a thinking block",
+        NO_USER_MESSAGE: "Qwen3 template: no user message in the payload",
+        TOOL_CALL_ORDER: "Gemini: a function-call turn not right after a user or "
+        "function-response turn",
+    }
+)
+
+ReasoningPassback = Literal["none", "tool_spans", "signed_blocks"]
+DroppableReasoning = Literal["completed_turns", "completed_spans_without_tool_calls"]
+
+
+@dataclass(frozen=True)
+class ProviderProfile:
+    """The rules one target API enforces on the message list of a request.
+
+    Fields (all data, no behaviour):
+
+    * ``tool_pairing`` — every call answered right after it, every result preceded by its call.
+    * ``system_only_first`` — a system message may only sit at index 0.
+    * ``forbid_empty_content`` — no empty message or blank text block, except an optional
+      final assistant message.
+    * ``reasoning_passback`` — ``"none"`` (reasoning is never required back),
+      ``"tool_spans"`` (DeepSeek: assistant messages of tool-using user-to-user spans carry
+      their reasoning), ``"signed_blocks"`` (Anthropic: thinking blocks go back byte-identical).
+    * ``thinking_first_in_open_tool_turn`` — with thinking on, the assistant message holding
+      the open tool loop's latest ``tool_use`` starts with a thinking block.
+    * ``needs_user_message`` — at least one user input must be present.
+    * ``calls_follow_user_or_tool`` — an assistant message with tool calls directly follows a
+      user or tool message.
+    * ``droppable_reasoning`` — what compaction may drop: ``"completed_turns"`` (every thinking
+      block before the latest user input) or ``"completed_spans_without_tool_calls"``.
+    * ``errors`` — rule slug → the provider's own error text (``{index}`` is filled in).
+    * ``sources`` — rule slug → where the rule is documented.
+    """
+
+    name: str
+    title: str
+    tool_pairing: bool = True
+    system_only_first: bool = True
+    forbid_empty_content: bool = True
+    reasoning_passback: ReasoningPassback = "none"
+    thinking_first_in_open_tool_turn: bool = False
+    needs_user_message: bool = False
+    calls_follow_user_or_tool: bool = False
+    droppable_reasoning: DroppableReasoning = "completed_turns"
+    errors: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
+    sources: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+    def error_text(self, rule: str, index: int) -> str | None:
+        """The provider's error text for ``rule`` at message ``index``, or None if unknown."""
+        text = self.errors.get(rule)
+        return text.format(index=index) if text else None
+
+
+_OPENAI_ERRORS = {
+    ORPHAN_TOOL_RESULT: "messages with role 'tool' must be a response to a preceding message "
+    "with 'tool_calls'",
+    UNANSWERED_TOOL_CALL: "An assistant message with 'tool_calls' must be followed by tool "
+    "messages responding to each 'tool_call_id'",
+}
+_OPENAI_DOC = "https://platform.openai.com/docs/guides/function-calling"
+_DEEPSEEK_DOC = "https://api-docs.deepseek.com/guides/thinking_mode"
+_ANTHROPIC_THINKING_DOC = "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking"
+_ANTHROPIC_TOOLS_DOC = "https://docs.anthropic.com/en/docs/build-with-claude/tool-use"
+_QWEN_DOC = "Qwen3 chat_template.jinja; vllm-project/vllm#36432"
+_GEMINI_DOC = "https://ai.google.dev/gemini-api/docs/function-calling"
+_CTXWISE = "ctxwise DESIGN.md decision 8 / cases README invariant 9 (stricter than the API)"
+
+OPENAI = ProviderProfile(
+    name="openai",
+    title="OpenAI Chat Completions",
+    errors=MappingProxyType(dict(_OPENAI_ERRORS)),
+    sources=MappingProxyType(
+        {
+            ORPHAN_TOOL_RESULT: _OPENAI_DOC,
+            UNANSWERED_TOOL_CALL: _OPENAI_DOC,
+            SYSTEM_NOT_FIRST: _CTXWISE,
+            EMPTY_CONTENT: _CTXWISE,
+        }
+    ),
+)
+
+DEEPSEEK = ProviderProfile(
+    name="deepseek",
+    title="DeepSeek chat completions (thinking mode)",
+    reasoning_passback="tool_spans",
+    droppable_reasoning="completed_spans_without_tool_calls",
+    errors=MappingProxyType(
+        {
+            **_OPENAI_ERRORS,
+            REASONING_MISSING: "The reasoning_content in the thinking mode must be passed back "
+            "to the API / Missing reasoning_content field in the assistant message at message "
+            "index {index}",
+            REASONING_CHANGED: "The reasoning_content in the thinking mode must be passed back "
+            "to the API",
+        }
+    ),
+    sources=MappingProxyType(
+        {
+            ORPHAN_TOOL_RESULT: _OPENAI_DOC,
+            UNANSWERED_TOOL_CALL: _OPENAI_DOC,
+            REASONING_MISSING: _DEEPSEEK_DOC,
+            REASONING_CHANGED: _DEEPSEEK_DOC,
+            SYSTEM_NOT_FIRST: _CTXWISE,
+            EMPTY_CONTENT: _CTXWISE,
+        }
+    ),
+)
+
+ANTHROPIC = ProviderProfile(
+    name="anthropic",
+    title="Anthropic Messages",
+    reasoning_passback="signed_blocks",
+    thinking_first_in_open_tool_turn=True,
+    errors=MappingProxyType(
+        {
+            ORPHAN_TOOL_RESULT: "unexpected `tool_use_id` found in `tool_result` blocks. Each "
+            "`tool_result` block must have a corresponding `tool_use` block in the previous "
+            "message.",
+            UNANSWERED_TOOL_CALL: "`tool_use` ids were found without `tool_result` blocks "
+            "immediately after. Each `tool_use` block must have a corresponding `tool_result` "
+            "block in the next message.",
+            DUPLICATE_TOOL_RESULT: "each tool_use must have a single result. Found multiple "
+            "`tool_result` blocks with the same id",
+            SYSTEM_NOT_FIRST: 'Unexpected role "system". The Messages API accepts a top-level '
+            '`system` parameter, not "system" as an input message role.',
+            EMPTY_CONTENT: "all messages must have non-empty content except for the optional "
+            "final assistant message",
+            BLANK_TEXT_BLOCK: "text content blocks must contain non-whitespace text",
+            EMPTY_TOOL_RESULT: "all messages must have non-empty content except for the "
+            "optional final assistant message",
+            THINKING_MODIFIED: "Invalid `signature` in `thinking` block",
+            THINKING_NOT_FIRST: "Expected `thinking` or `redacted_thinking`, but found "
+            "`tool_use`. When `thinking` is enabled, a final `assistant` message must start "
+            "with a thinking block",
+        }
+    ),
+    sources=MappingProxyType(
+        {
+            ORPHAN_TOOL_RESULT: _ANTHROPIC_TOOLS_DOC,
+            UNANSWERED_TOOL_CALL: _ANTHROPIC_TOOLS_DOC,
+            DUPLICATE_TOOL_RESULT: _ANTHROPIC_TOOLS_DOC,
+            SYSTEM_NOT_FIRST: "https://docs.anthropic.com/en/api/messages (top-level system)",
+            EMPTY_CONTENT: "https://docs.anthropic.com/en/api/messages",
+            THINKING_MODIFIED: _ANTHROPIC_THINKING_DOC,
+            THINKING_REMOVED: _ANTHROPIC_THINKING_DOC,
+            THINKING_NOT_FIRST: _ANTHROPIC_THINKING_DOC,
+        }
+    ),
+)
+
+QWEN = ProviderProfile(
+    name="qwen",
+    title="Qwen3 chat template (vLLM / llama.cpp / LM Studio)",
+    needs_user_message=True,
+    errors=MappingProxyType(
+        {
+            NO_USER_MESSAGE: "No user query found in messages.",
+            SYSTEM_NOT_FIRST: "System message must be at the beginning.",
+        }
+    ),
+    sources=MappingProxyType(
+        {
+            NO_USER_MESSAGE: _QWEN_DOC,
+            SYSTEM_NOT_FIRST: _QWEN_DOC,
+            ORPHAN_TOOL_RESULT: _OPENAI_DOC + " (vLLM serves the OpenAI chat API)",
+            EMPTY_CONTENT: _CTXWISE,
+        }
+    ),
+)
+
+GEMINI = ProviderProfile(
+    name="gemini",
+    title="Google Gemini (generateContent / OpenAI-compatible)",
+    calls_follow_user_or_tool=True,
+    errors=MappingProxyType(
+        {
+            TOOL_CALL_ORDER: "Please ensure that function call turn comes immediately after a "
+            "user turn or after a function response turn.",
+        }
+    ),
+    sources=MappingProxyType(
+        {
+            TOOL_CALL_ORDER: _GEMINI_DOC,
+            ORPHAN_TOOL_RESULT: _GEMINI_DOC,
+            SYSTEM_NOT_FIRST: "https://ai.google.dev/gemini-api/docs/text-generation "
+            "(system_instruction)",
+            EMPTY_CONTENT: _CTXWISE,
+        }
+    ),
+)
+
+PROFILES: Mapping[str, ProviderProfile] = MappingProxyType(
+    {p.name: p for p in (OPENAI, DEEPSEEK, ANTHROPIC, QWEN, GEMINI)}
+)
+
+
+def get_profile(provider: str | ProviderProfile) -> ProviderProfile:
+    """The profile named ``provider`` (case-insensitive); a profile is returned as is.
+
+    Raises :class:`~ctxwise.errors.PolicyError` for an unknown name, listing the known ones.
+    """
+    if isinstance(provider, ProviderProfile):
+        return provider
+    profile = PROFILES.get(str(provider).strip().lower())
+    if profile is None:
+        known = ", ".join(sorted(PROFILES))
+        raise PolicyError(f"unknown provider {provider!r}; known providers: {known}")
+    return profile

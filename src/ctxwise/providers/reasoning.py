@@ -1,0 +1,181 @@
+"""Reasoning rules: what must travel back, what must stay unmodified, what may be dropped.
+
+*Thinking mode* — whether the session uses reasoning — decides whether the pass-back rules
+apply at all. Callers may state it (``thinking=True/False``); otherwise it is inferred: the
+session thinks when the ``reference`` (the recorded messages the payload was built from) holds
+any thinking block, or, without a reference, when the payload itself does. So a payload whose
+every reasoning block was stripped can only be caught with a reference or ``thinking=True``.
+"""
+
+from __future__ import annotations
+
+from ..errors import Violation
+from ..messages import Message, ThinkingBlock
+from ..units import last_user_index, turns
+from .profiles import (
+    REASONING_CHANGED,
+    REASONING_MISSING,
+    THINKING_MODIFIED,
+    THINKING_NOT_FIRST,
+    THINKING_REMOVED,
+    ProviderProfile,
+)
+
+
+def _v(profile: ProviderProfile, index: int, rule: str, message: str) -> Violation:
+    return Violation(index, rule, message, profile.error_text(rule, index))
+
+
+def thinking_mode(
+    messages: list[Message], reference: list[Message] | None = None, thinking: bool | None = None
+) -> bool:
+    """True when the session uses reasoning: ``thinking`` if given, else whether the reference
+    (or, without one, the payload) holds any thinking block."""
+    if thinking is not None:
+        return thinking
+    source = reference if reference is not None else messages
+    return any(m.thinking for m in source)
+
+
+def open_tool_turn(messages: list[Message]) -> int | None:
+    """Index of the assistant message holding the open tool loop's latest ``tool_use``, or None.
+
+    It is the last assistant message after the latest user input, when that message has tool
+    calls (the loop is still running: the model has not answered with text yet).
+    """
+    u = last_user_index(messages)
+    for i in range(len(messages) - 1, (u if u is not None else -1), -1):
+        m = messages[i]
+        if m.role == "assistant":
+            return i if m.tool_uses else None
+    return None
+
+
+def _tool_span_ids(messages: list[Message]) -> set[str]:
+    """Ids of assistant messages whose user-to-user span contains a tool call."""
+    ids: set[str] = set()
+    for t in turns(messages):
+        span = messages[t.start:t.end]
+        if any(m.role == "assistant" and m.tool_uses for m in span):
+            ids.update(m.id for m in span if m.role == "assistant")
+    return ids
+
+
+def check_deepseek_reasoning(
+    messages: list[Message],
+    profile: ProviderProfile,
+    reference: list[Message] | None = None,
+    thinking: bool | None = None,
+) -> list[Violation]:
+    """DeepSeek thinking mode: assistant messages of tool-using spans carry their reasoning.
+
+    Source: https://api-docs.deepseek.com/guides/thinking_mode — between two user messages, if
+    the model made a tool call, every assistant message of that span keeps its
+    ``reasoning_content`` in all later requests; in spans without tool calls it is ignored.
+
+    A message must carry reasoning when its span in the payload makes a tool call, or when its
+    span in the ``reference`` did (matched by message id). With a reference the reasoning must
+    also equal the recorded one (``reasoning-content-changed``). A message the reference has
+    without reasoning is still flagged: DeepSeek rejects it all the same. Only applies in
+    thinking mode (see :func:`thinking_mode`).
+    """
+    if not thinking_mode(messages, reference, thinking):
+        return []
+    must = _tool_span_ids(messages)
+    ref_by_id: dict[str, Message] = {}
+    if reference is not None:
+        must |= _tool_span_ids(reference)
+        ref_by_id = {m.id: m for m in reference}
+    out: list[Violation] = []
+    for i, m in enumerate(messages):
+        if m.role != "assistant" or m.id not in must:
+            continue
+        ref = ref_by_id.get(m.id)
+        if not m.thinking:
+            had = " (the record has it)" if ref is not None and ref.thinking else ""
+            out.append(_v(profile, i, REASONING_MISSING,
+                          f"assistant message {m.id!r} of a tool-using span has no "
+                          f"reasoning_content{had}"))
+        elif ref is not None and ref.thinking and m.thinking != ref.thinking:
+            out.append(_v(profile, i, REASONING_CHANGED,
+                          f"reasoning_content of {m.id!r} differs from the record"))
+    return out
+
+
+def check_anthropic_thinking(
+    messages: list[Message],
+    profile: ProviderProfile,
+    reference: list[Message] | None = None,
+    thinking: bool | None = None,
+) -> list[Violation]:
+    """Anthropic extended thinking: blocks unmodified, current turn's kept, open turn first.
+
+    Source: https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking
+    ("Preserving thinking blocks"): thinking blocks go back unmodified (the signature is
+    checked); during a tool loop the last assistant message starts with its thinking block;
+    blocks of earlier turns may be omitted.
+
+    * With a ``reference``: every thinking block in the payload equals (type, text, signature,
+      redacted, extra fields) a block of the reference message with the same id
+      (``thinking-modified``); assistant messages after the latest user input keep every
+      thinking block the reference gave them (``thinking-removed``).
+    * In thinking mode: the :func:`open_tool_turn` message starts with a thinking or
+      redacted-thinking block (``thinking-not-first``).
+    """
+    out: list[Violation] = []
+    if reference is not None:
+        ref_by_id = {m.id: m for m in reference}
+        u = last_user_index(messages)
+        for i, m in enumerate(messages):
+            ref = ref_by_id.get(m.id)
+            allowed = ref.thinking if ref is not None else []
+            for k, b in enumerate(m.blocks):
+                if isinstance(b, ThinkingBlock) and b not in allowed:
+                    why = (f"message {m.id!r} is not in the record" if ref is None
+                           else f"it equals no thinking block of {m.id!r} in the record")
+                    out.append(_v(profile, i, THINKING_MODIFIED,
+                                  f"thinking block {k} was modified or moved: {why}"))
+            if m.role == "assistant" and ref is not None and (u is None or i > u):
+                lost = [b for b in ref.thinking if b not in m.thinking]
+                if lost:
+                    out.append(_v(profile, i, THINKING_REMOVED,
+                                  f"{len(lost)} thinking block(s) of the current turn's "
+                                  f"message {m.id!r} were dropped"))
+    if profile.thinking_first_in_open_tool_turn and thinking_mode(messages, reference, thinking):
+        o = open_tool_turn(messages)
+        if o is not None and not isinstance(messages[o].blocks[0], ThinkingBlock):
+            out.append(_v(profile, o, THINKING_NOT_FIRST,
+                          "the open tool turn's assistant message does not start with a "
+                          "thinking block"))
+    return out
+
+
+def droppable_thinking(messages: list[Message], profile: ProviderProfile) -> set[tuple[int, int]]:
+    """``(message index, block index)`` of the thinking blocks the provider allows to drop.
+
+    * ``completed_turns`` (OpenAI, Qwen, Gemini, Anthropic): every thinking block of assistant
+      messages before the latest user input. OpenAI chat has no reasoning pass-back; the Qwen3
+      template renders reasoning only after the last user query; Anthropic ignores thinking of
+      earlier turns (extended-thinking docs), so a message drops all its blocks or none, and
+      the open tool turn (after the latest user input) never drops any.
+    * ``completed_spans_without_tool_calls`` (DeepSeek): every thinking block of assistant
+      messages in completed user-to-user spans that made no tool call (thinking-mode docs);
+      tool-using spans keep theirs, or are dropped whole by other stages.
+    """
+    out: set[tuple[int, int]] = set()
+    if profile.droppable_reasoning == "completed_turns":
+        u = last_user_index(messages)
+        ranges = [range(0, u)] if u is not None else []
+    else:
+        ranges = []
+        for t in turns(messages)[:-1]:  # the last one is the current, uncompleted span
+            span = messages[t.start:t.end]
+            if not any(m.role == "assistant" and m.tool_uses for m in span):
+                ranges.append(range(t.start, t.end))
+    for r in ranges:
+        for i in r:
+            m = messages[i]
+            if m.role != "assistant":
+                continue
+            out.update((i, k) for k, b in enumerate(m.blocks) if isinstance(b, ThinkingBlock))
+    return out

@@ -1,0 +1,176 @@
+"""Structural checks shared by every provider: pairing, roles, emptiness, call order.
+
+Each check takes the canonical message list and a :class:`ProviderProfile` and returns a list
+of :class:`~ctxwise.errors.Violation` (empty when the rule holds). They never raise.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ..errors import Violation
+from ..messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ..units import is_user_input
+from .profiles import (
+    BLANK_TEXT_BLOCK,
+    DUPLICATE_TOOL_RESULT,
+    EMPTY_CONTENT,
+    EMPTY_TOOL_RESULT,
+    NO_USER_MESSAGE,
+    ORPHAN_TOOL_RESULT,
+    SYSTEM_NOT_FIRST,
+    TOOL_CALL_ORDER,
+    UNANSWERED_TOOL_CALL,
+    ProviderProfile,
+)
+
+
+def _v(profile: ProviderProfile, index: int, rule: str, message: str) -> Violation:
+    return Violation(index, rule, message, profile.error_text(rule, index))
+
+
+def check_tool_pairing(messages: list[Message], profile: ProviderProfile) -> list[Violation]:
+    """Every call answered, every result preceded by its call, no duplicate result.
+
+    Pairing goes by position (as in :mod:`ctxwise.units`): the results of a tool message belong
+    to the nearest earlier assistant message with ``tool_use`` blocks, with only tool messages
+    between; ids are matched within that cycle only (tau-bench reuses call ids). A call is
+    unanswered when no result for it comes before the next non-tool message. A parallel batch
+    must be complete.
+    """
+    out: list[Violation] = []
+    n = len(messages)
+    i = 0
+    while i < n:
+        m = messages[i]
+        if m.role == "tool":
+            out.extend(_orphans(profile, i, m, "no assistant message with tool calls precedes it "
+                                "(only tool messages may sit between)"))
+            i += 1
+            continue
+        for r in m.tool_results:
+            out.append(_v(profile, i, ORPHAN_TOOL_RESULT,
+                          f"tool_result for {r.tool_use_id!r} sits in a {m.role} message, "
+                          "not in a tool message"))
+        if m.role != "assistant" or not m.tool_uses:
+            i += 1
+            continue
+        wanted = Counter(b.id for b in m.tool_uses)
+        answered: Counter[str] = Counter()
+        j = i + 1
+        while j < n and messages[j].role == "tool":
+            t = messages[j]
+            if not t.tool_results:
+                out.append(_v(profile, j, ORPHAN_TOOL_RESULT, "tool message holds no tool_result"))
+            for r in t.tool_results:
+                cid = r.tool_use_id
+                if wanted[cid] == 0:
+                    out.append(_v(profile, j, ORPHAN_TOOL_RESULT,
+                                  f"result for {cid!r} answers no call of assistant message {i}"))
+                elif answered[cid] >= wanted[cid]:
+                    out.append(_v(profile, j, DUPLICATE_TOOL_RESULT,
+                                  f"second result for call {cid!r} of assistant message {i}"))
+                else:
+                    answered[cid] += 1
+            j += 1
+        missing = [b for b in m.tool_uses if answered[b.id] < wanted[b.id]]
+        seen: set[str] = set()
+        for b in missing:
+            if b.id in seen:
+                continue
+            seen.add(b.id)
+            where = f"message {j}" if j < n else "the end of the payload"
+            out.append(_v(profile, i, UNANSWERED_TOOL_CALL,
+                          f"call {b.id!r} ({b.name}) has no result before {where}"))
+        i = j
+    return out
+
+
+def _orphans(profile: ProviderProfile, i: int, m: Message, why: str) -> list[Violation]:
+    if not m.tool_results:
+        return [_v(profile, i, ORPHAN_TOOL_RESULT, f"tool message holds no tool_result; {why}")]
+    return [_v(profile, i, ORPHAN_TOOL_RESULT, f"result for {r.tool_use_id!r}: {why}")
+            for r in m.tool_results]
+
+
+def check_system_position(messages: list[Message], profile: ProviderProfile) -> list[Violation]:
+    """A system message may only be the first message (Anthropic's top-level ``system``)."""
+    return [
+        _v(profile, i, SYSTEM_NOT_FIRST, "system message after index 0")
+        for i, m in enumerate(messages)
+        if i > 0 and m.role == "system"
+    ]
+
+
+def _blank(text: str) -> bool:
+    return not text.strip()
+
+
+def check_empty_content(messages: list[Message], profile: ProviderProfile) -> list[Violation]:
+    """No empty message, blank text block or empty tool result, except the final assistant
+    message (Anthropic's prefill).
+
+    A tool result whose output has no image and only blank text is empty (so is a blank
+    placeholder). Thinking blocks count as content only for providers that carry them as
+    content blocks (``reasoning_passback == "signed_blocks"``).
+    """
+    out: list[Violation] = []
+    last = len(messages) - 1
+    for i, m in enumerate(messages):
+        if i == last and m.role == "assistant":
+            continue
+        found: list[Violation] = []
+        has_content = False
+        for k, b in enumerate(m.blocks):
+            if isinstance(b, TextBlock):
+                if _blank(b.text):
+                    found.append(_v(profile, i, BLANK_TEXT_BLOCK,
+                                    f"block {k} is an empty or whitespace-only text block"))
+                else:
+                    has_content = True
+            elif isinstance(b, ToolResultBlock):
+                if _result_empty(b):
+                    found.append(_v(profile, i, EMPTY_TOOL_RESULT,
+                                    f"block {k}: result for {b.tool_use_id!r} has an empty body"))
+                else:
+                    has_content = True
+                    for q, ob in enumerate(b.output):
+                        if isinstance(ob, TextBlock) and _blank(ob.text):
+                            found.append(_v(profile, i, BLANK_TEXT_BLOCK,
+                                            f"block {k}: output block {q} of result for "
+                                            f"{b.tool_use_id!r} is blank"))
+            elif isinstance(b, (ImageBlock, ToolUseBlock)):
+                has_content = True
+            elif isinstance(b, ThinkingBlock) and profile.reasoning_passback == "signed_blocks":
+                has_content = True
+        out.extend(found)
+        if not has_content and not found:
+            out.append(_v(profile, i, EMPTY_CONTENT, f"{m.role} message has no content"))
+    return out
+
+
+def _result_empty(b: ToolResultBlock) -> bool:
+    if any(isinstance(o, ImageBlock) for o in b.output):
+        return False
+    return _blank(b.text)
+
+
+def check_user_present(messages: list[Message], profile: ProviderProfile) -> list[Violation]:
+    """At least one user input (a user message that is not a tool-result carrier)."""
+    if any(is_user_input(m) for m in messages):
+        return []
+    return [_v(profile, 0, NO_USER_MESSAGE, "the payload has no user message")]
+
+
+def check_call_order(messages: list[Message], profile: ProviderProfile) -> list[Violation]:
+    """An assistant message with tool calls directly follows a user or a tool message."""
+    out: list[Violation] = []
+    for i, m in enumerate(messages):
+        if m.role != "assistant" or not m.tool_uses:
+            continue
+        prev = messages[i - 1].role if i > 0 else None
+        if prev not in ("user", "tool"):
+            after = f"a {prev} message" if prev else "nothing (it is first)"
+            out.append(_v(profile, i, TOOL_CALL_ORDER,
+                          f"assistant message with tool calls follows {after}"))
+    return out
