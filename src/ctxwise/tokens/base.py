@@ -1,0 +1,147 @@
+"""The :class:`TokenCounter` base: how a counter walks a message, and the per-message cache.
+
+A counter turns text into a size (``count_text``) and knows its provider's chat framing
+(:class:`ChatFrame`: per-message overhead, tool-call wrappers, reply priming, the tool-list
+preamble) and its image rule. ``count_message`` adds those up for one message and keeps the
+result in ``Message.memo()`` under ``"tokens/<counter name>"``: messages are frozen and an
+edited copy starts with an empty memo, so an unchanged message object is never counted twice
+(DESIGN decision 7, O(new work) per call).
+
+What one message costs, in the counter's unit::
+
+    frames * (per_message + role)          frames = number of tool results for a ``tool``
+                                           message (each is its own OpenAI message), else 1
+  + per_name + name                        when the message has a ``name``
+  + text                                   every ``text`` block
+  + per_thinking + thinking                every ``thinking`` block (redacted: its opaque data)
+  + per_tool_call + tool name + input JSON every ``tool_use`` (``json.dumps(input, ensure_ascii=False)``)
+  + per_tool_result + output text          every ``tool_result``
+  + image rule                             every image, top-level or inside a tool result
+
+``count(messages)`` is the sum plus ``reply_priming`` (the tokens that open the model's reply);
+``count_tools(schemas)`` is ``tools_preamble`` plus, per schema, ``per_tool`` and its JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+
+Unit = Literal["chars", "tokens"]
+
+
+@dataclass(frozen=True)
+class ChatFrame:
+    """A provider's chat framing, in the counter's unit (tokens; all zero for ``chars``).
+
+    ``role_counted``: the role name is encoded as text (OpenAI, Qwen) rather than folded into
+    one special token (DeepSeek). ``per_name``: overhead when a message has a ``name`` (None =
+    names are not counted at all). ``tools_preamble``: fixed text a chat template puts around
+    the tool list, counted once when there are tools.
+    """
+
+    per_message: int = 0
+    role_counted: bool = False
+    per_name: int | None = None
+    per_thinking: int = 0
+    per_tool_call: int = 0
+    per_tool_result: int = 0
+    reply_priming: int = 0
+    tools_preamble: str = ""
+    per_tool: int = 0
+
+
+def tool_input_json(block: ToolUseBlock) -> str:
+    """A tool call's input as counted: ``json.dumps(input, ensure_ascii=False)``."""
+    return json.dumps(block.input, ensure_ascii=False)
+
+
+class TokenCounter:
+    """Sizes text and messages in one unit. Subclasses set ``name``, ``unit`` and ``count_text``.
+
+    ``rules`` says in words how the counter counts messages, tool schemas and images.
+    Instances are shared (see :func:`ctxwise.tokens.get_counter`) and hold no per-call state.
+    """
+
+    name: str = ""
+    unit: Unit = "tokens"
+    rules: str = ""
+    frame: ChatFrame = ChatFrame()
+
+    def count_text(self, text: str) -> int:
+        """The size of ``text`` in ``unit``."""
+        raise NotImplementedError
+
+    def count_image(self, block: ImageBlock) -> int:
+        """The size of one image in ``unit`` (by an image rule, never by base64 length)."""
+        raise NotImplementedError
+
+    # -- messages ----------------------------------------------------------------------
+
+    @property
+    def memo_key(self) -> str:
+        """The key under which this counter stores a message's size in ``Message.memo()``."""
+        return f"tokens/{self.name}"
+
+    def count_message(self, message: Message) -> int:
+        """The size of one message in ``unit``, computed once per message object."""
+        memo = message.memo()
+        key = self.memo_key
+        size = memo.get(key)
+        if size is None:
+            size = self._count_message(message)
+            memo[key] = size
+        return size
+
+    def count(self, messages: Iterable[Message]) -> int:
+        """The size of a whole context: its messages plus ``reply_priming`` (0 for no messages)."""
+        total = 0
+        any_message = False
+        for m in messages:
+            total += self.count_message(m)
+            any_message = True
+        return total + self.frame.reply_priming if any_message else 0
+
+    def count_tools(self, tool_schemas: list[dict[str, Any]] | None) -> int:
+        """The size of the tool declarations sent with every call (0 when there are none).
+
+        Each schema is counted as its JSON (``ensure_ascii=False``) plus ``per_tool``, and the
+        template's ``tools_preamble`` once. Providers render schemas their own way (OpenAI as a
+        TypeScript-like namespace), so this is an estimate; calibrate with provider usage.
+        """
+        if not tool_schemas:
+            return 0
+        f = self.frame
+        total = self.count_text(f.tools_preamble) if f.tools_preamble else 0
+        for schema in tool_schemas:
+            total += f.per_tool + self.count_text(json.dumps(schema, ensure_ascii=False))
+        return total
+
+    def _count_message(self, m: Message) -> int:
+        f = self.frame
+        text = self.count_text
+        frames = max(1, len(m.tool_results)) if m.role == "tool" else 1
+        size = frames * (f.per_message + (text(m.role) if f.role_counted else 0))
+        if m.name and f.per_name is not None:
+            size += f.per_name + text(m.name)
+        for b in m.blocks:
+            if isinstance(b, TextBlock):
+                size += text(b.text)
+            elif isinstance(b, ThinkingBlock):
+                size += f.per_thinking + text(b.thinking)
+            elif isinstance(b, ToolUseBlock):
+                size += f.per_tool_call + text(b.name) + text(tool_input_json(b))
+            elif isinstance(b, ToolResultBlock):
+                size += f.per_tool_result
+                for o in b.output:
+                    size += text(o.text) if isinstance(o, TextBlock) else self.count_image(o)
+            elif isinstance(b, ImageBlock):
+                size += self.count_image(b)
+        return size
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} ({self.unit})>"
