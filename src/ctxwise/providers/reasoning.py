@@ -118,7 +118,8 @@ def check_anthropic_thinking(
     * With a ``reference``: every thinking block in the payload equals (type, text, signature,
       redacted, extra fields) a block of the reference message with the same id
       (``thinking-modified``); assistant messages after the latest user input keep every
-      thinking block the reference gave them (``thinking-removed``).
+      thinking block the reference gave them (``thinking-removed``, reported only when the
+      message has no modified block, so one edit is one violation).
     * In thinking mode: the :func:`open_tool_turn` message starts with a thinking or
       redacted-thinking block (``thinking-not-first``).
     """
@@ -129,13 +130,16 @@ def check_anthropic_thinking(
         for i, m in enumerate(messages):
             ref = ref_by_id.get(m.id)
             allowed = ref.thinking if ref is not None else []
+            modified = False
             for k, b in enumerate(m.blocks):
                 if isinstance(b, ThinkingBlock) and b not in allowed:
+                    modified = True
                     why = (f"message {m.id!r} is not in the record" if ref is None
                            else f"it equals no thinking block of {m.id!r} in the record")
                     out.append(_v(profile, i, THINKING_MODIFIED,
                                   f"thinking block {k} was modified or moved: {why}"))
-            if m.role == "assistant" and ref is not None and (u is None or i > u):
+            current = u is None or i > u
+            if m.role == "assistant" and ref is not None and current and not modified:
                 lost = [b for b in ref.thinking if b not in m.thinking]
                 if lost:
                     out.append(_v(profile, i, THINKING_REMOVED,
