@@ -1,0 +1,47 @@
+"""The only hand-written SQL in ctxwise: connection set-up and transaction start.
+
+Everything else is built with SQLAlchemy expressions (bound parameters, no string formatting).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, event
+
+
+def setup_sqlite(engine: Engine, busy_timeout_s: float) -> None:
+    """WAL journal, ``synchronous=NORMAL`` (durable across a killed process; a power loss may
+    drop the last commits, never corrupt), foreign keys on, a busy timeout, and explicit
+    transactions: writes start with ``BEGIN IMMEDIATE`` (the write lock is taken up front, so
+    two writers serialize instead of failing mid-transaction); a connection whose execution
+    options carry ``ctxwise_read=True`` starts a deferred ``BEGIN`` (a read snapshot)."""
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # pysqlite must not emit its own BEGIN
+        cur = dbapi_connection.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Any) -> None:
+        if conn.get_execution_options().get("ctxwise_read"):
+            conn.exec_driver_sql("BEGIN")
+        else:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def setup_postgresql(engine: Engine, lock_timeout_s: float) -> None:
+    """Bound every lock wait by ``lock_timeout`` (a timed-out wait raises and is reported as
+    :class:`~ctxwise.errors.SessionConflict`)."""
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        cur = dbapi_connection.cursor()
+        cur.execute(f"SET lock_timeout = {int(lock_timeout_s * 1000)}")
+        cur.close()
+        dbapi_connection.commit()

@@ -1,0 +1,106 @@
+"""The store's value types: what :class:`~ctxwise.store.Store` returns and what ``apply()`` takes.
+
+Context message states (``ContextRow.state``):
+
+* ``verbatim``: as appended (or a summary as inserted); visible to the model.
+* ``cleared``: a tool-result body replaced by a placeholder (``current`` differs); visible.
+* ``pruned``: thinking removed (``current`` differs); visible.
+* ``summarized``: replaced by a summary row; hidden, ``original`` kept.
+* ``trimmed``: dropped by the hard limit; hidden, ``original`` kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from ..messages import Message
+
+VISIBLE_STATES: tuple[str, ...] = ("verbatim", "cleared", "pruned")
+HIDDEN_STATES: tuple[str, ...] = ("summarized", "trimmed")
+STATES: tuple[str, ...] = VISIBLE_STATES + HIDDEN_STATES
+
+
+@dataclass(frozen=True)
+class Replace:
+    """Swap one message's ``current`` body (clearing a tool result, pruning thinking).
+
+    Writes one UPDATE of that row's ``current`` and ``state``; ``original`` stays.
+    """
+
+    message_id: str
+    current: Message
+    state: Literal["cleared", "pruned"] = "cleared"
+
+
+@dataclass(frozen=True)
+class Hide:
+    """Take messages out of the model's view (``summarized`` or ``trimmed``); bodies stay."""
+
+    message_ids: list[str]
+    state: Literal["summarized", "trimmed"] = "summarized"
+
+
+@dataclass(frozen=True)
+class InsertSummary:
+    """Insert ``summary`` where ``anchor_message_id`` (the first replaced message, which may
+    itself be an older summary) stands. Hide the replaced messages with a :class:`Hide` in
+    the same ``apply()``."""
+
+    summary: Message
+    anchor_message_id: str
+
+
+Change = Replace | Hide | InsertSummary
+
+
+@dataclass
+class ContextRow:
+    """One context message: ``seq`` is its insertion number (1-based, per session);
+    ``current`` is what the model reads when ``state`` is visible; ``original`` is the message
+    as first stored (always kept)."""
+
+    message_id: str
+    seq: int
+    state: str
+    current: Message
+    original: Message
+
+    @property
+    def visible(self) -> bool:
+        """True when the model reads this row (``verbatim``, ``cleared`` or ``pruned``)."""
+        return self.state in VISIBLE_STATES
+
+
+@dataclass
+class SessionState:
+    """A loaded session: ``rows`` in context order, hidden rows included; ``version`` counts
+    committed writes (0 for a new session)."""
+
+    user_id: str
+    session_id: str
+    provider: str
+    policy: dict[str, Any]
+    version: int
+    rows: list[ContextRow] = field(default_factory=list)
+
+    def context(self) -> list[Message]:
+        """The messages the model reads, in order."""
+        return [r.current for r in self.rows if r.visible]
+
+
+@dataclass
+class TranscriptRow:
+    """One transcript row (see :mod:`ctxwise.transcript` for the ``blocks`` shape).
+
+    ``seq`` orders rows within the session (1-based); ``status`` is ``normal`` or
+    ``interrupted``; ``created_at`` is UTC."""
+
+    seq: int
+    role: str
+    text: str
+    blocks: list[dict[str, Any]]
+    status: str
+    message_ids: list[str]
+    created_at: datetime
