@@ -1,0 +1,133 @@
+"""What every stage needs to know about a context: sizes, pinned positions, markers.
+
+A *stage* is a pure function ``(messages, Budgeting) -> StageResult``. It never calls the
+store; it returns new messages (edited copies, never mutated originals) and events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..messages import Message
+from ..policy import Policy
+from ..units import Turn, last_user_index, tool_cycles, turns
+from .events import CompactionEvent
+
+PINNED_KINDS = ("summary", "facts", "user_memory")
+
+
+class Counter(Protocol):
+    """The part of a token counter the stages use (see :mod:`ctxwise.tokens`)."""
+
+    name: str
+
+    def count_message(self, message: Message) -> int: ...
+
+
+@dataclass
+class Budgeting:
+    """The policy plus the counter that measures its unit, and a fixed overhead
+    (tool schemas) that is always part of the request."""
+
+    policy: Policy
+    counter: Counter
+    overhead: int = 0
+
+    @property
+    def unit(self) -> str:
+        return self.policy.unit
+
+    def size_of(self, m: Message) -> int:
+        """Size of one message in the policy unit (0 for a system prompt not counted)."""
+        if m.role == "system" and not self.policy.count_system:
+            return 0
+        return self.counter.count_message(m)
+
+    def size(self, messages: list[Message]) -> int:
+        """Whole-request size: messages plus overhead (counts are cached per message)."""
+        return self.overhead + sum(self.size_of(m) for m in messages)
+
+    def level(self, fraction: float) -> int:
+        return self.policy.level(fraction)
+
+    def trigger(self, size: int, name: str, fraction: float) -> str:
+        return (
+            f"size {size} > {name} {self.level(fraction)} "
+            f"({fraction} x {self.policy.effective_budget} {self.unit})"
+        )
+
+
+@dataclass
+class StageResult:
+    """A stage's output: the new message list and what it did."""
+
+    messages: list[Message]
+    events: list[CompactionEvent] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.events)
+
+
+def mark(m: Message) -> dict[str, Any]:
+    """ctxwise's marker dict on a message (empty when none)."""
+    v = m.metadata.get("ctxwise")
+    return v if isinstance(v, dict) else {}
+
+
+def with_mark(m: Message, **marks: Any) -> dict[str, Any]:
+    """``m.metadata`` with ``marks`` merged into its ``ctxwise`` marker (a new dict)."""
+    md = dict(m.metadata)
+    md["ctxwise"] = {**mark(m), **marks}
+    return md
+
+
+def head_end(messages: list[Message]) -> int:
+    """Index after the pinned head: a leading system prompt and ctxwise pinned blocks."""
+    i = 0
+    while i < len(messages) and (messages[i].role == "system" or messages[i].kind in ("facts", "user_memory")):
+        i += 1
+    return i
+
+
+def current_turn_start(messages: list[Message]) -> int:
+    """Start of the current turn (the latest user input), or ``len`` when there is none."""
+    i = last_user_index(messages)
+    return len(messages) if i is None else i
+
+
+def in_flight_start(messages: list[Message]) -> int:
+    """Start of the in-flight tool cycle: the last cycle when it is the tail of the list
+    (its results are not yet consumed by a model call), else ``len(messages)``."""
+    cycles = tool_cycles(messages)
+    if cycles and cycles[-1].end == len(messages):
+        return cycles[-1].start
+    return len(messages)
+
+
+def pinned_indices(messages: list[Message]) -> set[int]:
+    """Positions no stage may remove or rewrite: the system prompt, ctxwise blocks
+    (summary, facts, user memory), the current user input and the in-flight cycle."""
+    out = {i for i, m in enumerate(messages) if m.role == "system" or m.kind in PINNED_KINDS}
+    cur = last_user_index(messages)
+    if cur is not None:
+        out.add(cur)
+    out.update(range(in_flight_start(messages), len(messages)))
+    return out
+
+
+def body_turns(messages: list[Message]) -> list[Turn]:
+    """The turns after the pinned head, excluding ctxwise summary messages as turn starts.
+
+    A summary is a user-role message, so :func:`ctxwise.units.turns` would start a turn at
+    it; here it is folded into the span it stands for.
+    """
+    start = head_end(messages)
+    out: list[Turn] = []
+    for t in turns(messages):
+        s, e = max(t.start, start), t.end
+        if s >= e:
+            continue
+        out.append(Turn(s, e, preamble=t.preamble))
+    return out

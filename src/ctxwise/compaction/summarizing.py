@@ -1,0 +1,136 @@
+"""Stage 3, summarizing (the first seed's 80 % stage).
+
+Fires above ``summarize_at``, and only at a turn boundary (the last message is the user's
+new input), so no tool cycle is ever split. The cut keeps the most recent turns verbatim,
+at least ``summary_keep_recent`` of the budget (always the current turn); everything from
+the first turn after the pinned head (or the previous summary, which is rolled in) up to
+the cut is the material. The summary is one user-role message with a header saying it is
+background, not a new instruction (a system message mid-list is rejected by some
+providers); it stands exactly where the material stood. Skipped when the material is under
+``summary_min_material`` of the compactable context. A summary that does not make the
+context smaller is discarded with a ``summarizer_failed`` event (progress or stop).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Sequence
+
+from ..messages import Message, TextBlock
+from ..summarizers.base import SUMMARY_HEADER, Summarizer, SummarizerError
+from ..units import is_user_input
+from .context import Budgeting, StageResult, body_turns, head_end, pinned_indices
+from .events import CompactionEvent
+
+
+def summary_id(replaced: Sequence[str]) -> str:
+    """A deterministic id for the summary replacing ``replaced`` message ids."""
+    return "summary-" + hashlib.sha256("\n".join(replaced).encode()).hexdigest()[:12]
+
+
+def summarize_old_turns(
+    messages: list[Message],
+    b: Budgeting,
+    size: int,
+    summarizer: Summarizer,
+    *,
+    facts: Sequence[str] = (),
+) -> StageResult:
+    """Replace old whole turns by one summary message. See the module doc for the rules.
+
+    Returns the new list and a ``summarizing`` event, a ``summarizer_failed`` event (list
+    unchanged) when the summarizer raised or made no progress, or nothing at all when the
+    stage does not apply.
+    """
+    p = b.policy
+    if not p.summarize or size <= b.level(p.summarize_at) or not messages:
+        return StageResult(messages)
+    if not is_user_input(messages[-1]) or messages[-1].kind is not None:
+        return StageResult(messages)
+    t0 = time.perf_counter()
+    head = head_end(messages)
+    spans = body_turns(messages)
+    pinned = pinned_indices(messages)
+    # Turns before the current one, after the pinned head; a leading summary is rolled in.
+    older = [t for t in spans if t.end <= len(messages) - 1]
+    if not older:
+        return StageResult(messages)
+    keep_level = b.level(p.summary_keep_recent)
+    kept = sum(b.size_of(m) for m in messages[older[-1].end :])
+    cut_at = len(older)
+    while cut_at > 0 and kept < keep_level:
+        t = older[cut_at - 1]
+        kept += sum(b.size_of(m) for m in messages[t.start : t.end])
+        cut_at -= 1
+    material_spans = older[:cut_at]
+    if not material_spans:
+        return StageResult(messages)
+    start, cut = material_spans[0].start, material_spans[-1].end
+    previous = messages[start] if messages[start].kind == "summary" else None
+    material = [m for m in messages[start:cut] if m is not previous]
+    if not material:
+        return StageResult(messages)
+    material_size = sum(b.size_of(m) for m in material)
+    compactable = size - b.overhead - sum(b.size_of(messages[i]) for i in pinned)
+    if material_size < p.summary_min_material * max(compactable, 1):
+        return StageResult(messages)
+    replaced = [m.id for m in messages[start:cut]]
+    material_chars = sum(len(m.model_dump_json()) for m in material) or 1
+    chars_per_unit = max(material_chars / max(material_size, 1), 1.0) if p.unit == "tokens" else 1.0
+    target_chars = int(b.level(p.summary_target) * chars_per_unit)
+    prev_text = _body(previous) if previous else None
+    try:
+        result = summarizer.summarize(material, prev_text, target_chars, facts=facts)
+    except SummarizerError as e:
+        return StageResult(messages, [_failed(b, size, replaced, str(e), t0)])
+    rounds = _rounds(previous, material)
+    sid = summary_id(replaced)
+    summary = Message(
+        id=sid,
+        role="user",
+        blocks=[TextBlock(text=f"{SUMMARY_HEADER}\n{result.text}")],
+        metadata={"ctxwise": {"kind": "summary", "replaced": replaced, "rounds": rounds, "summarizer": summarizer.name}},
+    )
+    out = messages[:start] + [summary] + messages[cut:]
+    new_size = size - sum(b.size_of(m) for m in messages[start:cut]) + b.size_of(summary)
+    if new_size >= size:
+        return StageResult(messages, [_failed(b, size, replaced, f"no progress: summary made the context {new_size} >= {size}", t0)])
+    ev = CompactionEvent(
+        stage="summarizing",
+        trigger=b.trigger(size, "summarize_at", p.summarize_at),
+        unit=b.unit,
+        size_before=size,
+        size_after=new_size,
+        affected_ids=replaced,
+        summary_id=sid,
+        duration_ms=(time.perf_counter() - t0) * 1000,
+        usage=result.usage,
+        detail={"summarizer": summarizer.name, "rounds": rounds, "rolled_previous": previous is not None,
+                "summary_chars": len(summary.text), "target_chars": target_chars},
+    )
+    return StageResult(out, [ev])
+
+
+def _body(summary: Message) -> str:
+    text = summary.text
+    return text[len(SUMMARY_HEADER) + 1 :] if text.startswith(SUMMARY_HEADER) else text
+
+
+def _rounds(previous: Message | None, material: list[Message]) -> int:
+    """How many user rounds the summary now stands for (previous summary's included)."""
+    before = previous.metadata["ctxwise"].get("rounds", 0) if previous else 0
+    return before + sum(1 for m in material if is_user_input(m))
+
+
+def _failed(b: Budgeting, size: int, replaced: list[str], why: str, t0: float) -> CompactionEvent:
+    return CompactionEvent(
+        stage="summarizer_failed",
+        trigger=b.trigger(size, "summarize_at", b.policy.summarize_at),
+        unit=b.unit,
+        size_before=size,
+        size_after=size,
+        affected_ids=[],
+        duration_ms=(time.perf_counter() - t0) * 1000,
+        detail={"error": why, "would_replace": len(replaced)},
+    )

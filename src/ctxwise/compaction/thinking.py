@@ -1,0 +1,62 @@
+"""Stage 1, thinking pruning: drop reasoning the provider allows to drop.
+
+Which blocks may go is the provider profile's rule (``ctxwise.providers.droppable_thinking``):
+DeepSeek thinking mode wants the ``reasoning_content`` of every assistant message in a
+user-to-user span that made tool calls sent back, so only spans without tool calls lose it;
+Anthropic thinking blocks are never edited, only dropped whole from older turns, and the open
+tool turn keeps its own. A kept block is never touched. Fires above ``clear_at`` and prunes
+oldest first down to ``clear_target`` (one batch, for prompt-cache stability).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+from ..messages import Message, ThinkingBlock
+from .context import Budgeting, StageResult, with_mark
+from .events import CompactionEvent
+
+
+def prune_thinking(messages: list[Message], b: Budgeting, size: int) -> StageResult:
+    """Drop droppable thinking blocks, oldest message first, until the size is at or under
+    ``clear_target``. Returns the new list and one ``thinking`` event (none when nothing
+    was dropped). A message is never left without content."""
+    from ..providers import droppable_thinking
+
+    t0 = time.perf_counter()
+    target = b.level(b.policy.clear_target)
+    if size <= b.level(b.policy.clear_at):
+        return StageResult(messages)
+    by_msg: dict[int, set[int]] = defaultdict(set)
+    for mi, bi in droppable_thinking(messages, b.policy.provider):
+        by_msg[mi].add(bi)
+    out = list(messages)
+    now = size
+    affected: list[str] = []
+    for mi in sorted(by_msg):
+        if now <= target:
+            break
+        m = out[mi]
+        keep = [blk for k, blk in enumerate(m.blocks) if k not in by_msg[mi]]
+        if not keep or len(keep) == len(m.blocks):
+            continue
+        dropped = sum(1 for blk in m.blocks if isinstance(blk, ThinkingBlock)) - sum(
+            1 for blk in keep if isinstance(blk, ThinkingBlock)
+        )
+        new = m.model_copy(update={"blocks": keep, "metadata": with_mark(m, pruned_thinking=dropped)})
+        now += b.size_of(new) - b.size_of(m)
+        out[mi] = new
+        affected.append(m.id)
+    if not affected:
+        return StageResult(messages)
+    ev = CompactionEvent(
+        stage="thinking",
+        trigger=b.trigger(size, "clear_at", b.policy.clear_at),
+        unit=b.unit,
+        size_before=size,
+        size_after=now,
+        affected_ids=affected,
+        duration_ms=(time.perf_counter() - t0) * 1000,
+    )
+    return StageResult(out, [ev])

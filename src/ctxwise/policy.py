@@ -1,0 +1,221 @@
+"""The configuration: one pydantic model, loaded from code, a TOML file or ``CTXWISE_*`` env.
+
+Sizes are in the policy's ``unit``: ``chars`` (Ragent's rule, see :mod:`ctxwise.tokens`) or
+``tokens`` counted with ``tokenizer``. Watermarks are fractions of the *effective budget*
+(``budget - reserve_output``):
+
+* ``clear_at`` (0.5): thinking pruning and tool-result clearing fire above it, and clear in one
+  batch down to ``clear_target`` so they do not fire again for many calls (prompt caches bill
+  a changed prefix again);
+* ``summarize_at`` (0.8): old turns are summarized, at a turn boundary only;
+* ``hard_limit`` (1.0): whole old turns are trimmed.
+
+Presets: ``default`` and ``ragent`` (Ragent's published behaviour, from the first seed: a
+100,000-character budget, 50 % / 80 %, the last 2 tool cycles protected, only
+``search_knowledge`` cleared, a Chinese placeholder with the input as ``{key=value, ...}``
+cut to 120 characters).
+
+Example::
+
+    policy = Policy.preset("default").model_copy(update={"budget": 4000, "unit": "tokens"})
+    policy = Policy.from_toml("ctxwise.toml")      # [ctxwise] table or top-level keys
+    policy = Policy.from_env()                     # CTXWISE_BUDGET=4000 CTXWISE_UNIT=tokens ...
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import PolicyError
+
+DEFAULT_PLACEHOLDER = (
+    "[tool result cleared to save context: {name} returned {n} characters for input {input}; "
+    "the original is kept under tool_use_id {id}]"
+)
+RAGENT_PLACEHOLDER = "[历史工具结果已省略，原长 {n} 字符，原入参 {input}]"
+
+PROVIDERS = ("openai", "deepseek", "anthropic", "qwen", "gemini")
+
+
+class Policy(BaseModel):
+    """Every knob of ctxwise. Frozen; derive variants with ``model_copy(update=...)``.
+
+    Raises :class:`~ctxwise.errors.PolicyError` (via the constructors below) for values out
+    of range, e.g. watermarks that are not increasing.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = "default"
+    enabled: bool = True
+    """Off = pass-through: ``prepare`` sends the context unchanged (for A/B comparison)."""
+
+    budget: int = Field(100_000, gt=0)
+    unit: Literal["chars", "tokens"] = "chars"
+    tokenizer: str = "o200k_base"
+    """Counter name used when ``unit == "tokens"`` (see ``ctxwise.tokens.get_counter``)."""
+    reserve_output: int = Field(0, ge=0)
+    """Room kept for the model's output, subtracted from ``budget``."""
+    count_system: bool = True
+    """Whether the system prompt counts inside the budget."""
+    tools_size: int = Field(0, ge=0)
+    """Size of the tool schemas sent with every call (policy unit), counted inside the budget."""
+
+    clear_at: float = Field(0.5, gt=0)
+    clear_target: float = Field(0.35, ge=0)
+    summarize_at: float = Field(0.8, gt=0)
+    hard_limit: float = Field(1.0, gt=0)
+
+    keep_recent_cycles: int = Field(2, ge=0)
+    protect_current_turn: bool = True
+    """Clearing leaves the current turn alone; only when nothing else makes the call fit are
+    its completed cycles (never the in-flight one) cleared as a last resort, with an event."""
+    clearable_tools: list[str] = Field(default_factory=lambda: ["*"])
+    keep_tools: list[str] = Field(default_factory=list)
+    clear_errors: bool = False
+    clear_tool_inputs: bool = False
+    min_clear_chars: int = Field(200, ge=0)
+    placeholder: str = DEFAULT_PLACEHOLDER
+    placeholder_input: Literal["json", "kv"] = "json"
+    placeholder_input_max: int = Field(120, ge=0)
+
+    summarize: bool = True
+    summary_target: float = Field(0.15, gt=0, le=1)
+    """Target size of a summary, as a fraction of the effective budget."""
+    summary_keep_recent: float = Field(0.2, ge=0, le=1)
+    """Recent turns kept verbatim after a summary cut, as a fraction of the effective budget."""
+    summary_min_material: float = Field(0.5, ge=0, le=1)
+    """Skip summarizing when the material is under this share of the compactable context."""
+    summarizer: Literal["digest", "openai"] = "digest"
+    summarizer_model: str = "gpt-4.1-mini"
+    summarizer_base_url: str | None = None
+    summarizer_timeout_s: float = Field(20.0, gt=0)
+    summarizer_max_retries: int = Field(1, ge=0, le=5)
+
+    facts: bool = True
+    facts_share: float = Field(0.08, ge=0, le=0.5)
+    user_memory: bool = True
+    user_memory_share: float = Field(0.04, ge=0, le=0.5)
+
+    provider: str = "openai"
+
+    @model_validator(mode="after")
+    def _check(self) -> "Policy":
+        if not (self.clear_at <= self.summarize_at <= self.hard_limit):
+            raise ValueError(
+                f"watermarks must satisfy clear_at <= summarize_at <= hard_limit, got "
+                f"{self.clear_at}, {self.summarize_at}, {self.hard_limit}"
+            )
+        if self.clear_target > self.clear_at:
+            raise ValueError(f"clear_target {self.clear_target} must not exceed clear_at {self.clear_at}")
+        if self.reserve_output >= self.budget:
+            raise ValueError(f"reserve_output {self.reserve_output} leaves no room in budget {self.budget}")
+        if self.provider not in PROVIDERS:
+            raise ValueError(f"unknown provider {self.provider!r}; known: {', '.join(PROVIDERS)}")
+        return self
+
+    # -- derived -----------------------------------------------------------------------
+
+    @property
+    def effective_budget(self) -> int:
+        """``budget - reserve_output``, in the policy unit."""
+        return self.budget - self.reserve_output
+
+    @property
+    def counter_name(self) -> str:
+        """The counter that measures this policy's unit."""
+        return "chars" if self.unit == "chars" else self.tokenizer
+
+    def level(self, fraction: float) -> int:
+        """A watermark as a size in the policy unit (rounded down)."""
+        return int(self.effective_budget * fraction)
+
+    def clearable(self, tool_name: str | None) -> bool:
+        """Whether results of ``tool_name`` may be cleared (allow-list, then keep list)."""
+        name = tool_name or ""
+        if name in self.keep_tools:
+            return False
+        return "*" in self.clearable_tools or name in self.clearable_tools
+
+    def with_(self, **update: Any) -> "Policy":
+        """A validated copy with ``update`` applied; :class:`PolicyError` on a bad value."""
+        return _build({**self.model_dump(), **update})
+
+    # -- constructors ------------------------------------------------------------------
+
+    @classmethod
+    def preset(cls, name: str, **update: Any) -> "Policy":
+        """A named preset (``default``, ``ragent``) with optional overrides."""
+        try:
+            base = PRESETS[name]
+        except KeyError:
+            raise PolicyError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}") from None
+        return _build({**base, **update})
+
+    @classmethod
+    def from_toml(cls, path: str | Path, **update: Any) -> "Policy":
+        """Load from a TOML file: keys at top level or in a ``[ctxwise]`` table; an optional
+        ``preset = "ragent"`` key picks the base. Raises PolicyError naming the file."""
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise PolicyError(f"{p}: cannot read policy file ({e.strerror})") from None
+        except tomllib.TOMLDecodeError as e:
+            raise PolicyError(f"{p}: not valid TOML ({e})") from None
+        data = data.get("ctxwise", data)
+        preset = data.pop("preset", "default")
+        try:
+            return cls.preset(preset, **{**data, **update})
+        except PolicyError as e:
+            raise PolicyError(f"{p}: {e}") from None
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **update: Any) -> "Policy":
+        """Load from ``CTXWISE_*`` variables (``CTXWISE_PRESET``, ``CTXWISE_BUDGET``, ...).
+        List values are comma-separated. Raises PolicyError naming the variable."""
+        env = os.environ if environ is None else environ
+        data: dict[str, Any] = {}
+        for key, field in cls.model_fields.items():
+            raw = env.get(f"CTXWISE_{key.upper()}")
+            if raw is None:
+                continue
+            data[key] = [s.strip() for s in raw.split(",") if s.strip()] if field.annotation == list[str] else raw
+        preset = env.get("CTXWISE_PRESET", "default")
+        return cls.preset(preset, **{**data, **update})
+
+
+def _build(data: dict[str, Any]) -> Policy:
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err.get("loc", ())) or "policy"
+        raise PolicyError(f"policy {where}: {err.get('msg')}") from None
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "default": {"name": "default"},
+    "ragent": {
+        "name": "ragent",
+        "budget": 100_000,
+        "unit": "chars",
+        "clear_at": 0.5,
+        "clear_target": 0.0,
+        "summarize_at": 0.8,
+        "hard_limit": 1.0,
+        "keep_recent_cycles": 2,
+        "clearable_tools": ["search_knowledge"],
+        "min_clear_chars": 0,
+        "placeholder": RAGENT_PLACEHOLDER,
+        "placeholder_input": "kv",
+        "placeholder_input_max": 120,
+        "facts": False,
+        "user_memory": False,
+    },
+}

@@ -1,0 +1,155 @@
+"""The offline, deterministic summarizer: a structured digest, no model involved.
+
+The summary is written in the third person, in sections, with the user's requirements
+quoted verbatim so numbers, units, dates, identifiers, negations and conditions survive
+(DESIGN.md decision 8; case B20). It separates what the user asked from what the assistant
+said and what tools returned, and tells proposals ("the assistant said") from completed
+actions (a successful call of a tool that changes something). Rolling: the sections of the
+previous summary are carried into the new one, so a second pass loses no requirement.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Sequence
+
+from ..messages import Message, ToolResultBlock, ToolUseBlock
+from ..salient import salient_values
+from .base import SummaryResult
+
+SECTIONS = (
+    "User requirements (verbatim)",
+    "Pinned facts",
+    "Completed actions",
+    "Tools called and findings",
+    "Dead ends",
+    "Progress",
+    "Open tasks and next step",
+)
+_SENT = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
+_KEEP = re.compile(
+    r"\d|@|\b(?:not|no|never|don't|dont|doesn't|won't|without|only|must|unless|if|at least|at most|"
+    r"under|over|below|above|within|before|after|by|prefer|want|would like|need|please|instead|"
+    r"cancel|return|exchange|refund|keep|change|book|budget|deadline)\b"
+    r"|[不别没无只必须如果要是以内以上以下超过之前之后希望喜欢想要退换]",
+    re.IGNORECASE,
+)
+_WRITE_TOOL = re.compile(
+    r"cancel|modify|update|exchange|return|book|create|send|transfer|refund|submit|delete|place|pay|write|set_",
+    re.IGNORECASE,
+)
+
+
+def _requirements(text: str) -> list[str]:
+    """The user's sentences that carry a constraint, preference or goal, verbatim."""
+    out = []
+    for s in _SENT.findall(text):
+        s = s.strip()
+        if len(s) > 1 and _KEEP.search(s):
+            out.append(s)
+    return out
+
+
+def _call_text(use: ToolUseBlock, limit: int = 160) -> str:
+    args = ", ".join(
+        f"{k}={v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}" for k, v in use.input.items()
+    )
+    s = f"{use.name}({args})"
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _first_sentence(text: str, limit: int = 220) -> str:
+    t = " ".join(text.split())
+    m = _SENT.match(t)
+    s = (m.group(0) if m else t).strip()
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _parse_previous(previous: str | None) -> dict[str, list[str]]:
+    sections: dict[str, list[str]] = {name: [] for name in SECTIONS}
+    if not previous:
+        return sections
+    current: str | None = None
+    for line in previous.splitlines():
+        head = line.rstrip(":").strip()
+        if head in sections:
+            current = head
+        elif current and line.startswith("- "):
+            sections[current].append(line[2:])
+    return sections
+
+
+class DigestSummarizer:
+    """Offline structured summary (see module doc). ``target_chars`` is honoured by dropping
+    the oldest items of the least important sections first; the user's requirements are
+    never dropped, so a summary may exceed the target when they alone do."""
+
+    name = "digest"
+
+    def __init__(self, max_findings: int = 8) -> None:
+        self.max_findings = max_findings
+
+    def summarize(
+        self,
+        material: Sequence[Message],
+        previous: str | None,
+        target_chars: int,
+        *,
+        facts: Sequence[str] = (),
+    ) -> SummaryResult:
+        """Summarize ``material`` (rolling ``previous`` in); see :class:`Summarizer`."""
+        sec = _parse_previous(previous)
+        uses: dict[str, ToolUseBlock] = {}
+        last_answer = ""
+        for m in material:
+            if m.kind == "summary":
+                continue
+            if m.role == "user" and not m.tool_results:
+                for r in _requirements(m.text):
+                    q = f'The user said: "{r}"'
+                    if q not in sec["User requirements (verbatim)"]:
+                        sec["User requirements (verbatim)"].append(q)
+            elif m.role == "assistant":
+                for u in m.tool_uses:
+                    uses[u.id] = u
+                if m.text.strip():
+                    last_answer = m.text
+                    sec["Progress"].append(f'The assistant told the user: "{_first_sentence(m.text)}"')
+            for b in m.blocks:
+                if isinstance(b, ToolResultBlock):
+                    use = uses.get(b.tool_use_id)
+                    call = _call_text(use) if use else (b.name or "tool")
+                    if b.state == "error":
+                        sec["Dead ends"].append(f'{call} failed: "{_first_sentence(b.text, 160)}"')
+                        continue
+                    vals = salient_values(b.text)[: self.max_findings]
+                    found = ", ".join(vals) if vals else _first_sentence(b.text, 120)
+                    sec["Tools called and findings"].append(f"{call} returned {found}")
+                    name = (use.name if use else b.name) or ""
+                    if _WRITE_TOOL.search(name):
+                        sec["Completed actions"].append(f"{call} succeeded")
+        sec["Pinned facts"] = [f'"{f}"' for f in facts] or sec["Pinned facts"]
+        if last_answer:
+            sec["Open tasks and next step"] = [
+                f'Where the conversation stood: the assistant last said "{_first_sentence(last_answer, 300)}"'
+            ]
+        text = _render(sec)
+        # Fit: drop the oldest items of the least important sections first.
+        for name in ("Progress", "Tools called and findings", "Dead ends", "Completed actions"):
+            while len(text) > target_chars and len(sec[name]) > 1:
+                sec[name].pop(0)
+                text = _render(sec)
+        for name in ("Progress", "Tools called and findings", "Dead ends"):
+            if len(text) > target_chars and sec[name]:
+                sec[name] = []
+                text = _render(sec)
+        return SummaryResult(text=text, usage=None, detail={"sections": {k: len(v) for k, v in sec.items()}})
+
+
+def _render(sec: dict[str, list[str]]) -> str:
+    parts = []
+    for name in SECTIONS:
+        if sec[name]:
+            parts.append(name + ":\n" + "\n".join(f"- {x}" for x in sec[name]))
+    return "\n".join(parts) if parts else "Nothing of note happened in the summarized turns."
