@@ -1,0 +1,350 @@
+"""The public API: :class:`ContextManager` and :class:`Session`.
+
+    cm = ContextManager("sqlite:///ctxwise.db", Policy.preset("default"))
+    s = cm.session("user-1", "chat-42")
+    s.append([user_msg])                 # what arrived since the last model call
+    prepared = s.prepare()               # compact if needed, validate, build the payload
+    client.chat.completions.create(model=..., messages=prepared.payload)
+    s.append([assistant_msg, *tool_msgs])  # the model's output and the tool results
+
+Each session keeps two records in the store: the transcript a person sees (never touched by
+compaction) and the context the model reads (edited in place by compaction; originals kept).
+Sizes are kept incrementally: an append of k messages counts k messages and writes k rows;
+a call that fires no stage writes nothing. Every compaction action is a durable event, logged
+as one JSON line on the ``ctxwise`` logger and handed to ``on_event``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from pydantic import ValidationError
+
+from .compaction import Budgeting, CompactionEvent, compact
+from .compaction.context import mark
+from .errors import CtxwiseError, PayloadInvalid, Violation
+from .messages import Message
+from .policy import Policy
+from .providers import check as check_payload
+from .providers import get_profile
+from .providers import rules as provider_rules
+from .store import ContextRow, Hide, InsertSummary, Replace, Store
+from .summarizers import Summarizer, from_policy
+from .tokens import get_counter
+from .units import tool_cycles
+
+log = logging.getLogger("ctxwise")
+
+VISIBLE = ("verbatim", "cleared", "pruned")
+
+
+@dataclass
+class Prepared:
+    """What one ``prepare()`` produced.
+
+    ``messages`` is the canonical context sent (pinned blocks included); ``payload`` the
+    provider's JSON (a list of chat messages for OpenAI-style providers, ``{"system",
+    "messages"}`` for Anthropic); ``size`` / ``size_before`` the context size after / before
+    compaction in the policy unit (tool-schema overhead included); ``chars`` the size by the
+    ``chars`` rule; ``events`` the compaction events fired by this call.
+    """
+
+    messages: list[Message]
+    payload: Any
+    size: int
+    size_before: int
+    chars: int
+    unit: str
+    events: list[CompactionEvent] = field(default_factory=list)
+    latency_ms: float = 0.0
+
+
+def to_payload(messages: list[Message], provider: str) -> Any:
+    """The provider JSON for canonical ``messages`` (ctxwise's own markers are not sent)."""
+    from .formats import anthropic, openai_chat
+
+    if provider == "anthropic":
+        return anthropic.to_anthropic(messages, extras=False)
+    field_name = "reasoning_content" if provider in ("deepseek", "qwen") else None
+    return openai_chat.to_openai(messages, reasoning_field=field_name, extras=False)
+
+
+class Session:
+    """One conversation ``(user_id, session_id)``. Get it from :meth:`ContextManager.session`.
+
+    Not thread-safe: use one Session object per writer. Two writers on the same session in
+    different processes are serialized by the store's version check
+    (:class:`~ctxwise.errors.SessionConflict`; call :meth:`reload` and retry).
+    """
+
+    def __init__(self, manager: "ContextManager", user_id: str, session_id: str, *, tools: list[dict] | None = None) -> None:
+        self.manager = manager
+        self.user_id = user_id
+        self.session_id = session_id
+        self.policy = manager.policy
+        self.counter = get_counter(self.policy.counter_name)
+        self.chars_counter = get_counter("chars")
+        self.tools = tools or []
+        self.overhead = self.policy.tools_size + self.counter.count_tools(self.tools) + self.counter.frame.reply_priming
+        self._context: list[Message] = []
+        self._ids: set[str] = set()
+        self._size = 0
+        self.version = 0
+        self.reload(create=True)
+
+    # -- state ---------------------------------------------------------------------------
+
+    def reload(self, *, create: bool = False) -> None:
+        """Read the session back from the store (after a SessionConflict, say)."""
+        store = self.manager.store
+        if create:
+            state = store.open_session(self.user_id, self.session_id, provider=self.policy.provider,
+                                       policy=self.policy.model_dump(mode="json"))
+        else:
+            state = store.load(self.user_id, self.session_id)
+        self.version = state.version
+        self._context = [r.current for r in state.rows if r.state in VISIBLE]
+        self._ids = {r.message_id for r in state.rows}
+        self._size = sum(self._sz(m) for m in self._context)
+
+    @property
+    def messages(self) -> list[Message]:
+        """The context as the model reads it now (a copy of the list)."""
+        return list(self._context)
+
+    @property
+    def size(self) -> int:
+        """Current context size in the policy unit, tool-schema overhead included."""
+        return self._size + self.overhead
+
+    def _sz(self, m: Message) -> int:
+        if m.role == "system" and not self.policy.count_system:
+            return 0
+        return self.counter.count_message(m)
+
+    # -- append ----------------------------------------------------------------------------
+
+    def append(self, messages: Iterable[Message | dict]) -> int:
+        """Add what arrived since the last model call (user input, the model's output, tool
+        results), in order, in one transaction. Returns the new session version.
+
+        Accepts :class:`Message` objects or dicts in the canonical shape. Raises
+        :class:`~ctxwise.errors.PayloadInvalid` naming the message index (position in the
+        session) and the rule when the batch breaks the message rules (a tool result with no
+        call, a system message after the first, empty content, a repeated id), and
+        :class:`~ctxwise.errors.SessionConflict` when another writer got in first. Nothing is
+        stored when it raises.
+        """
+        batch = self._coerce(list(messages))
+        if not batch:
+            return self.version
+        self._check_batch(batch)
+        self.version = self.manager.store.append(self.user_id, self.session_id, batch, expected_version=self.version)
+        self._context.extend(batch)
+        self._ids.update(m.id for m in batch)
+        self._size += sum(self._sz(m) for m in batch)
+        return self.version
+
+    def _coerce(self, items: list[Message | dict]) -> list[Message]:
+        out: list[Message] = []
+        base = len(self._context)
+        for k, item in enumerate(items):
+            if isinstance(item, Message):
+                out.append(item)
+                continue
+            try:
+                out.append(Message.model_validate(item))
+            except ValidationError as e:
+                err = e.errors()[0]
+                where = ".".join(str(x) for x in err.get("loc", ()))
+                raise PayloadInvalid(self.policy.provider, [Violation(base + k, "message-shape", f"{where}: {err.get('msg')}")]) from None
+        return out
+
+    def _check_batch(self, batch: list[Message]) -> None:
+        """Check the new messages against the tail they join (O(batch + last cycle))."""
+        base = len(self._context)
+        seen: set[str] = set()
+        problems: list[Violation] = []
+        for k, m in enumerate(batch):
+            if m.id in self._ids or m.id in seen:
+                problems.append(Violation(base + k, "duplicate-message-id", f"id {m.id!r} is already in the session"))
+            seen.add(m.id)
+        # The window starts at the last tool cycle still open at the tail, or at the end.
+        start = base
+        cycles = tool_cycles(self._context[-64:]) if self._context else []
+        offset = max(0, base - 64)
+        if cycles and cycles[-1].end + offset == base:
+            start = cycles[-1].start + offset
+        window = self._context[start:] + batch
+        profile = get_profile(self.policy.provider)
+        found = (provider_rules.check_tool_pairing(window, profile)
+                 + provider_rules.check_empty_content(window, profile))
+        last = tool_cycles(window)[-1] if tool_cycles(window) else None
+        for v in found:
+            if v.rule == provider_rules.UNANSWERED_TOOL_CALL and last is not None and last.end == len(window) and v.index == last.start:
+                continue  # the in-flight cycle: its results may still come
+            if v.rule == provider_rules.EMPTY_CONTENT and v.index < base - start:
+                continue  # an earlier final assistant message is no longer final: not the batch's fault
+            problems.append(Violation(v.index + start, v.rule, v.message, v.provider_error))
+        for k, m in enumerate(batch):
+            if m.role == "system" and base + k > 0:
+                problems.append(Violation(base + k, provider_rules.SYSTEM_NOT_FIRST, "a system message may only be the first message"))
+        if problems:
+            raise PayloadInvalid(self.policy.provider, sorted(problems, key=lambda v: v.index))
+
+    # -- prepare ----------------------------------------------------------------------------
+
+    def prepare(self) -> Prepared:
+        """Compact the context if a watermark is crossed, persist what changed, validate, and
+        build the provider payload.
+
+        Raises :class:`~ctxwise.errors.ContextBudgetExceeded` when pinned content alone does
+        not fit, :class:`~ctxwise.errors.PayloadInvalid` when the context cannot be sent as
+        it stands (e.g. a tool call still waiting for its result), and SessionConflict when
+        another writer changed the session meanwhile.
+        """
+        t0 = time.perf_counter()
+        pinned_blocks = self.manager.pinned_blocks(self)
+        extra = sum(self._sz(m) for m in pinned_blocks)
+        b = Budgeting(self.policy, self.counter, self.overhead + extra)
+        size_before = self._size + self.overhead + extra
+        result = compact(self._context, b, self.manager.summarizer, size=size_before,
+                         facts=self.manager.pinned_facts(self))
+        if result.events:
+            changes = self._changes(self._context, result.messages, result.events)
+            records = [e.model_dump(mode="json") for e in result.events]
+            self.version = self.manager.store.apply(self.user_id, self.session_id, changes, records, expected_version=self.version)
+            self._context = result.messages
+            self._ids.update(m.id for m in result.messages)
+            self._size = sum(self._sz(m) for m in self._context)
+            for ev in result.events:
+                self.manager.emit(ev)
+        final = self._with_pinned(self._context, pinned_blocks)
+        violations = check_payload(final, self.policy.provider)
+        if violations:
+            raise PayloadInvalid(self.policy.provider, violations)
+        payload = to_payload(final, self.policy.provider)
+        return Prepared(
+            messages=final,
+            payload=payload,
+            size=self._size + self.overhead + extra,
+            size_before=size_before,
+            chars=sum(self.chars_counter.count_message(m) for m in final),
+            unit=self.policy.unit,
+            events=list(result.events),
+            latency_ms=(time.perf_counter() - t0) * 1000,
+        )
+
+    @staticmethod
+    def _with_pinned(ctx: list[Message], blocks: list[Message]) -> list[Message]:
+        if not blocks:
+            return ctx
+        head = 1 if ctx and ctx[0].role == "system" else 0
+        return ctx[:head] + blocks + ctx[head:]
+
+    @staticmethod
+    def _changes(old: list[Message], new: list[Message], events: Sequence[CompactionEvent]) -> list[Any]:
+        new_by_id = {m.id: m for m in new}
+        summarized = {i for e in events if e.stage == "summarizing" for i in e.affected_ids}
+        changes: list[Any] = []
+        hidden: dict[str, list[str]] = {"summarized": [], "trimmed": []}
+        for m in old:
+            n = new_by_id.get(m.id)
+            if n is None:
+                hidden["summarized" if m.id in summarized else "trimmed"].append(m.id)
+            elif n is not m:
+                changes.append(Replace(m.id, n, "cleared" if ("cleared" in mark(n) or "cleared_inputs" in mark(n)) else "pruned"))
+        old_ids = {m.id for m in old}
+        for e in events:
+            if e.stage == "summarizing" and e.summary_id in new_by_id and e.summary_id not in old_ids:
+                changes.append(InsertSummary(new_by_id[e.summary_id], e.affected_ids[0]))
+        for state, ids in hidden.items():
+            if ids:
+                changes.append(Hide(ids, state))
+        return changes
+
+    # -- records -----------------------------------------------------------------------------
+
+    def transcript(self) -> list[Any]:
+        """The transcript rows a person sees (never touched by compaction)."""
+        return self.manager.store.transcript(self.user_id, self.session_id)
+
+    def events(self) -> list[dict]:
+        """Every compaction event of the session, oldest first (JSON dicts)."""
+        return self.manager.store.events(self.user_id, self.session_id)
+
+    def original(self, tool_use_id: str) -> Message | None:
+        """The original, uncleared message holding the result of ``tool_use_id``."""
+        return self.manager.store.original(self.user_id, self.session_id, tool_use_id)
+
+    # -- async -------------------------------------------------------------------------------
+
+    async def aappend(self, messages: Iterable[Message | dict]) -> int:
+        """Async :meth:`append` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.append, list(messages))
+
+    async def aprepare(self) -> Prepared:
+        """Async :meth:`prepare` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.prepare)
+
+    async def atranscript(self) -> list[Any]:
+        return await asyncio.to_thread(self.transcript)
+
+    async def aevents(self) -> list[dict]:
+        return await asyncio.to_thread(self.events)
+
+    async def aoriginal(self, tool_use_id: str) -> Message | None:
+        return await asyncio.to_thread(self.original, tool_use_id)
+
+
+class ContextManager:
+    """Entry point: a store, a policy and a summarizer shared by many sessions.
+
+    ``store_url`` is a SQLAlchemy URL (``sqlite:///ctxwise.db`` by default,
+    ``postgresql+psycopg://...`` in production). ``summarizer`` defaults to the one the
+    policy names. ``on_event`` is called with every :class:`CompactionEvent`.
+    """
+
+    def __init__(
+        self,
+        store_url: str = "sqlite:///ctxwise.db",
+        policy: Policy | None = None,
+        *,
+        summarizer: Summarizer | None = None,
+        on_event: Callable[[CompactionEvent], None] | None = None,
+        store: Store | None = None,
+    ) -> None:
+        self.policy = policy or Policy.preset("default")
+        self.store = store or Store(store_url)
+        self.summarizer = summarizer or from_policy(self.policy)
+        self.on_event = on_event
+
+    def session(self, user_id: str, session_id: str, *, tools: list[dict] | None = None) -> Session:
+        """Open (create if missing) the session ``(user_id, session_id)``."""
+        return Session(self, user_id, session_id, tools=tools)
+
+    def emit(self, event: CompactionEvent) -> None:
+        """Log ``event`` as one JSON line and hand it to ``on_event``."""
+        log.info(json.dumps(event.log_record(), ensure_ascii=False))
+        if self.on_event is not None:
+            self.on_event(event)
+
+    # Memory hooks (filled by the memory integration): pinned blocks sent after the system
+    # prompt, and the user's facts that summaries must quote verbatim.
+    def pinned_blocks(self, session: Session) -> list[Message]:
+        return []
+
+    def pinned_facts(self, session: Session) -> list[str]:
+        return []
+
+    def close(self) -> None:
+        """Release the store's connections."""
+        self.store.close()
+
+
+__all__ = ["ContextManager", "Prepared", "Session", "to_payload", "CtxwiseError"]
