@@ -137,13 +137,13 @@ def clear_tool_results(messages: list[Message], b: Budgeting, size: int, *, last
         uses = {u.id: u for u in out[c.start].tool_uses}
         for i in range(c.start + 1, c.end):
             new = _clear_message(out[i], uses, p, last_resort)
-            if new is not None:
+            if new is not None and b.size_of(new) < b.size_of(out[i]):  # edit only when it saves
                 now += b.size_of(new) - b.size_of(out[i])
                 out[i] = new
                 affected.append(new.id)
         if p.clear_tool_inputs and now > target:
             new = _clear_inputs(out[c.start], p)
-            if new is not None:
+            if new is not None and b.size_of(new) < b.size_of(out[c.start]):
                 now += b.size_of(new) - b.size_of(out[c.start])
                 out[c.start] = new
                 affected.append(new.id)

@@ -5,7 +5,8 @@ context fits: nothing is edited below ``clear_at``). After every stage that chan
 something, the provider validator runs on the whole list against the input as reference;
 an invalid result is a bug and raises :class:`~ctxwise.errors.PayloadInvalid` rather than
 being sent. When the hard trim still leaves the context over the hard limit, completed
-cycles of the current turn are cleared as a last resort; when even that is not enough,
+cycles of the current turn are cleared, then dropped whole, as a last resort (the in-flight
+cycle never); when even that is not enough,
 :class:`~ctxwise.errors.ContextBudgetExceeded` is raised with the sizes (never a loop,
 never a silent over-budget request; case B19).
 """
@@ -23,7 +24,7 @@ from .context import Budgeting, StageResult, pinned_indices
 from .events import CompactionEvent
 from .summarizing import summarize_old_turns
 from .thinking import prune_thinking
-from .trimming import trim_old_turns
+from .trimming import trim_current_turn_cycles, trim_old_turns
 
 
 @dataclass
@@ -75,6 +76,8 @@ def compact(
     hard = b.level(p.hard_limit)
     if now > hard:
         run(clear_tool_results(ctx, b, now, last_resort=True))
+    if now > hard:
+        run(trim_current_turn_cycles(ctx, b, now))
     if now > hard:
         pinned = pinned_indices(ctx)
         pinned_size = b.overhead + sum(b.size_of(ctx[i]) for i in pinned)
