@@ -1,0 +1,323 @@
+"""Store: round trips, proportional writes, summary order, isolation, migrations (both backends)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+
+import pytest
+from sqlalchemy import create_engine, event, insert, inspect
+
+from ctxwise.errors import SessionConflict, SessionNotFound
+from ctxwise.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, text_message
+from ctxwise.store import Hide, InsertSummary, Replace, Store
+from ctxwise.store import migrate
+from ctxwise.store.schema import SessionRow
+
+from conftest import TRAJECTORIES
+from test_store_support import WORKER, batches, conversations, dump_session
+
+POLICY = {"budget": 1000, "unit": "chars", "watermarks": {"clear": 0.5, "summarize": 0.8}}
+
+
+def tool_cycle(i: int, body: str = "result body") -> list[Message]:
+    return [
+        Message(id=f"a{i}", role="assistant", blocks=[ToolUseBlock(id=f"call{i}", name="lookup", input={"q": i})]),
+        Message(id=f"t{i}", role="tool", blocks=[ToolResultBlock(tool_use_id=f"call{i}", name="lookup",
+                                                                 output=[TextBlock(text=f"{body} {i}")])]),
+    ]
+
+
+def cleared(m: Message) -> Message:
+    r = m.tool_results[0]
+    return m.model_copy(update={"blocks": [r.model_copy(update={"output": [TextBlock(text="[cleared]")]})]})
+
+
+def fill(store: Store, user: str = "u1", session: str = "s1", turns: int = 5) -> int:
+    v = store.open_session(user, session, provider="openai", policy=POLICY).version
+    for i in range(turns):
+        v = store.append(user, session, [text_message(f"u{i}", "user", f"question {i}")], expected_version=v)
+        v = store.append(user, session, tool_cycle(i), expected_version=v)
+        v = store.append(user, session, [text_message(f"r{i}", "assistant", f"answer {i}")], expected_version=v)
+    return v
+
+
+def in_new_process(url: str, user: str, session: str) -> list[list]:
+    out = subprocess.run([sys.executable, WORKER, "dump", url, user, session], capture_output=True,
+                         text=True, check=True, timeout=120)
+    return json.loads(out.stdout)
+
+
+@pytest.fixture
+def store(store_url: str):
+    s = Store(store_url)
+    yield s
+    s.close()
+
+
+def test_round_trip_every_recorded_conversation_in_a_new_process(store: Store, store_url: str) -> None:
+    convs = conversations(TRAJECTORIES)
+    assert len(convs) >= 270
+    expected = {}
+    for k, (name, msgs) in enumerate(convs):
+        sid = f"c{k}"
+        v = store.open_session("rt", sid, provider="openai", policy={"name": name}).version
+        for batch in batches(msgs):
+            v = store.append("rt", sid, batch, expected_version=v)
+        expected[sid] = hashlib.sha256("\n".join(m.model_dump_json() for m in msgs).encode()).hexdigest()
+    code = (
+        "import sys, json, hashlib\n"
+        "from ctxwise.store import Store\n"
+        "s = Store(sys.argv[1]); out = {}\n"
+        "for sid in json.loads(sys.stdin.read()):\n"
+        "    st = s.load('rt', sid)\n"
+        "    assert all(r.state == 'verbatim' and r.current == r.original for r in st.rows)\n"
+        "    out[sid] = hashlib.sha256('\\n'.join(m.model_dump_json() for m in st.context()).encode()).hexdigest()\n"
+        "print(json.dumps(out))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code, store_url], input=json.dumps(list(expected)),
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)
+    bad = [sid for sid in expected if got[sid] != expected[sid]]
+    if bad:  # show the first difference
+        sid = bad[0]
+        msgs = convs[int(sid[1:])][1]
+        reloaded = store.load("rt", sid).context()
+        assert [m.model_dump_json() for m in reloaded] == [m.model_dump_json() for m in msgs]
+    assert not bad
+
+
+def test_states_and_order_survive_a_new_process(store: Store, store_url: str) -> None:
+    v = fill(store, turns=4)
+    st = store.load("u1", "s1")
+    t0 = next(r.current for r in st.rows if r.message_id == "t0")
+    t1 = next(r.current for r in st.rows if r.message_id == "t1")
+    v = store.apply("u1", "s1", [Replace("t0", cleared(t0)), Replace("t1", cleared(t1))],
+                    [{"stage": "clearing", "affected_ids": ["t0", "t1"]}], expected_version=v)
+    summary = text_message("sum1", "user", "Summary of turns 0-1", ctxwise={"kind": "summary"})
+    ids = ["u0", "a0", "t0", "r0", "u1", "a1", "t1", "r1"]
+    v = store.apply("u1", "s1", [InsertSummary(summary, "u0"), Hide(ids, "summarized")],
+                    [{"stage": "summarizing", "summary_id": "sum1"}], expected_version=v)
+    here = dump_session(store_url, "u1", "s1")
+    assert in_new_process(store_url, "u1", "s1") == here
+    st = store.load("u1", "s1")
+    assert st.version == v == 4 * 3 + 2
+    assert [m.id for m in st.context()] == ["sum1", "u2", "a2", "t2", "r2", "u3", "a3", "t3", "r3"]
+    states = {r.message_id: r.state for r in st.rows}
+    assert all(states[i] == "summarized" for i in ids)
+    t0row = next(r for r in st.rows if r.message_id == "t0")
+    assert t0row.original.tool_results[0].text == "result body 0"
+    assert t0row.current.tool_results[0].text == "[cleared]"
+
+
+class Statements:
+    """Counts INSERT / UPDATE / DELETE statements and their rows, per table."""
+
+    def __init__(self, engine) -> None:
+        self.seen: list[tuple[str, str, int]] = []
+        event.listen(engine, "before_cursor_execute", self._on)
+        self.engine = engine
+
+    def _on(self, conn, cursor, statement, params, context, executemany) -> None:  # noqa: ANN001
+        words = statement.split()
+        verb = words[0].upper()
+        if verb not in ("INSERT", "UPDATE", "DELETE"):
+            return
+        table = words[2] if verb in ("INSERT", "DELETE") else words[1]
+        rows = len(params) if executemany else 1
+        if verb == "INSERT" and not executemany and "), (" in statement:
+            rows = statement.count("), (") + 1
+        self.seen.append((verb, table.strip('"').lower(), rows))
+
+    def count(self, verb: str, table: str) -> int:
+        return sum(1 for v, t, _ in self.seen if v == verb and t == table)
+
+    def rows(self, verb: str, table: str) -> int:
+        return sum(n for v, t, n in self.seen if v == verb and t == table)
+
+    def close(self) -> None:
+        event.remove(self.engine, "before_cursor_execute", self._on)
+
+
+def test_writes_are_proportional_to_what_changed(store: Store) -> None:
+    v = fill(store, turns=10)
+    st = store.load("u1", "s1")
+    spy = Statements(store.engine)
+    v = store.append("u1", "s1", [text_message("u99", "user", "next")] + tool_cycle(99), expected_version=v)
+    assert spy.rows("INSERT", "context_messages") == 3
+    assert spy.count("UPDATE", "sessions") == 1
+    assert spy.count("UPDATE", "context_messages") == 0
+    assert not any(verb == "DELETE" for verb, _, _ in spy.seen)
+    spy.seen.clear()
+    targets = ["t2", "t5", "t7"]
+    changes = [Replace(i, cleared(next(r.current for r in st.rows if r.message_id == i))) for i in targets]
+    v = store.apply("u1", "s1", changes, [{"stage": "clearing", "affected_ids": targets}], expected_version=v)
+    assert spy.count("UPDATE", "context_messages") == 3
+    assert spy.count("UPDATE", "sessions") == 1
+    assert spy.rows("INSERT", "compaction_events") == 1
+    assert spy.count("INSERT", "context_messages") == 0
+    assert not any(verb == "DELETE" for verb, _, _ in spy.seen)
+    spy.close()
+    st = store.load("u1", "s1")
+    assert {r.message_id for r in st.rows if r.state == "cleared"} == set(targets)
+    assert all(r.current == r.original for r in st.rows if r.message_id not in targets)
+
+
+def test_rolling_summaries_take_the_anchor_spot(store: Store) -> None:
+    v = fill(store, turns=6)
+    s1 = text_message("sum1", "user", "summary 1")
+    v = store.apply("u1", "s1", [InsertSummary(s1, "u1"),
+                                 Hide(["u1", "a1", "t1", "r1", "u2", "a2", "t2", "r2"], "summarized")],
+                    [], expected_version=v)
+    assert [m.id for m in store.load("u1", "s1").context()][:6] == ["u0", "a0", "t0", "r0", "sum1", "u3"]
+    s2 = text_message("sum2", "user", "summary 2")
+    v = store.apply("u1", "s1", [InsertSummary(s2, "sum1"), Hide(["sum1", "u3", "a3", "t3", "r3"], "summarized")],
+                    [], expected_version=v)
+    v = store.apply("u1", "s1", [Hide(["u0", "a0", "t0", "r0"], "trimmed")], [], expected_version=v)
+    st = store.load("u1", "s1")
+    assert [m.id for m in st.context()] == ["sum2", "u4", "a4", "t4", "r4", "u5", "a5", "t5", "r5"]
+    order = [r.message_id for r in st.rows]
+    assert order.index("sum1") < order.index("sum2") < order.index("u3")
+    assert order.index("u1") < order.index("sum1") < order.index("a1")
+    hidden = {r.message_id: r for r in st.rows if not r.visible}
+    assert hidden["u0"].state == "trimmed" and hidden["sum1"].state == "summarized"
+    assert hidden["t1"].original.tool_results[0].text == "result body 1"
+
+
+def test_original_returns_the_uncleared_result_latest_on_reuse(store: Store) -> None:
+    v = store.open_session("u1", "s1", provider="openai", policy={}).version
+    first = tool_cycle(1, "first")
+    v = store.append("u1", "s1", first, expected_version=v)
+    again = [m.model_copy(update={"id": m.id + "x"}) for m in tool_cycle(1, "second")]
+    v = store.append("u1", "s1", again, expected_version=v)
+    v = store.apply("u1", "s1", [Replace("t1x", cleared(again[1]))], [], expected_version=v)
+    assert store.original("u1", "s1", "call1") == again[1]
+    assert store.original("u1", "s1", "nope") is None
+
+
+def test_events_round_trip_in_order(store: Store) -> None:
+    v = fill(store, turns=1)
+    evs = [{"stage": "clearing", "trigger": "watermark", "before": 900, "after": 400, "unit": "chars",
+            "affected_ids": ["t0"], "duration_ms": 1.5, "usage": None, "zeta": 1, "alpha": {"b": 2, "a": 1}},
+           {"stage": "summarizing", "summary_id": "s", "usage": {"input_tokens": 10}}]
+    v = store.apply("u1", "s1", [], evs[:1], expected_version=v)
+    v = store.apply("u1", "s1", [], evs[1:], expected_version=v)
+    got = store.events("u1", "s1")
+    assert got == evs
+    assert [list(e) for e in got] == [list(e) for e in evs]  # key order kept
+
+
+def test_other_user_sees_nothing(store: Store) -> None:
+    v = fill(store, "alice", "shared-id", turns=1)
+    with pytest.raises(SessionNotFound):
+        store.load("bob", "shared-id")
+    for call in (lambda: store.append("bob", "shared-id", [text_message("x", "user", "hi")], expected_version=v),
+                 lambda: store.apply("bob", "shared-id", [Hide(["u0"])], [], expected_version=v),
+                 lambda: store.events("bob", "shared-id"), lambda: store.transcript("bob", "shared-id"),
+                 lambda: store.original("bob", "shared-id", "call0")):
+        with pytest.raises(SessionNotFound):
+            call()
+    bob = store.open_session("bob", "shared-id", provider="anthropic", policy={})
+    assert bob.rows == [] and bob.version == 0 and bob.provider == "anthropic"
+    assert len(store.load("alice", "shared-id").rows) == 4
+
+
+def test_bad_batches_store_nothing(store: Store) -> None:
+    v = fill(store, turns=1)
+    before = dump_session(store.url, "u1", "s1")
+
+    class Opaque:
+        pass
+
+    bad = [
+        [text_message("ok1", "assistant", "partial"), Message(id="bad", role="user", metadata={"x": Opaque()})],
+        [text_message("ok2", "assistant", "partial"), object()],
+        [text_message("u0", "user", "id already stored")],
+        [text_message("dup", "user", "a"), text_message("dup", "user", "b")],
+    ]
+    for batch in bad:
+        with pytest.raises((TypeError, ValueError)):
+            store.append("u1", "s1", batch, expected_version=v)
+    with pytest.raises(ValueError):
+        store.apply("u1", "s1", [Replace("nope", text_message("nope", "tool", "x"))], [], expected_version=v)
+    with pytest.raises(ValueError):
+        store.apply("u1", "s1", [Hide(["u0"]), Hide(["missing"])], [], expected_version=v)
+    with pytest.raises(ValueError):
+        store.apply("u1", "s1", [], [{"when": Opaque()}], expected_version=v)
+    assert dump_session(store.url, "u1", "s1") == before
+    assert store.load("u1", "s1").version == v
+    assert store.append("u1", "s1", [text_message("fine", "user", "ok")], expected_version=v) == v + 1
+
+
+def test_stale_version_conflicts_and_wait_rebases_appends(store_url: str) -> None:
+    a, b = Store(store_url), Store(store_url, wait=True)
+    try:
+        v = fill(a, turns=1)
+        v2 = a.append("u1", "s1", [text_message("n1", "user", "one")], expected_version=v)
+        with pytest.raises(SessionConflict):
+            a.append("u1", "s1", [text_message("n2", "user", "two")], expected_version=v)
+        with pytest.raises(SessionConflict):
+            b.apply("u1", "s1", [Hide(["u0"])], [], expected_version=v)
+        assert b.append("u1", "s1", [text_message("n2", "user", "two")], expected_version=v) == v2 + 1
+        assert [r.message_id for r in a.load("u1", "s1").rows][-2:] == ["n1", "n2"]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_transcript_rows_are_written_with_the_turn(store: Store) -> None:
+    fill(store, turns=2)
+    rows = store.transcript("u1", "s1")
+    assert [(r.seq, r.role, r.status) for r in rows] == [
+        (1, "user", "normal"), (2, "assistant", "normal"), (3, "user", "normal"), (4, "assistant", "normal")]
+    assert rows[1].text == "answer 0"
+    assert [b["kind"] for b in rows[1].blocks] == ["tool", "answer"]
+    assert rows[1].blocks[0] == {"kind": "tool", "id": "call0", "name": "lookup", "input": {"q": 0},
+                                 "status": "success", "result": "result body 0"}
+    assert rows[1].message_ids == ["a0", "t0", "r0"]
+    v = store.load("u1", "s1").version
+    v = store.append("u1", "s1", tool_cycle(7), expected_version=v)   # work without a final reply
+    assert len(store.transcript("u1", "s1")) == 4
+    store.append("u1", "s1", [text_message("u9", "user", "hello?")], expected_version=v)
+    rows = store.transcript("u1", "s1")
+    assert [(r.role, r.status) for r in rows[4:]] == [("assistant", "interrupted"), ("user", "normal")]
+    assert rows[4].blocks[0]["status"] == "success" and rows[4].text == ""
+
+
+def test_open_session_keeps_the_stored_session(store: Store) -> None:
+    fill(store, turns=1)
+    again = store.open_session("u1", "s1", provider="other", policy={"x": 1})
+    assert again.provider == "openai" and again.policy == POLICY and len(again.rows) == 4
+
+
+def test_memory_claim_is_exclusive(store: Store) -> None:
+    assert store.claim_memory("u1", "worker-a")
+    assert not store.claim_memory("u1", "worker-b")
+    assert store.claim_memory("u1", "worker-a")
+    store.release_memory("u1", "worker-a")
+    assert store.claim_memory("u1", "worker-b")
+    assert store.claim_memory("u1", "worker-c", stale_after_s=0)  # a stale claim is taken over
+
+
+def test_upgrade_from_base_keeps_data(store_url: str) -> None:
+    engine = create_engine(store_url)
+    migrate.upgrade(engine, "0001")
+    assert migrate.current(engine) == "0001"
+    assert "user_memory" not in inspect(engine).get_table_names()
+    from ctxwise.store.schema import utcnow
+
+    with engine.begin() as conn:
+        conn.execute(insert(SessionRow).values(user_id="old", session_id="s", provider="openai", policy={},
+                                               version=0, last_seq=0, transcript_seq=0,
+                                               created_at=utcnow(), updated_at=utcnow()))
+    engine.dispose()
+    store = Store(store_url)
+    try:
+        assert migrate.current(store.engine) == migrate.head() == "0002"
+        assert {"user_memory", "memory_claims"} <= set(inspect(store.engine).get_table_names())
+        assert store.append("old", "s", [text_message("m", "user", "hi")], expected_version=0) == 1
+    finally:
+        store.close()
