@@ -237,10 +237,47 @@ def test_droppable_whole_message_for_anthropic():
 
 
 def test_dropping_what_is_droppable_keeps_the_payload_valid():
-    for p in ("deepseek", "anthropic", "openai", "qwen"):
+    for p in ("deepseek", "anthropic", "openai", "qwen", "openai_responses"):
         ref = b11_like()
         drop = droppable_thinking(ref, p)
         out = [m.model_copy(update={"blocks": [b for k, b in enumerate(m.blocks) if (i, k) not in drop]})
                if any(i == d[0] for d in drop) else m
                for i, m in enumerate(ref)]
         assert check(out, p, reference=ref) == [], p
+
+
+# -- OpenAI Responses ---------------------------------------------------------------------------
+
+
+def responses_like() -> list[Message]:
+    """B14's shape: reasoning + function_call, its output, reasoning + message, new user input."""
+    return [user("u1"), asst("a1", think="r1", calls=("call_inv",)), res("t1", "call_inv"),
+            asst("a2", think="r2", text="2 open invoices"), user("u2")]
+
+
+def test_responses_full_record_passes():
+    assert check(responses_like(), "openai_responses", reference=responses_like()) == []
+
+
+def test_responses_reasoning_needs_following_item():
+    lone = Message(id="r", role="assistant", blocks=[th("r", "enc")])
+    msgs = [user("u1"), lone, user("u2")]
+    v = check(msgs, "openai_responses")
+    assert rules_at(v) == [(1, "reasoning-without-following-item")]
+    assert "without its required following item" in v[0].provider_error
+
+
+def test_responses_function_call_keeps_its_reasoning_item():
+    ref = responses_like()
+    msgs = list(ref)
+    msgs[1] = strip(msgs[1])
+    v = check(msgs, "openai_responses", reference=ref)
+    assert rules_at(v) == [(1, "reasoning-item-missing")]
+    # the message answer may lose its reasoning item
+    msgs = list(ref)
+    msgs[3] = strip(msgs[3])
+    assert check(msgs, "openai_responses", reference=ref) == []
+
+
+def test_responses_droppable_spares_function_call_reasoning():
+    assert droppable_thinking(responses_like(), "openai_responses") == {(3, 0)}

@@ -5,7 +5,7 @@
     validate(messages, "deepseek")                     # raises PayloadInvalid listing all
     droppable_thinking(messages, "deepseek")           # -> {(message index, block index)}
 
-Known providers: ``openai``, ``deepseek`` (thinking mode), ``anthropic``, ``qwen`` (Qwen3
+Known providers: ``openai`` (Chat Completions), ``openai_responses``, ``deepseek`` (thinking mode), ``anthropic``, ``qwen`` (Qwen3
 chat template on vLLM & co.), ``gemini``. Rule slugs are in :data:`RULES`.
 """
 

@@ -41,6 +41,8 @@ def check(
         out += rules.check_call_order(messages, profile)
     if profile.reasoning_passback == "tool_spans":
         out += reasoning.check_deepseek_reasoning(messages, profile, reference, thinking)
+    if profile.reasoning_passback == "reasoning_items":
+        out += reasoning.check_responses_reasoning(messages, profile, reference)
     if profile.reasoning_passback == "signed_blocks" or profile.thinking_first_in_open_tool_turn:
         out += reasoning.check_anthropic_thinking(messages, profile, reference, thinking)
     return sorted(out, key=lambda v: v.index)

@@ -21,6 +21,9 @@ and :mod:`ctxwise.providers.reasoning`. Every rule cites its source:
   messages." without a user query and "System message must be at the beginning." for a later
   system message; renders ``reasoning_content`` only after the last user query
   (vllm-project/vllm#36432, the ``chat_template.jinja`` of the Qwen3 model repositories).
+* OpenAI Responses — a reasoning item travels with the item after it and a function call with
+  its reasoning item: https://platform.openai.com/docs/guides/reasoning ("Keeping reasoning
+  items in context"); error texts quoted in ``cases/README.md``.
 * Gemini — a model turn with function calls comes right after a user turn or a function
   response turn: https://ai.google.dev/gemini-api/docs/function-calling.
 """
@@ -49,6 +52,8 @@ THINKING_REMOVED = "thinking-removed"
 THINKING_NOT_FIRST = "thinking-not-first"
 NO_USER_MESSAGE = "no-user-message"
 TOOL_CALL_ORDER = "tool-call-order"
+REASONING_WITHOUT_FOLLOWING_ITEM = "reasoning-without-following-item"
+REASONING_ITEM_MISSING = "reasoning-item-missing"
 
 RULES: Mapping[str, str] = MappingProxyType(
     {
@@ -71,11 +76,17 @@ RULES: Mapping[str, str] = MappingProxyType(
         NO_USER_MESSAGE: "Qwen3 template: no user message in the payload",
         TOOL_CALL_ORDER: "Gemini: a function-call turn not right after a user or "
         "function-response turn",
+        REASONING_WITHOUT_FOLLOWING_ITEM: "OpenAI Responses: a reasoning item with no item "
+        "after it in its assistant message",
+        REASONING_ITEM_MISSING: "OpenAI Responses: a function call whose reasoning item was "
+        "dropped",
     }
 )
 
-ReasoningPassback = Literal["none", "tool_spans", "signed_blocks"]
-DroppableReasoning = Literal["completed_turns", "completed_spans_without_tool_calls"]
+ReasoningPassback = Literal["none", "tool_spans", "signed_blocks", "reasoning_items"]
+DroppableReasoning = Literal[
+    "completed_turns", "completed_spans_without_tool_calls", "completed_turns_without_tool_calls"
+]
 
 
 @dataclass(frozen=True)
@@ -90,14 +101,17 @@ class ProviderProfile:
       final assistant message.
     * ``reasoning_passback`` — ``"none"`` (reasoning is never required back),
       ``"tool_spans"`` (DeepSeek: assistant messages of tool-using user-to-user spans carry
-      their reasoning), ``"signed_blocks"`` (Anthropic: thinking blocks go back byte-identical).
+      their reasoning), ``"signed_blocks"`` (Anthropic: thinking blocks go back byte-identical),
+      ``"reasoning_items"`` (OpenAI Responses: a reasoning item goes with the item after it,
+      a function call with its reasoning item, ``encrypted_content`` unmodified).
     * ``thinking_first_in_open_tool_turn`` — with thinking on, the assistant message holding
       the open tool loop's latest ``tool_use`` starts with a thinking block.
     * ``needs_user_message`` — at least one user input must be present.
     * ``calls_follow_user_or_tool`` — an assistant message with tool calls directly follows a
       user or tool message.
     * ``droppable_reasoning`` — what compaction may drop: ``"completed_turns"`` (every thinking
-      block before the latest user input) or ``"completed_spans_without_tool_calls"``.
+      block before the latest user input), ``"completed_spans_without_tool_calls"`` (DeepSeek)
+      or ``"completed_turns_without_tool_calls"`` (Responses: not beside a function call).
     * ``errors`` — rule slug → the provider's own error text (``{index}`` is filled in).
     * ``sources`` — rule slug → where the rule is documented.
     """
@@ -259,8 +273,37 @@ GEMINI = ProviderProfile(
     ),
 )
 
+_RESPONSES_DOC = "https://platform.openai.com/docs/guides/reasoning"
+
+OPENAI_RESPONSES = ProviderProfile(
+    name="openai_responses",
+    title="OpenAI Responses API (input items)",
+    reasoning_passback="reasoning_items",
+    droppable_reasoning="completed_turns_without_tool_calls",
+    errors=MappingProxyType(
+        {
+            ORPHAN_TOOL_RESULT: "No tool call found for function call output with call_id",
+            REASONING_WITHOUT_FOLLOWING_ITEM: "Item of type 'reasoning' was provided without "
+            "its required following item",
+            REASONING_ITEM_MISSING: "Item of type 'function_call' was provided without its "
+            "required 'reasoning' item",
+        }
+    ),
+    sources=MappingProxyType(
+        {
+            ORPHAN_TOOL_RESULT: _OPENAI_DOC,
+            UNANSWERED_TOOL_CALL: _OPENAI_DOC,
+            REASONING_WITHOUT_FOLLOWING_ITEM: _RESPONSES_DOC,
+            REASONING_ITEM_MISSING: _RESPONSES_DOC,
+            THINKING_MODIFIED: _RESPONSES_DOC,
+            SYSTEM_NOT_FIRST: _CTXWISE,
+            EMPTY_CONTENT: _CTXWISE,
+        }
+    ),
+)
+
 PROFILES: Mapping[str, ProviderProfile] = MappingProxyType(
-    {p.name: p for p in (OPENAI, DEEPSEEK, ANTHROPIC, QWEN, GEMINI)}
+    {p.name: p for p in (OPENAI, OPENAI_RESPONSES, DEEPSEEK, ANTHROPIC, QWEN, GEMINI)}
 )
 
 

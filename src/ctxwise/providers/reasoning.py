@@ -14,6 +14,8 @@ from ..messages import Message, ThinkingBlock
 from ..units import last_user_index, turns
 from .profiles import (
     REASONING_CHANGED,
+    REASONING_ITEM_MISSING,
+    REASONING_WITHOUT_FOLLOWING_ITEM,
     REASONING_MISSING,
     THINKING_MODIFIED,
     THINKING_NOT_FIRST,
@@ -102,6 +104,55 @@ def check_deepseek_reasoning(
     return out
 
 
+def _modified(profile: ProviderProfile, i: int, m: Message, ref: Message | None) -> list[Violation]:
+    """``thinking-modified`` for each thinking block of ``m`` not equal to a block of ``ref``."""
+    allowed = ref.thinking if ref is not None else []
+    out: list[Violation] = []
+    for k, b in enumerate(m.blocks):
+        if isinstance(b, ThinkingBlock) and b not in allowed:
+            why = (f"message {m.id!r} is not in the record" if ref is None
+                   else f"it equals no thinking block of {m.id!r} in the record")
+            out.append(_v(profile, i, THINKING_MODIFIED,
+                          f"thinking block {k} was modified or moved: {why}"))
+    return out
+
+
+def check_responses_reasoning(
+    messages: list[Message],
+    profile: ProviderProfile,
+    reference: list[Message] | None = None,
+) -> list[Violation]:
+    """OpenAI Responses: reasoning items travel with the item after them.
+
+    Source: https://platform.openai.com/docs/guides/reasoning ("Keeping reasoning items in
+    context") and the API's 400 answers quoted in ``cases/README.md``. In canonical form a
+    reasoning item is a thinking block of the assistant message built from the items around it,
+    so:
+
+    * a thinking block must not be the last block of its message
+      (``reasoning-without-following-item``);
+    * with a ``reference``: thinking blocks are unmodified (``thinking-modified``: they carry
+      ``encrypted_content``), and an assistant message with function calls keeps every thinking
+      block the record gave it (``reasoning-item-missing``).
+    """
+    out: list[Violation] = []
+    ref_by_id = {m.id: m for m in reference} if reference is not None else {}
+    for i, m in enumerate(messages):
+        if m.blocks and isinstance(m.blocks[-1], ThinkingBlock):
+            out.append(_v(profile, i, REASONING_WITHOUT_FOLLOWING_ITEM,
+                          "the message ends with a reasoning item"))
+        if reference is None:
+            continue
+        ref = ref_by_id.get(m.id)
+        modified = _modified(profile, i, m, ref)
+        out += modified
+        if m.role == "assistant" and m.tool_uses and ref is not None and not modified:
+            if any(b not in m.thinking for b in ref.thinking):
+                out.append(_v(profile, i, REASONING_ITEM_MISSING,
+                              f"function call(s) of {m.id!r} lost their reasoning item"))
+    return out
+
+
 def check_anthropic_thinking(
     messages: list[Message],
     profile: ProviderProfile,
@@ -129,15 +180,8 @@ def check_anthropic_thinking(
         u = last_user_index(messages)
         for i, m in enumerate(messages):
             ref = ref_by_id.get(m.id)
-            allowed = ref.thinking if ref is not None else []
-            modified = False
-            for k, b in enumerate(m.blocks):
-                if isinstance(b, ThinkingBlock) and b not in allowed:
-                    modified = True
-                    why = (f"message {m.id!r} is not in the record" if ref is None
-                           else f"it equals no thinking block of {m.id!r} in the record")
-                    out.append(_v(profile, i, THINKING_MODIFIED,
-                                  f"thinking block {k} was modified or moved: {why}"))
+            modified = _modified(profile, i, m, ref)
+            out += modified
             current = u is None or i > u
             if m.role == "assistant" and ref is not None and current and not modified:
                 lost = [b for b in ref.thinking if b not in m.thinking]
@@ -162,12 +206,15 @@ def droppable_thinking(messages: list[Message], profile: ProviderProfile) -> set
       template renders reasoning only after the last user query; Anthropic ignores thinking of
       earlier turns (extended-thinking docs), so a message drops all its blocks or none, and
       the open tool turn (after the latest user input) never drops any.
+    * ``completed_turns_without_tool_calls`` (OpenAI Responses): the same, except in messages
+      with function calls (a function call needs its reasoning item; reasoning guide).
     * ``completed_spans_without_tool_calls`` (DeepSeek): every thinking block of assistant
       messages in completed user-to-user spans that made no tool call (thinking-mode docs);
       tool-using spans keep theirs, or are dropped whole by other stages.
     """
     out: set[tuple[int, int]] = set()
-    if profile.droppable_reasoning == "completed_turns":
+    keep_beside_calls = profile.droppable_reasoning == "completed_turns_without_tool_calls"
+    if profile.droppable_reasoning in ("completed_turns", "completed_turns_without_tool_calls"):
         u = last_user_index(messages)
         ranges = [range(0, u)] if u is not None else []
     else:
@@ -179,7 +226,7 @@ def droppable_thinking(messages: list[Message], profile: ProviderProfile) -> set
     for r in ranges:
         for i in r:
             m = messages[i]
-            if m.role != "assistant":
+            if m.role != "assistant" or (keep_beside_calls and m.tool_uses):
                 continue
             out.update((i, k) for k, b in enumerate(m.blocks) if isinstance(b, ThinkingBlock))
     return out

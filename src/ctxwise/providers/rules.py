@@ -25,6 +25,9 @@ from .profiles import (
 )
 
 
+_BLOCKS = ("signed_blocks", "reasoning_items")
+
+
 def _v(profile: ProviderProfile, index: int, rule: str, message: str) -> Violation:
     return Violation(index, rule, message, profile.error_text(rule, index))
 
@@ -112,7 +115,7 @@ def check_empty_content(messages: list[Message], profile: ProviderProfile) -> li
 
     A tool result whose output has no image and only blank text is empty (so is a blank
     placeholder). Thinking blocks count as content only for providers that carry them as
-    content blocks (``reasoning_passback == "signed_blocks"``).
+    content blocks or items (Anthropic, OpenAI Responses).
     """
     out: list[Violation] = []
     last = len(messages) - 1
@@ -141,7 +144,7 @@ def check_empty_content(messages: list[Message], profile: ProviderProfile) -> li
                                             f"{b.tool_use_id!r} is blank"))
             elif isinstance(b, (ImageBlock, ToolUseBlock)):
                 has_content = True
-            elif isinstance(b, ThinkingBlock) and profile.reasoning_passback == "signed_blocks":
+            elif isinstance(b, ThinkingBlock) and profile.reasoning_passback in _BLOCKS:
                 has_content = True
         out.extend(found)
         if not has_content and not found:
