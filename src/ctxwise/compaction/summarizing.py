@@ -75,6 +75,11 @@ def summarize_old_turns(
     compactable = size - b.overhead - sum(b.size_of(messages[i]) for i in pinned)
     if material_size < p.summary_min_material * max(compactable, 1):
         return StageResult(messages)
+    # A summary is never smaller than its header: material not clearly larger than that
+    # cannot shrink, and calling the summarizer would only fail again on every call.
+    floor = b.size_of(Message(id="summary-floor", role="user", blocks=[TextBlock(text=SUMMARY_HEADER)]))
+    if material_size <= 2 * floor:
+        return StageResult(messages)
     replaced = [m.id for m in messages[start:cut]]
     material_chars = sum(len(m.model_dump_json()) for m in material) or 1
     chars_per_unit = max(material_chars / max(material_size, 1), 1.0) if p.unit == "tokens" else 1.0
