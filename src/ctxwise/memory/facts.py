@@ -274,7 +274,7 @@ def _values(clause: str) -> list[tuple[str, str, str, bool, int, int]]:
             key = ("distance" if unit in P.DISTANCE_UNITS else "qty:" + unit) + (f"_{b}" if b else "")
             out.append(("quantity", key, m.group(), False, m.start(), m.end()))
     # bare numbers under a bound or in a budget clause: "up to 6,000", "5,000 以内"
-    for m in re.finditer(rf"(?<![\w.,#/-])(?:{P.NUM})(?![\w.%/-])", clause):
+    for m in re.finditer(rf"(?<![\w.,#/-])(?:{P.NUM})(?![\w%/-]|[.,]\d)", clause):
         if _overlaps(taken, m.start(), m.end()):
             continue
         b = _bound(clause, m.start(), m.end())
