@@ -1,0 +1,377 @@
+"""Anthropic Messages payloads ↔ canonical.
+
+Shape (https://docs.anthropic.com/en/api/messages): ``{"system"?: str | [text blocks],
+"messages": [{"role": "user" | "assistant", "content": str | [blocks]}]}``. Blocks: ``text``,
+``image`` (``source`` base64 or url), ``thinking`` (``thinking``, ``signature``),
+``redacted_thinking`` (``data``), ``tool_use`` (``id``, ``name``, ``input``) and, in user
+messages, ``tool_result`` (``tool_use_id``, ``content`` str | blocks, ``is_error``). The
+provider rules: a ``tool_result`` must answer a ``tool_use`` of the immediately preceding
+assistant message; thinking blocks go back byte-identical (signature checked).
+
+Mapping:
+
+* The top-level ``system`` → a canonical ``system`` message first. The cases' shape (a list
+  whose element 0 is ``{"role": "system", ...}``) is accepted too and written back that way.
+* A user message's ``tool_result`` blocks → one canonical ``tool`` message (``name`` from the
+  matching ``tool_use``); its other blocks → a canonical ``user`` message right after, noted
+  so the writer merges them back in the original block order. Consecutive canonical tool
+  messages are written as one user message (as the API wants); with ``extras`` the split is
+  noted in ``"_ctxwise": {"parts": [...]}`` so it reads back the same.
+* ``is_error: true`` ↔ ``state="error"``; ``redacted_thinking`` ↔ ``ThinkingBlock(redacted=True,
+  thinking=data)``; string content vs a block list, key order and unknown keys are kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import FormatError
+from ..messages import (
+    ImageBlock,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from ._common import (
+    CARRY,
+    Fixes,
+    book_key,
+    default_id,
+    image_from_b64,
+    need_dict,
+    no_call,
+    order_note,
+    reorder,
+    seal,
+    split_known,
+    spread,
+    unknown_block,
+    with_book,
+    without,
+)
+
+BOOK = book_key("anthropic")
+BLOCK_TYPES = ("text", "image", "thinking", "redacted_thinking", "tool_use", "tool_result")
+_NATURAL_BLOCK = {
+    "text": ["type", "text"],
+    "image": ["type", "source"],
+    "thinking": ["type", "thinking", "signature"],
+    "redacted_thinking": ["type", "data"],
+    "tool_use": ["type", "id", "name", "input"],
+    "tool_result": ["type", "tool_use_id", "content", "is_error"],
+}
+_NATURAL_MSG = ["id", "role", "name", "content"]
+_ABSENT: Any = object()
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+def _read_image(b: dict[str, Any], place: str, extra: dict[str, Any]) -> ImageBlock:
+    src = need_dict(b.get("source"), place, "an image 'source' object")
+    more = split_known(src, ("type", "media_type", "data", "url"))
+    if src.get("type") == "base64":
+        if more:
+            extra = {**extra, BOOK: {**extra.get(BOOK, {}), "source": more}}
+        return image_from_b64(src.get("media_type"), src.get("data", ""), extra)
+    if src.get("type") == "url":
+        if more:
+            extra = {**extra, BOOK: {**extra.get(BOOK, {}), "source": more}}
+        return ImageBlock(url=src.get("url"), extra=extra)
+    return ImageBlock(extra={**extra, BOOK: {**extra.get(BOOK, {}), "raw_source": src}})
+
+
+def _content_form(blocks: list[Any], raw: Any, empty: str) -> str | None:
+    """The book entry for a content value, or None when the writer's default reproduces it."""
+    if raw is _ABSENT:
+        form = "absent"
+    elif isinstance(raw, str):
+        form = "str" if raw else "empty"
+    else:
+        form = "list"
+    return None if form == _default_form(blocks, empty) else form
+
+
+def _default_form(blocks: list[Any], empty: str) -> str:
+    if not blocks:
+        return empty
+    b = blocks[0]
+    if len(blocks) == 1 and isinstance(b, TextBlock) and b.text and not b.extra:
+        return "str"
+    return "list"
+
+
+def _read_block(b: Any, place: str, uses: dict[str, str] | None, strict: bool, inner: bool = False) -> Any:
+    b = need_dict(b, place, "a content block object")
+    t = b.get("type")
+    allowed = ("text", "image") if inner else BLOCK_TYPES
+    if t not in allowed:
+        raise unknown_block(place, t, allowed)
+    book: dict[str, Any] = {}
+    order = order_note(b, _NATURAL_BLOCK[t])
+    if order:
+        book["order"] = order
+    extra = split_known(b, _NATURAL_BLOCK[t])
+    if t == "text":
+        return TextBlock(text=b.get("text", ""), extra=with_book(extra, BOOK, book))
+    if t == "image":
+        return _read_image(b, place, with_book(extra, BOOK, book))
+    if t == "thinking":
+        return ThinkingBlock(thinking=b.get("thinking", ""), signature=b.get("signature"), extra=with_book(extra, BOOK, book))
+    if t == "redacted_thinking":
+        return ThinkingBlock(thinking=b.get("data", ""), redacted=True, extra=with_book(extra, BOOK, book))
+    if t == "tool_use":
+        inp = b.get("input")
+        return ToolUseBlock(id=str(b.get("id", "")), name=str(b.get("name", "")),
+                            input=inp if isinstance(inp, dict) else {}, extra=with_book(extra, BOOK, book))
+    # tool_result
+    tid = b.get("tool_use_id")
+    if strict and (uses is None or tid not in uses):
+        raise no_call(place, tid, "matches no tool_use of the immediately preceding assistant message")
+    raw = b.get("content", _ABSENT)
+    if isinstance(raw, list):
+        output = [_read_block(x, f"{place}, content {k}", None, strict, inner=True) for k, x in enumerate(raw)]
+    elif isinstance(raw, str) and raw:
+        output = [TextBlock(text=raw)]
+    elif raw is _ABSENT or isinstance(raw, str):
+        output = []
+    else:
+        raise FormatError(place, f"tool_result content must be a string or a list of blocks, got {type(raw).__name__}")
+    form = _content_form(output, raw, "absent")
+    if form:
+        book["content"] = form
+    if "is_error" in b and b["is_error"] is not True:
+        book["is_error"] = b["is_error"]
+    return ToolResultBlock(
+        tool_use_id=str(tid), name=(uses or {}).get(tid), state="error" if b.get("is_error") is True else "success",
+        output=output, extra=with_book(extra, BOOK, book),
+    )
+
+
+def _read_content(raw: Any, place: str, uses: dict[str, str] | None, strict: bool) -> list[Any]:
+    if isinstance(raw, str):
+        return [TextBlock(text=raw)] if raw else []
+    if raw is _ABSENT or raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise FormatError(place, f"content must be a string or a list of blocks, got {type(raw).__name__}")
+    return [_read_block(b, f"{place}, block {k}", uses, strict) for k, b in enumerate(raw)]
+
+
+def _read(payload: Any, strict: bool) -> list[Message]:
+    fixes = Fixes()
+    out: list[Message] = []
+    if isinstance(payload, list):
+        raw_msgs, system = payload, _ABSENT
+    else:
+        payload = need_dict(payload, "payload", "an object with 'messages' (or a list of messages)")
+        raw_msgs, system = payload.get("messages"), payload.get("system", _ABSENT)
+        if not isinstance(raw_msgs, list):
+            raise FormatError("payload", "expected a 'messages' list")
+    if system is not _ABSENT:
+        blocks = _read_content(system, "system", None, strict)
+        form = _content_form(blocks, system, "empty")
+        fixes.take(payload.get(CARRY), 0)
+        out.append(Message(id=default_id(0), role="system", blocks=blocks,
+                           metadata={BOOK: {"content": form}} if form else {}))
+    uses: dict[str, str] | None = None
+    for i, raw in enumerate(raw_msgs):
+        place = f"message {i}"
+        raw = dict(need_dict(raw, place, "a message object"))
+        carry = raw.pop(CARRY, None)
+        role = raw.get("role")
+        if role not in ("user", "assistant", "system"):
+            raise FormatError(place, f"unknown role {role!r}; expected user, assistant (or system first)")
+        content = raw.get("content", _ABSENT)
+        blocks = _read_content(content, place, uses if role == "user" else None, strict)
+        book: dict[str, Any] = {}
+        order = order_note(raw, _NATURAL_MSG)
+        if order:
+            book["order"] = order
+        meta = split_known(raw, _NATURAL_MSG)
+        base = len(out)
+        mid = raw.get("id")
+        results = [b for b in blocks if isinstance(b, ToolResultBlock)]
+        if role == "system":
+            book["in_list"] = True
+        if role != "user" or not results:
+            form = _content_form(blocks, content, "list")
+            if form:
+                book["content"] = form
+            out.append(Message(id=str(mid or default_id(base)), role=role, name=raw.get("name"),
+                               blocks=blocks, metadata=with_book(meta, BOOK, book)))
+        else:
+            others = [b for b in blocks if not isinstance(b, ToolResultBlock)]
+            counts = (carry or {}).get("parts") or [len(results)]
+            chunks, k = [], 0
+            for c in counts:
+                chunks.append(results[k:k + c])
+                k += c
+            if k < len(results):
+                chunks[-1] = chunks[-1] + results[k:]
+            last: dict[str, Any] = {}
+            if others:
+                layout = "".join("r" if isinstance(b, ToolResultBlock) else "o" for b in blocks)
+                plain = "r" * len(results) + "o" * len(others)
+                last["with_next"] = True if layout == plain else layout
+            for n, chunk in enumerate(chunks):
+                md: dict[str, Any] = dict(meta) if n == 0 else {}
+                bk: dict[str, Any] = dict(book) if n == 0 else {}
+                if n == len(chunks) - 1:
+                    bk.update(last)
+                out.append(Message(id=str(mid) if (mid and n == 0) else default_id(len(out)), role="tool",
+                                   name=raw.get("name") if n == 0 else None,
+                                   blocks=chunk, metadata=with_book(md, BOOK, bk)))
+            if others:
+                out.append(Message(id=default_id(len(out)), role="user", blocks=others))
+        fixes.take(carry, base)
+        uses = {u.id: u.name for u in blocks if isinstance(u, ToolUseBlock)} if role == "assistant" else None
+    return fixes.apply(out)
+
+
+def from_anthropic(payload: dict[str, Any] | list[dict[str, Any]]) -> list[Message]:
+    """Read an Anthropic ``{"system"?, "messages"}`` payload (or a message list whose first
+    element may be a system message) into canonical messages.
+
+    Other top-level keys (``model``, ``tools``, ...) are not read. Raises
+    :class:`~ctxwise.errors.FormatError` naming the message/block for: a missing ``messages``
+    list, an unknown role or block type, or a ``tool_result`` whose ``tool_use_id`` matches no
+    ``tool_use`` of the immediately preceding assistant message (Anthropic: "unexpected
+    tool_use_id found in tool_result blocks").
+    """
+    return _read(payload, strict=True)
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def _write_block(b: Any) -> dict[str, Any]:
+    book = b.extra.get(BOOK) or {}
+    if isinstance(b, TextBlock):
+        d: dict[str, Any] = {"type": "text", "text": b.text}
+    elif isinstance(b, ImageBlock):
+        if "raw_source" in book:
+            src = book["raw_source"]
+        elif b.data is not None:
+            src = {"type": "base64", "media_type": b.media_type, "data": b.data, **(book.get("source") or {})}
+        else:
+            src = {"type": "url", "url": b.url, **(book.get("source") or {})}
+        d = {"type": "image", "source": src}
+    elif isinstance(b, ThinkingBlock):
+        if b.redacted:
+            d = {"type": "redacted_thinking", "data": b.thinking}
+        else:
+            d = {"type": "thinking", "thinking": b.thinking}
+            if b.signature is not None:
+                d["signature"] = b.signature
+    elif isinstance(b, ToolUseBlock):
+        d = {"type": "tool_use", "id": b.id, "name": b.name, "input": b.input}
+    else:
+        d = {"type": "tool_result", "tool_use_id": b.tool_use_id}
+        form = book.get("content") or _default_form(b.output, "absent")
+        if form == "str" and len(b.output) == 1 and isinstance(b.output[0], TextBlock):
+            d["content"] = b.output[0].text
+        elif form in ("empty", "str") and not b.output:
+            d["content"] = ""
+        elif form != "absent" or b.output:
+            d["content"] = [_write_block(x) for x in b.output]
+        if b.state == "error":
+            d["is_error"] = True
+        elif "is_error" in book:
+            d["is_error"] = book["is_error"]
+    spread(d, b.extra, skip=BOOK)
+    return reorder(d, book.get("order"))
+
+
+def _write_content(blocks: list[Any], form: str | None, empty: str) -> Any:
+    form = form or _default_form(blocks, empty)
+    if form == "absent" and not blocks:
+        return _ABSENT
+    if form in ("str", "empty") and not blocks:
+        return ""
+    if form == "str" and len(blocks) == 1 and isinstance(blocks[0], TextBlock):
+        return blocks[0].text
+    return [_write_block(b) for b in blocks]
+
+
+def to_anthropic(messages: list[Message], *, extras: bool = True) -> dict[str, Any]:
+    """Write canonical messages as an Anthropic ``{"system"?, "messages"}`` payload.
+
+    A first ``system`` message becomes the top-level ``system`` (unless it was read from a list
+    with the system inside, then it stays there); a later system message stays in the list (the
+    API would reject it: the provider validator reports that). Consecutive ``tool`` messages
+    become one user message of ``tool_result`` blocks. Tool-result ``name`` is not written (the
+    reader takes it from the ``tool_use``). With ``extras=True`` metadata, block extras and
+    non-default ids are written as extra keys and what the format cannot hold travels in
+    ``"_ctxwise"``, so ``from_anthropic(to_anthropic(m)) == m``; ``extras=False`` drops them.
+    """
+    payload: dict[str, Any] = {}
+    units: list[dict[str, Any]] = []
+    first_of: list[int] = []
+    has_system = False
+    i, n = 0, len(messages)
+    while i < n:
+        m = messages[i]
+        book = m.metadata.get(BOOK) or {}
+        if i == 0 and m.role == "system" and not book.get("in_list"):
+            payload["system"] = _write_content(m.blocks, book.get("content"), "empty")
+            has_system = True
+            units.append({})
+            first_of.append(0)
+            i += 1
+            continue
+        d: dict[str, Any] = {}
+        if extras and m.id != default_id(i):
+            d["id"] = m.id
+        if m.role == "tool":
+            j, counts, blocks = i, [], []
+            while j < n and messages[j].role == "tool":
+                first_of.append(len(units))
+                counts.append(len(messages[j].blocks))
+                blocks.extend(messages[j].blocks)
+                j += 1
+            wn = (messages[j - 1].metadata.get(BOOK) or {}).get("with_next")
+            if wn and j < n and messages[j].role == "user":
+                others = list(messages[j].blocks)
+                first_of.append(len(units))
+                j += 1
+                if isinstance(wn, str) and wn.count("r") == len(blocks) and wn.count("o") == len(others):
+                    rs, os_ = iter(blocks), iter(others)
+                    blocks = [next(rs) if c == "r" else next(os_) for c in wn]
+                else:
+                    blocks = blocks + others
+            d["role"] = "user"
+            if m.name is not None and extras:
+                d["name"] = m.name
+            d["content"] = [_write_block(b) for b in blocks]
+            if extras and len(counts) > 1:
+                d[CARRY] = {"parts": counts}
+            i = j
+        else:
+            first_of.append(len(units))
+            d["role"] = m.role
+            if m.name is not None and extras:
+                d["name"] = m.name
+            c = _write_content(m.blocks, book.get("content"), "list")
+            if c is not _ABSENT:
+                d["content"] = c
+            i += 1
+        if extras:
+            spread(d, m.metadata, skip=BOOK)
+            d = reorder(d, book.get("order"))
+        units.append(d)
+    if has_system:
+        payload["messages"] = units[1:]
+    else:
+        payload["messages"] = units
+    if extras:
+        def back(us: list[dict[str, Any]]) -> list[Message]:
+            p = {"system": payload["system"], "messages": us[1:]} if has_system else {"messages": us}
+            return _read(p, strict=False)
+
+        seal(messages, units, first_of, back)
+        if has_system and units[0].get(CARRY):
+            payload[CARRY] = units[0][CARRY]
+    return payload

@@ -1,0 +1,314 @@
+"""OpenAI Responses API input items ↔ canonical.
+
+Shape (https://platform.openai.com/docs/api-reference/responses/create, ``input`` as a list):
+``{"type": "message", "role", "content": str | [parts]}`` (``type`` may be omitted),
+``{"type": "reasoning", "id", "summary": [{"type": "summary_text", "text"}],
+"encrypted_content"?}``, ``{"type": "function_call", "id"?, "call_id", "name", "arguments":
+<JSON string>}`` and ``{"type": "function_call_output", "call_id", "output"}``. The provider
+rules: an output needs an earlier call with its ``call_id``; a reasoning item travels with the
+item that follows it ("Item of type 'reasoning' was provided without its required following
+item").
+
+Mapping: consecutive assistant-side items (reasoning, assistant ``message``, ``function_call``)
+form one canonical assistant message, in order: reasoning → :class:`ThinkingBlock` (text = the
+summary texts joined by a blank line; the item itself, ``id`` and ``encrypted_content``
+included, kept in the block's ``extra``), message parts → text blocks, function_call →
+:class:`ToolUseBlock` (``id`` = ``call_id``). Each ``function_call_output`` → one canonical
+``tool`` message. User / system / developer messages → their own messages. Item skeletons are
+kept only where they differ from the writer's default, so the round trip is exact.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import FormatError
+from ..messages import (
+    ImageBlock,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from ._common import (
+    CARRY,
+    Fixes,
+    book_key,
+    default_id,
+    image_from_b64,
+    need_dict,
+    no_call,
+    order_note,
+    parse_data_url,
+    reorder,
+    seal,
+    split_known,
+    spread,
+    with_book,
+)
+
+BOOK = book_key("responses")
+ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output")
+PART_TYPES = ("input_text", "output_text", "input_image")
+_ROLES = {"user": "user", "system": "system", "developer": "system", "assistant": "assistant"}
+_SKEL = {
+    "message": {"type": "message", "role": "assistant", "content": None},
+    "reasoning": {"type": "reasoning", "summary": None},
+    "function_call": {"type": "function_call", "call_id": None, "name": None, "arguments": None},
+}
+_NATURAL_MSG = ["type", "role", "content"]
+_ITEM_KEYS = {
+    "message": ("type", "id", "role", "content", "status"),
+    "reasoning": ("type", "id", "summary", "encrypted_content", "content", "status"),
+    "function_call": ("type", "id", "call_id", "name", "arguments", "status"),
+}
+_NATURAL_OUT = ["type", "call_id", "output"]
+
+
+def _skeleton(raw: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any] | None:
+    """``raw`` with ``fields`` blanked, or None when that equals the default skeleton."""
+    sk = {k: (None if k in fields else v) for k, v in raw.items()}
+    default = _SKEL[raw.get("type", "message")]
+    return None if list(sk.items()) == list(default.items()) else sk
+
+
+def _read_parts(content: Any, place: str, default_type: str) -> tuple[list[Any], str | None]:
+    if isinstance(content, str):
+        return ([TextBlock(text=content)] if content else []), ("str" if content else "empty")
+    if not isinstance(content, list):
+        raise FormatError(place, f"content must be a string or a list of parts, got {type(content).__name__}")
+    blocks: list[Any] = []
+    for j, p in enumerate(content):
+        p = need_dict(p, f"{place}, part {j}", "a content part object")
+        t = p.get("type")
+        if t in ("input_text", "output_text"):
+            rest = {k: (None if k == "text" else v) for k, v in p.items()}
+            dflt = {"type": default_type, "text": None}
+            extra = {} if list(rest.items()) == list(dflt.items()) else {BOOK: {"part": rest}}
+            blocks.append(TextBlock(text=p.get("text", ""), extra=extra))
+        elif t == "input_image":
+            url = p.get("image_url")
+            parsed = parse_data_url(url) if isinstance(url, str) else None
+            rest = {k: (None if k == "image_url" else v) for k, v in p.items()}
+            extra = {BOOK: {"part": rest}}
+            if parsed:
+                blocks.append(image_from_b64(parsed[0], parsed[1], extra))
+            else:
+                blocks.append(ImageBlock(url=url, extra=extra))
+        else:
+            raise FormatError(f"{place}, part {j}", f"unknown block type {t!r}; expected one of {', '.join(PART_TYPES)}")
+    return blocks, None
+
+
+def _read(items: Any, strict: bool) -> list[Message]:
+    if not isinstance(items, list):
+        raise FormatError("items", f"expected a list of Responses input items, got {type(items).__name__}")
+    out: list[Message] = []
+    fixes = Fixes()
+    pending: list[Any] | None = None
+    calls: dict[str, str] = {}
+
+    def flush() -> None:
+        nonlocal pending
+        if pending is not None:
+            out.append(Message(id=default_id(len(out)), role="assistant", blocks=pending))
+            pending = None
+
+    for i, raw in enumerate(items):
+        place = f"item {i}"
+        raw = dict(need_dict(raw, place, "an item object"))
+        carry = raw.pop(CARRY, None)
+        t = raw.get("type", "message" if "role" in raw else None)
+        if t not in ITEM_TYPES:
+            raise FormatError(place, f"unknown item type {t!r}; expected one of {', '.join(ITEM_TYPES)}")
+        if t == "message" and raw.get("role") not in _ROLES:
+            raise FormatError(place, f"unknown role {raw.get('role')!r}; expected one of {', '.join(_ROLES)}")
+        if t in ("reasoning", "function_call") or (t == "message" and raw["role"] == "assistant"):
+            if pending is None:
+                pending = []
+                fixes.take(carry, len(out))
+            loose = split_known(raw, _ITEM_KEYS[t])
+            raw = {k: v for k, v in raw.items() if k not in loose}
+            if t == "reasoning":
+                summary = raw.get("summary") or []
+                texts = [s.get("text", "") for s in summary if isinstance(s, dict)]
+                text = "\n\n".join(texts)
+                book: dict[str, Any] = {}
+                sk = _skeleton(raw, ("summary",))
+                if sk:
+                    book["item"] = sk
+                if summary != ([{"type": "summary_text", "text": text}] if text else []):
+                    book["summary"] = summary
+                pending.append(ThinkingBlock(thinking=text, extra=with_book(loose, BOOK, book)))
+            elif t == "function_call":
+                args = raw.get("arguments", "")
+                try:
+                    inp = json.loads(args) if isinstance(args, str) and args.strip() else {}
+                except json.JSONDecodeError:
+                    inp = None
+                book = {}
+                sk = _skeleton(raw, ("call_id", "name", "arguments"))
+                if sk:
+                    book["item"] = sk
+                if not isinstance(inp, dict) or json.dumps(inp) != args:
+                    book["arguments"] = args
+                u = ToolUseBlock(id=str(raw.get("call_id", "")), name=str(raw.get("name", "")),
+                                 input=inp if isinstance(inp, dict) else {}, extra=with_book(loose, BOOK, book))
+                calls[u.id] = u.name
+                pending.append(u)
+            else:
+                blocks, form = _read_parts(raw.get("content", []), place, "output_text")
+                sk = _skeleton(raw, ("content",))
+                follows = bool(pending) and isinstance(pending[-1], (TextBlock, ImageBlock))
+                head: dict[str, Any] = {"start": True} if follows else {}
+                if sk:
+                    head["item"] = sk
+                if form:
+                    head["content"] = form
+                if blocks:
+                    b0 = blocks[0]
+                    blocks[0] = b0.model_copy(update={"extra": with_book({**loose, **b0.extra}, BOOK, {**b0.extra.get(BOOK, {}), **head})})
+                    pending.extend(blocks)
+            continue
+        flush()
+        base = len(out)
+        fixes.take(carry, base)
+        book = {}
+        if "type" not in raw:
+            book["no_type"] = True
+        if t == "function_call_output":
+            cid = raw.get("call_id")
+            if strict and cid not in calls:
+                raise no_call(place, cid, "matches no earlier function_call call_id")
+            outv = raw.get("output", "")
+            output, form = _read_parts(outv, place, "input_text") if not isinstance(outv, str) else (
+                ([TextBlock(text=outv)] if outv else []), None)
+            order = order_note(raw, _NATURAL_OUT)
+            if order:
+                book["order"] = order
+            if form is None and isinstance(outv, list):
+                book["content"] = "list"
+            meta = split_known(raw, _NATURAL_OUT)
+            out.append(Message(id=default_id(base), role="tool", metadata=with_book(meta, BOOK, book), blocks=[
+                ToolResultBlock(tool_use_id=str(cid), name=calls.get(cid), output=output)]))
+            continue
+        role = raw["role"]
+        if role == "developer":
+            book["role"] = "developer"
+        blocks, form = _read_parts(raw.get("content", ""), place, "input_text")
+        if form is None:
+            book["content"] = "list"
+        elif form == "empty":
+            book["content"] = "empty"
+        order = order_note(raw, _NATURAL_MSG)
+        if order:
+            book["order"] = order
+        meta = split_known(raw, _NATURAL_MSG)
+        out.append(Message(id=default_id(base), role=_ROLES[role], blocks=blocks, metadata=with_book(meta, BOOK, book)))
+    flush()
+    return fixes.apply(out)
+
+
+def from_responses(items: list[dict[str, Any]]) -> list[Message]:
+    """Read Responses API input items into canonical messages (ids ``m0000``-style).
+
+    Raises :class:`~ctxwise.errors.FormatError` naming the item for: a non-list input, an
+    unknown item type, role or content part type, or a ``function_call_output`` whose
+    ``call_id`` has no earlier ``function_call`` ("No tool call found for function call output
+    with call_id").
+    """
+    return _read(items, strict=True)
+
+
+def _write_parts(blocks: list[Any], default_type: str) -> list[dict[str, Any]]:
+    parts = []
+    for b in blocks:
+        part = (b.extra.get(BOOK) or {}).get("part")
+        if isinstance(b, ImageBlock):
+            url = b.url if b.data is None else f"data:{b.media_type or 'image/png'};base64,{b.data}"
+            p = {**(part or {"type": "input_image", "image_url": None}), "image_url": url}
+        else:
+            p = {**(part or {"type": default_type, "text": None}), "text": getattr(b, "text", "")}
+        parts.append(p)
+    return parts
+
+
+def _plain(blocks: list[Any]) -> bool:
+    return len(blocks) == 1 and isinstance(blocks[0], TextBlock) and not blocks[0].extra and bool(blocks[0].text)
+
+
+def to_responses(messages: list[Message], *, extras: bool = True) -> list[dict[str, Any]]:
+    """Write canonical messages as Responses API input items.
+
+    Thinking blocks become ``reasoning`` items (their kept item, ``encrypted_content``
+    included, when the text still matches; a new summary item otherwise). With
+    ``extras=True`` unknown keys are written back and what items cannot hold (signatures,
+    non-default ids, states) travels in ``"_ctxwise"`` so ``from_responses(to_responses(m)) ==
+    m``; ``extras=False`` drops it.
+    """
+    units: list[dict[str, Any]] = []
+    first_of: list[int] = []
+    for m in messages:
+        first_of.append(len(units))
+        book = m.metadata.get(BOOK) or {}
+        if m.role == "assistant":
+            cur: dict[str, Any] | None = None
+            for b in m.blocks:
+                bk = b.extra.get(BOOK) or {}
+                if isinstance(b, ThinkingBlock):
+                    kept = bk.get("summary")
+                    if kept is not None and "\n\n".join(s.get("text", "") for s in kept if isinstance(s, dict)) == b.thinking:
+                        summary = kept
+                    else:
+                        summary = [{"type": "summary_text", "text": b.thinking}] if b.thinking else []
+                    it = {**(bk.get("item") or _SKEL["reasoning"]), "summary": summary}
+                    spread(it, b.extra, skip=BOOK)
+                    units.append(it)
+                    cur = None
+                elif isinstance(b, ToolUseBlock):
+                    raw = bk.get("arguments")
+                    try:
+                        same = isinstance(raw, str) and json.loads(raw) == b.input
+                    except json.JSONDecodeError:
+                        same = b.input == {}
+                    args = raw if same else json.dumps(b.input)
+                    it = {**(bk.get("item") or _SKEL["function_call"]), "call_id": b.id, "name": b.name, "arguments": args}
+                    spread(it, b.extra, skip=BOOK)
+                    units.append(it)
+                    cur = None
+                elif isinstance(b, (TextBlock, ImageBlock)):
+                    if cur is None or bk.get("start"):
+                        cur = {**(bk.get("item") or _SKEL["message"]), "content": []}
+                        spread(cur, b.extra, skip=BOOK)
+                        if bk.get("content") == "str":
+                            cur["_str"] = True
+                        units.append(cur)
+                    cur["content"].extend(_write_parts([b], "output_text"))
+            if not m.blocks:
+                units.append({**_SKEL["message"], "content": []})
+            for u in units[first_of[-1]:]:
+                if u.pop("_str", False) and len(u["content"]) == 1:
+                    u["content"] = u["content"][0].get("text", "")
+            continue
+        if m.role == "tool":
+            r = m.tool_results[0] if m.tool_results else None
+            d: dict[str, Any] = {"type": "function_call_output", "call_id": r.tool_use_id if r else ""}
+            outb = r.output if r else []
+            d["output"] = _write_parts(outb, "input_text") if book.get("content") == "list" or not (
+                _plain(outb) or not outb) else (outb[0].text if outb else "")
+        else:
+            d = {"type": "message", "role": book.get("role", m.role)}
+            if book.get("content") == "list" or not (_plain(m.blocks) or not m.blocks):
+                d["content"] = _write_parts(m.blocks, "input_text")
+            else:
+                d["content"] = m.blocks[0].text if m.blocks else ""
+            if book.get("no_type"):
+                del d["type"]
+        if extras:
+            spread(d, m.metadata, skip=BOOK)
+        units.append(reorder(d, book.get("order")))
+    if extras:
+        seal(messages, units, first_of, lambda u: _read(u, strict=False))
+    return units

@@ -1,0 +1,228 @@
+"""tau2-bench "Results" JSON (sierra-research/tau2-bench) ↔ canonical.
+
+Shape: ``{"timestamp", "info", "tasks", "simulations": [{"id", "task_id", ..., "messages":
+[...]}]}``. The agent's system prompt is ``info.environment_info.policy`` (not in ``messages``).
+Messages: ``{"role": "assistant" | "user", "content": str | null, "tool_calls": [{"id", "name",
+"arguments": {...}, "requestor"}] | null, "turn_idx", "timestamp", "cost", "usage",
+"raw_data", ...}`` and tool results ``{"id": <call id>, "role": "tool", "content", "requestor",
+"error": bool, "turn_idx", "timestamp"}`` paired to their call by ``id``. Anthropic-backed runs
+carry thinking in ``raw_data.thinking_blocks`` (``{"type": "thinking", "thinking",
+"signature"}``).
+
+Mapping: the policy → a ``system`` message first (id ``m0000``); messages follow with ids
+``m0001``…; thinking blocks → :class:`ThinkingBlock` (with signature) first in their assistant
+message and removed from the ``raw_data`` copy kept in metadata (the writer puts them back);
+``error`` ↔ ``state``; every other key (``turn_idx``, ``timestamp``, ``cost``, ``usage`` —
+``metadata["usage"]["prompt_tokens"]`` is the provider-reported prompt size of that model call
+— ``raw_data``, ``requestor``, ...) is kept in ``Message.metadata`` / block ``extra``. One
+:class:`Conversation` per simulation, id = the simulation id.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ..errors import FormatError
+from ..messages import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ._common import book_key, default_id, need_dict, no_call, order_note, reorder, split_known, with_book
+from .conversation import Conversation
+
+BOOK = book_key("tau2")
+_NATURAL = ["role", "content", "tool_calls"]
+_NATURAL_TOOL = ["id", "role", "content", "requestor", "error"]
+
+
+def _thinking(raw: dict[str, Any], meta: dict[str, Any], book: dict[str, Any]) -> list[ThinkingBlock]:
+    rd = raw.get("raw_data")
+    tbs = rd.get("thinking_blocks") if isinstance(rd, dict) else None
+    if not isinstance(tbs, list) or not tbs:
+        return []
+    out = []
+    for tb in tbs:
+        tb = need_dict(tb, "thinking block")
+        t = tb.get("type", "thinking")
+        extra = split_known(tb, ("type", "thinking", "signature", "data"))
+        if t == "redacted_thinking":
+            out.append(ThinkingBlock(thinking=tb.get("data", ""), redacted=True, extra=extra))
+        else:
+            out.append(ThinkingBlock(thinking=tb.get("thinking", ""), signature=tb.get("signature"), extra=extra))
+    book["thinking_at"] = list(rd).index("thinking_blocks")
+    meta["raw_data"] = {k: v for k, v in rd.items() if k != "thinking_blocks"}
+    return out
+
+
+def from_tau2_messages(raw_msgs: list[dict[str, Any]], policy: str | None = None) -> list[Message]:
+    """Read one simulation's ``messages`` (plus the policy, when given, as a system message).
+
+    Raises :class:`~ctxwise.errors.FormatError` naming the message for an unknown role or a
+    tool result whose ``id`` matches no earlier call.
+    """
+    out: list[Message] = []
+    if policy is not None:
+        out.append(Message(id=default_id(0), role="system", blocks=[TextBlock(text=policy)],
+                           metadata={BOOK: {"policy": True}}))
+    names: dict[str, str] = {}
+    for i, raw in enumerate(raw_msgs):
+        place = f"message {i}"
+        raw = need_dict(raw, place, "a message object")
+        role = raw.get("role")
+        book: dict[str, Any] = {}
+        idx = len(out)
+        if role == "tool":
+            cid = raw.get("id")
+            if cid not in names:
+                raise no_call(place, cid, "matches no earlier tool call id")
+            order = order_note(raw, _NATURAL_TOOL)
+            if order:
+                book["order"] = order
+            content = raw.get("content")
+            if not isinstance(content, str) or not content:
+                book["content"] = content if "content" in raw else "absent"
+            if "error" not in raw or not isinstance(raw["error"], bool):
+                book["error"] = raw.get("error", "absent")
+            meta = split_known(raw, ("id", "role", "content", "error"))
+            out.append(Message(id=default_id(idx), role="tool", metadata=with_book(meta, BOOK, book), blocks=[
+                ToolResultBlock(tool_use_id=str(cid), name=names[cid], state="error" if raw.get("error") is True else "success",
+                                output=[TextBlock(text=content)] if isinstance(content, str) and content else [])]))
+            continue
+        if role not in ("assistant", "user", "system"):
+            raise FormatError(place, f"unknown role {role!r}; expected assistant, user, tool (or system)")
+        order = order_note(raw, _NATURAL)
+        if order:
+            book["order"] = order
+        meta = split_known(raw, ("role", "content", "tool_calls"))
+        blocks: list[Any] = _thinking(raw, meta, book)
+        content = raw.get("content")
+        if isinstance(content, str) and content:
+            blocks.append(TextBlock(text=content))
+        elif content is not None or "content" not in raw:
+            book["content"] = content if "content" in raw else "absent"
+        calls = raw.get("tool_calls", "absent")
+        if isinstance(calls, list) and calls:
+            for j, c in enumerate(calls):
+                c = need_dict(c, f"{place}, tool call {j}", "a tool call object")
+                extra = split_known(c, ("id", "name", "arguments"))
+                args = c.get("arguments")
+                cbook = {}
+                if not isinstance(args, dict):
+                    cbook["arguments"] = args
+                co = order_note(c, ["id", "name", "arguments"])
+                if co:
+                    cbook["order"] = co
+                u = ToolUseBlock(id=str(c.get("id")), name=str(c.get("name")), input=args if isinstance(args, dict) else {},
+                                 extra=with_book(extra, BOOK, cbook))
+                names[u.id] = u.name
+                blocks.append(u)
+        elif calls is not None:
+            book["tool_calls"] = calls
+        out.append(Message(id=default_id(idx), role=role, blocks=blocks, metadata=with_book(meta, BOOK, book)))
+    return out
+
+
+def to_tau2_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Write canonical messages as a tau2 ``messages`` list (the policy system message, if
+    first, is left out: it belongs in ``info.environment_info.policy``). Message ids are not
+    written (tau2 has none); a ``tool`` message with several results is written as one tau2
+    message per result."""
+    out: list[dict[str, Any]] = []
+    for i, m in enumerate(messages):
+        book = m.metadata.get(BOOK) or {}
+        meta = {k: v for k, v in m.metadata.items() if k != BOOK}
+        if i == 0 and m.role == "system" and book.get("policy"):
+            continue
+        if m.role == "tool":
+            for r in m.tool_results:
+                d: dict[str, Any] = {"id": r.tool_use_id, "role": "tool"}
+                c = book.get("content", r.text) if not r.output else r.text
+                if c != "absent":
+                    d["content"] = c
+                d.update(meta)
+                err = book.get("error", r.state == "error") if r.state == "success" else True
+                if err != "absent":
+                    d["error"] = err
+                out.append(reorder(_tool_order(d), book.get("order")))
+            continue
+        d = {"role": m.role}
+        text = "\n".join(b.text for b in m.blocks if isinstance(b, TextBlock))
+        has_text = any(isinstance(b, TextBlock) for b in m.blocks)
+        c = text if has_text else book.get("content", None)
+        if c != "absent":
+            d["content"] = c
+        calls = []
+        for u in m.tool_uses:
+            cb = u.extra.get(BOOK) or {}
+            cd = {"id": u.id, "name": u.name, "arguments": cb.get("arguments", u.input) if not u.input else u.input}
+            cd.update((k, v) for k, v in u.extra.items() if k != BOOK)
+            calls.append(reorder(cd, cb.get("order")))
+        tc = calls if calls else book.get("tool_calls", None)
+        if tc != "absent":
+            d["tool_calls"] = tc
+        d.update(meta)
+        thinking = m.thinking
+        if thinking or "thinking_at" in book:
+            rd = dict(d.get("raw_data") or {})
+            items = list(rd.items())
+            tbs = []
+            for t in thinking:
+                tb: dict[str, Any] = ({"type": "redacted_thinking", "data": t.thinking} if t.redacted
+                                      else {"type": "thinking", "thinking": t.thinking, "signature": t.signature})
+                tb.update(t.extra)
+                tbs.append(tb)
+            items.insert(book.get("thinking_at", len(items)), ("thinking_blocks", tbs))
+            d["raw_data"] = dict(items)
+        out.append(reorder(d, book.get("order")))
+    return out
+
+
+def _tool_order(d: dict[str, Any]) -> dict[str, Any]:
+    return reorder(d, [k for k in _NATURAL_TOOL if k in d])
+
+
+def from_tau2(results: dict[str, Any], source: str = "") -> list[Conversation]:
+    """Read a tau2 Results document into one :class:`Conversation` per simulation.
+
+    ``Conversation.metadata`` holds ``simulation`` (the simulation's other fields, in order),
+    ``messages_at`` (the position of its ``messages`` key) and ``results`` (the document's
+    other top-level keys, shared, not copied). Raises
+    :class:`~ctxwise.errors.FormatError` naming the simulation and message.
+    """
+    results = need_dict(results, "document", "a tau2 Results object")
+    sims = results.get("simulations")
+    if not isinstance(sims, list):
+        raise FormatError("document", "expected a 'simulations' list (tau2 Results)")
+    info = results.get("info") or {}
+    policy = ((info.get("environment_info") or {}) if isinstance(info, dict) else {}).get("policy")
+    rest = {k: v for k, v in results.items() if k != "simulations"}
+    convs = []
+    for k, sim in enumerate(sims):
+        sim = need_dict(sim, f"simulation {k}", "a simulation object")
+        try:
+            msgs = from_tau2_messages(sim.get("messages") or [], policy)
+        except FormatError as e:
+            raise FormatError(f"simulation {k} ({sim.get('id')}), {e.place}", e.rule) from None
+        meta = {"simulation": {a: b for a, b in sim.items() if a != "messages"},
+                "messages_at": list(sim).index("messages") if "messages" in sim else None, "results": rest}
+        convs.append(Conversation(id=str(sim.get("id", f"simulation{k}")), messages=msgs, format="tau2",
+                                  source=source, metadata=meta))
+    return convs
+
+
+def to_tau2_simulation(conv: Conversation) -> dict[str, Any]:
+    """The tau2 simulation dict of ``conv`` (its kept fields with ``messages`` rewritten)."""
+    sim = conv.metadata.get("simulation") or {"id": conv.id}
+    items = list(sim.items())
+    at = conv.metadata.get("messages_at")
+    items.insert(len(items) if at is None else at, ("messages", to_tau2_messages(conv.messages)))
+    return dict(items)
+
+
+def to_tau2(conversations: list[Conversation]) -> dict[str, Any]:
+    """A tau2 Results document from conversations read by :func:`from_tau2` (the first one's
+    ``results`` fields, the policy taken from its system message)."""
+    rest = dict(conversations[0].metadata.get("results") or {}) if conversations else {}
+    first = conversations[0].messages if conversations else []
+    if first and first[0].role == "system" and (first[0].metadata.get(BOOK) or {}).get("policy"):
+        rest = copy.deepcopy(rest) if "info" in rest else rest
+        rest.setdefault("info", {}).setdefault("environment_info", {})["policy"] = first[0].text
+    return {**rest, "simulations": [to_tau2_simulation(c) for c in conversations]}
