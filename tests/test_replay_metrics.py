@@ -1,0 +1,117 @@
+"""The replay measures on hand-made message lists, with values worked out by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxwise.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, text_message
+from ctxwise.replay import metrics
+from ctxwise.tokens import get_counter
+
+
+class Len:
+    """A counter where a message costs the length of its text (no framing), to make sums exact."""
+
+    def count_message(self, m: Message) -> int:
+        return len(metrics.message_text(m))
+
+    def count(self, messages) -> int:
+        return sum(self.count_message(m) for m in messages)
+
+
+def u(i: str, text: str) -> Message:
+    return text_message(i, "user", text)
+
+
+def a(i: str, text: str) -> Message:
+    return text_message(i, "assistant", text)
+
+
+def test_input_tokens_sums_every_call():
+    p1 = [u("1", "x" * 10)]
+    p2 = p1 + [a("2", "y" * 5), u("3", "z" * 7)]
+    assert metrics.input_tokens([p1, p2], Len()) == 10 + 22
+
+
+def test_input_tokens_with_o200k_counts_framing():
+    c = get_counter("o200k_base")
+    p = [u("1", "hello world")]
+    assert metrics.input_tokens([p, p], c) == 2 * c.count(p)
+    assert c.count(p) > c.count_text("hello world")
+
+
+def test_cache_cost_counts_only_the_identical_prefix_at_the_ratio():
+    m1, m2, m3 = u("1", "a" * 100), a("2", "b" * 50), u("3", "c" * 10)
+    calls = [[m1], [m1, m2, m3]]
+    costs = metrics.call_costs(calls, Len(), cache_ratio=0.1)
+    assert [c.cached for c in costs] == [0, 100]
+    assert costs[1].cost == pytest.approx(100 * 0.1 + 60)
+    assert metrics.cache_adjusted_cost(calls, Len(), 0.1) == pytest.approx(100 + 10 + 60)
+
+
+def test_an_edited_message_breaks_the_prefix_even_with_the_same_id():
+    m1, m2 = u("1", "a" * 100), a("2", "b" * 50)
+    edited = m1.model_copy(update={"blocks": [TextBlock(text="a" * 99)]})
+    calls = [[m1, m2], [edited, m2]]
+    costs = metrics.call_costs(calls, Len(), 0.5)
+    assert costs[1].cached == 0          # first message changed: nothing after it is reusable
+    assert costs[1].cost == 149
+
+
+def test_equal_copies_count_as_cached():
+    m1 = u("1", "a" * 40)
+    copy = Message.model_validate(m1.model_dump())
+    assert metrics.common_prefix([m1], [copy]) == 1
+
+
+def test_cache_ratio_out_of_range_is_refused():
+    with pytest.raises(ValueError):
+        metrics.call_costs([[u("1", "x")]], Len(), 1.5)
+
+
+def _cycle(call_id: str, order_text: str) -> list[Message]:
+    call = Message(id="a" + call_id, role="assistant",
+                   blocks=[ToolUseBlock(id=call_id, name="query_order", input={"order_id": "W123"})])
+    res = Message(id="t" + call_id, role="tool",
+                  blocks=[ToolResultBlock(tool_use_id=call_id, name="query_order",
+                                          output=[TextBlock(text=order_text)])])
+    return [call, res]
+
+
+def test_support_recall_counts_values_lost_from_the_prepared_context():
+    history = [u("1", "My order is #W123, e-mail ann@example.com")] + _cycle(
+        "c1", "Order W123 delivered 2025-09-09, total 189.00 USD")
+    out = a("o", "Order W123 (delivered 2025-09-09, 189.00 USD) - I'll write to ann@example.com. "
+                 "New ticket RMA-77 opened.")
+    # The prepared context lost the tool result body: the date and amount are no longer there.
+    cleared = history[:2] + [Message(id="tc1", role="tool", blocks=[ToolResultBlock(
+        tool_use_id="c1", name="query_order", output=[TextBlock(text="[cleared]")])])]
+    s = metrics.call_support(history, cleared, out)
+    # RMA-77 was never in the history: not needed. W123, ann@..., 2025-09-09, 189.00 USD are.
+    assert set(s.needed) == {"W123", "ann@example.com", "2025-09-09", "189.00 USD"}
+    assert set(s.missing) == {"2025-09-09", "189.00 USD"}
+    r = metrics.support_recall([history, history], [cleared, history], [out, out])
+    assert (r.supported, r.needed) == (2 + 4, 8)
+    assert r.value == pytest.approx(0.75)
+
+
+def test_recall_is_one_when_nothing_is_needed_and_lengths_must_match():
+    assert metrics.support_recall([], [], []).value == 1.0
+    with pytest.raises(ValueError):
+        metrics.support_recall([[]], [], [])
+
+
+def test_validator_errors_flag_an_orphaned_tool_result():
+    ok = [u("1", "hi")] + _cycle("c1", "found")
+    orphan = [u("1", "hi"), _cycle("c1", "found")[1]]
+    errs = metrics.validator_errors([ok, orphan], "openai")
+    assert errs and all(i == 1 for i, _ in errs)
+    assert metrics.validator_errors([ok], "openai") == []
+
+
+def test_events_by_stage_and_percentiles():
+    evs = [{"stage": "clearing"}, {"stage": "summarizing"}, {"stage": "clearing"}]
+    assert metrics.events_by_stage(evs) == {"clearing": 2, "summarizing": 1}
+    assert metrics.percentile([1, 2, 3, 4], 50) == pytest.approx(2.5)
+    assert metrics.percentile([10, 20], 95) == pytest.approx(19.5)
+    assert metrics.percentile([], 95) == 0.0
