@@ -1,0 +1,191 @@
+"""The ``ctxwise`` command line (typer + rich). Thin: the work is in :mod:`ctxwise.replay`.
+
+    ctxwise inspect                      # the built-in sample session
+    ctxwise inspect recordings/run.json  # any supported format
+    ctxwise replay                       # the built-in demo, compaction on and off
+    ctxwise replay ../shared/data/trajectories --unit tokens --budget 4000 --report out.html
+
+User mistakes (a missing file, a bad format, an unknown option value) print one line naming
+the place and the rule and exit with code 2. ``replay`` exits 1 when some sessions failed
+and the others ran.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, NoReturn, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .errors import CtxwiseError
+
+app = typer.Typer(
+    help="Keep the working context of tool-using LLM agents inside a budget.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+def _console(stderr: bool = False) -> Console:
+    """A console; when output is not a terminal (a pipe, a file, a test) it is 120 wide so the
+    tables are not squeezed into 80 columns."""
+    c = Console(stderr=stderr)
+    return c if c.is_terminal else Console(stderr=stderr, width=120)
+
+
+out = _console()
+err = _console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print ``error: message`` on stderr as one line and exit with ``code``."""
+    err.print(f"[red]error:[/] {message}", soft_wrap=True, highlight=False)
+    raise typer.Exit(code)
+
+
+@app.command()
+def inspect(
+    path: Annotated[Optional[Path], typer.Argument(help="A recorded session file (any supported format). "
+                                                        "Default: the built-in sample.")] = None,
+) -> None:
+    """Show each conversation's message count and size by category (chars and o200k tokens).
+
+    Example: ctxwise inspect ../shared/data/trajectories/tau2-bench/retail_gpt-4.1_1trial.json
+    """
+    from .formats import load
+    from .replay.inspect import inspect_rows
+    from .replay.render import inspect_table
+    from .replay.sources import builtin
+
+    target = path or builtin("sample")
+    try:
+        if target.is_dir():
+            fail(f"{target}: is a directory; inspect takes one file")
+        conversations = load(target)
+    except CtxwiseError as e:
+        fail(str(e))
+    except OSError as e:
+        fail(f"{target}: cannot read ({e.strerror or e})")
+    name = "built-in sample" if path is None else str(target)
+    out.print(inspect_table(f"{name}: {len(conversations)} conversation(s)", inspect_rows(conversations)))
+
+
+class SummarizerName(str, Enum):
+    digest = "digest"
+    openai = "openai"
+
+
+class UnitName(str, Enum):
+    chars = "chars"
+    tokens = "tokens"
+
+
+@app.command()
+def replay(
+    paths: Annotated[Optional[list[Path]], typer.Argument(
+        help="Recorded sessions: files or directories in any supported format. Default: the built-in demo.",
+        show_default=False)] = None,
+    preset: Annotated[str, typer.Option(help="Policy preset: default or ragent.")] = "default",
+    budget: Annotated[Optional[int], typer.Option(help="Context budget, in --unit.", min=1)] = None,
+    unit: Annotated[Optional[UnitName], typer.Option(help="Budget unit.")] = None,
+    tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer for --unit tokens (o200k_base, "
+                                                          "cl100k_base, deepseek, qwen, estimate).")] = None,
+    provider: Annotated[Optional[str], typer.Option(help="Provider profile the payloads must satisfy.")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="Policy TOML file (overrides --preset).")] = None,
+    summarizer: Annotated[Optional[SummarizerName], typer.Option(help="Summarizer.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")] = False,
+    report: Annotated[Optional[Path], typer.Option(help="Write a static HTML report here.")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="Replay at most N conversations.", min=1)] = None,
+    db: Annotated[str, typer.Option(help="Store URL (SQLAlchemy), e.g. postgresql+psycopg://...")] = "sqlite:///ctxwise.db",
+    cache_ratio: Annotated[float, typer.Option(help="Price of a cached prompt token relative to a fresh one.",
+                                               min=0.0, max=1.0)] = 0.1,
+    baseline: Annotated[bool, typer.Option(help="Also replay with compaction off, for comparison.")] = True,
+) -> None:
+    """Replay recorded agent sessions through the context manager and show what it did.
+
+    Before each recorded model call the session gets what arrived since the last call and is
+    prepared under the policy; then the recorded output is appended. Prints a table per
+    session (up to 3) and a summary with compaction on and off side by side.
+
+    Example: ctxwise replay ../shared/data/trajectories/tau2-bench/retail_gpt-4.1_1trial.json --unit tokens --budget 4000
+    """
+    from .policy import Policy
+    from .replay import render
+    from .replay.run import DEMO_POLICY, run
+
+    overrides = {k: v for k, v in {
+        "budget": budget, "unit": unit.value if unit else None, "tokenizer": tokenizer,
+        "provider": provider, "summarizer": summarizer.value if summarizer else None}.items() if v is not None}
+    if not paths and config is None and budget is None and unit is None:
+        overrides = {**DEMO_POLICY, **overrides}
+    try:
+        policy = Policy.from_toml(config, **overrides) if config else Policy.preset(preset, **overrides)
+        if policy.unit == "tokens":
+            from .tokens import get_counter
+
+            get_counter(policy.tokenizer)
+    except CtxwiseError as e:
+        fail(str(e))
+
+    progress = None
+    bar: Progress | None = None
+    if not json_out and sys.stderr.isatty() or (paths and any(p.is_dir() for p in paths)) or (paths and len(paths) > 1):
+        if not json_out:
+            bar = Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                           TextColumn("{task.description}"), console=err, transient=True)
+    if bar is not None:
+        task = bar.add_task("", total=None)
+
+        def progress(done: int, total: int, name: str) -> None:
+            bar.update(task, completed=done, total=total, description=name)
+
+        bar.start()
+    try:
+        result = run([str(p) for p in paths or []], policy, db=db, cache_ratio=cache_ratio, limit=limit,
+                     baseline=baseline, progress=progress)
+    except CtxwiseError as e:
+        fail(str(e))
+    except Exception as e:  # the store could not be opened, say
+        if type(e).__module__.startswith("sqlalchemy"):
+            fail(f"{db}: cannot use the store ({type(e).__name__}: {str(e).splitlines()[0]})")
+        raise
+    finally:
+        if bar is not None:
+            bar.stop()
+
+    for e in result.errors:
+        err.print(f"[red]error:[/] {e}", soft_wrap=True, highlight=False)
+    if report is not None:
+        from .replay.report import render_html
+
+        try:
+            report.write_text(render_html(result), encoding="utf-8")
+        except OSError as e:
+            fail(f"{report}: cannot write the report ({e.strerror or e})")
+    if json_out:
+        out.print_json(json.dumps(result.as_dict(), ensure_ascii=False))
+    else:
+        if len(result.sessions) <= 3:
+            for s in result.sessions:
+                out.print(render.session_table(s, policy.unit))
+        on, off = result.totals()
+        title = (f"summary: {len(result.sessions)} session(s), policy {policy.name}, budget {policy.budget:,} "
+                 f"{policy.unit}" + (f" ({policy.tokenizer})" if policy.unit == "tokens" else "")
+                 + f", provider {policy.provider}")
+        out.print(render.measures_table(on, off, sessions=len(result.sessions), unit=policy.unit, title=title))
+        if report is not None:
+            out.print(f"report written to {report}")
+    if result.failed:
+        raise typer.Exit(1)
+
+
+def main() -> None:  # pragma: no cover - console script entry
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,296 @@
+"""Drive one recorded conversation through the engine, as the agent ran it.
+
+Before each recorded model call (each assistant message after the first user input) the
+session receives what arrived since the last call and ``prepare()``s; then the recorded output
+is appended. Assistant messages before the first user input (tau2-bench's fixed greeting) are
+not model calls: they are appended with the next batch.
+
+The result keeps, per call, the prepared messages' measures (sizes, tokens, cache reuse,
+support, validity, latency) and, per round (user turn), what the seeds' table shows.
+Nothing here prints: :mod:`ctxwise.replay.render` and :mod:`ctxwise.replay.report` do.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engine import ContextManager
+from ..messages import Message
+from ..providers import check
+from ..tokens import get_counter
+from ..units import is_user_input
+from . import metrics
+from .breakdown import breakdown
+
+MEASURE_TOKENIZER = "o200k_base"
+"""Input tokens and cost are always measured with o200k, whatever the policy's unit."""
+
+
+@dataclass
+class CallRecord:
+    """One model call: sizes in the policy unit (``size_before`` / ``size``), ``chars``,
+    ``tokens`` (o200k) and the ``cached`` prefix tokens, its ``cost``, support, violations,
+    latency and the events it fired (JSON dicts)."""
+
+    round: int
+    size_before: int
+    size: int
+    chars: int
+    tokens: int
+    cached: int
+    cost: float
+    needed: int
+    missing: list[str]
+    violations: list[str]
+    latency_ms: float
+    over_budget: bool
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class RoundRecord:
+    """One user turn: the tools called (``"name"`` or ``"name!"`` for a failed result), the
+    model calls, the largest size before compaction and the size sent at the last call (policy
+    unit and chars), the size the uncompacted record would have had (``full``), the growth this
+    round (policy unit), the actions taken, and the sent context's size by category."""
+
+    round: int
+    user_text: str
+    tools: list[str] = field(default_factory=list)
+    calls: int = 0
+    size_before: int = 0
+    size: int = 0
+    chars: int = 0
+    full: int = 0
+    growth: int = 0
+    actions: list[str] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    categories: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Measures:
+    """The numbers a replay is judged by (see DESIGN.md "Measures")."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    cost: float = 0.0
+    supported: int = 0
+    needed: int = 0
+    validator_errors: int = 0
+    over_budget: int = 0
+    peak_size: int = 0
+    events: dict[str, int] = field(default_factory=dict)
+    latencies_ms: list[float] = field(default_factory=list)
+
+    @property
+    def recall(self) -> float:
+        """supported / needed (1.0 when nothing was needed)."""
+        return metrics.Recall(self.supported, self.needed).value
+
+    @property
+    def p50_ms(self) -> float:
+        return metrics.percentile(self.latencies_ms, 50)
+
+    @property
+    def p95_ms(self) -> float:
+        return metrics.percentile(self.latencies_ms, 95)
+
+    def add(self, other: "Measures") -> None:
+        """Fold ``other`` into this one (for totals over sessions)."""
+        self.calls += other.calls
+        self.input_tokens += other.input_tokens
+        self.cost += other.cost
+        self.supported += other.supported
+        self.needed += other.needed
+        self.validator_errors += other.validator_errors
+        self.over_budget += other.over_budget
+        self.peak_size = max(self.peak_size, other.peak_size)
+        for k, v in other.events.items():
+            self.events[k] = self.events.get(k, 0) + v
+        self.latencies_ms.extend(other.latencies_ms)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able numbers (latency samples reduced to p50/p95)."""
+        return {
+            "calls": self.calls, "input_tokens": self.input_tokens, "cost": round(self.cost, 1),
+            "support_recall": round(self.recall, 4), "supported": self.supported, "needed": self.needed,
+            "validator_errors": self.validator_errors, "over_budget": self.over_budget,
+            "peak_size": self.peak_size, "events": dict(self.events),
+            "prepare_p50_ms": round(self.p50_ms, 2), "prepare_p95_ms": round(self.p95_ms, 2),
+        }
+
+
+@dataclass
+class SessionResult:
+    """A replayed conversation: where it came from, its rounds and calls, and its measures."""
+
+    name: str
+    source: str
+    format: str
+    messages: int
+    rounds: list[RoundRecord] = field(default_factory=list)
+    calls: list[CallRecord] = field(default_factory=list)
+    measures: Measures = field(default_factory=Measures)
+    baseline: Measures | None = None
+    """The same conversation replayed with compaction off (``enabled=false``), when run."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able: rounds, calls (with their events) and measures."""
+        return {
+            "name": self.name, "source": self.source, "format": self.format, "messages": self.messages,
+            "measures": self.measures.as_dict(),
+            "baseline": self.baseline.as_dict() if self.baseline else None,
+            "rounds": [{k: v for k, v in vars(r).items() if k != "events"} for r in self.rounds],
+            "calls": [vars(c) for c in self.calls],
+        }
+
+
+def _span(event: dict[str, Any], round_of: dict[str, int]) -> list[int]:
+    """``[first, last]`` round the event's affected messages belong to (``[]`` when none)."""
+    rounds = sorted({round_of[i] for i in event.get("affected_ids") or [] if round_of.get(i, 0) > 0})
+    return [rounds[0], rounds[-1]] if rounds else []
+
+
+def describe(events: Sequence[dict[str, Any]]) -> list[str]:
+    """The action column for a round's events, merged by stage: ``cleared 4 results``,
+    ``summarized rounds 1–7``, ``trimmed rounds 2–3``, ``pruned thinking (5)``."""
+    cleared = pruned = 0
+    out: list[str] = []
+    for e in events:
+        stage = e["stage"]
+        span = e.get("rounds") or []
+        text = (f"{span[0]}" if span[0] == span[1] else f"{span[0]}–{span[1]}") if span else ""
+        if stage == "clearing":
+            cleared += e.get("detail", {}).get("cleared", len(e.get("affected_ids") or []))
+        elif stage == "thinking":
+            pruned += len(e.get("affected_ids") or [])
+        elif stage == "summarizing":
+            out.append(f"summarized round{'s' if '–' in text else ''} {text}".rstrip())
+        elif stage == "trimming":
+            out.append(f"trimmed round{'s' if '–' in text else ''} {text}".rstrip())
+        elif stage == "summarizer_failed":
+            out.append("summarizer failed")
+        else:
+            out.append(stage.replace("_", " "))
+    head = []
+    if pruned:
+        head.append(f"pruned thinking ({pruned})")
+    if cleared:
+        head.append(f"cleared {cleared} result{'s' if cleared != 1 else ''}")
+    return head + out
+
+
+def replay_conversation(
+    manager: ContextManager,
+    user_id: str,
+    session_id: str,
+    messages: Sequence[Message],
+    *,
+    name: str,
+    source: str,
+    format: str,
+    cache_ratio: float = 0.1,
+) -> SessionResult:
+    """Replay ``messages`` in a fresh session ``(user_id, session_id)`` of ``manager``.
+
+    Returns the :class:`SessionResult`. Raises whatever the engine raises (a
+    :class:`~ctxwise.errors.CtxwiseError` for a broken session or an impossible budget); the
+    caller reports it and moves on.
+    """
+    policy = manager.policy
+    unit_counter = get_counter(policy.counter_name)
+    tok = get_counter(MEASURE_TOKENIZER)
+    session = manager.session(user_id, session_id)
+    res = SessionResult(name=name, source=source, format=format, messages=len(messages))
+    m_ = res.measures
+
+    history: list[Message] = []
+    pending: list[Message] = []
+    round_of: dict[str, int] = {}
+    previous: list[Message] = []
+    current: RoundRecord | None = None
+    full_size = 0
+    seen_user = False
+    call_slot: dict[str, tuple[RoundRecord, int]] = {}
+
+    def take(m: Message) -> None:
+        nonlocal full_size
+        history.append(m)
+        size = unit_counter.count_message(m)
+        full_size += size
+        round_of[m.id] = current.round if current else 0
+        if current is not None:
+            current.growth += size
+            current.full = full_size
+            for r in m.tool_results:
+                where = call_slot.get(r.tool_use_id)
+                if r.state == "error" and where is not None and where[0] is current:
+                    current.tools[where[1]] += "!"
+
+    for m in messages:
+        if is_user_input(m):
+            seen_user = True
+            current = RoundRecord(round=len(res.rounds) + 1, user_text=m.text)
+            res.rounds.append(current)
+        if m.role == "assistant" and seen_user and current is not None:
+            if pending:
+                session.append(pending)
+                pending = []
+            t0 = time.perf_counter()
+            p = session.prepare()
+            latency = (time.perf_counter() - t0) * 1000
+            sent = p.messages
+            events = [e.model_dump(mode="json") for e in p.events]
+            for e in events:
+                e["rounds"] = _span(e, round_of)
+            for e in p.events:
+                if e.summary_id:
+                    ids = [i for i in e.affected_ids if i in round_of]
+                    round_of[e.summary_id] = min((round_of[i] for i in ids), default=0)
+            tokens = tok.count(sent)
+            k = metrics.common_prefix(previous, sent)
+            cached = sum(tok.count_message(x) for x in sent[:k])
+            support = metrics.call_support(history, sent, m)
+            violations = [str(v) for v in check(sent, policy.provider, reference=history)]
+            over = p.size > policy.effective_budget
+            call = CallRecord(
+                round=current.round, size_before=p.size_before, size=p.size, chars=p.chars,
+                tokens=tokens, cached=cached, cost=cached * cache_ratio + (tokens - cached),
+                needed=len(support.needed), missing=support.missing, violations=violations,
+                latency_ms=latency, over_budget=over, events=events,
+            )
+            res.calls.append(call)
+            previous = sent
+            current.calls += 1
+            current.size_before = max(current.size_before, p.size_before)
+            current.size, current.chars = p.size, p.chars
+            current.events.extend(events)
+            current.actions = describe(current.events)
+            current.categories = breakdown(sent, unit_counter)
+            for b in m.tool_uses:
+                call_slot[b.id] = (current, len(current.tools))
+                current.tools.append(b.name)
+            m_.calls += 1
+            m_.input_tokens += tokens
+            m_.cost += call.cost
+            m_.supported += support.supported
+            m_.needed += len(support.needed)
+            m_.validator_errors += len(violations)
+            m_.over_budget += int(over)
+            m_.peak_size = max(m_.peak_size, p.size)
+            m_.latencies_ms.append(latency)
+            for e in events:
+                m_.events[e["stage"]] = m_.events.get(e["stage"], 0) + 1
+            session.append([m])
+            take(m)
+            continue
+        pending.append(m)
+        take(m)
+    if pending:
+        session.append(pending)
+    return res
+
