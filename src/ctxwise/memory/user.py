@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any, Iterable, Literal
 
 from ..messages import Message, TextBlock
+from . import patterns as P
 from .facts import Counter, split_clauses
 
 OpName = Literal["ADD", "SUPERSEDE", "RETRACT", "CLEAR", "NOOP"]
@@ -130,6 +131,7 @@ STOP = {
     "generally", "usually", "always", "normally", "and", "of", "please", "favorite", "favourite",
     "very", "quite", "more", "most", "actually", "also", "just", "so", "too", "im", "id",
 }
+ANAPHORS = {"", "it", "that", "this", "way", "one", "so", "them", "those", "these", "thi", "tha"}
 LEADING_CONJ = re.compile(r"^(?:and|but|also|so|oh|plus|而且|并且|还有|另外)[,，]?\s*", I)
 ZH_MARKERS = re.compile(r"我|更|比较|很|特别|一直|通常|平时|喜欢|偏好|倾向于?|习惯|爱|的|了|是|呢|吧|啊|哦")
 
@@ -199,6 +201,11 @@ def _head(phrase: str) -> str:
 # -- decide -----------------------------------------------------------------------------
 
 
+def split_sentences(text: str) -> list[str]:
+    """Verbatim sentences of ``text`` (split at ``. ! ?`` + space, newlines, CJK end marks)."""
+    return [t.strip() for t in P.SENTENCE_SPLIT.split(text) if t and t.strip()]
+
+
 def is_instruction(text: str) -> bool:
     """True when ``text`` is aimed at the agent's behaviour (an instruction or an injection)
     rather than a statement about the user. Such text is never stored."""
@@ -213,7 +220,8 @@ def decide(
 ) -> list[Op]:
     """The operations one user utterance implies for the user's ``existing`` entries.
 
-    ``existing`` may include inactive entries (they are ignored). Clauses are read in order,
+    ``existing`` may include inactive entries (they are ignored). A sentence holding an
+    instruction to the agent is skipped whole (one NOOP). Clauses are read in order,
     and each sees the effect of the ones before it (an ADD followed by its own paraphrase
     yields one ADD and one NOOP). ``threshold`` is the :func:`similarity` at or above which a
     statement counts as a paraphrase of an active entry. Returns one op per clause, in order
@@ -222,11 +230,15 @@ def decide(
     """
     entries = [e for e in existing if e.status == "active"]
     ops: list[Op] = []
-    for clause in split_clauses(utterance or ""):
-        clause = LEADING_CONJ.sub("", clause) or clause
-        op = _decide_clause(clause, entries, threshold)
-        ops.append(op)
-        entries = _apply(entries, op)
+    for sentence in split_sentences(utterance or ""):
+        if is_instruction(sentence):  # a clause next to an instruction may refer to it
+            ops.append(Op("NOOP", reason="instruction to the agent: not stored"))
+            continue
+        for clause in split_clauses(sentence):
+            clause = LEADING_CONJ.sub("", clause) or clause
+            op = _decide_clause(clause, entries, threshold)
+            ops.append(op)
+            entries = _apply(entries, op)
     return ops or [Op("NOOP", reason="empty utterance")]
 
 
@@ -249,6 +261,8 @@ def _decide_clause(clause: str, entries: list[MemoryEntry], threshold: float) ->
     if TRANSIENT.search(clause):
         return Op("NOOP", reason="only about this session")
     kind, slot = ks
+    if kind == "preference" and slot.split(":", 1)[1] in ANAPHORS:
+        return Op("NOOP", reason="preference without its own content")
     for e in entries:
         if similarity(clause, e.text) >= threshold:
             return Op("NOOP", target_id=e.id, reason=f"paraphrase of entry {e.id}")
