@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from .compaction import Budgeting, CompactionEvent, compact
 from .compaction.context import mark
 from .errors import CtxwiseError, PayloadInvalid, Violation
-from .messages import Message
+from .messages import Message, TextBlock, ToolResultBlock
 from .policy import Policy
 from .providers import check as check_payload
 from .providers import get_profile
@@ -72,6 +72,32 @@ def to_payload(messages: list[Message], provider: str) -> Any:
         return anthropic.to_anthropic(messages, extras=False)
     field_name = "reasoning_content" if provider in ("deepseek", "qwen") else None
     return openai_chat.to_openai(messages, reasoning_field=field_name, extras=False)
+
+
+EMPTY_RESULT_MARKER = "(the tool returned no output)"
+
+
+def mark_empty_result(m: Message) -> Message:
+    """A tool message whose result has no output gets a one-line marker instead.
+
+    Providers reject empty non-final content (Anthropic: "all messages must have non-empty
+    content except for the optional final assistant message"), and recorded sessions hold
+    such results (tau-bench has 83). The marker says what happened; the message's marker dict
+    records ``empty_marked`` so nothing is hidden (cases README notation ``3*``).
+    """
+    if m.role != "tool" or not any(_blank_result(r) for r in m.tool_results):
+        return m
+    blocks = [
+        b.model_copy(update={"output": [TextBlock(text=EMPTY_RESULT_MARKER)]}) if isinstance(b, ToolResultBlock) and _blank_result(b) else b
+        for b in m.blocks
+    ]
+    md = dict(m.metadata)
+    md["ctxwise"] = {**(md.get("ctxwise") or {}), "empty_marked": True}
+    return m.model_copy(update={"blocks": blocks, "metadata": md})
+
+
+def _blank_result(r: ToolResultBlock) -> bool:
+    return not r.output or all(isinstance(o, TextBlock) and not o.text.strip() for o in r.output)
 
 
 class Session:
@@ -140,7 +166,7 @@ class Session:
         :class:`~ctxwise.errors.SessionConflict` when another writer got in first. Nothing is
         stored when it raises.
         """
-        batch = self._coerce(list(messages))
+        batch = [mark_empty_result(m) for m in self._coerce(list(messages))]
         if not batch:
             return self.version
         self._check_batch(batch)
@@ -258,7 +284,9 @@ class Session:
             if n is None:
                 hidden["summarized" if m.id in summarized else "trimmed"].append(m.id)
             elif n is not m:
-                changes.append(Replace(m.id, n, "cleared" if ("cleared" in mark(n) or "cleared_inputs" in mark(n)) else "pruned"))
+                edited = mark(n)
+                state = "cleared" if ("cleared" in edited or "cleared_inputs" in edited or "truncated" in edited) else "pruned"
+                changes.append(Replace(m.id, n, state))
         old_ids = {m.id for m in old}
         for e in events:
             if e.stage == "summarizing" and e.summary_id in new_by_id and e.summary_id not in old_ids:

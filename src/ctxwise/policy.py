@@ -75,6 +75,9 @@ class Policy(BaseModel):
     protect_current_turn: bool = True
     """Clearing leaves the current turn alone; only when nothing else makes the call fit are
     its completed cycles (never the in-flight one) cleared as a last resort, with an event."""
+    truncate_in_flight: bool = True
+    """Very last resort: cut the in-flight cycle's fresh tool results (head kept, a note says
+    where the full text is) rather than fail, when nothing else is left to remove."""
     clearable_tools: list[str] = Field(default_factory=lambda: ["*"])
     keep_tools: list[str] = Field(default_factory=list)
     clear_errors: bool = False

@@ -6,7 +6,9 @@ something, the provider validator runs on the whole list against the input as re
 an invalid result is a bug and raises :class:`~ctxwise.errors.PayloadInvalid` rather than
 being sent. When the hard trim still leaves the context over the hard limit, completed
 cycles of the current turn are cleared, then dropped whole, as a last resort (the in-flight
-cycle never); when even that is not enough,
+cycle never), and finally the in-flight results are cut to fit (``truncate_in_flight``,
+with a note saying where the full text is); when even that is not enough (the system prompt
+and the user's input alone are too big),
 :class:`~ctxwise.errors.ContextBudgetExceeded` is raised with the sizes (never a loop,
 never a silent over-budget request; case B19).
 """
@@ -24,7 +26,7 @@ from .context import Budgeting, StageResult, pinned_indices
 from .events import CompactionEvent
 from .summarizing import summarize_old_turns
 from .thinking import prune_thinking
-from .trimming import trim_current_turn_cycles, trim_old_turns
+from .trimming import trim_current_turn_cycles, trim_old_turns, truncate_in_flight
 
 
 @dataclass
@@ -78,6 +80,8 @@ def compact(
         run(clear_tool_results(ctx, b, now, last_resort=True))
     if now > hard:
         run(trim_current_turn_cycles(ctx, b, now))
+    if now > hard:
+        run(truncate_in_flight(ctx, b, now))
     if now > hard:
         pinned = pinned_indices(ctx)
         pinned_size = b.overhead + sum(b.size_of(ctx[i]) for i in pinned)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from ..messages import Message
+from ..messages import Message, TextBlock, ToolResultBlock
 from ..units import tool_cycles
 from .context import Budgeting, StageResult, body_turns, current_turn_start, in_flight_start, pinned_indices
 from .events import CompactionEvent
@@ -85,3 +85,77 @@ def trim_current_turn_cycles(messages: list[Message], b: Budgeting, size: int) -
         detail={"dropped_messages": len(drop), "current_turn": True},
     )
     return StageResult(out, [ev])
+
+
+TRUNCATION_NOTE = (
+    "\n[ctxwise cut {omitted} of {total} characters of this tool result to fit the context "
+    "budget; the full result is kept under tool_use_id {id}]"
+)
+
+
+def truncate_in_flight(messages: list[Message], b: Budgeting, size: int) -> StageResult:
+    """The very last resort (``truncate_in_flight``): when even the in-flight cycle's fresh
+    results do not fit next to the other pinned content, keep the head of each result and
+    say how much was cut and where the full text is. Pairing, ids, names and states stay;
+    the system prompt and the user's input are never cut. Every result gets a share of the
+    room left, proportional to its size. Returns a ``trimming`` event (detail ``truncated``)."""
+    p = b.policy
+    hard = b.level(p.hard_limit)
+    if size <= hard or not p.truncate_in_flight:
+        return StageResult(messages)
+    t0 = time.perf_counter()
+    start = in_flight_start(messages)
+    idx = [i for i in range(start + 1, len(messages)) if messages[i].role == "tool"]
+    fresh = sum(b.size_of(messages[i]) for i in idx)
+    room = hard - (size - fresh)
+    if not idx or room <= 0:
+        return StageResult(messages)
+    out = list(messages)
+    now = size
+    affected: list[str] = []
+    for i in idx:
+        m = out[i]
+        share = room * b.size_of(m) / max(fresh, 1)
+        new = _cut_message(m, b, share)
+        if new is not None:
+            now += b.size_of(new) - b.size_of(m)
+            out[i] = new
+            affected.append(m.id)
+    if not affected:
+        return StageResult(messages)
+    ev = CompactionEvent(
+        stage="trimming",
+        trigger=f"last resort: size {size} > hard_limit {hard} with only pinned content left",
+        unit=b.unit,
+        size_before=size,
+        size_after=now,
+        affected_ids=affected,
+        duration_ms=(time.perf_counter() - t0) * 1000,
+        detail={"truncated": len(affected), "in_flight": True},
+    )
+    return StageResult(out, [ev])
+
+
+def _cut_message(m: Message, b: Budgeting, share: float) -> Message | None:
+    """``m`` with its tool-result texts cut so the message size is at most ``share``."""
+    if b.size_of(m) <= share:
+        return None
+    blocks = list(m.blocks)
+    ratio = share / max(b.size_of(m), 1)
+    for _ in range(8):  # shrink until it fits (counts are not linear in characters)
+        new_blocks = []
+        for blk in blocks:
+            if isinstance(blk, ToolResultBlock) and blk.text:
+                total = len(blk.text)
+                keep = max(int(total * ratio) - 160, 0)
+                note = TRUNCATION_NOTE.format(omitted=total - keep, total=total, id=blk.tool_use_id)
+                new_blocks.append(blk.model_copy(update={"output": [TextBlock(text=blk.text[:keep] + note)]}))
+            else:
+                new_blocks.append(blk)
+        md = dict(m.metadata)
+        md["ctxwise"] = {**(md.get("ctxwise") or {}), "truncated": True}
+        new = m.model_copy(update={"blocks": new_blocks, "metadata": md})
+        if b.size_of(new) <= share or ratio <= 0:
+            return new if b.size_of(new) < b.size_of(m) else None
+        ratio *= 0.8
+    return new if b.size_of(new) < b.size_of(m) else None
