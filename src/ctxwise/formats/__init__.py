@@ -188,7 +188,7 @@ def load(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES) -> li
     out: list[Conversation] = []
     for k, doc in enumerate(docs):
         fmt = detect(doc)
-        where = f"{p}: line {k + 1}" if jsonl else str(p)
+        where = f"{p}: conversation {k}" if jsonl else str(p)
         if fmt is None:
             raise FormatError(where, f"not a known format: expected one of {_KNOWN}")
         cid = f"{p.stem}#{k}" if jsonl else p.stem
@@ -200,7 +200,7 @@ def load(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES) -> li
             else:
                 out.append(_one(doc, fmt, cid, src))
         except FormatError as e:
-            raise FormatError(f"{where}: {'conversation ' + str(k) + ', ' if jsonl else ''}{e.place}", e.rule) from None
+            raise FormatError(f"{where}{', ' if jsonl else ': '}{e.place}", e.rule) from None
     return out
 
 
