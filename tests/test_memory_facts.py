@@ -261,3 +261,28 @@ def test_tau_bench_user_identifiers_are_extracted() -> None:
             found += len(want & got)
     assert needed > 100
     assert found / needed >= 0.98, (found, needed)
+
+
+def test_block_of_240_tokens_keeps_user_values_across_recorded_sessions() -> None:
+    """At 8% of a 3,000-token budget, the facts block still holds the identifiers, e-mails and
+    amounts the user gave in earlier turns (measured before each later user turn)."""
+    sessions = [[m.get("content") or "" for m in c["traj"] if m["role"] == "user"]
+                for c in json.loads((TRAJECTORIES / "tau-bench" / "gpt-4o-airline_subset.json").read_text())]
+    for name in ("retail_gpt-4.1_1trial.json", "airline_claude-sonnet-4-5-thinking_subset.json"):
+        sims = json.loads((TRAJECTORIES / "tau2-bench" / name).read_text())["simulations"]
+        sessions += [[m.get("content") or "" for m in s["messages"] if m["role"] == "user"] for s in sims]
+    salient = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|#?\b(?=[\w-]*\d)[A-Za-z0-9_-]{4,}\b|[$€£]\s?\d+(?:,\d{3})*(?:\.\d+)?")
+    counter = get_counter("o200k_base")
+    need = kept = 0
+    for users in sessions:
+        book, said = FactBook(), set()
+        for i, text in enumerate(users):
+            msg, _ = book.render(240, counter)
+            assert msg is None or counter.count_message(msg) <= 240
+            block = msg.text if msg else ""
+            need += len(said)
+            kept += sum(v in block for v in said)
+            book.add_message(text_message(f"m{i}", "user", text))
+            said |= set(salient.findall(text))
+    assert need > 1500
+    assert kept / need >= 0.97, (kept, need)

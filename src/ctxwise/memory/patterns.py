@@ -16,8 +16,9 @@ I = re.IGNORECASE
 SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+|(?<=[。！？；;])")
 """Sentence ends: ``. ! ?`` followed by space, a newline, or a CJK end mark."""
 
-CLAUSE_SPLIT = re.compile(r",\s+|，")
-"""Clause breaks: an ASCII comma followed by space (so ``1,200`` stays whole) or ``，``."""
+CLAUSE_SPLIT = re.compile(r",\s+(?!(?:19|20)\d\d\b)|，")
+"""Clause breaks: an ASCII comma followed by space (so ``1,200`` stays whole; not before a
+year, so ``May 27, 2024`` stays whole) or ``，``."""
 
 CONDITIONAL_START = re.compile(
     r"^(?:and\s+|but\s+|so\s+)?(?:if|unless|when|once|as long as|provided(?: that)?|in case|only if)\b"
