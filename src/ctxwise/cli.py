@@ -71,7 +71,11 @@ def inspect(
     except OSError as e:
         fail(f"{target}: cannot read ({e.strerror or e})")
     name = "built-in sample" if path is None else str(target)
-    out.print(inspect_table(f"{name}: {len(conversations)} conversation(s)", inspect_rows(conversations)))
+    rows = inspect_rows(conversations)
+    detail = f"{conversations[0].id}, {rows[0]['messages']} messages" if len(conversations) == 1 else \
+        f"{len(conversations)} conversations"
+    out.print(f"[bold]{name}[/]: {detail} ({conversations[0].format if conversations else 'empty'})", highlight=False)
+    out.print(inspect_table(rows))
 
 
 class SummarizerName(str, Enum):
@@ -173,7 +177,8 @@ def replay(
             for s in result.sessions:
                 out.print(render.session_table(s, policy.unit))
         on, off = result.totals()
-        title = (f"summary: {len(result.sessions)} session(s), policy {policy.name}, budget {policy.budget:,} "
+        failed = f", {len(result.errors)} failed" if result.errors else ""
+        title = (f"summary: {len(result.sessions)} session(s) replayed{failed}, policy {policy.name}, budget {policy.budget:,} "
                  f"{policy.unit}" + (f" ({policy.tokenizer})" if policy.unit == "tokens" else "")
                  + f", provider {policy.provider}")
         out.print(render.measures_table(on, off, sessions=len(result.sessions), unit=policy.unit, title=title))

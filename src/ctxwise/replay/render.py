@@ -144,7 +144,7 @@ def errors_block(errors: Sequence[Any]) -> Group:
     return Group(*(Text(f"error: {e}", style="red") for e in errors))
 
 
-def inspect_table(title: str, rows: list[dict[str, Any]]) -> Table:
+def inspect_table(rows: list[dict[str, Any]]) -> Table:
     """``inspect``: per conversation, messages and size by category in chars and o200k tokens.
 
     One conversation: a row per category with its share (the seeds' breakdown). Several: a row
@@ -152,11 +152,10 @@ def inspect_table(title: str, rows: list[dict[str, Any]]) -> Table:
     """
     from .inspect import SHOWN
 
-    t = Table(title=title, title_justify="left", header_style="bold")
+    t = Table(header_style="bold")
     if len(rows) == 1:
         row = rows[0]
         tc, tt = row["total"]
-        t.title = f"{title} · {row['name']} · {row['messages']} messages"
         for col in ("category", "chars", "share", "tokens (o200k)", "share"):
             t.add_column(col, justify="left" if col == "category" else "right")
         for cat in SHOWN:

@@ -243,7 +243,7 @@ def replay_conversation(
             t0 = time.perf_counter()
             p = session.prepare()
             latency = (time.perf_counter() - t0) * 1000
-            sent = p.messages
+            sent = list(p.messages)  # the engine may hand out its live list: freeze this call's payload
             events = [e.model_dump(mode="json") for e in p.events]
             for e in events:
                 e["rounds"] = _span(e, round_of)
