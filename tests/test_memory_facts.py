@@ -286,3 +286,17 @@ def test_block_of_240_tokens_keeps_user_values_across_recorded_sessions() -> Non
             said |= set(salient.findall(text))
     assert need > 1500
     assert kept / need >= 0.97, (kept, need)
+
+
+def test_unchanged_book_renders_from_cache_and_pinned_texts() -> None:
+    book = _book()
+    counter = get_counter("o200k_base")
+    first, _ = book.render(500, counter)
+    assert book.render(500, counter)[0] is first  # no rebuild, no recount
+    v = book.version
+    book.add_message(text_message("m9", "assistant", "Budget 9,000 EUR."))  # not a user message
+    assert book.version == v and book.render(500, counter)[0] is first
+    book.add_message(text_message("m10", "user", "We also need 2 rooms."))
+    assert book.version == v + 1 and "2 rooms" in book.render(500, counter)[0].text
+    assert book.pinned_texts()[-1] == "We also need 2 rooms."
+    assert "My budget is under 5,000 EUR." not in book.pinned_texts()

@@ -368,6 +368,8 @@ class FactBook:
         self._facts: list[Fact] = []
         self._index: dict[str, int] = {}
         self._seen_messages: set[str] = set()
+        self._version = 0
+        self._render_cache: tuple[tuple[Any, ...], tuple[Message | None, list[Fact]]] | None = None
 
     # -- adding -------------------------------------------------------------------------
 
@@ -395,6 +397,8 @@ class FactBook:
             self._index[f.id] = len(self._facts)
             self._facts.append(f)
             added.append(f)
+        if added:
+            self._version += 1
         return added
 
     def _resolve(self, f: Fact) -> str:
@@ -430,6 +434,16 @@ class FactBook:
         """The facts replaced by a later statement, in the order stated."""
         return [f for f in self._facts if f.status == "superseded"]
 
+    def pinned_texts(self) -> list[str]:
+        """The distinct clauses of the active facts, in the order stated (for summarizers that
+        must quote them verbatim)."""
+        return list(dict.fromkeys(f.text for f in self._facts if f.status == "active"))
+
+    @property
+    def version(self) -> int:
+        """Increases with every :meth:`add` that added a fact (cheap change detection)."""
+        return self._version
+
     def get(self, fact_id: str) -> Fact | None:
         i = self._index.get(fact_id)
         return None if i is None else self._facts[i]
@@ -449,8 +463,18 @@ class FactBook:
         oldest first; then active lines, least recently stated first. Returns ``(None, evicted)``
         when the book is empty or not even one line fits. Deterministic: the same facts give a
         byte-identical message (id ``"ctxwise-facts"``, metadata
-        ``{"ctxwise": {"kind": "facts", "fact_ids": [...]}}``).
+        ``{"ctxwise": {"kind": "facts", "fact_ids": [...]}}``). A repeated call on an unchanged
+        book with the same budget and counter returns the cached message (no recount).
         """
+        ck = (self._version, budget, id(counter), str(getattr(counter, "memo_key", "")))
+        if self._render_cache is not None and self._render_cache[0] == ck:
+            msg, ev = self._render_cache[1]
+            return msg, list(ev)  # unchanged book: the same message object, no recount
+        result = self._render(budget, counter)
+        self._render_cache = (ck, result)
+        return result[0], list(result[1])
+
+    def _render(self, budget: int, counter: Counter | None) -> tuple[Message | None, list[Fact]]:
         lines = self._lines()
         if not lines:
             return None, []
