@@ -13,7 +13,6 @@ and the others ran.
 from __future__ import annotations
 
 import json
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, NoReturn, Optional
@@ -137,10 +136,10 @@ def replay(
 
     progress = None
     bar: Progress | None = None
-    if not json_out and sys.stderr.isatty() or (paths and any(p.is_dir() for p in paths)) or (paths and len(paths) > 1):
-        if not json_out:
-            bar = Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                           TextColumn("{task.description}"), console=err, transient=True)
+    many = bool(paths) and (len(paths) > 1 or any(p.is_dir() for p in paths))
+    if not json_out and (many or err.is_terminal):
+        bar = Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       TextColumn("{task.description}"), console=err, transient=True)
     if bar is not None:
         task = bar.add_task("", total=None)
 
