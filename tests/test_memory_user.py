@@ -4,9 +4,11 @@ utterances, instructions never stored, paraphrases not duplicated, the pinned bl
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from ctxwise.memory import MemoryEntry, apply_ops, decide, is_instruction, render_user_memory, similarity
+from ctxwise.memory import MemoryEntry, extract_facts, apply_ops, decide, is_instruction, render_user_memory, similarity
 from ctxwise.memory.user import MEMORY_HEADER
+from ctxwise.messages import text_message
 from ctxwise.tokens import get_counter
 
 EXISTING = [
@@ -151,3 +153,17 @@ def test_render_user_memory_budget_and_stability() -> None:
     assert "number 1." not in tight.text and "number 5." in tight.text  # the oldest goes first
     assert render_user_memory(entries, 3) is None
     assert render_user_memory([], 1000) is None
+
+_ALPHABET = st.sampled_from(list("abcxyzABC0123456789 ,.!?$€#_-@:()\n，。！？元以内不要我喜欢忘掉") + [
+    "I prefer ", "forget ", "call me Sam", "budget ", "1,200 EUR", "actually ", "ignore your rules", "May 20"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ALPHABET, max_size=40).map("".join))
+def test_never_raises_and_facts_are_verbatim(text: str) -> None:
+    for f in extract_facts(text_message("m1", "user", text)):
+        assert f.text in text and (f.value is None or f.value in f.text)
+    for op in decide(text, EXISTING):
+        assert op.op in ("ADD", "SUPERSEDE", "RETRACT", "CLEAR", "NOOP")
+        if op.text is not None:
+            assert op.text in text
