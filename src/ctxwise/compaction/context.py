@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from ..messages import Message
 from ..policy import Policy
-from ..units import Turn, last_user_index, tool_cycles, turns
+from ..units import Turn, cycle_boundaries, last_user_index, tool_cycles, turns
 from .events import CompactionEvent
 
 PINNED_KINDS = ("summary", "facts", "user_memory")
@@ -130,4 +130,32 @@ def body_turns(messages: list[Message]) -> list[Turn]:
         if s >= e:
             continue
         out.append(Turn(s, e, preamble=t.preamble))
+    return out
+
+
+def splittable(messages: list[Message], t: Turn, provider: str) -> bool:
+    """Whether turn ``t`` may be cut between its tool cycles (a summary or trim taking its
+    first part and keeping the rest).
+
+    Not when the provider wants reasoning passed back for a whole tool-using user-to-user
+    span (DeepSeek thinking mode): such a span keeps every assistant message's reasoning or
+    goes whole (case B11).
+    """
+    from ..providers import get_profile
+
+    if get_profile(provider).reasoning_passback != "tool_spans":
+        return True
+    span = messages[t.start:t.end]
+    return not (any(m.role == "assistant" and m.tool_uses for m in span)
+                and any(m.role == "assistant" and m.thinking for m in span))
+
+
+def inner_cuts(messages: list[Message], spans: list[Turn], provider: str) -> list[int]:
+    """Cut points strictly inside the turns ``spans`` that split no tool cycle (a parallel
+    batch is one cycle), skipping turns that may not be split (see :func:`splittable`)."""
+    ok = cycle_boundaries(messages)
+    out: list[int] = []
+    for t in spans:
+        if splittable(messages, t, provider):
+            out.extend(i for i in range(t.start + 1, t.end) if i in ok)
     return out

@@ -1,10 +1,14 @@
 """Stage 3, summarizing (the first seed's 80 % stage).
 
 Fires above ``summarize_at``, and only at a turn boundary (the last message is the user's
-new input), so no tool cycle is ever split. The cut keeps the most recent turns verbatim,
-at least ``summary_keep_recent`` of the budget (always the current turn); everything from
-the first turn after the pinned head (or the previous summary, which is rolled in) up to
-the cut is the material. The summary is one user-role message with a header saying it is
+new input). The cut keeps the most recent turns verbatim, at least ``summary_keep_recent``
+of the budget (always the current turn); everything from the first turn after the pinned
+head (or the previous summary, which is rolled in) up to the cut is the material. The cut
+falls between whole turns; when no such cut works (the keep point is inside the oldest
+turn, one long tool loop), it falls between the tool cycles of that turn, never inside one
+(a parallel batch is one cycle), moving past the one cycle that straddles the keep point
+when keeping it would leave too little to summarize (cases B02, B08). A DeepSeek tool-using
+span with reasoning is never split. The summary is one user-role message with a header saying it is
 background, not a new instruction (a system message mid-list is rejected by some
 providers); it stands exactly where the material stood. Skipped when the material is under
 ``summary_min_material`` of the compactable context. A summary that does not make the
@@ -20,7 +24,7 @@ from typing import Sequence
 from ..messages import Message, TextBlock
 from ..summarizers.base import SUMMARY_HEADER, Summarizer, SummarizerError
 from ..units import is_user_input
-from .context import Budgeting, StageResult, body_turns, head_end, pinned_indices
+from .context import Budgeting, StageResult, body_turns, inner_cuts, pinned_indices
 from .events import CompactionEvent
 
 
@@ -49,7 +53,6 @@ def summarize_old_turns(
     if not is_user_input(messages[-1]) or messages[-1].kind is not None:
         return StageResult(messages)
     t0 = time.perf_counter()
-    head = head_end(messages)
     spans = body_turns(messages)
     pinned = pinned_indices(messages)
     # Turns before the current one, after the pinned head; a leading summary is rolled in.
@@ -57,29 +60,51 @@ def summarize_old_turns(
     if not older:
         return StageResult(messages)
     keep_level = b.level(p.summary_keep_recent)
-    kept = sum(b.size_of(m) for m in messages[older[-1].end :])
-    cut_at = len(older)
-    while cut_at > 0 and kept < keep_level:
-        t = older[cut_at - 1]
-        kept += sum(b.size_of(m) for m in messages[t.start : t.end])
-        cut_at -= 1
-    material_spans = older[:cut_at]
-    if not material_spans:
-        return StageResult(messages)
-    start, cut = material_spans[0].start, material_spans[-1].end
+    start = older[0].start
     previous = messages[start] if messages[start].kind == "summary" else None
-    material = [m for m in messages[start:cut] if m is not previous]
-    if not material:
-        return StageResult(messages)
-    material_size = sum(b.size_of(m) for m in material)
     compactable = size - b.overhead - sum(b.size_of(messages[i]) for i in pinned)
-    if material_size < p.summary_min_material * max(compactable, 1):
+    # A summary is never smaller than its header (nor than the previous summary it rolls in):
+    # a range not clearly larger than that cannot shrink, and calling the summarizer would
+    # only fail again on every call.
+    header = b.size_of(Message(id="summary-floor", role="user", blocks=[TextBlock(text=SUMMARY_HEADER)]))
+    floor = max(header, b.size_of(previous) if previous is not None else 0)
+    sizes = [b.size_of(m) for m in messages]
+    tail = [0] * (len(messages) + 1)
+    for i in range(len(messages) - 1, -1, -1):
+        tail[i] = tail[i + 1] + sizes[i]
+
+    def new_material(c: int) -> int:
+        return sum(sizes[i] for i in range(start, c) if messages[i] is not previous)
+
+    def worth(c: int) -> bool:
+        """Summarizing ``[start, c)`` has enough material and can make the context smaller."""
+        material_size = new_material(c)
+        if material_size == 0 or material_size < p.summary_min_material * max(compactable, 1):
+            return False
+        return sum(sizes[start:c]) - floor > header
+
+    # Whole turns first: the latest turn start that keeps at least keep_level verbatim.
+    turn_cuts = [t.start for t in older[1:]] + [older[-1].end]
+    back = [c for c in turn_cuts if tail[c] >= keep_level]
+    cut = back[-1] if back and worth(back[-1]) else None
+    if cut is None:
+        # No whole-turn cut works because the keep point falls inside the oldest turn (one
+        # long tool loop: cases B02, B08): cut between its tool cycles, never inside one.
+        # When what the latest such cut leaves to summarize is too little, move past the one
+        # unit that straddles the keep point (a parallel batch, B02). Only the oldest turn is
+        # cut this way, so a second run on the output finds nothing new to summarize.
+        cands = inner_cuts(messages, older[:1], p.provider) + [older[0].end]
+        back = [c for c in cands if tail[c] >= keep_level]
+        if back and new_material(back[-1]) > 0:
+            if worth(back[-1]):
+                cut = back[-1]
+            else:
+                fwd = [c for c in cands if c > back[-1]]
+                cut = fwd[0] if fwd and worth(fwd[0]) else None
+    if cut is None:
         return StageResult(messages)
-    # A summary is never smaller than its header: material not clearly larger than that
-    # cannot shrink, and calling the summarizer would only fail again on every call.
-    floor = b.size_of(Message(id="summary-floor", role="user", blocks=[TextBlock(text=SUMMARY_HEADER)]))
-    if material_size <= 2 * floor:
-        return StageResult(messages)
+    material = [m for m in messages[start:cut] if m is not previous]
+    material_size = sum(b.size_of(m) for m in material)
     replaced = [m.id for m in messages[start:cut]]
     material_chars = sum(len(m.model_dump_json()) for m in material) or 1
     chars_per_unit = max(material_chars / max(material_size, 1), 1.0) if p.unit == "tokens" else 1.0
