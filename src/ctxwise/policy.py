@@ -39,7 +39,7 @@ DEFAULT_PLACEHOLDER = (
 )
 RAGENT_PLACEHOLDER = "[历史工具结果已省略，原长 {n} 字符，原入参 {input}]"
 
-PROVIDERS = ("openai", "deepseek", "anthropic", "qwen", "gemini")
+PROVIDERS = ("openai", "deepseek", "anthropic", "qwen", "gemini", "openai_responses")
 
 
 class Policy(BaseModel):

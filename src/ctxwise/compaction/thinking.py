@@ -4,7 +4,8 @@ Which blocks may go is the provider profile's rule (``ctxwise.providers.droppabl
 DeepSeek thinking mode wants the ``reasoning_content`` of every assistant message in a
 user-to-user span that made tool calls sent back, so only spans without tool calls lose it;
 Anthropic thinking blocks are never edited, only dropped whole from older turns, and the open
-tool turn keeps its own. A kept block is never touched. Fires above ``clear_at`` and prunes
+tool turn keeps its own; OpenAI Responses reasoning items are never pruned alone (a reasoning
+item travels with the item after it). A kept block is never touched. Fires above ``clear_at`` and prunes
 oldest first down to ``clear_target`` (one batch, for prompt-cache stability).
 """
 
@@ -22,11 +23,15 @@ def prune_thinking(messages: list[Message], b: Budgeting, size: int) -> StageRes
     """Drop droppable thinking blocks, oldest message first, until the size is at or under
     ``clear_target``. Returns the new list and one ``thinking`` event (none when nothing
     was dropped). A message is never left without content."""
-    from ..providers import droppable_thinking
+    from ..providers import droppable_thinking, get_profile
 
     t0 = time.perf_counter()
     target = b.level(b.policy.clear_target)
     if size <= b.level(b.policy.clear_at):
+        return StageResult(messages)
+    if get_profile(b.policy.provider).reasoning_passback == "reasoning_items":
+        # OpenAI Responses: a reasoning item travels with the item after it (case B14); it
+        # goes only with its whole message, by the summarizing or trimming stages.
         return StageResult(messages)
     by_msg: dict[int, set[int]] = defaultdict(set)
     for mi, bi in droppable_thinking(messages, b.policy.provider):

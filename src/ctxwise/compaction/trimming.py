@@ -2,8 +2,10 @@
 
 Drops the oldest whole turns after the pinned head and the summary, never a turn holding a
 pinned item (the system prompt, facts, the summary, the current user input, the in-flight
-cycle). Whole turns only, so no tool result is ever orphaned and the kept window starts on a
-user message (case B01).
+cycle). Whole turns, so no tool result is ever orphaned and the kept window starts on a user
+message (cases B01, B04, B05). The one exception is the newest old turn: when dropping just
+its completed tool cycles (whole, a parallel batch is one) makes the call fit, its question
+and final answer stay (case B14).
 """
 
 from __future__ import annotations
@@ -11,8 +13,16 @@ from __future__ import annotations
 import time
 
 from ..messages import Message, TextBlock, ToolResultBlock
-from ..units import tool_cycles
-from .context import Budgeting, StageResult, body_turns, current_turn_start, in_flight_start, pinned_indices
+from ..units import ToolCycle, Turn, tool_cycles
+from .context import (
+    Budgeting,
+    StageResult,
+    body_turns,
+    current_turn_start,
+    in_flight_start,
+    pinned_indices,
+    splittable,
+)
 from .events import CompactionEvent
 
 
@@ -27,12 +37,24 @@ def trim_old_turns(messages: list[Message], b: Budgeting, size: int) -> StageRes
     pinned = pinned_indices(messages)
     drop: set[int] = set()
     now = size
-    for t in body_turns(messages):
+    spans = [t for t in body_turns(messages) if not any(i in pinned for i in range(t.start, t.end))]
+    for k, t in enumerate(spans):
         if now <= hard:
             break
         idx = range(t.start, t.end)
-        if any(i in pinned for i in idx):
-            continue
+        if k == len(spans) - 1:
+            # The newest old turn is the one the current input most likely refers to: when
+            # dropping its completed tool cycles is enough, keep its question and final answer
+            # (case B14: [0, 4, 5, 6] rather than nothing but the current input).
+            cycles = _answered_cycles(messages, t, b.policy.provider)
+            saved = sum(b.size_of(messages[i]) for c in cycles for i in range(c.start, c.end))
+            if cycles and now - saved <= hard:
+                for c in cycles:
+                    if now <= hard:
+                        break
+                    drop.update(range(c.start, c.end))
+                    now -= sum(b.size_of(messages[i]) for i in range(c.start, c.end))
+                continue
         drop.update(idx)
         now -= sum(b.size_of(messages[i]) for i in idx)
     if not drop:
@@ -49,6 +71,18 @@ def trim_old_turns(messages: list[Message], b: Budgeting, size: int) -> StageRes
         detail={"dropped_messages": len(drop)},
     )
     return StageResult(out, [ev])
+
+
+def _answered_cycles(messages: list[Message], t: Turn, provider: str) -> list[ToolCycle]:
+    """The completed tool cycles of turn ``t`` that are followed, in the turn, by an assistant
+    message without tool calls (the turn's answer survives them), oldest first; none when the
+    turn may not be split (a DeepSeek tool span with reasoning goes whole)."""
+    if not splittable(messages, t, provider):
+        return []
+    answers = [i for i in range(t.start, t.end) if messages[i].role == "assistant" and not messages[i].tool_uses]
+    if not answers:
+        return []
+    return [c for c in tool_cycles(messages) if c.complete and t.start < c.start and c.end <= answers[-1]]
 
 
 def trim_current_turn_cycles(messages: list[Message], b: Budgeting, size: int) -> StageResult:
