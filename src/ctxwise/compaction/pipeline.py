@@ -22,11 +22,26 @@ from ..errors import BudgetReport, ContextBudgetExceeded
 from ..messages import Message
 from ..summarizers.base import Summarizer
 from .clearing import clear_tool_results
-from .context import Budgeting, StageResult, pinned_indices
+from .context import Budgeting, StageResult, in_flight_start, pinned_indices
 from .events import CompactionEvent
 from .summarizing import summarize_old_turns
 from .thinking import prune_thinking
 from .trimming import trim_current_turn_cycles, trim_old_turns, truncate_in_flight
+
+
+def irreducible_size(messages: list[Message], b: Budgeting) -> int:
+    """The size no stage can reduce (policy unit, overhead included): the system prompt, the
+    current user input and the in-flight cycle (its fresh results only when
+    ``truncate_in_flight`` is off). A summary is left out, as rolling it into a new one may
+    shrink it. Above the hard limit it means ContextBudgetExceeded, whatever the stages do."""
+    flight = in_flight_start(messages)
+    total = b.overhead
+    for i in pinned_indices(messages):
+        m = messages[i]
+        if m.kind == "summary" or (b.policy.truncate_in_flight and i > flight and m.role == "tool"):
+            continue
+        total += b.size_of(m)
+    return total
 
 
 @dataclass
@@ -61,6 +76,16 @@ def compact(
     if not p.enabled:
         return PipelineResult(messages, [], size, size)
     ctx, events, now = messages, [], size
+    hard = b.level(p.hard_limit)
+    if now > hard:
+        floor = irreducible_size(ctx, b)
+        if floor > hard:
+            # No stage can help: fail before any summarizer call or edit (case B19), so a
+            # caller retrying on the same context does not pay for the same futile work.
+            raise ContextBudgetExceeded(
+                BudgetReport(budget=p.effective_budget, pinned=floor, total=now, unit=p.unit,
+                             details={"hard_limit": hard, "events": [], "messages": len(ctx), "early": True})
+            )
 
     def run(res: StageResult) -> None:
         nonlocal ctx, now
@@ -75,7 +100,6 @@ def compact(
     run(clear_tool_results(ctx, b, now))
     run(summarize_old_turns(ctx, b, now, summarizer, facts=facts))
     run(trim_old_turns(ctx, b, now))
-    hard = b.level(p.hard_limit)
     if now > hard:
         run(clear_tool_results(ctx, b, now, last_resort=True))
     if now > hard:
