@@ -29,6 +29,7 @@ from .compaction import Budgeting, CompactionEvent, compact
 from .compaction.context import mark
 from .errors import CtxwiseError, PayloadInvalid, Violation
 from .messages import Message, TextBlock, ToolResultBlock
+from .memory.session import SessionMemory
 from .policy import Policy
 from .providers import check as check_payload
 from .providers import get_profile
@@ -36,7 +37,7 @@ from .providers import rules as provider_rules
 from .store import ContextRow, Hide, InsertSummary, Replace, Store
 from .summarizers import Summarizer, from_policy
 from .tokens import get_counter
-from .units import tool_cycles
+from .units import is_user_input, tool_cycles
 
 log = logging.getLogger("ctxwise")
 
@@ -120,7 +121,9 @@ class Session:
         self._context: list[Message] = []
         self._ids: set[str] = set()
         self._size = 0
+        self._lossy = False
         self.version = 0
+        self.memory = SessionMemory(manager.store, user_id, session_id, self.policy, self.counter)
         self.reload(create=True)
 
     # -- state ---------------------------------------------------------------------------
@@ -137,6 +140,8 @@ class Session:
         self._context = [r.current for r in state.rows if r.state in VISIBLE]
         self._ids = {r.message_id for r in state.rows}
         self._size = sum(self._sz(m) for m in self._context)
+        self._lossy = any(r.state in ("summarized", "trimmed") for r in state.rows)
+        self.memory.load([r.original for r in sorted(state.rows, key=lambda r: r.seq)], state.created_at)
 
     @property
     def messages(self) -> list[Message]:
@@ -174,6 +179,7 @@ class Session:
         self._context.extend(batch)
         self._ids.update(m.id for m in batch)
         self._size += sum(self._sz(m) for m in batch)
+        self.memory.observe(batch)
         return self.version
 
     def _coerce(self, items: list[Message | dict]) -> list[Message]:
@@ -235,22 +241,36 @@ class Session:
         another writer changed the session meanwhile.
         """
         t0 = time.perf_counter()
-        pinned_blocks = self.manager.pinned_blocks(self)
-        extra = sum(self._sz(m) for m in pinned_blocks)
-        b = Budgeting(self.policy, self.counter, self.overhead + extra)
-        size_before = self._size + self.overhead + extra
-        result = compact(self._context, b, self.manager.summarizer, size=size_before,
-                         facts=self.manager.pinned_facts(self))
-        if result.events:
-            changes = self._changes(self._context, result.messages, result.events)
-            records = [e.model_dump(mode="json") for e in result.events]
+        head = self.memory.head_blocks()
+        facts, evicted, evicted_changed = self.memory.facts_block(self._lossy)
+        size_before = self._size + self._extra(head, facts)
+        result = self._compact(self._context, head, facts, size_before)
+        events = list(result.events)
+        if not self._lossy and any(e.stage in ("summarizing", "trimming") for e in events):
+            # The session just lost user turns: from now on the facts block is sent. Its room
+            # is taken from the same budget, so compact once more with it counted.
+            self._lossy = True
+            facts, evicted, evicted_changed = self.memory.facts_block(True)
+            if facts is not None:
+                again = self._compact(result.messages, head, facts, self._measure(result.messages) + self._extra(head, facts))
+                result.messages = again.messages
+                events += again.events
+        if evicted_changed:
+            size = self._measure(result.messages) + self._extra(head, facts)
+            events.append(CompactionEvent(
+                stage="facts_evicted", trigger=f"facts block over its share {self.policy.facts_share} of the budget",
+                unit=self.policy.unit, size_before=size, size_after=size, affected_ids=[f.id for f in evicted],
+                detail={"evicted": [f.text for f in evicted]}))
+        if events:
+            changes = self._changes(self._context, result.messages, events)
+            records = [e.model_dump(mode="json") for e in events]
             self.version = self.manager.store.apply(self.user_id, self.session_id, changes, records, expected_version=self.version)
             self._context = result.messages
             self._ids.update(m.id for m in result.messages)
-            self._size = sum(self._sz(m) for m in self._context)
-            for ev in result.events:
+            self._size = self._measure(self._context)
+            for ev in events:
                 self.manager.emit(ev)
-        final = self._with_pinned(self._context, pinned_blocks)
+        final = self._with_pinned(self._context, head, facts)
         violations = check_payload(final, self.policy.provider)
         if violations:
             raise PayloadInvalid(self.policy.provider, violations)
@@ -258,20 +278,38 @@ class Session:
         return Prepared(
             messages=final,
             payload=payload,
-            size=self._size + self.overhead + extra,
+            size=self._size + self._extra(head, facts),
             size_before=size_before,
             chars=sum(self.chars_counter.count_message(m) for m in final),
             unit=self.policy.unit,
-            events=list(result.events),
+            events=events,
             latency_ms=(time.perf_counter() - t0) * 1000,
         )
 
+    def _extra(self, head: list[Message], facts: Message | None) -> int:
+        """Fixed overhead plus the pinned blocks, in the policy unit."""
+        return self.overhead + sum(self._sz(m) for m in head) + (self._sz(facts) if facts is not None else 0)
+
+    def _measure(self, messages: list[Message]) -> int:
+        return sum(self._sz(m) for m in messages)
+
+    def _compact(self, ctx: list[Message], head: list[Message], facts: Message | None, size: int):
+        b = Budgeting(self.policy, self.counter, self._extra(head, facts))
+        return compact(ctx, b, self.manager.summarizer, size=size, facts=self.memory.pinned_texts())
+
     @staticmethod
-    def _with_pinned(ctx: list[Message], blocks: list[Message]) -> list[Message]:
-        if not blocks:
-            return ctx
-        head = 1 if ctx and ctx[0].role == "system" else 0
-        return ctx[:head] + blocks + ctx[head:]
+    def _with_pinned(ctx: list[Message], head: list[Message], facts: Message | None) -> list[Message]:
+        """The payload list: user memory after the system prompt, facts before the current
+        user input (a new list: the session's own list grows with the next append)."""
+        out = list(ctx)
+        if facts is not None:
+            cur = next((i for i in range(len(out) - 1, -1, -1) if is_user_input(out[i]) and out[i].kind is None), None)
+            if cur is not None:
+                out.insert(cur, facts)
+        if head:
+            at = 1 if out and out[0].role == "system" else 0
+            out[at:at] = head
+        return out
 
     @staticmethod
     def _changes(old: list[Message], new: list[Message], events: Sequence[CompactionEvent]) -> list[Any]:
@@ -288,9 +326,14 @@ class Session:
                 state = "cleared" if ("cleared" in edited or "cleared_inputs" in edited or "truncated" in edited) else "pruned"
                 changes.append(Replace(m.id, n, state))
         old_ids = {m.id for m in old}
+        anchor_of: dict[str, str] = {}
+        for e in events:  # a summary rolled into a later one in the same call anchors where it did
+            if e.stage == "summarizing" and e.summary_id:
+                first = e.affected_ids[0]
+                anchor_of[e.summary_id] = anchor_of.get(first, first)
         for e in events:
             if e.stage == "summarizing" and e.summary_id in new_by_id and e.summary_id not in old_ids:
-                changes.append(InsertSummary(new_by_id[e.summary_id], e.affected_ids[0]))
+                changes.append(InsertSummary(new_by_id[e.summary_id], anchor_of[e.summary_id]))
         for state, ids in hidden.items():
             if ids:
                 changes.append(Hide(ids, state))
@@ -361,14 +404,6 @@ class ContextManager:
         log.info(json.dumps(event.log_record(), ensure_ascii=False))
         if self.on_event is not None:
             self.on_event(event)
-
-    # Memory hooks (filled by the memory integration): pinned blocks sent after the system
-    # prompt, and the user's facts that summaries must quote verbatim.
-    def pinned_blocks(self, session: Session) -> list[Message]:
-        return []
-
-    def pinned_facts(self, session: Session) -> list[str]:
-        return []
 
     def close(self) -> None:
         """Release the store's connections."""

@@ -102,6 +102,9 @@ class Policy(BaseModel):
 
     facts: bool = True
     facts_share: float = Field(0.08, ge=0, le=0.5)
+    facts_mode: Literal["when_compacted", "always"] = "when_compacted"
+    """When the pinned facts block is sent: once a summary or trim has removed user turns
+    (before that every fact is in the context verbatim), or on every call."""
     user_memory: bool = True
     user_memory_share: float = Field(0.04, ge=0, le=0.5)
 

@@ -110,11 +110,14 @@ def run(
             if progress:
                 progress(i, total, name)
             key = f"{result.run_id}/{i:04d}"
+            # every recorded conversation is another customer: its own user id, so long-term
+            # memory from one recording never leaks into the next
+            user = f"recorded-user/{key}"
             try:
-                r = replay_conversation(on, "replay", key, conv.messages, name=name, source=str(conv.source),
+                r = replay_conversation(on, f"replay/{user}", key, conv.messages, name=name, source=str(conv.source),
                                         format=str(conv.format), cache_ratio=cache_ratio)
                 if off is not None:
-                    r.baseline = replay_conversation(off, "replay-off", key, conv.messages, name=name,
+                    r.baseline = replay_conversation(off, f"replay-off/{user}", key, conv.messages, name=name,
                                                      source=str(conv.source), format=str(conv.format),
                                                      cache_ratio=cache_ratio).measures
                 result.sessions.append(r)

@@ -139,7 +139,7 @@ class CompactionEventRow(Base):
     user_id: Mapped[str] = mapped_column(String(255))
     version: Mapped[int] = mapped_column(Integer)
     stage: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    trigger: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    trigger: Mapped[str | None] = mapped_column(Text, nullable=True)
     size_before: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     size_after: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     affected_ids: Mapped[list[str] | None] = mapped_column(DocJSON, nullable=True)

@@ -183,7 +183,8 @@ class Store:
                 original = Message.model_validate(orig)
                 current = original if cur is None else Message.model_validate(cur)
                 rows.append(ContextRow(mid, seq, state, current, original))
-            return SessionState(user_id, session_id, sess.provider, dict(sess.policy), sess.version, rows)
+            return SessionState(user_id, session_id, sess.provider, dict(sess.policy), sess.version, rows,
+                                created_at=_aware(sess.created_at) if sess.created_at else None)
 
     # -- writes ------------------------------------------------------------------------
 

@@ -84,6 +84,8 @@ class SessionState:
     policy: dict[str, Any]
     version: int
     rows: list[ContextRow] = field(default_factory=list)
+    created_at: datetime | None = None
+    """When the session was created (UTC); the user-memory block is what existed then."""
 
     def context(self) -> list[Message]:
         """The messages the model reads, in order."""

@@ -88,7 +88,7 @@ def upgrade() -> None:
         sa.Column("user_id", sa.String(255), nullable=False),
         sa.Column("version", sa.Integer, nullable=False),
         sa.Column("stage", sa.String(32), nullable=True),
-        sa.Column("trigger", sa.String(64), nullable=True),
+        sa.Column("trigger", sa.Text(), nullable=True),
         sa.Column("size_before", sa.BigInteger, nullable=True),
         sa.Column("size_after", sa.BigInteger, nullable=True),
         sa.Column("affected_ids", DOC, nullable=True),

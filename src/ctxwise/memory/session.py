@@ -1,0 +1,105 @@
+"""A session's memory: its pinned facts and its user's long-term memory, as the engine uses them.
+
+Placement is chosen for prompt caches:
+
+* the **user-memory block** is read once when the session opens and sent right after the
+  system prompt, unchanged for the whole session;
+* the **facts block** is sent right before the current user input, so a new fact re-bills only
+  the last turn, not the whole history. It is sent once the session has lost something
+  (a summary or a trim happened; ``facts_mode="when_compacted"``, the default), because
+  before that every fact is still in the context verbatim; ``facts_mode="always"`` sends it on
+  every call, as the third seed describes.
+
+Facts come from user input only and are rebuilt deterministically from the stored original
+messages when a session is reloaded. Long-term memory is updated from each new user input
+under the store's database-level claim (two extractions for one user never run at once).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Sequence
+
+from ..messages import Message
+from ..units import is_user_input
+from .facts import Fact, FactBook
+
+
+class SessionMemory:
+    """Facts and user memory for one ``(user_id, session_id)``.
+
+    ``store`` is a :class:`ctxwise.store.Store`; ``counter`` measures the policy unit;
+    block budgets are ``facts_share`` / ``user_memory_share`` of the effective budget.
+    """
+
+    def __init__(self, store: Any, user_id: str, session_id: str, policy: Any, counter: Any) -> None:
+        self.store = store
+        self.user_id = user_id
+        self.session_id = session_id
+        self.policy = policy
+        self.counter = counter
+        self.book = FactBook()
+        self._memory_block: Message | None = None
+        self._evicted: tuple[str, ...] = ()
+
+    def load(self, originals: Sequence[Message], started: datetime | None = None) -> None:
+        """Rebuild the facts from the session's original messages (in order) and read the
+        user's long-term memory block as it was when the session started (``started``, UTC):
+        entries this session wrote itself, or that came later, are not shown to it, so a
+        reloaded session sends the same block as before."""
+        self.book = FactBook()
+        if self.policy.facts:
+            for m in originals:
+                if is_user_input(m) and m.kind is None:
+                    self.book.add_message(m)
+            # what was already left out before the reload was reported then: not again
+            budget = int(self.policy.effective_budget * self.policy.facts_share)
+            self._evicted = tuple(f.id for f in self.book.render(budget, self.counter)[1])
+        if self.policy.user_memory:
+            from .repo import list_memory
+            from .user import render_user_memory
+
+            entries = [
+                e for e in list_memory(self.store, self.user_id)
+                if e.source_session_id != self.session_id
+                and (started is None or e.created_at is None or _aware(e.created_at) <= started)
+            ]
+            budget = int(self.policy.effective_budget * self.policy.user_memory_share)
+            self._memory_block = render_user_memory(entries, budget, self.counter)
+
+    def observe(self, batch: Sequence[Message]) -> None:
+        """Take the facts of new user input and update the user's long-term memory."""
+        users = [m for m in batch if is_user_input(m) and m.kind is None]
+        if not users:
+            return
+        if self.policy.facts:
+            for m in users:
+                self.book.add_message(m)
+        if self.policy.user_memory:
+            from .repo import extract_and_store
+
+            extract_and_store(self.store, self.user_id, users, session_id=self.session_id)
+
+    def head_blocks(self) -> list[Message]:
+        """Blocks sent right after the system prompt (the user-memory block)."""
+        return [self._memory_block] if self._memory_block is not None else []
+
+    def facts_block(self, lossy: bool) -> tuple[Message | None, list[Fact], bool]:
+        """The facts block to send before the current user input (or None), the facts left
+        out to fit its budget, and whether that left-out set changed since the last call."""
+        if not self.policy.facts or (self.policy.facts_mode == "when_compacted" and not lossy):
+            return None, [], False
+        budget = int(self.policy.effective_budget * self.policy.facts_share)
+        block, evicted = self.book.render(budget, self.counter)
+        key = tuple(f.id for f in evicted)
+        changed = key != self._evicted
+        self._evicted = key
+        return block, evicted, changed and bool(evicted)
+
+    def pinned_texts(self) -> list[str]:
+        """The active facts' clauses, verbatim, for summarizers to quote."""
+        return self.book.pinned_texts() if self.policy.facts else []
+
+
+def _aware(t: datetime) -> datetime:
+    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
