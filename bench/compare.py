@@ -1,0 +1,485 @@
+"""Benchmark: ctxwise against the context strategies people already have, on real sessions.
+
+    python bench/compare.py            # every conversation, budgets 3,000 / 6,000 / 12,000 tokens
+    python bench/compare.py --quick    # 5 conversations per file (development)
+
+Every conversation in ../shared/data/trajectories (270 recorded tau-bench / tau2-bench
+sessions; ``--data`` to change) is replayed under each strategy at each budget (o200k tokens).
+For each recorded model call (each assistant message after the first user input, as in
+``ctxwise.replay.runner``) the strategy gets the full history before it and returns the
+messages it would send. All strategies get the same canonical message lists and are scored by
+the same functions (``ctxwise.replay.metrics``) with the same o200k counter:
+
+* input tokens (sum over calls), cache-adjusted cost (cached prefix at 0.1), support recall,
+  validator errors (``ctxwise.providers.check``, provider ``openai``, against the full history),
+  calls over budget, calls edited (the payload is not the full history), cache breaks (calls
+  whose payload does not start with the previous call's payload), prepare p50 / p95 latency.
+
+ctxwise runs through ``ctxwise.replay.runner.replay_conversation`` (the real engine, a temporary
+SQLite file); its payloads are captured from ``Session.prepare`` and scored like the others. A
+``ContextBudgetExceeded`` is a failed call; the conversation stops there. Tables cover the
+conversations every strategy served to the end; failures are listed under each table.
+
+Writes bench/results/compare.md (``--out`` to change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata as md
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _peers import (  # noqa: E402
+    AutogenBuffered,
+    AutogenHeadAndTail,
+    ContextEditing,
+    Everything,
+    RollingWindow,
+    Strategy,
+    TrimMessages,
+)
+
+from ctxwise.engine import ContextManager  # noqa: E402
+from ctxwise.errors import CtxwiseError  # noqa: E402
+from ctxwise.formats import load  # noqa: E402
+from ctxwise.messages import Message  # noqa: E402
+from ctxwise.policy import Policy  # noqa: E402
+from ctxwise.replay import metrics  # noqa: E402
+from ctxwise.replay.runner import replay_conversation  # noqa: E402
+from ctxwise.tokens import get_counter  # noqa: E402
+from ctxwise.units import is_user_input  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path("../shared/data/trajectories")
+BUDGETS = (3000, 6000, 12000)
+CACHE_RATIO = 0.1
+PROVIDER = "openai"
+TOKENIZER = "o200k_base"
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass
+class Conversation:
+    name: str
+    source: str
+    format: str
+    messages: list[Message]
+    calls: list[int]
+    """Positions of the recorded model calls: each assistant message after the first user input."""
+
+
+def call_positions(messages: Sequence[Message]) -> list[int]:
+    """Where the replay makes a model call (the rule of ``ctxwise.replay.runner``)."""
+    out, seen_user = [], False
+    for k, m in enumerate(messages):
+        seen_user = seen_user or is_user_input(m)
+        if m.role == "assistant" and seen_user:
+            out.append(k)
+    return out
+
+
+def load_all(data: Path, quick: bool) -> list[Conversation]:
+    files = sorted(f for f in data.rglob("*") if f.is_file() and f.suffix in (".json", ".jsonl"))
+    out: list[Conversation] = []
+    for f in files:
+        convs = load(f)
+        if quick:
+            convs = convs[:5]
+        for i, c in enumerate(convs):
+            msgs = list(c.messages)
+            out.append(Conversation(f"{f.parent.name}/{f.name}#{i}", str(f), str(c.format), msgs, call_positions(msgs)))
+    return out
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+@dataclass
+class Score:
+    """One strategy on one or more conversations."""
+
+    calls: int = 0
+    failed: int = 0
+    unserved: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    supported: int = 0
+    needed: int = 0
+    violations: int = 0
+    rules: dict[str, int] = field(default_factory=dict)
+    empty: int = 0
+    degenerate: int = 0
+    over: int = 0
+    edited: int = 0
+    breaks: int = 0
+    latencies: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, o: "Score") -> None:
+        for k in ("calls", "failed", "unserved", "tokens", "cost", "supported", "needed", "violations", "empty", "degenerate", "over", "edited", "breaks"):
+            setattr(self, k, getattr(self, k) + getattr(o, k))
+        for r, n in o.rules.items():
+            self.rules[r] = self.rules.get(r, 0) + n
+        self.latencies.extend(o.latencies)
+        self.errors.extend(o.errors)
+
+    @property
+    def recall(self) -> float:
+        return metrics.Recall(self.supported, self.needed).value
+
+
+def same_as_history(sent: Sequence[Message], history: Sequence[Message]) -> bool:
+    return len(sent) == len(history) and metrics.common_prefix(history, sent) == len(sent)
+
+
+EMPTY_RULES = ("empty-tool-result", "empty-content", "blank-text-block")
+"""Rules broken by empty tool output in the recordings themselves (ctxwise marks such results
+when they are appended; the peers pass them on as they are)."""
+
+
+def lost_system_or_user(sent: Sequence[Message], history: Sequence[Message]) -> bool:
+    """The payload dropped the system prompt the history had, or holds no user input at all."""
+    lost_system = bool(history) and history[0].role == "system" and not (sent and (sent[0] is history[0] or sent[0].fingerprint() == history[0].fingerprint()))
+    return lost_system or not any(is_user_input(m) for m in sent)
+
+
+def score(payloads: list[list[Message]], histories: list[list[Message]], outputs: list[Message],
+          latencies: list[float], budget: int, counter: Any) -> Score:
+    """The measures of one conversation's payloads, with ``ctxwise.replay.metrics``."""
+    s = Score(calls=len(payloads), latencies=list(latencies))
+    costs = metrics.call_costs(payloads, counter, CACHE_RATIO)
+    s.tokens = sum(c.tokens for c in costs)
+    s.cost = sum(c.cost for c in costs)
+    rec = metrics.support_recall(histories, payloads, outputs)
+    s.supported, s.needed = rec.supported, rec.needed
+    errs = metrics.validator_errors(payloads, PROVIDER, references=histories)
+    s.violations = len(errs)
+    for _, v in errs:
+        s.rules[v.rule] = s.rules.get(v.rule, 0) + 1
+    s.empty = sum(v.rule in EMPTY_RULES for _, v in errs)
+    s.degenerate = sum(lost_system_or_user(p, h) for p, h in zip(payloads, histories))
+    s.over = sum(c.tokens > budget for c in costs)
+    s.edited = sum(not same_as_history(p, h) for p, h in zip(payloads, histories))
+    s.breaks = sum(metrics.common_prefix(a, b) < len(a) for a, b in zip(payloads, payloads[1:]))
+    return s
+
+
+# --------------------------------------------------------------------------- strategies
+
+
+def run_peer(strategy: Strategy, conv: Conversation, budget: int, counter: Any) -> Score:
+    strategy.reset()
+    payloads, histories, outputs, lat = [], [], [], []
+    for k in conv.calls:
+        history = conv.messages[:k]
+        sent, ms = strategy.prepare(history)
+        payloads.append(sent)
+        histories.append(history)
+        outputs.append(conv.messages[k])
+        lat.append(ms)
+    return score(payloads, histories, outputs, lat, budget, counter)
+
+
+class RecordingManager(ContextManager):
+    """A ContextManager whose sessions keep what each ``prepare()`` returned and how long it
+    took, so the payloads can be scored like the peers' (the replay loop itself is
+    ``replay_conversation``'s)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.prepared: list[tuple[list[Message], float]] = []
+
+    def session(self, user_id: str, session_id: str, *, tools: list[dict] | None = None):  # type: ignore[override]
+        s = super().session(user_id, session_id, tools=tools)
+        prepare = s.prepare
+
+        def recorded():
+            t0 = time.perf_counter()
+            p = prepare()
+            ms = (time.perf_counter() - t0) * 1000
+            self.prepared.append((list(p.messages), ms))
+            return p
+
+        s.prepare = recorded  # type: ignore[method-assign]
+        return s
+
+
+class Ctxwise:
+    """A ctxwise preset driven by the replay runner over a temporary SQLite store."""
+
+    def __init__(self, preset: str, budget: int, workdir: str) -> None:
+        self.name = f"ctxwise {preset}"
+        self.policy = Policy.preset(preset, budget=budget, unit="tokens", tokenizer=TOKENIZER, provider=PROVIDER)
+        self.manager = RecordingManager(f"sqlite:///{workdir}/{preset}-{budget}.db", self.policy)
+        self.mismatches: list[str] = []
+        self.n = 0
+
+    def run(self, conv: Conversation, budget: int, counter: Any) -> Score:
+        self.n += 1
+        self.manager.prepared = []
+        error = None
+        result = None
+        try:
+            result = replay_conversation(self.manager, f"bench-{self.n}", f"s{self.n}", conv.messages, name=conv.name,
+                                         source=conv.source, format=conv.format, cache_ratio=CACHE_RATIO)
+        except CtxwiseError as e:
+            error = f"{conv.name}: {type(e).__name__}: {e}"
+        done = self.manager.prepared
+        k = len(done)
+        s = score([p for p, _ in done], [conv.messages[:i] for i in conv.calls[:k]],
+                  [conv.messages[i] for i in conv.calls[:k]], [ms for _, ms in done], budget, counter)
+        if error is not None:
+            s.failed = 1
+            s.unserved = len(conv.calls) - k - 1
+            s.errors.append(error)
+        elif result is not None:  # the replay's own measures must agree with ours
+            m = result.measures
+            if (m.input_tokens, m.needed, m.supported, m.validator_errors) != (s.tokens, s.needed, s.supported, s.violations) \
+                    or abs(m.cost - s.cost) > 1e-6 * max(1.0, s.cost):
+                self.mismatches.append(f"{conv.name}: replay {m.as_dict()} vs bench tokens={s.tokens} cost={s.cost}")
+        return s
+
+    def close(self) -> None:
+        self.manager.close()
+
+
+# --------------------------------------------------------------------------- report
+
+COLUMNS = ("strategy", "calls", "input tokens", "cost (cache 0.1)", "support recall", "validator errors",
+           "no system or user", "over budget", "edited calls", "cache breaks", "prepare p50 ms", "p95 ms", "failed calls (all convs)")
+
+
+def row(name: str, s: Score, whole: Score) -> list[str]:
+    return [name, f"{s.calls:,}", f"{s.tokens:,}", f"{s.cost:,.0f}", f"{s.recall:.3f}",
+            f"{s.violations:,}" + (f" ({s.empty:,} empty result)" if s.empty else ""), f"{s.degenerate:,}",
+            f"{s.over:,}", f"{s.edited:,}", f"{s.breaks:,}", f"{metrics.percentile(s.latencies, 50):.3f}",
+            f"{metrics.percentile(s.latencies, 95):.3f}",
+            f"{whole.failed} (+{whole.unserved} not run)" if whole.failed else "0"]
+
+
+def table(rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(COLUMNS) + " |", "| " + " | ".join("---" if i == 0 else "---:" for i in range(len(COLUMNS))) + " |"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def machine() -> list[str]:
+    def sh(cmd: list[str]) -> str:
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=REPO).stdout.strip()
+        except OSError:
+            return "?"
+
+    mem = "?"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+    commit = sh(["git", "rev-parse", "--short", "HEAD"])
+    dirty = sh(["git", "status", "--porcelain", "--", "src"])
+    versions = []
+    for p in ("ctxwise", "langchain-core", "langchain", "autogen-core", "tiktoken", "pydantic", "sqlalchemy"):
+        try:
+            versions.append(f"{p} {md.version(p)}")
+        except md.PackageNotFoundError:
+            versions.append(f"{p} (not installed)")
+    return [
+        f"- machine: `{sh(['uname', '-a'])}`",
+        f"- cores: {os.cpu_count()} (nproc {sh(['nproc'])}), memory {mem}, Python {platform.python_version()}",
+        f"- packages: {', '.join(versions)}",
+        f"- ctxwise source: commit {commit}" + (" with uncommitted changes under src/ (other work in progress)" if dirty else ""),
+    ]
+
+
+MEASURES: dict[str, tuple[Callable[[Score], float], bool]] = {
+    "input tokens": (lambda s: s.tokens, False),
+    "cost (cache 0.1)": (lambda s: s.cost, False),
+    "support recall": (lambda s: s.recall, True),
+    "validator errors": (lambda s: s.violations, False),
+    "no system or user": (lambda s: s.degenerate, False),
+    "over budget": (lambda s: s.over, False),
+    "cache breaks": (lambda s: s.breaks, False),
+    "prepare p50 ms": (lambda s: metrics.percentile(s.latencies, 50), False),
+    "prepare p95 ms": (lambda s: metrics.percentile(s.latencies, 95), False),
+}
+
+
+def behind(per_budget: dict[int, dict[str, Score]]) -> list[str]:
+    """Per budget and measure, the peers that beat each ctxwise preset, with their numbers."""
+    out: list[str] = []
+    for b, scores in per_budget.items():
+        ours = [n for n in scores if n.startswith("ctxwise")]
+        peers = [n for n in scores if not n.startswith("ctxwise")]
+        out += [f"**{b:,} tokens**", "", "| measure | " + " | ".join(ours) + " | peers ahead of ctxwise ragent | peers ahead of ctxwise default |",
+                "| --- | " + " | ".join("---:" for _ in ours) + " | --- | --- |"]
+        for measure, (f, higher_better) in MEASURES.items():
+            cells = [_fmt(f(scores[n]), measure) for n in ours]
+            ahead = []
+            for n in ours:
+                mine = f(scores[n])
+                better = [p for p in peers if (f(scores[p]) > mine + 1e-9 if higher_better else f(scores[p]) < mine - 1e-9)]
+                ahead.append(", ".join(f"{p} {_fmt(f(scores[p]), measure)}" for p in better) or "none")
+            out.append(f"| {measure} | " + " | ".join(cells) + " | " + " | ".join(ahead) + " |")
+        out.append("")
+    return out
+
+
+def _fmt(x: float, measure: str) -> str:
+    if measure == "support recall":
+        return f"{x:.3f}"
+    if "ms" in measure:
+        return f"{x:.3f}"
+    return f"{x:,.0f}"
+
+
+WHY = """\
+### Why
+
+- **Input tokens and cost against `trim_messages`, the rolling window and autogen.** Those peers cut
+  the history down to the budget on every call, so they send less; they pay for it in recall (they
+  drop the order numbers, user ids and amounts the recorded answers quote) and, for the rolling
+  window and autogen, in invalid payloads. ctxwise keeps old turns as a digest summary, pinned facts
+  and placeholders, which costs tokens. Below the clearing watermark (half the budget) ctxwise
+  sends everything, by design (decision 4), so at 12,000 tokens it sends about what "no management"
+  sends on the short sessions.
+- **Cache-adjusted cost.** A peer that never edits the prefix ("no management", and
+  ContextEditing below its trigger) gets the 0.1 price on almost everything it sends. When ctxwise
+  clears, summarizes or trims it edits the prefix, and the next call pays full price for the edited
+  part (counted in "cache breaks"). ctxwise clears in one batch down to a lower target so this happens
+  rarely, but each summary or trim is a break.
+- **Support recall.** The digest summary keeps identifiers and amounts of the user's turns, but not
+  every value a tool returned; once a tool result is cleared or a turn is summarized, a later answer
+  that quotes a value from it is not supported. ContextEditing, which only clears older tool
+  results (and only above the whole budget), keeps every user and assistant message, so it can
+  score higher recall while sending payloads over the budget.
+- **Calls over budget.** ctxwise never sends an over-budget payload; when the pinned content alone
+  (system prompt, the current input, the in-flight tool cycle) does not fit, it raises
+  `ContextBudgetExceeded` instead (the "failed calls" column). No peer refuses: "no management" and
+  ContextEditing send over-budget payloads, the others send whatever fits, even a payload with no
+  user message at all.
+- **Latency.** ctxwise's `prepare()` validates the payload, builds the provider JSON and, when a
+  stage fires, writes the change and its event to SQLite in one transaction; the peers are pure
+  in-memory list operations on a few dozen messages. ctxwise's p95 is the calls that compact and
+  write.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=DATA, help="directory of recorded sessions (default %(default)s)")
+    ap.add_argument("--quick", action="store_true", help="5 conversations per file (development)")
+    ap.add_argument("--budgets", type=lambda s: tuple(int(x) for x in s.split(",")), default=BUDGETS)
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "compare.md")
+    args = ap.parse_args(argv)
+    data = args.data if args.data.is_absolute() else (REPO / args.data).resolve()
+
+    t_start = time.perf_counter()
+    started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    counter = get_counter(TOKENIZER)
+    convs = load_all(data, args.quick)
+    n_calls = sum(len(c.calls) for c in convs)
+    print(f"{len(convs)} conversations, {n_calls:,} model calls, budgets {', '.join(f'{b:,}' for b in args.budgets)}", flush=True)
+
+    sections: list[str] = []
+    per_budget: dict[int, dict[str, Score]] = {}
+    timings: dict[str, float] = {}
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="ctxwise-bench-") as work:
+        for budget in args.budgets:
+            peers: list[Strategy] = [Everything(), RollingWindow(budget, counter), TrimMessages(budget, counter),
+                                     ContextEditing(budget, counter), AutogenBuffered(budget, counter),
+                                     AutogenHeadAndTail(budget, counter)]
+            runners: list[tuple[str, Callable[[Conversation], Score], Callable[[], None]]] = [
+                (p.name, (lambda c, p=p: run_peer(p, c, budget, counter)), getattr(p, "close", lambda: None)) for p in peers]
+            for preset in ("ragent", "default"):
+                cx = Ctxwise(preset, budget, work)
+
+                def close(cx: Ctxwise = cx, budget: int = budget) -> None:
+                    cx.close()
+                    notes.extend(f"{cx.name} at {budget:,}: {x}" for x in cx.mismatches)
+
+                runners.append((cx.name, (lambda c, cx=cx: cx.run(c, budget, counter)), close))
+            results: dict[str, list[Score]] = {}
+            for name, fn, close in runners:
+                t0 = time.perf_counter()
+                results[name] = [fn(c) for c in convs]
+                close()
+                timings[f"{name} @ {budget}"] = time.perf_counter() - t0
+                print(f"  {budget:>6,} {name:<22} {time.perf_counter() - t0:6.1f}s", flush=True)
+            common = [i for i in range(len(convs)) if all(r[i].failed == 0 for r in results.values())]
+            scores, rows = {}, []
+            for name, rs in results.items():
+                s, whole = Score(), Score()
+                for i in common:
+                    s.add(rs[i])
+                for r in rs:
+                    whole.add(r)
+                scores[name] = s
+                rows.append(row(name, s, whole))
+                results[name] = rs
+            per_budget[budget] = scores
+            served = sum(len(convs[i].calls) for i in common)
+            text = [f"## Budget {budget:,} tokens (o200k)", "",
+                    f"{len(common)} of {len(convs)} conversations ({served:,} of {n_calls:,} calls): those every strategy served to the end.", "",
+                    table(rows), ""]
+            fails = [(name, e) for name, rs in results.items() for r in rs for e in r.errors]
+            if fails:
+                text += ["Failed calls (ctxwise raised instead of sending an over-budget request; the conversation stops there):", ""]
+                text += [f"- {name}: {e[:300]}" for name, e in fails]
+                text.append("")
+            rules = {name: s.rules for name, s in scores.items() if s.rules}
+            if rules:
+                text += ["Validator errors by rule: " + "; ".join(f"{n}: " + ", ".join(f"{r} {k}" for r, k in v.items()) for n, v in rules.items()), ""]
+            section = "\n".join(text)
+            print("\n" + section, flush=True)
+            sections.append(section)
+
+    elapsed = time.perf_counter() - t_start
+    cmd = "python bench/compare.py" + (" " + " ".join(argv if argv is not None else sys.argv[1:]) if (argv or sys.argv[1:]) else "")
+    doc = [
+        "# ctxwise against the context strategies people use instead",
+        "",
+        f"- command: `{cmd.strip()}` (from the repo root, with `pip install -e '.[bench]'`)",
+        f"- date: {started}; wall time {elapsed / 60:.1f} min",
+        *machine(),
+        f"- data: `{args.data}`: {len(convs)} conversations, {n_calls:,} recorded model calls",
+        "",
+        "Every strategy gets the full history before each recorded model call and returns what it would send;",
+        "all payloads are scored by `ctxwise.replay.metrics` with the o200k counter; validator = `ctxwise.providers.check`",
+        "(provider `openai`, against the full history). How each peer is run: see [bench/README.md](../README.md).",
+        "*edited calls*: the payload is not the full history; *cache breaks*: the payload does not start with the",
+        "previous call's payload (the prompt cache misses from there on).",
+        "",
+        *sections,
+        "## Where ctxwise is behind",
+        "",
+        *(behind(per_budget) or ["- nowhere on these measures."]),
+        "",
+        WHY,
+    ]
+    if notes:
+        doc += ["", "Replay/bench measure mismatches (should be none):", "", *[f"- {n}" for n in notes]]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(doc) + "\n", encoding="utf-8")
+    print(f"\nwrote {args.out} in {elapsed:.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
