@@ -187,6 +187,103 @@ def replay(
         raise typer.Exit(1)
 
 
+memory_app = typer.Typer(help="Long-term user memory: list, add, forget, clear.", no_args_is_help=True)
+app.add_typer(memory_app, name="memory")
+
+UserOpt = Annotated[str, typer.Option("--user", "-u", help="The user_id whose memory to use.")]
+DbOpt = Annotated[str, typer.Option(help="Store URL (SQLAlchemy), e.g. postgresql+psycopg://...")]
+
+
+def _store(db: str):
+    from .store import Store
+
+    try:
+        return Store(db)
+    except Exception as e:  # a bad URL or an unreachable server: one line, no traceback
+        fail(f"{db}: cannot open the store ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
+
+
+@memory_app.command("list")
+def memory_list(
+    user: UserOpt,
+    db: DbOpt = "sqlite:///ctxwise.db",
+    all_: Annotated[bool, typer.Option("--all", help="Also superseded and retracted entries.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List a user's long-term memory entries, oldest first.
+
+    Example: ctxwise memory list --user alice
+    """
+    from rich.table import Table
+
+    from .memory.repo import list_memory
+
+    entries = list_memory(_store(db), user, include_inactive=all_)
+    if json_out:
+        out.print_json(json.dumps([{"id": e.id, "text": e.text, "kind": e.kind, "status": e.status,
+                                    "source_session_id": e.source_session_id} for e in entries], default=str))
+        return
+    t = Table(title=f"memory of {user} ({len(entries)} entries)")
+    for col in ("id", "kind", "status", "text", "from session"):
+        t.add_column(col)
+    for e in entries:
+        t.add_row(str(e.id), e.kind, e.status, e.text, e.source_session_id or "")
+    out.print(t)
+
+
+@memory_app.command("add")
+def memory_add(
+    text: Annotated[str, typer.Argument(help="What to remember, in the user's words.")],
+    user: UserOpt,
+    kind: Annotated[str, typer.Option(help="Entry kind (preference, profile, ...).")] = "preference",
+    db: DbOpt = "sqlite:///ctxwise.db",
+) -> None:
+    """Add one entry as given (no decision rules).
+
+    Example: ctxwise memory add "prefers over-ear headphones" --user alice
+    """
+    from .memory.repo import add_memory
+
+    if not text.strip():
+        fail("memory add: the text is empty")
+    e = add_memory(_store(db), user, text.strip(), kind)
+    out.print(f"added {e.id}: {e.text}")
+
+
+@memory_app.command("forget")
+def memory_forget(
+    entry_id: Annotated[str, typer.Argument(help="The entry id (see `ctxwise memory list`).")],
+    user: UserOpt,
+    db: DbOpt = "sqlite:///ctxwise.db",
+) -> None:
+    """Retract one entry (kept in history, no longer sent).
+
+    Example: ctxwise memory forget 3 --user alice
+    """
+    from .memory.repo import retract_memory
+
+    ident: int | str = int(entry_id) if entry_id.isdigit() else entry_id
+    if not retract_memory(_store(db), user, ident):
+        fail(f"memory forget: user {user!r} has no active entry {entry_id!r}")
+    out.print(f"forgot {entry_id}")
+
+
+@memory_app.command("clear")
+def memory_clear(
+    user: UserOpt,
+    db: DbOpt = "sqlite:///ctxwise.db",
+    purge: Annotated[bool, typer.Option(help="Delete the rows instead of retracting them.")] = False,
+) -> None:
+    """Retract (or with --purge delete) all of a user's entries.
+
+    Example: ctxwise memory clear --user alice
+    """
+    from .memory.repo import clear_memory
+
+    n = clear_memory(_store(db), user, purge=purge)
+    out.print(f"{'deleted' if purge else 'retracted'} {n} entries of {user}")
+
+
 def main() -> None:  # pragma: no cover - console script entry
     app()
 
