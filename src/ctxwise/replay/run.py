@@ -21,9 +21,10 @@ from ..policy import Policy
 from .runner import Measures, SessionResult, replay_conversation
 from .sources import SourceError, builtin, collect, conversation_label
 
-DEMO_POLICY: dict[str, Any] = {"unit": "tokens", "budget": 5000}
+DEMO_POLICY: dict[str, Any] = {"unit": "tokens", "budget": 5000, "provider": "deepseek"}
 """Policy overrides for the built-in demo when no budget or unit is given: small enough that
-thinking pruning, clearing and summarizing all fire on its 14 rounds."""
+thinking pruning, clearing and summarizing all fire on its 14 rounds. The provider is DeepSeek
+in thinking mode, as in the seeds' system: its reasoning is sent back, so it counts."""
 
 
 @dataclass
