@@ -546,12 +546,15 @@ def test_b20_constraints_survive_two_compactions_and_rerun_is_a_no_op(shared_dir
 # -- in-flight results and tokens: B10, B15, B16 -------------------------------------------------
 
 
-def test_b10_in_flight_result_stays_structured_and_last(shared_dir: Path) -> None:
+@pytest.mark.parametrize("keep_recent", [1, 2])
+def test_b10_in_flight_result_stays_structured_and_last(shared_dir: Path, keep_recent: int) -> None:
     case = load_case(shared_dir, "B10")
     # 1000 tokens (estimate counter). The last message is the fresh df result: no summary
     # mid-turn, clearing is the stage that acts. keep_recent_cycles=1 protects only the
-    # latest cycle (the in-flight one), so the old host list (index 3) is clearable.
-    pol = policy(budget=1000, unit="tokens", tokenizer="estimate", keep_recent_cycles=1)
+    # latest cycle (the in-flight one), so the old host list (index 3) is cleared at clear_at;
+    # with the default 2 it is protected there, and cleared above the hard limit rather than
+    # its whole turn dropped.
+    pol = policy(budget=1000, unit="tokens", tokenizer="estimate", keep_recent_cycles=keep_recent)
     r = run_compact(case, pol, get_counter("estimate"))
     assert_case(r)
 

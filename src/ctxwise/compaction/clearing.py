@@ -106,19 +106,27 @@ def _clear_inputs(m: Message, policy: Policy) -> Message | None:
     return m.model_copy(update={"blocks": blocks, "metadata": with_mark(m, cleared_inputs=changed)})
 
 
-def clear_tool_results(messages: list[Message], b: Budgeting, size: int, *, last_resort: bool = False) -> StageResult:
+def clear_tool_results(
+    messages: list[Message], b: Budgeting, size: int, *, last_resort: bool = False, over_hard: bool = False
+) -> StageResult:
     """Clear eligible tool results oldest first, in one batch, down to ``clear_target``.
 
-    Fires only above ``clear_at``. With ``last_resort=True`` (used by the pipeline only when
-    nothing else makes the call fit) it also clears completed cycles of the current turn,
-    except the in-flight one, regardless of ``keep_recent_cycles`` and ``min_clear_chars``,
-    down to the hard limit.
+    Fires only above ``clear_at``. With ``over_hard=True`` (used by the pipeline above the
+    hard limit, before whole turns are dropped) the old turns' recent cycles that
+    ``keep_recent_cycles`` protects are cleared too, down to the hard limit: a placeholder
+    keeps the call and the way back to its result, a dropped turn keeps nothing (case B10).
+    With ``last_resort=True`` (used only when nothing else makes the call fit) it also clears
+    completed cycles of the current turn, except the in-flight one, regardless of
+    ``keep_recent_cycles`` and ``min_clear_chars``, down to the hard limit.
     """
     p = b.policy
     t0 = time.perf_counter()
+    hard = b.level(p.hard_limit)
+    if (over_hard or last_resort) and size <= hard:
+        return StageResult(messages)
     if size <= b.level(p.clear_at) and not last_resort:
         return StageResult(messages)
-    target = b.level(p.hard_limit) if last_resort else b.level(p.clear_target)
+    target = hard if (last_resort or over_hard) else b.level(p.clear_target)
     cycles = [c for c in tool_cycles(messages) if c.complete]
     limit = in_flight_start(messages)
     if last_resort:
@@ -126,7 +134,7 @@ def clear_tool_results(messages: list[Message], b: Budgeting, size: int, *, last
     else:
         if p.protect_current_turn:
             limit = min(limit, current_turn_start(messages))
-        keep = cycles[-p.keep_recent_cycles :] if p.keep_recent_cycles else []
+        keep = cycles[-p.keep_recent_cycles :] if p.keep_recent_cycles and not over_hard else []
         protected_from = min([limit] + [c.start for c in keep])
     out = list(messages)
     now = size
@@ -151,13 +159,14 @@ def clear_tool_results(messages: list[Message], b: Budgeting, size: int, *, last
         return StageResult(messages)
     ev = CompactionEvent(
         stage="clearing",
-        trigger=(f"last resort: size {size} > hard_limit {b.level(p.hard_limit)}" if last_resort
+        trigger=(f"last resort: size {size} > hard_limit {hard}" if last_resort
+                 else b.trigger(size, "hard_limit", p.hard_limit) if over_hard
                  else b.trigger(size, "clear_at", p.clear_at)),
         unit=b.unit,
         size_before=size,
         size_after=now,
         affected_ids=affected,
         duration_ms=(time.perf_counter() - t0) * 1000,
-        detail={"cleared": len(affected), "last_resort": last_resort},
+        detail={"cleared": len(affected), "last_resort": last_resort, "over_hard": over_hard},
     )
     return StageResult(out, [ev])

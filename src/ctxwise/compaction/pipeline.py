@@ -1,5 +1,8 @@
 """The pipeline: thinking pruning → tool-result clearing → summarizing → hard trim.
 
+Above the hard limit, before whole old turns are dropped, the old turns' results that
+``keep_recent_cycles`` protected are cleared too (a placeholder loses less than a dropped turn).
+
 Each stage runs at most once per call and only above its watermark (identity when the
 context fits: nothing is edited below ``clear_at``). After every stage that changed
 something, the provider validator runs on the whole list against the input as reference;
@@ -99,6 +102,8 @@ def compact(
     run(prune_thinking(ctx, b, now))
     run(clear_tool_results(ctx, b, now))
     run(summarize_old_turns(ctx, b, now, summarizer, facts=facts))
+    if now > hard:
+        run(clear_tool_results(ctx, b, now, over_hard=True))
     run(trim_old_turns(ctx, b, now))
     if now > hard:
         run(clear_tool_results(ctx, b, now, last_resort=True))
