@@ -23,7 +23,7 @@ from typing import Sequence
 
 from ..messages import Message, TextBlock
 from ..summarizers.base import SUMMARY_HEADER, Summarizer, SummarizerError
-from ..units import is_user_input
+from ..units import is_user_input, tool_cycles
 from .context import Budgeting, StageResult, body_turns, inner_cuts, pinned_indices
 from .events import CompactionEvent
 
@@ -76,31 +76,42 @@ def summarize_old_turns(
     def new_material(c: int) -> int:
         return sum(sizes[i] for i in range(start, c) if messages[i] is not previous)
 
-    def worth(c: int) -> bool:
-        """Summarizing ``[start, c)`` has enough material and can make the context smaller."""
+    def worth(c: int, margin: int = 1) -> bool:
+        """Summarizing ``[start, c)`` has enough material and can make the context smaller
+        (by more than ``margin`` summary headers)."""
         material_size = new_material(c)
         if material_size == 0 or material_size < p.summary_min_material * max(compactable, 1):
             return False
-        return sum(sizes[start:c]) - floor > header
+        return sum(sizes[start:c]) - floor > margin * header
 
     # Whole turns first: the latest turn start that keeps at least keep_level verbatim.
     turn_cuts = [t.start for t in older[1:]] + [older[-1].end]
     back = [c for c in turn_cuts if tail[c] >= keep_level]
-    cut = back[-1] if back and worth(back[-1]) else None
-    if cut is None:
-        # No whole-turn cut works because the keep point falls inside the oldest turn (one
-        # long tool loop: cases B02, B08): cut between its tool cycles, never inside one.
-        # When what the latest such cut leaves to summarize is too little, move past the one
-        # unit that straddles the keep point (a parallel batch, B02). Only the oldest turn is
-        # cut this way, so a second run on the output finds nothing new to summarize.
-        cands = inner_cuts(messages, older[:1], p.provider) + [older[0].end]
-        back = [c for c in cands if tail[c] >= keep_level]
-        if back and new_material(back[-1]) > 0:
-            if worth(back[-1]):
-                cut = back[-1]
-            else:
-                fwd = [c for c in cands if c > back[-1]]
-                cut = fwd[0] if fwd and worth(fwd[0]) else None
+    cut: int | None = None
+    straddle = None
+    if not back:
+        straddle = older[0]  # the keep point falls inside the oldest turn (B02, B08)
+    elif worth(back[-1]):
+        cut = back[-1]
+    elif new_material(back[-1]) > 0 and back[-1] < older[-1].end:
+        straddle = next(t for t in older if t.start == back[-1])
+    if straddle is not None:
+        # No whole-turn cut works: cut between the tool cycles of the turn that holds the
+        # keep point, never inside a cycle (a parallel batch is one). When the latest such
+        # cut leaves too little to summarize, move past the one unit that straddles the keep
+        # point (B02). Nothing is cut when everything before the keep point is already the
+        # previous summary, so a second run on the output finds nothing new to do.
+        cands = inner_cuts(messages, [straddle], p.provider) + [straddle.end]
+        fine = [c for c in cands if tail[c] >= keep_level]
+        c_back = fine[-1] if fine else straddle.start
+        # A cut inside a turn is a fallback: it must clearly pay (3 headers' worth), as a
+        # summary of a short range can come out longer than the range.
+        if c_back > straddle.start and worth(c_back, 3):
+            cut = c_back
+        elif new_material(c_back) > 0:
+            # forward only past one whole tool cycle (a parallel batch), never past plain text
+            fwd = [c.end for c in tool_cycles(messages) if c.start == c_back and c.end in cands]
+            cut = fwd[0] if fwd and worth(fwd[0], 3) else None
     if cut is None:
         return StageResult(messages)
     material = [m for m in messages[start:cut] if m is not previous]
