@@ -122,6 +122,7 @@ class Session:
         self._ids: set[str] = set()
         self._size = 0
         self._lossy = False
+        self._failed_summaries: set[str] = set()
         self.version = 0
         self.memory = SessionMemory(manager.store, user_id, session_id, self.policy, self.counter)
         self.reload(create=True)
@@ -141,6 +142,10 @@ class Session:
         self._ids = {r.message_id for r in state.rows}
         self._size = sum(self._sz(m) for m in self._context)
         self._lossy = any(r.state in ("summarized", "trimmed") for r in state.rows)
+        self._failed_summaries = {
+            e["detail"]["key"] for e in (self.manager.store.events(self.user_id, self.session_id) if state.version else [])
+            if e.get("stage") == "summarizer_failed" and isinstance(e.get("detail"), dict) and "key" in e["detail"]
+        }
         self.memory.load([r.original for r in sorted(state.rows, key=lambda r: r.seq)], state.created_at)
 
     @property
@@ -295,7 +300,11 @@ class Session:
 
     def _compact(self, ctx: list[Message], head: list[Message], facts: Message | None, size: int):
         b = Budgeting(self.policy, self.counter, self._extra(head, facts))
-        return compact(ctx, b, self.manager.summarizer, size=size, facts=self.memory.pinned_texts())
+        result = compact(ctx, b, self.manager.summarizer, size=size, facts=self.memory.pinned_texts(),
+                         skip_summaries=frozenset(self._failed_summaries))
+        self._failed_summaries.update(e.detail["key"] for e in result.events
+                                      if e.stage == "summarizer_failed" and "key" in e.detail)
+        return result
 
     @staticmethod
     def _with_pinned(ctx: list[Message], head: list[Message], facts: Message | None) -> list[Message]:

@@ -65,11 +65,13 @@ def compact(
     size: int | None = None,
     facts: Sequence[str] = (),
     thinking_mode: bool | None = None,
+    skip_summaries: frozenset[str] = frozenset(),
 ) -> PipelineResult:
     """Run the stages over ``messages`` (the context about to be sent) under ``b.policy``.
 
     ``size`` may be passed when the caller keeps it incrementally (policy unit, overhead
-    included). Raises ContextBudgetExceeded when pinned content alone does not fit, and
+    included). ``skip_summaries``: keys of ranges whose summary already failed (see
+    :func:`~ctxwise.compaction.summarizing.summarize_old_turns`). Raises ContextBudgetExceeded when pinned content alone does not fit, and
     PayloadInvalid if a stage ever produced a payload the provider would reject.
     """
     from ..providers import validate
@@ -101,7 +103,7 @@ def compact(
 
     run(prune_thinking(ctx, b, now))
     run(clear_tool_results(ctx, b, now))
-    run(summarize_old_turns(ctx, b, now, summarizer, facts=facts))
+    run(summarize_old_turns(ctx, b, now, summarizer, facts=facts, skip=skip_summaries))
     if now > hard:
         run(clear_tool_results(ctx, b, now, over_hard=True))
     run(trim_old_turns(ctx, b, now))

@@ -40,12 +40,15 @@ def summarize_old_turns(
     summarizer: Summarizer,
     *,
     facts: Sequence[str] = (),
+    skip: frozenset[str] = frozenset(),
 ) -> StageResult:
     """Replace old whole turns by one summary message. See the module doc for the rules.
 
     Returns the new list and a ``summarizing`` event, a ``summarizer_failed`` event (list
     unchanged) when the summarizer raised or made no progress, or nothing at all when the
-    stage does not apply.
+    stage does not apply. ``skip`` holds the keys (``detail["key"]`` of earlier
+    ``summarizer_failed`` events) of ranges already tried without success: the same range is
+    not sent to the summarizer again until the history changes (no repeated paid calls).
     """
     p = b.policy
     if not p.summarize or size <= b.level(p.summarize_at) or not messages:
@@ -119,7 +122,10 @@ def summarize_old_turns(
     replaced = [m.id for m in messages[start:cut]]
     material_chars = sum(len(m.model_dump_json()) for m in material) or 1
     chars_per_unit = max(material_chars / max(material_size, 1), 1.0) if p.unit == "tokens" else 1.0
-    target_chars = int(b.level(p.summary_target) * chars_per_unit)
+    # A summary should be well under what it replaces, whatever the configured target.
+    target_chars = min(int(b.level(p.summary_target) * chars_per_unit), max(material_chars // 2, 200))
+    if summary_id(replaced) in skip:
+        return StageResult(messages)
     prev_text = _body(previous) if previous else None
     try:
         result = summarizer.summarize(material, prev_text, target_chars, facts=facts)
@@ -165,6 +171,7 @@ def _rounds(previous: Message | None, material: list[Message]) -> int:
 
 
 def _failed(b: Budgeting, size: int, replaced: list[str], why: str, t0: float) -> CompactionEvent:
+    """A ``summarizer_failed`` event; ``detail["key"]`` names the range for ``skip``."""
     return CompactionEvent(
         stage="summarizer_failed",
         trigger=b.trigger(size, "summarize_at", b.policy.summarize_at),
@@ -173,5 +180,5 @@ def _failed(b: Budgeting, size: int, replaced: list[str], why: str, t0: float) -
         size_after=size,
         affected_ids=[],
         duration_ms=(time.perf_counter() - t0) * 1000,
-        detail={"error": why, "would_replace": len(replaced)},
+        detail={"error": why, "would_replace": len(replaced), "key": summary_id(replaced)},
     )
