@@ -68,6 +68,9 @@ class Policy(BaseModel):
 
     clear_at: float = Field(0.5, gt=0)
     clear_target: float = Field(0.35, ge=0)
+    clear_min_batch: float = Field(0.1, ge=0, le=1)
+    """Below ``summarize_at``, clearing fires only when it saves at least this share of the
+    budget in one batch (fewer, larger batches keep the prompt cache warm longer)."""
     summarize_at: float = Field(0.8, gt=0)
     hard_limit: float = Field(1.0, gt=0)
 
@@ -217,6 +220,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "hard_limit": 1.0,
         "keep_recent_cycles": 2,
         "clearable_tools": ["search_knowledge"],
+        "clear_min_batch": 0.0,
         "min_clear_chars": 0,
         "placeholder": RAGENT_PLACEHOLDER,
         "placeholder_input": "kv",

@@ -111,7 +111,9 @@ def clear_tool_results(
 ) -> StageResult:
     """Clear eligible tool results oldest first, in one batch, down to ``clear_target``.
 
-    Fires only above ``clear_at``. With ``over_hard=True`` (used by the pipeline above the
+    Fires only above ``clear_at``, and below ``summarize_at`` only when the batch saves at
+    least ``clear_min_batch`` of the budget (each batch re-bills the prompt cache from the
+    first edited message on, so small batches are held back). With ``over_hard=True`` (used by the pipeline above the
     hard limit, before whole turns are dropped) the old turns' recent cycles that
     ``keep_recent_cycles`` protects are cleared too, down to the hard limit: a placeholder
     keeps the call and the way back to its result, a dropped turn keeps nothing (case B10).
@@ -156,6 +158,11 @@ def clear_tool_results(
                 out[c.start] = new
                 affected.append(new.id)
     if not affected:
+        return StageResult(messages)
+    if (not (last_resort or over_hard) and size - now < b.level(p.clear_min_batch)
+            and size <= b.level(p.summarize_at)):
+        # Too little to clear for a batch worth breaking the prompt cache for: wait until
+        # more results are eligible (the context may sit between clear_at and summarize_at).
         return StageResult(messages)
     ev = CompactionEvent(
         stage="clearing",
