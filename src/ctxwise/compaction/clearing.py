@@ -25,7 +25,6 @@ from ..messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ..policy import Policy
 from ..units import tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, in_flight_start, mark, with_mark
-from .events import CompactionEvent
 
 
 def render_input(tool_input: dict[str, Any], style: str, limit: int) -> str:
@@ -164,16 +163,15 @@ def clear_tool_results(
         # Too little to clear for a batch worth breaking the prompt cache for: wait until
         # more results are eligible (the context may sit between clear_at and summarize_at).
         return StageResult(messages)
-    ev = CompactionEvent(
-        stage="clearing",
-        trigger=(f"last resort: size {size} > hard_limit {hard}" if last_resort
+    ev = b.event(
+        "clearing",
+        (f"last resort: size {size} > hard_limit {hard}" if last_resort
                  else b.trigger(size, "hard_limit", p.hard_limit) if over_hard
                  else b.trigger(size, "clear_at", p.clear_at)),
-        unit=b.unit,
-        size_before=size,
-        size_after=now,
-        affected_ids=affected,
-        duration_ms=(time.perf_counter() - t0) * 1000,
+        size,
+        now,
+        affected,
+        t0,
         detail={"cleared": len(affected), "last_resort": last_resort, "over_hard": over_hard},
     )
     return StageResult(out, [ev])

@@ -6,6 +6,7 @@ store; it returns new messages (edited copies, never mutated originals) and even
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -50,6 +51,14 @@ class Budgeting:
 
     def level(self, fraction: float) -> int:
         return self.policy.level(fraction)
+
+    def event(self, stage: str, trigger: str, size_before: int, size_after: int, affected: list[str],
+              t0: float, **fields: Any) -> CompactionEvent:
+        """A :class:`CompactionEvent` in this policy's unit, timed from ``t0``
+        (``time.perf_counter()`` at the stage's start); ``fields`` are the other event fields."""
+        return CompactionEvent(stage=stage, trigger=trigger, unit=self.unit, size_before=size_before,
+                               size_after=size_after, affected_ids=affected,
+                               duration_ms=(time.perf_counter() - t0) * 1000, **fields)
 
     def trigger(self, size: int, name: str, fraction: float) -> str:
         return (

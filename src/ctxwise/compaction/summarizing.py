@@ -143,15 +143,14 @@ def summarize_old_turns(
     new_size = size - sum(b.size_of(m) for m in messages[start:cut]) + b.size_of(summary)
     if new_size >= size:
         return StageResult(messages, [_failed(b, size, replaced, f"no progress: summary made the context {new_size} >= {size}", t0)])
-    ev = CompactionEvent(
-        stage="summarizing",
-        trigger=b.trigger(size, "summarize_at", p.summarize_at),
-        unit=b.unit,
-        size_before=size,
-        size_after=new_size,
-        affected_ids=replaced,
+    ev = b.event(
+        "summarizing",
+        b.trigger(size, "summarize_at", p.summarize_at),
+        size,
+        new_size,
+        replaced,
+        t0,
         summary_id=sid,
-        duration_ms=(time.perf_counter() - t0) * 1000,
         usage=result.usage,
         detail={"summarizer": summarizer.name, "rounds": rounds, "rolled_previous": previous is not None,
                 "summary_chars": len(summary.text), "target_chars": target_chars},
@@ -172,13 +171,12 @@ def _rounds(previous: Message | None, material: list[Message]) -> int:
 
 def _failed(b: Budgeting, size: int, replaced: list[str], why: str, t0: float) -> CompactionEvent:
     """A ``summarizer_failed`` event; ``detail["key"]`` names the range for ``skip``."""
-    return CompactionEvent(
-        stage="summarizer_failed",
-        trigger=b.trigger(size, "summarize_at", b.policy.summarize_at),
-        unit=b.unit,
-        size_before=size,
-        size_after=size,
-        affected_ids=[],
-        duration_ms=(time.perf_counter() - t0) * 1000,
+    return b.event(
+        "summarizer_failed",
+        b.trigger(size, "summarize_at", b.policy.summarize_at),
+        size,
+        size,
+        [],
+        t0,
         detail={"error": why, "would_replace": len(replaced), "key": summary_id(replaced)},
     )

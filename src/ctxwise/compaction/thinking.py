@@ -16,7 +16,6 @@ from collections import defaultdict
 
 from ..messages import Message, ThinkingBlock
 from .context import Budgeting, StageResult, with_mark
-from .events import CompactionEvent
 
 
 def prune_thinking(messages: list[Message], b: Budgeting, size: int) -> StageResult:
@@ -55,13 +54,12 @@ def prune_thinking(messages: list[Message], b: Budgeting, size: int) -> StageRes
         affected.append(m.id)
     if not affected:
         return StageResult(messages)
-    ev = CompactionEvent(
-        stage="thinking",
-        trigger=b.trigger(size, "clear_at", b.policy.clear_at),
-        unit=b.unit,
-        size_before=size,
-        size_after=now,
-        affected_ids=affected,
-        duration_ms=(time.perf_counter() - t0) * 1000,
+    ev = b.event(
+        "thinking",
+        b.trigger(size, "clear_at", b.policy.clear_at),
+        size,
+        now,
+        affected,
+        t0,
     )
     return StageResult(out, [ev])

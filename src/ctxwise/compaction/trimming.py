@@ -23,7 +23,6 @@ from .context import (
     pinned_indices,
     splittable,
 )
-from .events import CompactionEvent
 
 
 def trim_old_turns(messages: list[Message], b: Budgeting, size: int) -> StageResult:
@@ -60,14 +59,13 @@ def trim_old_turns(messages: list[Message], b: Budgeting, size: int) -> StageRes
     if not drop:
         return StageResult(messages)
     out = [m for i, m in enumerate(messages) if i not in drop]
-    ev = CompactionEvent(
-        stage="trimming",
-        trigger=b.trigger(size, "hard_limit", p.hard_limit),
-        unit=b.unit,
-        size_before=size,
-        size_after=now,
-        affected_ids=[messages[i].id for i in sorted(drop)],
-        duration_ms=(time.perf_counter() - t0) * 1000,
+    ev = b.event(
+        "trimming",
+        b.trigger(size, "hard_limit", p.hard_limit),
+        size,
+        now,
+        [messages[i].id for i in sorted(drop)],
+        t0,
         detail={"dropped_messages": len(drop)},
     )
     return StageResult(out, [ev])
@@ -108,14 +106,13 @@ def trim_current_turn_cycles(messages: list[Message], b: Budgeting, size: int) -
     if not drop:
         return StageResult(messages)
     out = [m for i, m in enumerate(messages) if i not in drop]
-    ev = CompactionEvent(
-        stage="trimming",
-        trigger=f"last resort: size {size} > hard_limit {hard} within the current turn",
-        unit=b.unit,
-        size_before=size,
-        size_after=now,
-        affected_ids=[messages[i].id for i in sorted(drop)],
-        duration_ms=(time.perf_counter() - t0) * 1000,
+    ev = b.event(
+        "trimming",
+        f"last resort: size {size} > hard_limit {hard} within the current turn",
+        size,
+        now,
+        [messages[i].id for i in sorted(drop)],
+        t0,
         detail={"dropped_messages": len(drop), "current_turn": True},
     )
     return StageResult(out, [ev])
@@ -157,14 +154,13 @@ def truncate_in_flight(messages: list[Message], b: Budgeting, size: int) -> Stag
             affected.append(m.id)
     if not affected:
         return StageResult(messages)
-    ev = CompactionEvent(
-        stage="trimming",
-        trigger=f"last resort: size {size} > hard_limit {hard} with only pinned content left",
-        unit=b.unit,
-        size_before=size,
-        size_after=now,
-        affected_ids=affected,
-        duration_ms=(time.perf_counter() - t0) * 1000,
+    ev = b.event(
+        "trimming",
+        f"last resort: size {size} > hard_limit {hard} with only pinned content left",
+        size,
+        now,
+        affected,
+        t0,
         detail={"truncated": len(affected), "in_flight": True},
     )
     return StageResult(out, [ev])
