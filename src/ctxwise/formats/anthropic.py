@@ -299,8 +299,9 @@ def _write_content(blocks: list[Any], form: str | None, empty: str) -> Any:
 def to_anthropic(messages: list[Message], *, extras: bool = True) -> dict[str, Any]:
     """Write canonical messages as an Anthropic ``{"system"?, "messages"}`` payload.
 
-    A first ``system`` message becomes the top-level ``system`` (unless it was read from a list
-    with the system inside, then it stays there); a later system message stays in the list (the
+    A first ``system`` message becomes the top-level ``system`` (unless, with ``extras=True``,
+    it was read from a list with the system inside: then it stays there for a lossless round
+    trip; a provider payload, ``extras=False``, always has it top-level); a later system message stays in the list (the
     API would reject it: the provider validator reports that). Consecutive ``tool`` messages
     become one user message of ``tool_result`` blocks. Tool-result ``name`` is not written (the
     reader takes it from the ``tool_use``). With ``extras=True`` metadata, block extras and
@@ -315,7 +316,7 @@ def to_anthropic(messages: list[Message], *, extras: bool = True) -> dict[str, A
     while i < n:
         m = messages[i]
         book = m.metadata.get(BOOK) or {}
-        if i == 0 and m.role == "system" and not book.get("in_list"):
+        if i == 0 and m.role == "system" and not (extras and book.get("in_list")):
             payload["system"] = _write_content(m.blocks, book.get("content"), "empty")
             has_system = True
             units.append({})
