@@ -622,7 +622,9 @@ def test_b12_thinking_block_survives_persist_and_reload(shared_dir: Path, tmp_pa
     r = Run(case, inp, prepared.messages, counter=get_counter("estimate"))
     assert r.payload == case["messages"]
     assert_case(r, skip=("roundtrip_equal",))
-    first = prepared.payload["messages"][2]["content"][0]
+    # the provider request carries the system prompt top-level (Anthropic has no system role)
+    assert prepared.payload["system"] == case["messages"][0]["content"]
+    first = prepared.payload["messages"][1]["content"][0]
     assert first == case["messages"][2]["content"][0]  # text and signature byte-identical
 
 
