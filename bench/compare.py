@@ -128,12 +128,15 @@ class Score:
     breaks: int = 0
     latencies: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    stages: dict[str, int] = field(default_factory=dict)
 
     def add(self, o: "Score") -> None:
         for k in ("calls", "failed", "unserved", "tokens", "cost", "supported", "needed", "violations", "empty", "degenerate", "over", "edited", "breaks"):
             setattr(self, k, getattr(self, k) + getattr(o, k))
         for r, n in o.rules.items():
             self.rules[r] = self.rules.get(r, 0) + n
+        for r, n in o.stages.items():
+            self.stages[r] = self.stages.get(r, 0) + n
         self.latencies.extend(o.latencies)
         self.errors.extend(o.errors)
 
@@ -201,7 +204,7 @@ class RecordingManager(ContextManager):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.prepared: list[tuple[list[Message], float]] = []
+        self.prepared: list[tuple[list[Message], float, list[str]]] = []
 
     def session(self, user_id: str, session_id: str, *, tools: list[dict] | None = None):  # type: ignore[override]
         s = super().session(user_id, session_id, tools=tools)
@@ -211,7 +214,7 @@ class RecordingManager(ContextManager):
             t0 = time.perf_counter()
             p = prepare()
             ms = (time.perf_counter() - t0) * 1000
-            self.prepared.append((list(p.messages), ms))
+            self.prepared.append((list(p.messages), ms, [e.stage for e in p.events]))
             return p
 
         s.prepare = recorded  # type: ignore[method-assign]
@@ -240,8 +243,11 @@ class Ctxwise:
             error = f"{conv.name}: {type(e).__name__}: {e}"
         done = self.manager.prepared
         k = len(done)
-        s = score([p for p, _ in done], [conv.messages[:i] for i in conv.calls[:k]],
-                  [conv.messages[i] for i in conv.calls[:k]], [ms for _, ms in done], budget, counter)
+        s = score([p for p, _, _ in done], [conv.messages[:i] for i in conv.calls[:k]],
+                  [conv.messages[i] for i in conv.calls[:k]], [ms for _, ms, _ in done], budget, counter)
+        for _, _, stages in done:
+            for st in stages:
+                s.stages[st] = s.stages.get(st, 0) + 1
         if error is not None:
             s.failed = 1
             s.unserved = len(conv.calls) - k - 1
@@ -301,7 +307,8 @@ def machine() -> list[str]:
             versions.append(f"{p} (not installed)")
     return [
         f"- machine: `{sh(['uname', '-a'])}`",
-        f"- cores: {os.cpu_count()} (nproc {sh(['nproc'])}), memory {mem}, Python {platform.python_version()}",
+        f"- cores: {os.cpu_count()} (nproc {sh(['nproc'])}), memory {mem}, Python {platform.python_version()}; "
+        f"load average at the end {os.getloadavg()[0]:.1f} (shared with other work: latencies are noisy)",
         f"- packages: {', '.join(versions)}",
         f"- ctxwise source: commit {commit}" + (" with uncommitted changes under src/ (other work in progress)" if dirty else ""),
     ]
@@ -351,32 +358,42 @@ def _fmt(x: float, measure: str) -> str:
 WHY = """\
 ### Why
 
-- **Input tokens and cost against `trim_messages`, the rolling window and autogen.** Those peers cut
-  the history down to the budget on every call, so they send less; they pay for it in recall (they
-  drop the order numbers, user ids and amounts the recorded answers quote) and, for the rolling
-  window and autogen, in invalid payloads. ctxwise keeps old turns as a digest summary, pinned facts
-  and placeholders, which costs tokens. Below the clearing watermark (half the budget) ctxwise
-  sends everything, by design (decision 4), so at 12,000 tokens it sends about what "no management"
-  sends on the short sessions.
-- **Cache-adjusted cost.** A peer that never edits the prefix ("no management", and
-  ContextEditing below its trigger) gets the 0.1 price on almost everything it sends. When ctxwise
-  clears, summarizes or trims it edits the prefix, and the next call pays full price for the edited
-  part (counted in "cache breaks"). ctxwise clears in one batch down to a lower target so this happens
-  rarely, but each summary or trim is a break.
-- **Support recall.** The digest summary keeps identifiers and amounts of the user's turns, but not
-  every value a tool returned; once a tool result is cleared or a turn is summarized, a later answer
-  that quotes a value from it is not supported. ContextEditing, which only clears older tool
-  results (and only above the whole budget), keeps every user and assistant message, so it can
-  score higher recall while sending payloads over the budget.
-- **Calls over budget.** ctxwise never sends an over-budget payload; when the pinned content alone
-  (system prompt, the current input, the in-flight tool cycle) does not fit, it raises
-  `ContextBudgetExceeded` instead (the "failed calls" column). No peer refuses: "no management" and
-  ContextEditing send over-budget payloads, the others send whatever fits, even a payload with no
-  user message at all.
-- **Latency.** ctxwise's `prepare()` validates the payload, builds the provider JSON and, when a
-  stage fires, writes the change and its event to SQLite in one transaction; the peers are pure
-  in-memory list operations on a few dozen messages. ctxwise's p95 is the calls that compact and
-  write.
+- **ctxwise is never behind on validity or budget.** No invalid payload, no payload without its
+  system prompt or a user input, nothing over budget, at every budget. The peers that cut by
+  message count send orphaned tool results (rolling window) or payloads with no user message at all
+  (rolling window, `trim_messages`, autogen Buffered: when the current turn alone does not fit, they
+  send the system prompt alone or a tail that starts mid-turn); "no management" and ContextEditing
+  send over-budget payloads. The "empty result" errors come from empty tool outputs in the
+  recordings, which every peer passes on and ctxwise marks when they are appended.
+- **Failed calls at 3,000 tokens.** Where the system prompt (1,622 tokens in the Claude airline
+  sessions) plus the current turn (its thinking, tool calls and fresh results) exceed the budget,
+  ctxwise raises `ContextBudgetExceeded` instead of sending an over-budget or broken request; those
+  conversations are left out of the tables. `default` fails more often than `ragent` because its
+  pinned facts block and user-memory block take room `ragent` does not reserve.
+- **Input tokens at 3,000: `trim_messages` sends less.** It keeps only the turns that fit whole
+  (`start_on="human"`) and drops everything older, so it sends the least and pays for it with the
+  lowest recall of all strategies and hundreds of payloads with no user input. ctxwise keeps older
+  turns as a summary, placeholders and pinned facts, which costs tokens.
+- **Cache-adjusted cost.** Every edit of the prefix is billed again at full price on the next call
+  ("cache breaks"). ctxwise starts editing at half the budget (`clear_at` 0.5) and `default`
+  clears down to 35 %, so on these short sessions it edits sessions that would have fitted whole:
+  at 12,000 tokens only 7 calls of the unmanaged run exceed the budget, yet ctxwise edits hundreds
+  of calls, so "no management" (never edits) and every peer that edits only when over the budget
+  are cheaper. At 3,000 and 6,000 the stages fire often (trimming and summarizing are breaks by
+  nature), and `trim_messages`, whose window moves only at turn boundaries, breaks the cache less
+  often. A good part of ctxwise's edits at 12,000 is thinking pruning in the Claude sessions; the
+  measures count thinking for every strategy although an OpenAI payload would not carry it.
+- **Support recall.** Peers that keep every message until the budget is full (no management,
+  ContextEditing, and at 6,000 the rolling window and autogen) keep more of the values later answers
+  quote. ctxwise clears tool results from half the budget on and the digest summary keeps the
+  user's words and a few values per tool result, not every value a tool returned, so an answer
+  quoting a value from a cleared or summarized result is not supported. ContextEditing's higher
+  recall at 3,000 comes with hundreds of over-budget payloads.
+- **Latency.** ctxwise's `prepare()` validates the payload, builds the provider JSON, keeps the
+  facts block, and when a stage fires writes the change and its event to SQLite in one transaction;
+  the peers are in-memory list operations on a few dozen messages (the autogen contexts just slice
+  a list). All are well under a millisecond at the median; ctxwise's p95 (1-3 ms) is the calls that
+  compact and write. See [scale.md](scale.md) for how the cost per call behaves as sessions grow.
 """
 
 
@@ -443,6 +460,10 @@ def main(argv: list[str] | None = None) -> int:
                 text += ["Failed calls (ctxwise raised instead of sending an over-budget request; the conversation stops there):", ""]
                 text += [f"- {name}: {e[:300]}" for name, e in fails]
                 text.append("")
+            stages = {name: s.stages for name, s in scores.items() if s.stages}
+            if stages:
+                text += ["ctxwise compaction events (same conversations): " + "; ".join(
+                    f"{n}: " + ", ".join(f"{st} {k}" for st, k in v.items()) for n, v in stages.items()), ""]
             rules = {name: s.rules for name, s in scores.items() if s.rules}
             if rules:
                 text += ["Validator errors by rule: " + "; ".join(f"{n}: " + ", ".join(f"{r} {k}" for r, k in v.items()) for n, v in rules.items()), ""]
