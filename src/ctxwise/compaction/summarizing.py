@@ -122,8 +122,7 @@ def summarize_old_turns(
     replaced = [m.id for m in messages[start:cut]]
     material_chars = sum(len(m.model_dump_json()) for m in material) or 1
     chars_per_unit = max(material_chars / max(material_size, 1), 1.0) if p.unit == "tokens" else 1.0
-    # A summary should be well under what it replaces, whatever the configured target.
-    target_chars = min(int(b.level(p.summary_target) * chars_per_unit), max(material_chars // 2, 200))
+    target_chars = int(b.level(p.summary_target) * chars_per_unit)
     if summary_id(replaced) in skip:
         return StageResult(messages)
     prev_text = _body(previous) if previous else None

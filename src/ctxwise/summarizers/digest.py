@@ -144,7 +144,42 @@ class DigestSummarizer:
             if len(text) > target_chars and sec[name]:
                 sec[name] = []
                 text = _render(sec)
+        cap = max(target_chars, MIN_REQUIREMENTS_CAP)
+        text = _fit_requirements(sec, facts, cap) if len(text) > cap else text
         return SummaryResult(text=text, usage=None, detail={"sections": {k: len(v) for k, v in sec.items()}})
+
+
+MIN_REQUIREMENTS_CAP = 2000
+"""Characters the user's verbatim requirements may always use, however small the target
+(a target from a tiny or message-counted budget would otherwise drop every constraint)."""
+
+
+def _fit_requirements(sec: dict[str, list[str]], facts: Sequence[str], target_chars: int) -> str:
+    """Last step of fitting: the summary must stay bounded however long the session.
+
+    The quoted facts go first (the engine sends them in their own pinned block), then the
+    user's quotes, oldest first: quotes whose words are all in a pinned fact, then quotes
+    without a number, then any; the newest quote always stays.
+    """
+    if sec["Pinned facts"]:
+        sec["Pinned facts"] = []
+    text = _render(sec)
+    req = sec["User requirements (verbatim)"]
+    pinned = list(facts)
+
+    def covered(q: str) -> bool:
+        body = q.removeprefix('The user said: "').removesuffix('"')
+        return any(body in f or f in body for f in pinned)
+
+    for rank in (covered, lambda q: not any(ch.isdigit() for ch in q), lambda q: True):
+        i = 0
+        while len(text) > target_chars and len(req) > 1 and i < len(req) - 1:
+            if rank(req[i]):
+                req.pop(i)
+                text = _render(sec)
+            else:
+                i += 1
+    return text
 
 
 def _render(sec: dict[str, list[str]]) -> str:
