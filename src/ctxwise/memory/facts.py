@@ -367,8 +367,10 @@ class FactBook:
         self._extractor = extractor or extract_facts
         self._facts: list[Fact] = []
         self._index: dict[str, int] = {}
+        self._active_by_key: dict[str, int] = {}
         self._seen_messages: set[str] = set()
         self._version = 0
+        self._pinned_cache: tuple[int, list[str]] = (-1, [])
         self._render_cache: tuple[tuple[Any, ...], tuple[Message | None, list[Fact]]] | None = None
 
     # -- adding -------------------------------------------------------------------------
@@ -385,16 +387,22 @@ class FactBook:
         return self.add(self._extractor(message))
 
     def add(self, facts: Iterable[Fact]) -> list[Fact]:
-        """Add ``facts`` (in order); each supersedes the active facts with the same key."""
+        """Add ``facts`` (in order); each supersedes the active fact with the same key. A fact
+        repeating the active one of its key word for word adds nothing (a user who says the
+        same thing twice does not grow the book). O(1) per fact."""
         added: list[Fact] = []
         for f in facts:
             if f.id in self._index:
                 continue
             f = replace(f, key=self._resolve(f), status="active", superseded_by=None)
-            for i, old in enumerate(self._facts):
-                if old.status == "active" and old.key == f.key:
-                    self._facts[i] = replace(old, status="superseded", superseded_by=f.id)
+            i = self._active_by_key.get(f.key)
+            if i is not None:
+                old = self._facts[i]
+                if old.text == f.text:
+                    continue
+                self._facts[i] = replace(old, status="superseded", superseded_by=f.id)
             self._index[f.id] = len(self._facts)
+            self._active_by_key[f.key] = len(self._facts)
             self._facts.append(f)
             added.append(f)
         if added:
@@ -437,7 +445,9 @@ class FactBook:
     def pinned_texts(self) -> list[str]:
         """The distinct clauses of the active facts, in the order stated (for summarizers that
         must quote them verbatim)."""
-        return list(dict.fromkeys(f.text for f in self._facts if f.status == "active"))
+        if self._pinned_cache[0] != self._version:
+            self._pinned_cache = (self._version, list(dict.fromkeys(f.text for f in self._facts if f.status == "active")))
+        return list(self._pinned_cache[1])
 
     @property
     def version(self) -> int:
@@ -531,6 +541,8 @@ class FactBook:
         for d in data.get("facts", []):
             f = Fact(**d)
             book._index[f.id] = len(book._facts)
+            if f.status == "active":
+                book._active_by_key[f.key] = len(book._facts)
             book._facts.append(f)
         book._seen_messages = set(data.get("seen_messages", []))
         return book

@@ -41,6 +41,7 @@ class SessionMemory:
         self.book = FactBook()
         self._memory_block: Message | None = None
         self._evicted: tuple[str, ...] = ()
+        self._evicted_version = -1
 
     def load(self, originals: Sequence[Message], started: datetime | None = None) -> None:
         """Rebuild the facts from the session's original messages (in order) and read the
@@ -55,6 +56,7 @@ class SessionMemory:
             # what was already left out before the reload was reported then: not again
             budget = int(self.policy.effective_budget * self.policy.facts_share)
             self._evicted = tuple(f.id for f in self.book.render(budget, self.counter)[1])
+            self._evicted_version = self.book.version
         if self.policy.user_memory:
             from .repo import list_memory
             from .user import render_user_memory
@@ -85,16 +87,22 @@ class SessionMemory:
         return [self._memory_block] if self._memory_block is not None else []
 
     def facts_block(self, lossy: bool) -> tuple[Message | None, list[Fact], bool]:
-        """The facts block to send before the current user input (or None), the facts left
-        out to fit its budget, and whether that left-out set changed since the last call."""
+        """The facts block to send before the current user input (or None), the facts *newly*
+        left out to fit its budget since the last call (for the ``facts_evicted`` event; the
+        event never re-lists earlier evictions, so its size does not grow with the session),
+        and whether there are any."""
         if not self.policy.facts or (self.policy.facts_mode == "when_compacted" and not lossy):
             return None, [], False
         budget = int(self.policy.effective_budget * self.policy.facts_share)
+        version = self.book.version
         block, evicted = self.book.render(budget, self.counter)
-        key = tuple(f.id for f in evicted)
-        changed = key != self._evicted
-        self._evicted = key
-        return block, evicted, changed and bool(evicted)
+        if version == self._evicted_version:
+            return block, [], False
+        self._evicted_version = version
+        known = set(self._evicted)
+        fresh = [f for f in evicted if f.id not in known]
+        self._evicted = tuple(f.id for f in evicted)
+        return block, fresh, bool(fresh)
 
     def pinned_texts(self) -> list[str]:
         """The active facts' clauses, verbatim, for summarizers to quote."""
