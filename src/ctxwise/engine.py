@@ -71,7 +71,7 @@ def to_payload(messages: list[Message], provider: str) -> Any:
 
     if provider == "anthropic":
         return anthropic.to_anthropic(messages, extras=False)
-    field_name = "reasoning_content" if provider in ("deepseek", "qwen") else None
+    field_name = "reasoning_content" if get_profile(provider).sends_reasoning else None
     return openai_chat.to_openai(messages, reasoning_field=field_name, extras=False)
 
 
@@ -117,6 +117,7 @@ class Session:
         self.counter = get_counter(self.policy.counter_name)
         self.chars_counter = get_counter("chars")
         self.tools = tools or []
+        self._sizer = Budgeting(self.policy, self.counter)
         self.overhead = self.policy.tools_size + self.counter.count_tools(self.tools) + self.counter.frame.reply_priming
         self._context: list[Message] = []
         self._ids: set[str] = set()
@@ -159,9 +160,8 @@ class Session:
         return self._size + self.overhead
 
     def _sz(self, m: Message) -> int:
-        if m.role == "system" and not self.policy.count_system:
-            return 0
-        return self.counter.count_message(m)
+        """A message's size in the policy unit, as the stages count it (one rule)."""
+        return self._sizer.size_of(m)
 
     # -- append ----------------------------------------------------------------------------
 

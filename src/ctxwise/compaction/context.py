@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..messages import Message
+from ..messages import Message, ThinkingBlock
 from ..policy import Policy
 from ..units import Turn, cycle_boundaries, last_user_index, tool_cycles, turns
 from .events import CompactionEvent
@@ -34,15 +34,26 @@ class Budgeting:
     policy: Policy
     counter: Counter
     overhead: int = 0
+    count_reasoning: bool | None = None
+    """Whether reasoning is part of the request (None: as the provider profile says)."""
+
+    def __post_init__(self) -> None:
+        if self.count_reasoning is None:
+            from ..providers import get_profile
+
+            self.count_reasoning = get_profile(self.policy.provider).sends_reasoning
 
     @property
     def unit(self) -> str:
         return self.policy.unit
 
     def size_of(self, m: Message) -> int:
-        """Size of one message in the policy unit (0 for a system prompt not counted)."""
+        """Size of one message in the policy unit, as sent: 0 for a system prompt not counted,
+        and without its reasoning when the provider takes none back."""
         if m.role == "system" and not self.policy.count_system:
             return 0
+        if not self.count_reasoning and m.role == "assistant":
+            return self.counter.count_message(sent_view(m))
         return self.counter.count_message(m)
 
     def size(self, messages: list[Message]) -> int:
@@ -65,6 +76,18 @@ class Budgeting:
             f"size {size} > {name} {self.level(fraction)} "
             f"({fraction} x {self.policy.effective_budget} {self.unit})"
         )
+
+
+def sent_view(m: Message) -> Message:
+    """``m`` without thinking blocks (cached on the message), or ``m`` itself when it has none."""
+    if not any(isinstance(b, ThinkingBlock) for b in m.blocks):
+        return m
+    memo = m.memo()
+    view = memo.get("ctxwise/sent_view")
+    if view is None:
+        view = memo["ctxwise/sent_view"] = m.model_copy(
+            update={"blocks": [b for b in m.blocks if not isinstance(b, ThinkingBlock)]})
+    return view
 
 
 @dataclass

@@ -26,8 +26,8 @@ def prune_thinking(messages: list[Message], b: Budgeting, size: int) -> StageRes
 
     t0 = time.perf_counter()
     target = b.level(b.policy.clear_target)
-    if size <= b.level(b.policy.clear_at):
-        return StageResult(messages)
+    if size <= b.level(b.policy.clear_at) or not b.count_reasoning:
+        return StageResult(messages)  # below the watermark, or the provider takes no reasoning back
     if get_profile(b.policy.provider).reasoning_passback == "reasoning_items":
         # OpenAI Responses: a reasoning item travels with the item after it (case B14); it
         # goes only with its whole message, by the summarizing or trimming stages.

@@ -106,6 +106,9 @@ class ProviderProfile:
       a function call with its reasoning item, ``encrypted_content`` unmodified).
     * ``thinking_first_in_open_tool_turn`` — with thinking on, the assistant message holding
       the open tool loop's latest ``tool_use`` starts with a thinking block.
+    * ``sends_reasoning`` — whether earlier reasoning is part of the request at all (OpenAI
+      Chat Completions and Gemini take no reasoning back: the payload carries none, so it
+      costs nothing and is neither counted nor pruned).
     * ``needs_user_message`` — at least one user input must be present.
     * ``calls_follow_user_or_tool`` — an assistant message with tool calls directly follows a
       user or tool message.
@@ -123,6 +126,7 @@ class ProviderProfile:
     forbid_empty_content: bool = True
     reasoning_passback: ReasoningPassback = "none"
     thinking_first_in_open_tool_turn: bool = False
+    sends_reasoning: bool = True
     needs_user_message: bool = False
     calls_follow_user_or_tool: bool = False
     droppable_reasoning: DroppableReasoning = "completed_turns"
@@ -152,6 +156,7 @@ _CTXWISE = "ctxwise DESIGN.md decision 8 / cases README invariant 9 (stricter th
 OPENAI = ProviderProfile(
     name="openai",
     title="OpenAI Chat Completions",
+    sends_reasoning=False,
     errors=MappingProxyType(dict(_OPENAI_ERRORS)),
     sources=MappingProxyType(
         {
@@ -255,6 +260,7 @@ QWEN = ProviderProfile(
 GEMINI = ProviderProfile(
     name="gemini",
     title="Google Gemini (generateContent / OpenAI-compatible)",
+    sends_reasoning=False,
     calls_follow_user_or_tool=True,
     errors=MappingProxyType(
         {
