@@ -367,11 +367,26 @@ def main(argv: list[str] | None = None) -> int:
            "A call = ctxwise `append()` of what arrived since the last model call + `prepare()` (SQLite file store), or one",
            "`trim_messages` over the whole history. The ctxwise context stays within the budget (compaction runs along the",
            "way); the stored session grows to the history length.", "",
-           *lines, *grown, "", NOTES]
+           *lines, "", "## Verdict (computed from the rows above)", "", *verdicts(results), *grown, "", NOTES]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(doc) + "\n", encoding="utf-8")
     print(f"\nwrote {args.out} in {elapsed:.0f}s")
     return 0
+
+
+def verdicts(results: dict) -> list[str]:
+    """One line per strategy: the 10,000- against the 10-message row, flat or growing."""
+    out = []
+    for name, rows in results.items():
+        first, last = rows[0], rows[-1]
+        mean = last["mean_ms"] / max(first["mean_ms"], 1e-9)
+        p50 = last["p50_ms"] / max(first["p50_ms"], 1e-9)
+        mem = last["peak_kib"] / max(first["peak_kib"], 1e-9)
+        flat = p50 <= 2.0 and mem <= 3.0
+        out.append(f"- **{name}**: from {first['length']:,} to {last['length']:,} messages the time per call is "
+                   f"x{mean:.2f} (mean), x{p50:.2f} (p50) and the peak memory per call x{mem:.2f}: "
+                   + ("flat (within 2x time, 3x memory)." if flat else "**grows with the history**."))
+    return out
 
 
 NOTES = """\
@@ -384,42 +399,17 @@ NOTES = """\
 - **largest event KB** is the biggest compaction-event record (JSON) ctxwise wrote and logged
   during the measured calls.
 
-## What the numbers say
+## What an earlier run found, and what changed
 
-- **ctxwise `ragent` is flat.** Time per call at 10,000 messages is within noise of the
-  10-message row, memory per call too, and the profile finds no function whose own time grows
-  with the history (the top "growth" is sub-0.03 ms per call, SQLite commit noise).
-- **ctxwise `default` is not flat.** Time per call grows about 2-3x (mean) from 10 to 10,000
-  messages, the per-call memory peak grows about 15x, and the largest event record grows from
-  under 1 KB to over 200 KB. The profile shows what is O(history) per call. All of it is the
-  pinned-facts path (the `FactBook` keeps one `Fact` per statement, so it grows with every user
-  turn, about 0.36 facts per message here, while its distinct lines stay at about 300):
-  1. `src/ctxwise/engine.py`, `Session.prepare`: the `facts_evicted` `CompactionEvent` lists
-     *every* evicted fact (`affected_ids=[f.id for f in evicted]`, `detail={"evicted": [f.text
-     ...]}`), and it fires whenever the evicted set changes (about one call in three here). The
-     record is serialized by `ContextManager.emit` (the JSON log line) and by `Store.apply`
-     (`_event_row`), so JSON encoding, the SQLite commit and the bytes written per such call grow
-     with the session (decision 7, O(new work) per call, is broken here).
-  2. `src/ctxwise/memory/facts.py`, `FactBook._lines` (via `render` → `_render`, on every call
-     after the book changed, i.e. after most user inputs): loops over all facts ever added;
-     `_render` then builds `evicted = [f for f in self._facts if f.id in evicted_ids]` (also O(facts)).
-  3. `src/ctxwise/memory/facts.py`, `FactBook.pinned_texts`: called on **every** `prepare`
-     (`Session._compact` passes `facts=self.memory.pinned_texts()`), O(facts) even when the book
-     did not change (unlike `render`, it is not cached by `version`).
-  4. `src/ctxwise/memory/session.py`, `SessionMemory.facts_block`: `key = tuple(f.id for f in
-     evicted)` on every `prepare`, O(evicted facts).
-  5. `src/ctxwise/memory/facts.py`, `FactBook.add` (and `_resolve`): each new fact scans all
-     facts for an active one with the same key.
-  `to_openai` also grows, because the summary message it renders grows (below), not the context.
-- **The `default` preset's summary outgrows its target and then the budget.** At a 6,000-token
-  budget, the digest summary reaches about 3,700 tokens (`summary_target` 0.15 = 900 tokens):
-  `src/ctxwise/summarizers/digest.py`, `DigestSummarizer.summarize` never drops the "User
-  requirements (verbatim)" and "Pinned facts" sections, so the summary grows with the number of
-  summarized user turns (here it stops growing only because the synthetic session repeats the
-  same turns). The summary is pinned, so system prompt (1,406) + summary + facts block leave a few
-  hundred tokens for the current turn: one of the three sessions (the one starting at conversation 7)
-  raises `ContextBudgetExceeded` on about one call in six from about 700 messages on (the "failed prepares" column). In a long real session with
-  distinct user turns the summary would keep growing until every call fails.
+An earlier run (before commit "Facts cost O(new work)") found the `default` preset not flat:
+the `facts_evicted` event re-listed every evicted fact on every change (233 KB records at
+10,000 messages), `FactBook.add` and `pinned_texts` scanned every fact on every call, and the
+digest summary never dropped the user's quotes, so it outgrew the budget (3,700 tokens against a
+900 target) and some calls failed. The event now lists only new evictions, the book supersedes by
+a key index and adds nothing for a repeated statement, `pinned_texts` is cached by version, and
+the digest is bounded (quotes already pinned as facts go first). The verdicts above are computed
+from this run's rows.
+
 - **`trim_messages` is O(history) per call by construction**: LangChain keeps the whole history
   in the agent state, and `trim_messages` copies it (`convert_to_messages`, a reversed copy),
   counts all of it first (`token_counter(messages) <= max_tokens` in `_first_max_tokens`), then

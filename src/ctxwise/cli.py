@@ -13,6 +13,7 @@ and the others ran.
 from __future__ import annotations
 
 import json
+import os
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, NoReturn, Optional
@@ -123,16 +124,33 @@ def replay(
     overrides = {k: v for k, v in {
         "budget": budget, "unit": unit.value if unit else None, "tokenizer": tokenizer,
         "provider": provider, "summarizer": summarizer.value if summarizer else None}.items() if v is not None}
-    if not paths and config is None and budget is None and unit is None:
-        overrides = {**DEMO_POLICY, **overrides}
+    if not paths and config is None:
+        # the built-in demo: its budget and provider, with any option given on top
+        demo = dict(DEMO_POLICY)
+        if unit is not None and budget is None:
+            demo.pop("budget")  # a unit alone: the preset's budget in that unit
+        overrides = {**demo, **overrides}
     try:
-        policy = Policy.from_toml(config, **overrides) if config else Policy.preset(preset, **overrides)
+        policy = (Policy.from_toml(config, default_preset=preset, **overrides) if config
+                  else Policy.preset(preset, **overrides))
         if policy.unit == "tokens":
             from .tokens import get_counter
 
             get_counter(policy.tokenizer)
     except CtxwiseError as e:
         fail(str(e))
+
+    if policy.summarizer == "openai" and not os.environ.get("OPENAI_API_KEY"):
+        err.print("[yellow]warning:[/] --summarizer openai: OPENAI_API_KEY is not set; summaries will fail "
+                  "and the other stages will keep the context in budget (see the summarizer_failed events)",
+                  soft_wrap=True, highlight=False)
+    if report is not None:
+        try:
+            report.parent.mkdir(parents=True, exist_ok=True) if report.parent.exists() else None
+            with open(report, "a", encoding="utf-8"):
+                pass
+        except OSError as e:
+            fail(f"{report}: cannot write the report ({e.strerror or e})")
 
     progress = None
     bar: Progress | None = None
@@ -162,6 +180,8 @@ def replay(
 
     for e in result.errors:
         err.print(f"[red]error:[/] {e}", soft_wrap=True, highlight=False)
+    if result.errors and not result.sessions:
+        raise typer.Exit(2)  # nothing could be replayed: no summary of zero sessions
     if report is not None:
         from .replay.report import render_html
 

@@ -123,6 +123,7 @@ class Session:
         self._ids: set[str] = set()
         self._size = 0
         self._lossy = False
+        self._counter_ids = 0
         self._failed_summaries: set[str] = set()
         self.version = 0
         self.memory = SessionMemory(manager.store, user_id, session_id, self.policy, self.counter)
@@ -141,6 +142,7 @@ class Session:
         self.version = state.version
         self._context = [r.current for r in state.rows if r.state in VISIBLE]
         self._ids = {r.message_id for r in state.rows}
+        self._counter_ids = sum(1 for r in state.rows if r.message_id.startswith("msg-"))
         self._size = sum(self._sz(m) for m in self._context)
         self._lossy = any(r.state in ("summarized", "trimmed") for r in state.rows)
         self._failed_summaries = {
@@ -186,6 +188,33 @@ class Session:
         self._size += sum(self._sz(m) for m in batch)
         self.memory.observe(batch)
         return self.version
+
+    def append_openai(self, messages: Iterable[dict]) -> int:
+        """Append messages in the OpenAI chat shape (what your client sends and receives:
+        ``{"role", "content", "tool_calls"?, "tool_call_id"?, "reasoning_content"?}``).
+
+        Message ids continue the session's own numbering (``msg-000001``, ...) unless a dict
+        carries an ``"id"``; tool results may come in their own batch, after the call that
+        asked for them. Raises :class:`~ctxwise.errors.FormatError` naming the message for a
+        shape that is not OpenAI chat, and whatever :meth:`append` raises. Returns the version.
+        """
+        from .formats import from_openai, to_openai
+
+        new = [dict(m) for m in messages]
+        open_cycle: list[Message] = []
+        tail = self._context[-64:]
+        cycles = tool_cycles(tail)
+        if cycles and cycles[-1].end == len(tail):
+            open_cycle = tail[cycles[-1].start:]
+        prefix = to_openai(open_cycle, extras=False) if open_cycle else []
+        read = from_openai(prefix + new)[len(prefix):]
+        batch = []
+        for raw, m in zip(new, read):
+            if "id" not in raw:
+                self._counter_ids += 1
+                m = m.model_copy(update={"id": f"msg-{self._counter_ids:06d}"})
+            batch.append(m)
+        return self.append(batch)
 
     def _coerce(self, items: list[Message | dict]) -> list[Message]:
         out: list[Message] = []

@@ -167,9 +167,10 @@ class Policy(BaseModel):
         return _build({**base, **update})
 
     @classmethod
-    def from_toml(cls, path: str | Path, **update: Any) -> "Policy":
+    def from_toml(cls, path: str | Path, *, default_preset: str = "default", **update: Any) -> "Policy":
         """Load from a TOML file: keys at top level or in a ``[ctxwise]`` table; an optional
-        ``preset = "ragent"`` key picks the base. Raises PolicyError naming the file."""
+        ``preset = "ragent"`` key picks the base (else ``default_preset``). Raises PolicyError
+        naming the file and the key."""
         p = Path(path)
         try:
             data = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -178,9 +179,14 @@ class Policy(BaseModel):
         except tomllib.TOMLDecodeError as e:
             raise PolicyError(f"{p}: not valid TOML ({e})") from None
         data = data.get("ctxwise", data)
-        preset = data.pop("preset", "default")
+        preset = data.pop("preset", default_preset)
         try:
-            return cls.preset(preset, **{**data, **update})
+            policy = cls.preset(preset, **{**data, **update})
+            if policy.unit == "tokens":
+                from .tokens import get_counter
+
+                get_counter(policy.tokenizer)
+            return policy
         except PolicyError as e:
             raise PolicyError(f"{p}: {e}") from None
 
@@ -204,8 +210,11 @@ def _build(data: dict[str, Any]) -> Policy:
         return Policy.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
-        where = ".".join(str(x) for x in err.get("loc", ())) or "policy"
-        raise PolicyError(f"policy {where}: {err.get('msg')}") from None
+        where = ".".join(str(x) for x in err.get("loc", ()))
+        msg = str(err.get("msg", "")).removeprefix("Value error, ")
+        if err.get("type") == "extra_forbidden":
+            msg = f"unknown setting (known: {', '.join(Policy.model_fields)})"
+        raise PolicyError(f"policy {where}: {msg}" if where else f"policy: {msg}") from None
 
 
 PRESETS: dict[str, dict[str, Any]] = {

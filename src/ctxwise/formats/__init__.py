@@ -166,7 +166,8 @@ def load(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES) -> li
     Raises :class:`~ctxwise.errors.FormatError` (one line, naming the file and, where it
     applies, the conversation and message index) when the file is larger than ``max_bytes``
     (checked before reading), not UTF-8, not JSON (with line and column), of an unknown shape,
-    or breaks a format rule (unknown block type, a tool result with no call, ...).
+    or breaks a format rule (unknown block type, a tool result with no call, ...), or holds no
+    message at all.
     """
     p = Path(path)
     try:
@@ -201,6 +202,8 @@ def load(path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES) -> li
                 out.append(_one(doc, fmt, cid, src))
         except FormatError as e:
             raise FormatError(f"{where}{', ' if jsonl else ': '}{e.place}", e.rule) from None
+    if not any(c.messages for c in out):
+        raise FormatError(str(p), "holds no messages (an empty conversation list or message list)")
     return out
 
 

@@ -1,0 +1,76 @@
+"""The engine's public API as an agent uses it: OpenAI-shaped appends, bad input, async."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from builders import assistant, results, system, user
+from ctxwise import ContextManager, PayloadInvalid, Policy
+from ctxwise.errors import FormatError
+from ctxwise.messages import Message, TextBlock
+
+
+def manager(store_url, **kw) -> ContextManager:
+    return ContextManager(store_url, Policy.preset("default", **kw))
+
+
+def test_append_openai_continues_ids_and_pairs_results_sent_alone(store_url):
+    s = manager(store_url, provider="deepseek").session("u", "s")
+    s.append_openai([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Where is order #W1?"}])
+    s.append_openai([{"role": "assistant", "content": None, "reasoning_content": "Look it up.",
+                      "tool_calls": [{"id": "c1", "type": "function",
+                                      "function": {"name": "query_order", "arguments": "{\"id\": \"W1\"}"}}]}])
+    s.append_openai([{"role": "tool", "tool_call_id": "c1", "content": "delivered"}])
+    p = s.prepare()
+    assert [m["role"] for m in p.payload] == ["system", "user", "assistant", "tool"]
+    assert p.payload[2]["reasoning_content"] == "Look it up."
+    reloaded = manager(store_url, provider="deepseek").session("u", "s")
+    reloaded.append_openai([{"role": "assistant", "content": "Delivered."}])
+    assert [m.id for m in reloaded.messages] == [f"msg-{i:06d}" for i in range(1, 6)]
+
+
+@pytest.mark.parametrize("bad, rule", [
+    ([Message(id="t9", role="tool", blocks=[])], "orphan-tool-result"),
+    ([Message(id="x1", role="system", blocks=[TextBlock(text="late rules")])], "system-not-first"),
+    ([Message(id="x2", role="user", blocks=[TextBlock(text="   ")])], "blank-text-block"),
+])
+def test_a_bad_batch_names_the_index_and_rule_and_stores_nothing(store_url, bad, rule):
+    s = manager(store_url).session("u", "bad")
+    s.append([system(), user("hi"), assistant("hello")])
+    before = s.version
+    with pytest.raises(PayloadInvalid) as e:
+        s.append([user("fine"), *bad])
+    assert e.value.violations[0].index == 4 and e.value.violations[0].rule in (rule, "empty-content", "empty-tool-result")
+    assert "message 4" in str(e.value)
+    again = manager(store_url).session("u", "bad")
+    assert again.version == before and len(again.messages) == 3
+
+
+def test_a_repeated_id_is_refused(store_url):
+    s = manager(store_url).session("u", "dup")
+    first = user("hi")
+    s.append([system(), first])
+    with pytest.raises(PayloadInvalid, match="duplicate-message-id"):
+        s.append([first])
+
+
+def test_a_tool_result_in_openai_shape_with_no_call_is_a_format_error(store_url):
+    s = manager(store_url).session("u", "nocall")
+    s.append_openai([{"role": "system", "content": "x"}, {"role": "user", "content": "y"}])
+    with pytest.raises(FormatError, match="no call"):
+        s.append_openai([{"role": "tool", "tool_call_id": "zz", "content": "orphan"}])
+
+
+def test_async_api(store_url):
+    async def go():
+        s = manager(store_url).session("u", "async")
+        a = assistant(calls=[("search", {"q": 1})])
+        await s.aappend([system(), user("look"), a, *results(a, ["found"])])
+        p = await s.aprepare()
+        return p, await s.aevents(), await s.atranscript()
+
+    p, events, transcript = asyncio.run(go())
+    assert [m["role"] for m in p.payload] == ["system", "user", "assistant", "tool"]
+    assert events == [] and transcript[0].role == "user"
