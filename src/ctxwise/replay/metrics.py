@@ -45,6 +45,18 @@ Payloads = Sequence[Sequence[Message]]
 # --------------------------------------------------------------------------- tokens and cost
 
 
+def as_sent(messages: Sequence[Message], provider: str) -> list[Message]:
+    """``messages`` as the provider receives them: without reasoning for providers that take
+    none back (OpenAI Chat Completions, Gemini), unchanged otherwise. Measure this, not the
+    canonical list: reasoning that is never sent costs no tokens and breaks no cache."""
+    from ..compaction.context import sent_view
+    from ..providers import get_profile
+
+    if get_profile(provider).sends_reasoning:
+        return list(messages)
+    return [sent_view(m) for m in messages]
+
+
 def input_tokens(payloads: Payloads, counter: MessageCounter) -> int:
     """The sum over calls of ``counter.count(payload)``: what the model was made to read."""
     return sum(counter.count(p) for p in payloads)

@@ -251,10 +251,11 @@ def replay_conversation(
                 if e.summary_id:
                     ids = [i for i in e.affected_ids if i in round_of]
                     round_of[e.summary_id] = min((round_of[i] for i in ids), default=0)
-            tokens = tok.count(sent)
-            k = metrics.common_prefix(previous, sent)
-            cached = sum(tok.count_message(x) for x in sent[:k])
-            support = metrics.call_support(history, sent, m)
+            view = metrics.as_sent(sent, policy.provider)  # what the provider receives
+            tokens = tok.count(view)
+            k = metrics.common_prefix(previous, view)
+            cached = sum(tok.count_message(x) for x in view[:k])
+            support = metrics.call_support(history, view, m)
             violations = [str(v) for v in check(sent, policy.provider, reference=history)]
             over = p.size > policy.effective_budget
             call = CallRecord(
@@ -264,7 +265,7 @@ def replay_conversation(
                 latency_ms=latency, over_budget=over, events=events,
             )
             res.calls.append(call)
-            previous = sent
+            previous = view
             current.calls += 1
             current.size_before = max(current.size_before, p.size_before)
             current.size, current.chars = p.size, p.chars
