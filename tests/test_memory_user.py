@@ -167,3 +167,16 @@ def test_never_raises_and_facts_are_verbatim(text: str) -> None:
         assert op.op in ("ADD", "SUPERSEDE", "RETRACT", "CLEAR", "NOOP")
         if op.text is not None:
             assert op.text in text
+
+
+def test_a_retraction_or_paraphrase_that_names_something_else_touches_nothing():
+    """Found by a first-time user: "forget that I live in Munich" retracted "I live in Berlin",
+    and an in-ear/over-ear correction was taken for a paraphrase."""
+    berlin = MemoryEntry(id=3, text="I live in Berlin.", kind="profile", status="active")
+    assert [o.op for o in decide("Forget that I live in Munich.", [berlin])] == ["NOOP"]
+    assert decide("Forget that I live in Berlin.", [berlin])[0].op == "RETRACT"
+    over = MemoryEntry(id=4, text="I prefer over-ear headphones.", kind="preference", status="active")
+    assert decide("Please forget that I prefer in-ear headphones.", [over])[0].op == "NOOP"
+    fix = decide("Actually I now prefer in-ear headphones, not over-ear.", [over])[0]
+    assert fix.op == "SUPERSEDE" and fix.target_id == 4 and "in-ear" in fix.text
+    assert decide("I really like over-ear headphones", [over])[0].op == "NOOP"

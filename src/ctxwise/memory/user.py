@@ -114,7 +114,7 @@ PROFILE = [
     ("condition", re.compile(r"\bi(?:'m| am) (?:hard of hearing|deaf|blind|colou?r-?blind|diabetic|left-handed|pregnant)\b|我(?:是)?(?:色盲|左撇子|糖尿病)", I)),
 ]
 PREFERENCE = re.compile(
-    r"\bi(?:'d| would)? (?:really |much |generally |usually |always )?(?:prefer|like|love|enjoy|favou?r)\b|\bi'?d rather\b|\bi would rather\b"
+    r"\bi(?:'d| would)? (?:really |much |generally |usually |always |now |still |actually )?(?:prefer|like|love|enjoy|favou?r)\b|\bi'?d rather\b|\bi would rather\b"
     r"|\bmy favou?rite\b|\bi (?:usually|always|normally) (?:buy|use|fly|choose|pick|order|sit|go|book|pay|take)\b"
     r"|\bi (?:hate|dislike|can'?t stand|don'?t like|do not like)\b"
     r"|我(?:更|比较|很|特别|一直|通常|平时)?(?:喜欢|偏好|倾向于?|习惯|爱|讨厌|不喜欢)|我的最爱",
@@ -264,7 +264,7 @@ def _decide_clause(clause: str, entries: list[MemoryEntry], threshold: float) ->
     if kind == "preference" and slot.split(":", 1)[1] in ANAPHORS:
         return Op("NOOP", reason="preference without its own content")
     for e in entries:
-        if similarity(clause, e.text) >= threshold:
+        if similarity(clause, e.text) >= threshold and _names_same(clause, e.text):
             return Op("NOOP", target_id=e.id, reason=f"paraphrase of entry {e.id}")
     for e in reversed(entries):
         if (s := slot_of(e.text)) is not None and s[1] == slot:
@@ -276,6 +276,8 @@ def _best(what: str, entries: list[MemoryEntry], ks: tuple[str, str] | None) -> 
     scored = []
     tw = _tokens(what)
     for e in entries:
+        if not _names_same(what, e.text):
+            continue  # "forget that I live in Munich" does not touch "I live in Berlin"
         te = _tokens(e.text)
         overlap = len(tw & te) / len(tw) if tw else 0.0
         same_slot = ks is not None and (s := slot_of(e.text)) is not None and s[1] == ks[1]
@@ -285,6 +287,22 @@ def _best(what: str, entries: list[MemoryEntry], ks: tuple[str, str] | None) -> 
     if not scored:
         return None
     return max(scored, key=lambda t: t[0])[1]
+
+
+_DISTINCT = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'-]+|\b[\w]+-[\w-]+|\b\w*\d\w*")
+
+
+def _distinct(text: str) -> set[str]:
+    """The words that pin down *which* thing a statement is about: names (capitalized, not
+    first in the sentence), hyphenated words ("in-ear", "over-ear") and anything with a digit."""
+    return {w.lower() for w in _DISTINCT.findall(text.strip()) if w not in ("I", "I'm", "I'd", "I've")}
+
+
+def _names_same(statement: str, entry: str) -> bool:
+    """False when ``statement`` names something ``entry`` does not (a different city, product
+    or number): then it is neither a paraphrase of the entry nor a retraction of it."""
+    low = entry.lower()
+    return all(w in low for w in _distinct(statement))
 
 
 def _apply(entries: list[MemoryEntry], op: Op) -> list[MemoryEntry]:
