@@ -74,3 +74,15 @@ def test_async_api(store_url):
     p, events, transcript = asyncio.run(go())
     assert [m["role"] for m in p.payload] == ["system", "user", "assistant", "tool"]
     assert events == [] and transcript[0].role == "user"
+
+
+def test_another_users_session_is_not_found_and_an_empty_session_cannot_prepare(store_url):
+    from ctxwise import SessionNotFound
+
+    cm = manager(store_url)
+    cm.session("alice", "s1").append([system(), user("hi")])
+    with pytest.raises(SessionNotFound):
+        cm.session("mallory", "s1", create=False)
+    assert len(cm.session("alice", "s1", create=False).messages) == 2
+    with pytest.raises(PayloadInvalid, match="empty-payload"):
+        cm.session("bob", "new").prepare()

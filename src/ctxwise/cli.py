@@ -214,9 +214,11 @@ UserOpt = Annotated[str, typer.Option("--user", "-u", help="The user_id whose me
 DbOpt = Annotated[str, typer.Option(help="Store URL (SQLAlchemy), e.g. postgresql+psycopg://...")]
 
 
-def _store(db: str):
+def _store(db: str, *, must_exist: bool = True):
     from .store import Store
 
+    if must_exist and db.startswith("sqlite:///") and not Path(db.removeprefix("sqlite:///")).exists():
+        fail(f"{db}: no such database (nothing stored there yet)")
     try:
         return Store(db)
     except Exception as e:  # a bad URL or an unreachable server: one line, no traceback
@@ -258,15 +260,21 @@ def memory_add(
     kind: Annotated[str, typer.Option(help="Entry kind (preference, profile, ...).")] = "preference",
     db: DbOpt = "sqlite:///ctxwise.db",
 ) -> None:
-    """Add one entry as given (no decision rules).
+    """Add one entry as given (the explicit API: no decision rules; an identical active entry
+    is not added twice).
 
     Example: ctxwise memory add "prefers over-ear headphones" --user alice
     """
-    from .memory.repo import add_memory
+    from .memory.repo import add_memory, list_memory
 
     if not text.strip():
         fail("memory add: the text is empty")
-    e = add_memory(_store(db), user, text.strip(), kind)
+    store = _store(db, must_exist=False)
+    same = [e for e in list_memory(store, user) if " ".join(e.text.lower().split()) == " ".join(text.lower().split())]
+    if same:
+        out.print(f"already remembered as {same[0].id}: {same[0].text}")
+        return
+    e = add_memory(store, user, text.strip(), kind)
     out.print(f"added {e.id}: {e.text}")
 
 

@@ -109,7 +109,8 @@ class Session:
     (:class:`~ctxwise.errors.SessionConflict`; call :meth:`reload` and retry).
     """
 
-    def __init__(self, manager: "ContextManager", user_id: str, session_id: str, *, tools: list[dict] | None = None) -> None:
+    def __init__(self, manager: "ContextManager", user_id: str, session_id: str, *, tools: list[dict] | None = None,
+                 create: bool = True) -> None:
         self.manager = manager
         self.user_id = user_id
         self.session_id = session_id
@@ -127,7 +128,7 @@ class Session:
         self._failed_summaries: set[str] = set()
         self.version = 0
         self.memory = SessionMemory(manager.store, user_id, session_id, self.policy, self.counter)
-        self.reload(create=True)
+        self.reload(create=create)
 
     # -- state ---------------------------------------------------------------------------
 
@@ -186,6 +187,13 @@ class Session:
         self._context.extend(batch)
         self._ids.update(m.id for m in batch)
         self._size += sum(self._sz(m) for m in batch)
+        for m in batch:
+            if m.role == "system" and self._sz(m) > self.policy.level(self.policy.clear_target):
+                log.warning(json.dumps({
+                    "event": "ctxwise.policy_warning", "session": self.session_id,
+                    "message": (f"the system prompt alone ({self._sz(m)} {self.policy.unit}) is above clear_target "
+                                f"({self.policy.level(self.policy.clear_target)}): clearing can never reach its target, "
+                                "so it will fire in small batches; raise the budget or lower clear_target's share")}))
         self.memory.observe(batch)
         return self.version
 
@@ -228,7 +236,8 @@ class Session:
             except ValidationError as e:
                 err = e.errors()[0]
                 where = ".".join(str(x) for x in err.get("loc", ()))
-                raise PayloadInvalid(self.policy.provider, [Violation(base + k, "message-shape", f"{where}: {err.get('msg')}")]) from None
+                hint = " (for OpenAI-shaped dicts use append_openai())" if "role" in item and "blocks" not in item else ""
+                raise PayloadInvalid(self.policy.provider, [Violation(base + k, "message-shape", f"{where}: {err.get('msg')}{hint}")]) from None
         return out
 
     def _check_batch(self, batch: list[Message]) -> None:
@@ -238,7 +247,8 @@ class Session:
         problems: list[Violation] = []
         for k, m in enumerate(batch):
             if m.id in self._ids or m.id in seen:
-                problems.append(Violation(base + k, "duplicate-message-id", f"id {m.id!r} is already in the session"))
+                where = "earlier in this batch" if m.id in seen else "in the session"
+                problems.append(Violation(base + k, "duplicate-message-id", f"id {m.id!r} is already {where}"))
             seen.add(m.id)
         # The window starts at the last tool cycle still open at the tail, or at the end.
         start = base
@@ -275,6 +285,9 @@ class Session:
         another writer changed the session meanwhile.
         """
         t0 = time.perf_counter()
+        if not self._context:
+            raise PayloadInvalid(self.policy.provider, [Violation(0, "empty-payload",
+                                 "the session has no messages yet: append() the system prompt and user input first")])
         head = self.memory.head_blocks()
         facts, evicted, evicted_changed = self.memory.facts_block(self._lossy)
         size_before = self._size + self._extra(head, facts)
@@ -433,9 +446,13 @@ class ContextManager:
         self.summarizer = summarizer or from_policy(self.policy)
         self.on_event = on_event
 
-    def session(self, user_id: str, session_id: str, *, tools: list[dict] | None = None) -> Session:
-        """Open (create if missing) the session ``(user_id, session_id)``."""
-        return Session(self, user_id, session_id, tools=tools)
+    def session(self, user_id: str, session_id: str, *, tools: list[dict] | None = None,
+                create: bool = True) -> Session:
+        """Open the session ``(user_id, session_id)``, creating it if missing; with
+        ``create=False`` raise :class:`~ctxwise.errors.SessionNotFound` instead (sessions are
+        scoped by user: another user's session id is not found). ``tools`` are the tool schemas
+        sent with every call (counted inside the budget)."""
+        return Session(self, user_id, session_id, tools=tools, create=create)
 
     def emit(self, event: CompactionEvent) -> None:
         """Log ``event`` as one JSON line and hand it to ``on_event``."""

@@ -43,20 +43,27 @@ PROVIDERS = ("openai", "deepseek", "anthropic", "qwen", "gemini", "openai_respon
 
 
 class Policy(BaseModel):
-    """Every knob of ctxwise. Frozen; derive variants with ``model_copy(update=...)``.
+    """Every knob of ctxwise. Frozen; derive variants with ``with_(...)`` or
+    ``Policy.preset(name, **changes)`` (``model_copy(update=...)`` validates too).
 
-    Raises :class:`~ctxwise.errors.PolicyError` (via the constructors below) for values out
-    of range, e.g. watermarks that are not increasing.
+    Sizes are in ``unit``; the watermark fields are fractions of the effective budget
+    (``budget - reserve_output``). Each field's docstring is its description
+    (``Policy.model_fields[name].description``). Raises :class:`~ctxwise.errors.PolicyError`
+    (via the constructors below) for values out of range, e.g. watermarks that are not
+    increasing, or an unknown setting.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     name: str = "default"
+    """A label for reports (the preset's name by default)."""
     enabled: bool = True
     """Off = pass-through: ``prepare`` sends the context unchanged (for A/B comparison)."""
 
     budget: int = Field(100_000, gt=0)
+    """The limit of one request's context, in ``unit`` (output room included; see ``reserve_output``)."""
     unit: Literal["chars", "tokens"] = "chars"
+    """``chars`` (Ragent's rule: text, thinking, tool names, inputs, results) or ``tokens``."""
     tokenizer: str = "o200k_base"
     """Counter name used when ``unit == "tokens"`` (see ``ctxwise.tokens.get_counter``)."""
     reserve_output: int = Field(0, ge=0)
@@ -67,14 +74,19 @@ class Policy(BaseModel):
     """Size of the tool schemas sent with every call (policy unit), counted inside the budget."""
 
     clear_at: float = Field(0.5, gt=0)
+    """Watermark above which thinking pruning and tool-result clearing fire (share of the budget)."""
     clear_target: float = Field(0.35, ge=0)
+    """Clearing clears in one batch down to this share, so it does not fire again for many calls."""
     clear_min_batch: float = Field(0.1, ge=0, le=1)
     """Below ``summarize_at``, clearing fires only when it saves at least this share of the
     budget in one batch (fewer, larger batches keep the prompt cache warm longer)."""
     summarize_at: float = Field(0.8, gt=0)
+    """Watermark above which old turns are summarized (at a turn boundary only)."""
     hard_limit: float = Field(1.0, gt=0)
+    """Watermark above which whole old turns are trimmed; no request is sent above it."""
 
     keep_recent_cycles: int = Field(2, ge=0)
+    """The latest tool cycles never cleared (a parallel batch is one cycle)."""
     protect_current_turn: bool = True
     """Clearing leaves the current turn alone; only when nothing else makes the call fit are
     its completed cycles (never the in-flight one) cleared as a last resort, with an event."""
@@ -82,36 +94,56 @@ class Policy(BaseModel):
     """Very last resort: cut the in-flight cycle's fresh tool results (head kept, a note says
     where the full text is) rather than fail, when nothing else is left to remove."""
     clearable_tools: list[str] = Field(default_factory=lambda: ["*"])
+    """Tools whose results may be cleared (``*`` = all)."""
     keep_tools: list[str] = Field(default_factory=list)
+    """Tools whose results are never cleared (wins over ``clearable_tools``)."""
     clear_errors: bool = False
+    """Clear failed results too (off: an "order not found" stops the model repeating the call)."""
     clear_tool_inputs: bool = False
+    """Also replace large ``tool_use`` inputs of cleared cycles."""
     min_clear_chars: int = Field(200, ge=0)
+    """Results shorter than this many characters are never cleared."""
     placeholder: str = DEFAULT_PLACEHOLDER
+    """Template of a cleared body: ``{n}`` original characters, ``{name}``, ``{input}``, ``{id}``, ``{state}``."""
     placeholder_input: Literal["json", "kv"] = "json"
+    """How ``{input}`` is written: compact JSON or Ragent's ``{key=value, ...}``."""
     placeholder_input_max: int = Field(120, ge=0)
+    """``{input}`` is cut to this many characters."""
 
     summarize: bool = True
+    """Whether the summarizing stage runs at all."""
     summary_target: float = Field(0.15, gt=0, le=1)
+    """Size to aim a summary at, as a share of the budget."""
     """Target size of a summary, as a fraction of the effective budget."""
     summary_keep_recent: float = Field(0.2, ge=0, le=1)
     """Recent turns kept verbatim after a summary cut, as a fraction of the effective budget."""
     summary_min_material: float = Field(0.5, ge=0, le=1)
     """Skip summarizing when the material is under this share of the compactable context."""
     summarizer: Literal["digest", "openai"] = "digest"
+    """``digest`` (offline, deterministic) or ``openai`` (any OpenAI-compatible endpoint)."""
     summarizer_model: str = "gpt-4.1-mini"
+    """Model name for the ``openai`` summarizer."""
     summarizer_base_url: str | None = None
+    """Endpoint for the ``openai`` summarizer (default: ``OPENAI_BASE_URL``)."""
     summarizer_timeout_s: float = Field(20.0, gt=0)
+    """Seconds one summary request may take before it counts as failed."""
     summarizer_max_retries: int = Field(1, ge=0, le=5)
+    """Retries after a failed summary request."""
 
     facts: bool = True
+    """Pin the user's own facts (ids, amounts, dates, constraints) in a block of their own."""
     facts_share: float = Field(0.08, ge=0, le=0.5)
+    """The facts block's share of the budget; the oldest lines go first when it is full."""
     facts_mode: Literal["when_compacted", "always"] = "when_compacted"
     """When the pinned facts block is sent: once a summary or trim has removed user turns
     (before that every fact is in the context verbatim), or on every call."""
     user_memory: bool = True
+    """Keep long-term memory of a user across sessions and send it at the start of new ones."""
     user_memory_share: float = Field(0.04, ge=0, le=0.5)
+    """The user-memory block's share of the budget."""
 
     provider: str = "openai"
+    """The provider profile every payload must satisfy (see ``ctxwise.providers``)."""
 
     @model_validator(mode="after")
     def _check(self) -> "Policy":
@@ -155,6 +187,10 @@ class Policy(BaseModel):
         """A validated copy with ``update`` applied; :class:`PolicyError` on a bad value."""
         return _build({**self.model_dump(), **update})
 
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "Policy":
+        """A copy; with ``update`` it is validated like :meth:`with_` (PolicyError on a bad value)."""
+        return self.with_(**update) if update else super().model_copy(deep=deep)
+
     # -- constructors ------------------------------------------------------------------
 
     @classmethod
@@ -193,16 +229,29 @@ class Policy(BaseModel):
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **update: Any) -> "Policy":
         """Load from ``CTXWISE_*`` variables (``CTXWISE_PRESET``, ``CTXWISE_BUDGET``, ...).
-        List values are comma-separated. Raises PolicyError naming the variable."""
+        List values are comma-separated. Raises PolicyError naming the variable, also for a
+        ``CTXWISE_`` variable that is no setting (a typo like ``CTXWISE_BUGDET``)."""
         env = os.environ if environ is None else environ
         data: dict[str, Any] = {}
-        for key, field in cls.model_fields.items():
-            raw = env.get(f"CTXWISE_{key.upper()}")
-            if raw is None:
+        for var, raw in env.items():
+            if not var.startswith("CTXWISE_") or var in NOT_POLICY_VARIABLES:
                 continue
+            key = var.removeprefix("CTXWISE_").lower()
+            field = cls.model_fields.get(key)
+            if field is None:
+                raise PolicyError(f"{var}: unknown setting (known: {', '.join('CTXWISE_' + k.upper() for k in cls.model_fields)})")
             data[key] = [s.strip() for s in raw.split(",") if s.strip()] if field.annotation == list[str] else raw
         preset = env.get("CTXWISE_PRESET", "default")
-        return cls.preset(preset, **{**data, **update})
+        try:
+            return cls.preset(preset, **{**data, **update})
+        except PolicyError as e:
+            key = str(e).split(":", 1)[0].removeprefix("policy ").strip()
+            var = f"CTXWISE_{key.upper()}" if key in cls.model_fields else "CTXWISE_*"
+            raise PolicyError(f"{var}: {e}") from None
+
+
+NOT_POLICY_VARIABLES = frozenset({"CTXWISE_PRESET", "CTXWISE_SHARED", "CTXWISE_TEST_PG_URL", "CTXWISE_DB"})
+"""``CTXWISE_`` variables that are not policy settings (the preset, test and tool settings)."""
 
 
 def _build(data: dict[str, Any]) -> Policy:

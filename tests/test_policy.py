@@ -1,0 +1,45 @@
+"""Policy: presets, TOML, environment, and errors that name the setting."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxwise.errors import PolicyError
+from ctxwise.policy import Policy
+
+
+def test_presets_and_validated_copies():
+    assert Policy.preset("ragent").budget == 100_000 and Policy.preset("ragent").clearable_tools == ["search_knowledge"]
+    p = Policy.preset("default").model_copy(update={"budget": 4000, "unit": "tokens"})
+    assert (p.budget, p.unit) == (4000, "tokens")
+    with pytest.raises(PolicyError, match="unit"):
+        Policy.preset("default").model_copy(update={"unit": "bogus"})
+    with pytest.raises(PolicyError, match="watermarks"):
+        Policy.preset("default", clear_at=0.9, summarize_at=0.5)
+    with pytest.raises(PolicyError, match="unknown preset"):
+        Policy.preset("nope")
+    assert all(f.description for f in Policy.model_fields.values()), "every setting is described"
+
+
+def test_from_env_names_the_variable_and_refuses_typos():
+    p = Policy.from_env({"CTXWISE_BUDGET": "4000", "CTXWISE_UNIT": "tokens", "CTXWISE_KEEP_TOOLS": "a, b",
+                         "CTXWISE_SHARED": "/elsewhere"})
+    assert (p.budget, p.unit, p.keep_tools) == (4000, "tokens", ["a", "b"])
+    with pytest.raises(PolicyError, match="CTXWISE_BUDGET"):
+        Policy.from_env({"CTXWISE_BUDGET": "abc"})
+    with pytest.raises(PolicyError, match="CTXWISE_BUGDET: unknown setting"):
+        Policy.from_env({"CTXWISE_BUGDET": "1"})
+    assert Policy.from_env({"CTXWISE_PRESET": "ragent"}).name == "ragent"
+
+
+def test_from_toml_names_the_file(tmp_path):
+    good = tmp_path / "p.toml"
+    good.write_text('[ctxwise]\npreset = "ragent"\nbudget = 5000\n')
+    assert (Policy.from_toml(good).name, Policy.from_toml(good).budget) == ("ragent", 5000)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[ctxwise]\nbudgt = 5\n")
+    with pytest.raises(PolicyError, match=r"bad.toml: policy budgt: unknown setting"):
+        Policy.from_toml(bad)
+    with pytest.raises(PolicyError, match="not valid TOML"):
+        (tmp_path / "x.toml").write_text("= =")
+        Policy.from_toml(tmp_path / "x.toml")
