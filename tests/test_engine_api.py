@@ -86,3 +86,28 @@ def test_another_users_session_is_not_found_and_an_empty_session_cannot_prepare(
     assert len(cm.session("alice", "s1", create=False).messages) == 2
     with pytest.raises(PayloadInvalid, match="empty-payload"):
         cm.session("bob", "new").prepare()
+
+
+def test_every_event_is_logged_as_one_json_line_handed_to_on_event_and_stored(store_url, caplog):
+    import json as _json
+    import logging
+
+    from builders import tool_turn
+
+    seen = []
+    cm = ContextManager(store_url, Policy.preset("default", budget=6_000), on_event=seen.append)
+    s = cm.session("u", "events")
+    s.append([system()])
+    for k in range(6):
+        s.append(tool_turn(f"round {k}", [("search", {"q": k}, "r" * 1500)], f"answer {k}"))
+    s.append([user("and now?")])
+    with caplog.at_level(logging.INFO, logger="ctxwise"):
+        p = s.prepare()
+    assert p.events and [e.stage for e in seen] == [e.stage for e in p.events]
+    lines = [_json.loads(r.getMessage()) for r in caplog.records if r.name == "ctxwise"]
+    logged = [ln for ln in lines if ln.get("event") == "ctxwise.compaction"]
+    assert [ln["stage"] for ln in logged] == [e.stage for e in p.events]
+    assert all({"trigger", "size_before", "size_after", "affected_ids", "duration_ms"} <= set(ln) for ln in logged)
+    stored = s.events()
+    assert [e["stage"] for e in stored] == [e.stage for e in p.events]
+    assert stored[0]["size_before"] > stored[0]["size_after"]
