@@ -1,5 +1,5 @@
-"""Helpers for the store tests (no tests here): recorded sessions as ctxwise messages, and a
-worker run in subprocesses (``python tests/test_store_support.py CMD ...``)."""
+"""Helpers for the store tests (no tests here): the recorded sessions split into write batches,
+and a worker run in subprocesses (``python tests/test_store_support.py CMD ...``)."""
 
 from __future__ import annotations
 
@@ -10,67 +10,21 @@ from pathlib import Path
 from typing import Any
 
 from ctxwise.errors import SessionConflict
-from ctxwise.messages import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, text_message
+from ctxwise.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, text_message
 
 HERE = Path(__file__).resolve().parent
 WORKER = str(HERE / "test_store_support.py")
 
 
-def _args(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
-    try:
-        val = json.loads(raw or "{}")
-        return val if isinstance(val, dict) else {"value": val}
-    except (TypeError, ValueError):
-        return {"raw": raw}
-
-
-def convert(raw_messages: list[dict[str, Any]], prefix: str = "m") -> list[Message]:
-    """A recorded tau-bench / tau2-bench conversation as ctxwise messages (a small converter
-    for store tests; every field without a canonical home goes to metadata, so bodies carry
-    nested usage / raw_data dicts, floats and unicode)."""
-    out: list[Message] = []
-    for i, raw in enumerate(raw_messages):
-        role = raw.get("role")
-        blocks: list[Any] = []
-        meta = {k: v for k, v in raw.items() if k not in ("role", "content", "tool_calls", "id", "tool_call_id")}
-        rd = raw.get("raw_data")
-        if isinstance(rd, dict) and isinstance(rd.get("content"), list):
-            for b in rd["content"]:
-                if isinstance(b, dict) and b.get("type") == "thinking":
-                    blocks.append(ThinkingBlock(thinking=b.get("thinking", ""), signature=b.get("signature")))
-        content = raw.get("content")
-        if role == "tool":
-            blocks.append(ToolResultBlock(tool_use_id=raw.get("id") or raw.get("tool_call_id") or f"x{i}",
-                                          name=raw.get("name"), state="error" if raw.get("error") else "success",
-                                          output=[TextBlock(text=str(content or ""))]))
-        else:
-            if isinstance(content, str) and content:
-                blocks.append(TextBlock(text=content))
-            for tc in raw.get("tool_calls") or []:
-                fn = tc.get("function") or {}
-                blocks.append(ToolUseBlock(id=tc.get("id") or f"c{i}", name=tc.get("name") or fn.get("name", "?"),
-                                           input=_args(tc.get("arguments", fn.get("arguments")))))
-        if role not in ("system", "user", "assistant", "tool"):
-            role = "user"
-        out.append(Message(id=f"{prefix}{i:04d}", role=role, blocks=blocks, metadata=meta))
-    return out
-
-
 def conversations(trajectories: Path) -> list[tuple[str, list[Message]]]:
-    """Every recorded conversation under ``trajectories`` as ``(name, messages)``."""
-    out = []
-    for path in sorted(trajectories.rglob("*.json")):
-        data = json.loads(path.read_text())
-        if isinstance(data, dict) and "simulations" in data:
-            raws = [s["messages"] for s in data["simulations"]]
-        elif isinstance(data, list):
-            raws = [c.get("traj") or c.get("messages") or [] for c in data]
-        else:
-            continue
-        out.extend((f"{path.name}#{k}", convert(r)) for k, r in enumerate(raws))
-    return out
+    """Every recorded conversation under ``trajectories`` as ``(name, messages)``, read by
+    ``ctxwise.formats.load`` (system prompt first; every field without a canonical home is in
+    metadata or block ``extra``, so bodies carry nested usage / raw_data dicts, floats and
+    unicode)."""
+    from ctxwise.formats import load  # here, so the subprocess workers start without the readers
+
+    return [(f"{path.name}#{conv.id}", conv.messages)
+            for path in sorted(trajectories.rglob("*.json")) for conv in load(path)]
 
 
 def batches(messages: list[Message]) -> list[list[Message]]:
