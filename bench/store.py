@@ -5,7 +5,8 @@
 
 Sessions of 10, 100 and 1,000 turns are built from the real tau2-bench retail conversations
 (../shared/data/trajectories/tau2-bench/retail_gpt-4.1_1trial.json; turns are reused with
-fresh ids past the ~560 recorded ones). Each turn is appended the way an engine writes it: the
+fresh ids past the 290 recorded ones; read with ``ctxwise.formats.load``, keeping the
+metadata an engine would store). Each turn is appended the way an engine writes it: the
 user input, then each model call's output (assistant message + its tool results) in its own
 transaction. The baseline, in the same run and database, does what Ragent does with
 ``t_agent_state``: after every turn it upserts the whole context payload as one JSON row per
@@ -20,13 +21,12 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +35,17 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from ctxwise.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from ctxwise.store import Store
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "bench"), str(REPO / "tests")]
+
+from _machine import machine, now  # noqa: E402
+from test_store_support import batches  # noqa: E402  (the write batches of the store tests)
+
+from ctxwise.formats import load  # noqa: E402
+from ctxwise.messages import Message  # noqa: E402
+from ctxwise.store import Store  # noqa: E402
+from ctxwise.units import turns as split_turns  # noqa: E402
+
 SHARED = Path(os.environ.get("CTXWISE_SHARED", REPO.parent / "shared"))
 DATA = SHARED / "data" / "trajectories" / "tau2-bench" / "retail_gpt-4.1_1trial.json"
 SIZES = (10, 100, 1000)
@@ -46,48 +53,29 @@ SIZES = (10, 100, 1000)
 
 # -- data --------------------------------------------------------------------------------------
 
-def _message(raw: dict[str, Any], mid: str) -> Message:
-    meta = {k: raw[k] for k in ("turn_idx", "timestamp", "cost", "usage") if raw.get(k) is not None}
-    if raw["role"] == "tool":
-        blocks: list[Any] = [ToolResultBlock(tool_use_id=raw["id"], state="error" if raw.get("error") else "success",
-                                             output=[TextBlock(text=str(raw.get("content") or ""))])]
-    else:
-        blocks = [TextBlock(text=raw["content"])] if raw.get("content") else []
-        blocks += [ToolUseBlock(id=c["id"], name=c["name"], input=c.get("arguments") or {})
-                   for c in raw.get("tool_calls") or []]
-    return Message(id=mid, role=raw["role"], blocks=blocks, metadata=meta)
+KEPT = ("turn_idx", "timestamp", "cost", "usage")
+"""The metadata an engine would store with a message; the recorder's ``raw_data`` dump is left out."""
 
 
-def recorded_turns() -> list[list[dict[str, Any]]]:
-    """Every turn (a user message and what follows up to the next one) of the retail file, raw."""
-    sims = json.loads(DATA.read_text())["simulations"]
-    turns: list[list[dict[str, Any]]] = []
-    for sim in sims:
-        current: list[dict[str, Any]] = []
-        for raw in sim["messages"]:
-            if raw["role"] == "user" and current:
-                turns.append(current)
-                current = []
-            current.append(raw)
-        if current:
-            turns.append(current)
-    return [t for t in turns if t[0]["role"] == "user"]
-
-
-def make_turns(n: int, pool: list[list[dict[str, Any]]]) -> list[list[list[Message]]]:
-    """``n`` turns, each a list of write batches (user input; each model call with its results)."""
-    out = []
-    for k in range(n):
-        raw_turn = pool[k % len(pool)]
-        msgs = [_message(r, f"t{k}m{j}") for j, r in enumerate(raw_turn)]
-        batches: list[list[Message]] = []
-        for m in msgs:
-            if m.role == "tool" and batches and batches[-1][0].role == "assistant":
-                batches[-1].append(m)
-            else:
-                batches.append([m])
-        out.append(batches)
+def recorded_turns() -> list[list[Message]]:
+    """Every turn (a user input and what follows up to the next one) of the retail file, read
+    by ``ctxwise.formats.load`` (the system prompt and the agent's greeting before the first
+    user input are not turns)."""
+    out: list[list[Message]] = []
+    for conv in load(DATA):
+        msgs = conv.messages
+        out += [[_kept(m) for m in msgs[t.start:t.end]] for t in split_turns(msgs) if not t.preamble]
     return out
+
+
+def _kept(m: Message) -> Message:
+    return m.model_copy(update={"metadata": {k: m.metadata[k] for k in KEPT if m.metadata.get(k) is not None}})
+
+
+def make_turns(n: int, pool: list[list[Message]]) -> list[list[list[Message]]]:
+    """``n`` turns, each a list of write batches (user input; each model call with its results)."""
+    return [batches([m.model_copy(update={"id": f"t{k}m{j}"}) for j, m in enumerate(pool[k % len(pool)])])
+            for k in range(n)]
 
 
 # -- measuring ---------------------------------------------------------------------------------
@@ -221,18 +209,6 @@ def run_backend(name: str, make_url, sizes: tuple[int, ...], pool) -> list[str]:
     return lines + [""]
 
 
-def machine() -> list[str]:
-    mem = "?"
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
-    except OSError:
-        pass
-    return [f"- `uname -a`: `{' '.join(platform.uname())}`", f"- nproc: {os.cpu_count()}",
-            f"- memory: {mem}", f"- Python {platform.python_version()}"]
-
-
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     pg = os.environ.get("CTXWISE_BENCH_PG_URL") or os.environ.get("CTXWISE_TEST_PG_URL")
@@ -246,7 +222,7 @@ def main(argv: list[str]) -> int:
     out = ["# Store benchmark: bytes written and time per appended turn", "",
            f"Command: `python bench/store.py {' '.join(argv)}`".rstrip() + " (PostgreSQL from scripts/with-postgres.sh: "
            "a throwaway local cluster, fsync off)",
-           f"Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}", "", "Machine:", *machine(), "",
+           f"Date: {now()}", "", "Machine:", "MACHINE", "",
            f"Turns from {DATA.name}: {len(pool)} recorded turns "
            f"(a turn averages {_mean([len(t) for t in pool]):.1f} messages), reused with fresh ids past that.", "",
            "ctxwise = `Store.append` per model call (k messages → k context rows + transcript rows + one version "
@@ -278,6 +254,8 @@ def main(argv: list[str]) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     out += [f"Total run time: {time.time() - started:.0f} s.", ""]
+    at = out.index("MACHINE")  # described at the end, for the load average during the run
+    out[at:at + 1] = machine(("sqlalchemy", "psycopg", "pydantic"))
     text = "\n".join(out)
     print(text)
     if not quick:
