@@ -160,10 +160,12 @@ def score(payloads: list[list[Message]], histories: list[list[Message]], outputs
           latencies: list[float], budget: int, counter: Any) -> Score:
     """The measures of one conversation's payloads, with ``ctxwise.replay.metrics``."""
     s = Score(calls=len(payloads), latencies=list(latencies))
-    costs = metrics.call_costs(payloads, counter, CACHE_RATIO)
+    # measure what the provider receives (an OpenAI payload carries no earlier reasoning)
+    sent = [metrics.as_sent(p, PROVIDER) for p in payloads]
+    costs = metrics.call_costs(sent, counter, CACHE_RATIO)
     s.tokens = sum(c.tokens for c in costs)
     s.cost = sum(c.cost for c in costs)
-    rec = metrics.support_recall(histories, payloads, outputs)
+    rec = metrics.support_recall(histories, sent, outputs)
     s.supported, s.needed = rec.supported, rec.needed
     errs = metrics.validator_errors(payloads, PROVIDER, references=histories)
     s.violations = len(errs)
@@ -173,7 +175,7 @@ def score(payloads: list[list[Message]], histories: list[list[Message]], outputs
     s.degenerate = sum(lost_system_or_user(p, h) for p, h in zip(payloads, histories))
     s.over = sum(c.tokens > budget for c in costs)
     s.edited = sum(not same_as_history(p, h) for p, h in zip(payloads, histories))
-    s.breaks = sum(metrics.common_prefix(a, b) < len(a) for a, b in zip(payloads, payloads[1:]))
+    s.breaks = sum(metrics.common_prefix(a, b) < len(a) for a, b in zip(sent, sent[1:]))
     return s
 
 
@@ -331,7 +333,7 @@ WHY = """\
   send over-budget payloads. The "empty result" errors come from empty tool outputs in the
   recordings, which every peer passes on and ctxwise marks when they are appended.
 - **Failed calls at 3,000 tokens.** Where the system prompt (1,622 tokens in the Claude airline
-  sessions) plus the current turn (its thinking, tool calls and fresh results) exceed the budget,
+  sessions) plus the current turn (its calls and fresh results) exceed the budget,
   ctxwise raises `ContextBudgetExceeded` instead of sending an over-budget or broken request; those
   conversations are left out of the tables. `default` fails more often than `ragent` because its
   pinned facts block and user-memory block take room `ragent` does not reserve.
@@ -346,8 +348,8 @@ WHY = """\
   of calls, so "no management" (never edits) and every peer that edits only when over the budget
   are cheaper. At 3,000 and 6,000 the stages fire often (trimming and summarizing are breaks by
   nature), and `trim_messages`, whose window moves only at turn boundaries, breaks the cache less
-  often. A good part of ctxwise's edits at 12,000 is thinking pruning in the Claude sessions; the
-  measures count thinking for every strategy although an OpenAI payload would not carry it.
+  often. (Payloads are measured as sent: an OpenAI request carries no earlier reasoning, so the
+  Claude sessions' thinking costs no strategy anything, and ctxwise does not prune it for OpenAI.)
 - **Support recall.** Peers that keep every message until the budget is full (no management,
   ContextEditing, and at 6,000 the rolling window and autogen) keep more of the values later answers
   quote. ctxwise clears tool results from half the budget on and the digest summary keeps the
