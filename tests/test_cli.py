@@ -131,6 +131,18 @@ def test_replay_missing_and_broken_files_fail_alone(tmp_path):
     assert "sample_session.json" in r.stdout and "1 session(s) replayed, 2 failed" in r.stdout
 
 
+def test_replay_more_than_3_sessions_says_the_tables_are_left_out(tmp_path):
+    args = ["replay", str(RETAIL), "--unit", "tokens", "--budget", "4000", *db(tmp_path)]
+    r = runner.invoke(app, [*args, "--limit", "4"])
+    assert r.exit_code == 0, r.output
+    assert "4 sessions: per-session tables omitted; use --json or --report" in r.stdout
+    assert "what happened" not in r.stdout and "summary: 4 session(s)" in r.stdout
+    r = runner.invoke(app, [*args, "--limit", "3"])
+    assert r.exit_code == 0, r.output
+    assert "omitted" not in r.stdout and r.stdout.count("what happened") == 3
+    assert "no model call" in r.stdout   # tau2 ends on a user message with no recorded answer
+
+
 @pytest.mark.parametrize("args, word", [
     (["--preset", "nope"], "nope"),
     (["--tokenizer", "klingon", "--unit", "tokens"], "klingon"),

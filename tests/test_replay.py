@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import io
+
+from rich.console import Console
+
 from ctxwise.engine import ContextManager
 from ctxwise.formats import load
 from ctxwise.policy import Policy
 from ctxwise.replay import metrics
 from ctxwise.replay.run import DEMO_POLICY, run
-from ctxwise.replay.runner import describe, replay_conversation
-from ctxwise.replay.sources import builtin
+from ctxwise.messages import text_message
+from ctxwise.replay.render import change_text, measures_table, session_table, title_lines
+from ctxwise.replay.runner import Measures, _span, describe, replay_conversation, rounds_text
+from ctxwise.replay.sources import builtin, conversation_label
 from ctxwise.tokens import get_counter
 from tests.conftest import TRAJECTORIES
 
@@ -85,3 +91,103 @@ def test_describe_merges_events_by_stage():
            {"stage": "summarizing", "rounds": [1, 7]},
            {"stage": "trimming", "rounds": [8, 8]}]
     assert describe(evs) == ["pruned thinking (2)", "cleared 4 results", "summarized rounds 1–7", "trimmed round 8"]
+
+
+def test_describe_names_the_rounds_of_every_trim():
+    """A trim always says which rounds it dropped: the opening before round 1 (tau2's greeting)
+    included, several trims in one round merged; never a bare ``trimmed round``."""
+    assert describe([{"stage": "trimming", "rounds": [0, 0]}]) == ["trimmed the opening (before round 1)"]
+    assert describe([{"stage": "trimming", "rounds": [2, 2]}, {"stage": "trimming", "rounds": [3, 3]}]) == [
+        "trimmed rounds 2–3"]
+    assert describe([{"stage": "trimming", "rounds": [1, 2]}, {"stage": "trimming", "rounds": [5, 5]}]) == [
+        "trimmed rounds 1–2, 5"]
+    assert describe([{"stage": "trimming", "rounds": [], "affected_ids": ["x", "y"]}]) == ["trimmed 2 messages"]
+    assert describe([{"stage": "trimming", "rounds": [0, 0]}, {"stage": "trimming", "rounds": [1, 1]}]) == [
+        "trimmed the opening and round 1"]
+    assert rounds_text([]) == "" and rounds_text([0, 1, 2]) == "the opening and rounds 1–2"
+
+
+def test_span_puts_messages_before_round_1_in_the_opening():
+    round_of = {"m0": 0, "m1": 0, "m2": 1, "m3": 2}
+    assert _span({"affected_ids": ["m1"]}, round_of) == [0, 0]
+    assert _span({"affected_ids": ["m1", "m2", "m3"]}, round_of) == [1, 2]
+    assert _span({"affected_ids": ["unknown"]}, round_of) == []
+
+
+def test_trimming_the_greeting_names_the_opening(tmp_path):
+    """A real tau2 recording at a tight chars budget trims its opening greeting (before any user
+    round): the action used to read a bare ``trimmed round``."""
+    conv = next(c for c in load(TRAJECTORIES / "tau2-bench" / "retail_gpt-4.1_1trial.json")
+                if conversation_label(c) == "task 60")
+    cm = ContextManager(f"sqlite:///{tmp_path / 'r.db'}", Policy.preset("default", unit="chars", budget=8000))
+    r = replay_conversation(cm, "u", "s", conv.messages, name="t60", source="t60", format=conv.format)
+    trims = [a for x in r.rounds for a in x.actions if a.startswith("trimmed")]
+    assert any(a.startswith("trimmed the opening") for a in trims), trims
+    assert all(any(ch.isdigit() for ch in a) for a in trims), trims
+
+
+def test_a_round_without_a_model_call_has_no_size(tmp_path):
+    """The last user message got no recorded answer: no call, so no size (not 0), and the
+    session's start (system prompt) plus the rounds' growth is the full record."""
+    r = _no_call_session(tmp_path)
+    first, last = r.rounds
+    assert first.calls == 1 and first.size and first.chars
+    assert last.calls == 0 and (last.size_before, last.size, last.chars) == (None, None, None)
+    assert r.last_call is r.calls[-1] and r.last_call.size == first.size
+    assert r.start > 0
+    assert r.start + first.growth + last.growth == last.full
+    assert r.as_dict()["rounds"][1]["size"] is None
+
+
+def _no_call_session(tmp_path):
+    msgs = [text_message("s", "system", "You are a shop assistant. " * 20),
+            text_message("u1", "user", "Where is my order #W123?"),
+            text_message("a1", "assistant", "It ships tomorrow."),
+            text_message("u2", "user", "Thanks, bye!")]
+    cm = ContextManager(f"sqlite:///{tmp_path / 'r.db'}", Policy.preset("default", unit="chars", budget=10_000))
+    return replay_conversation(cm, "u", "s", msgs, name="n", source="n", format="openai")
+
+
+def _text(renderable) -> str:
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_session_table_shows_no_call_and_the_last_calls_size(tmp_path):
+    r = _no_call_session(tmp_path)
+    lines = _text(session_table(r, "chars")).splitlines()
+    row2 = next(ln for ln in lines if ln.startswith("│     2 "))
+    cells = [c.strip() for c in row2.split("│")]
+    assert cells[3:7] == ["0", "–", "–", "–"] and cells[8] == "no model call"
+    total = next(ln for ln in lines if ln.startswith("│ total"))
+    cells = [c.strip() for c in total.split("│")]
+    after, chars = cells[5], cells[6]
+    assert after == f"{r.calls[-1].size:,}" and chars == f"{r.calls[-1].chars:,}"
+    # the total row says what the full record counts: start (system prompt) + the rounds' growth
+    text = "\n".join(lines)
+    growth = sum(x.growth for x in r.rounds)
+    assert f"full record {r.start + growth:,} chars" in text
+    assert f"= start {r.start:,} + growth {growth:,}" in text and f"+{growth:,}" in total
+
+
+def test_changes_that_round_to_nothing_read_0():
+    m = Measures(calls=1, input_tokens=1000, cost=100.0, supported=3, needed=3)
+    same = Measures(calls=1, input_tokens=1001, cost=100.2, supported=3, needed=3)
+    assert [change_text(k, m, same) for k in ("input_tokens", "cost", "recall", "over_budget")] == [
+        "0%", "0%", "0 pt", "0"]
+    less = Measures(calls=1, input_tokens=330, cost=109.0, supported=2, needed=3)
+    assert [change_text(k, less, m) for k in ("input_tokens", "cost", "recall")] == ["-67%", "+9%", "-33.3 pt"]
+
+
+def test_summary_title_breaks_only_between_groups():
+    title = ("summary: 40 session(s) replayed, 2 failed, policy default, budget 4,000 tokens (o200k_base), "
+             "provider anthropic")
+    lines = title_lines(title).splitlines()
+    assert len(lines) > 1 and all(len(ln) <= 64 for ln in lines)
+    assert " ".join(lines) == title
+    assert any("provider anthropic" in ln for ln in lines)
+    text = _text(measures_table(Measures(), None, sessions=1, unit="tokens", title=title))
+    assert "provider anthropic" in text and "omitted" not in text
+    many = _text(measures_table(Measures(), None, sessions=4, unit="tokens", title=title))
+    assert "4 sessions: per-session tables omitted; use --json or --report" in many

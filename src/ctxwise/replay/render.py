@@ -6,16 +6,43 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .runner import Measures, SessionResult
+from .runner import Measures, RoundRecord, SessionResult
+
+TABLES_UP_TO = 3
+"""The CLI prints per-session tables for up to this many sessions; with more, one line says so."""
+
+NO_CALL = "–"
+"""What a size cell shows for a round with no model call (nothing was sent)."""
 
 
 def n(x: float | int) -> str:
     """A number with thousands separators (no decimals)."""
     return f"{x:,.0f}"
+
+
+def size(x: float | int | None) -> str:
+    """A size cell: ``n(x)``, or ``–`` when nothing was sent (a round with no model call)."""
+    return NO_CALL if x is None else n(x)
+
+
+def total_cells(r: SessionResult) -> dict[str, Any]:
+    """The numbers of a session's total row: rounds, calls, the largest size before
+    compaction, the size sent at the session's last model call (policy unit and chars; None
+    when it made none), the record at the start (system prompt, opening), the rounds' growth,
+    and the full uncompacted record (= start + growth)."""
+    last = r.last_call
+    befores = [x.size_before for x in r.rounds if x.size_before is not None]
+    growth = sum(x.growth for x in r.rounds)
+    return {
+        "rounds": len(r.rounds), "calls": sum(x.calls for x in r.rounds),
+        "before": max(befores) if befores else None,
+        "after": last.size if last else None, "chars": last.chars if last else None,
+        "start": r.start, "growth": growth, "full": r.start + growth,
+    }
 
 
 def _tools(names: list[str]) -> Text:
@@ -65,18 +92,25 @@ def session_table(r: SessionResult, unit: str) -> Table:
         what = Text(_excerpt(row.user_text), style="dim")
         what.append("\n")
         what.append_text(_tools(row.tools))
-        action = Text("\n".join(row.actions), style="bold yellow") if row.actions else Text("none", style="dim")
-        t.add_row(str(row.round), what, str(row.calls), n(row.size_before), n(row.size), n(row.chars),
-                  f"+{n(row.growth)}", action)
+        t.add_row(str(row.round), what, str(row.calls), size(row.size_before), size(row.size), size(row.chars),
+                  f"+{n(row.growth)}", _action(row))
     if r.rounds:
-        last = r.rounds[-1]
+        tot = total_cells(r)
         ev = r.measures.events
         fired = ", ".join(f"{k} {v}" for k, v in ev.items()) or "none"
+        what = Text(f"{tot['rounds']} rounds, full record {n(tot['full'])} {unit}", style="bold")
+        if tot["start"]:
+            what.append(f"\n= start {n(tot['start'])} + growth {n(tot['growth'])}", style="dim")
         t.add_section()
-        t.add_row("total", Text(f"{len(r.rounds)} rounds, full record {n(last.full)} {unit}", style="bold"),
-                  str(sum(x.calls for x in r.rounds)), n(max(x.size_before for x in r.rounds)),
-                  n(last.size), n(last.chars), f"+{n(sum(x.growth for x in r.rounds))}", fired)
+        t.add_row("total", what, str(tot["calls"]), size(tot["before"]), size(tot["after"]), size(tot["chars"]),
+                  f"+{n(tot['growth'])}", fired)
     return t
+
+
+def _action(row: RoundRecord) -> Text:
+    if row.actions:
+        return Text("\n".join(row.actions), style="bold yellow")
+    return Text("no model call" if not row.calls else "none", style="dim")
 
 
 MEASURES: list[tuple[str, str]] = [
@@ -108,22 +142,54 @@ def _cell(key: str, m: Measures, sessions: int) -> str:
     return n(getattr(m, key))
 
 
-def _change(key: str, on: Measures, off: Measures) -> Text:
+def change_text(key: str, on: Measures, off: Measures) -> str:
+    """The change column's text: ``-67%``, ``+9%``, ``-10.4 pt``; a change that rounds to
+    nothing is ``0%`` / ``0 pt`` (never ``−0%`` or ``+0.0 pt``); ``""`` for measures without one."""
     if key in ("input_tokens", "cost") and getattr(off, key):
-        d = getattr(on, key) / getattr(off, key) - 1
-        return Text(f"{d:+.0%}", style="green" if d < 0 else "red")
+        d = round((getattr(on, key) / getattr(off, key) - 1) * 100)
+        return f"{d:+d}%" if d else "0%"
     if key == "recall":
-        d = on.recall - off.recall
-        return Text(f"{d * 100:+.1f} pt", style="red" if d < 0 else "green")
+        d = round((on.recall - off.recall) * 100, 1)
+        return f"{d:+.1f} pt" if d else "0 pt"
+    if key in ("validator_errors", "over_budget"):
+        d = getattr(on, key) - getattr(off, key)
+        return f"{d:+d}" if d else "0"
+    return ""
+
+
+def _change(key: str, on: Measures, off: Measures) -> Text:
+    text = change_text(key, on, off)
+    if text in ("", "0", "0%", "0 pt"):
+        return Text(text, style="dim" if text else "")
+    if key in ("input_tokens", "cost"):
+        return Text(text, style="green" if text.startswith("-") else "red")
+    if key == "recall":
+        return Text(text, style="red" if text.startswith("-") else "green")
     if key in ("validator_errors", "over_budget"):
         d = getattr(on, key) - getattr(off, key)
         return Text(f"{d:+d}" if d else "0", style="green" if d <= 0 else "red")
     return Text("")
 
 
-def measures_table(on: Measures, off: Measures | None, *, sessions: int, unit: str, title: str) -> Table:
-    """The measures with compaction on, and with it off (``enabled=false``) side by side."""
-    t = Table(title=title, title_justify="left", header_style="bold")
+def title_lines(title: str, width: int = 64) -> str:
+    """``title`` broken into lines of about ``width`` characters, only after a comma, so that
+    no ``key value`` group (``provider anthropic``) is split across lines."""
+    lines: list[str] = []
+    for group in title.split(", "):
+        if lines and len(lines[-1]) + 2 + len(group) <= width:
+            lines[-1] += ", " + group
+        else:
+            if lines:
+                lines[-1] += ","
+            lines.append(group)
+    return "\n".join(lines)
+
+
+def measures_table(on: Measures, off: Measures | None, *, sessions: int, unit: str, title: str) -> RenderableType:
+    """The measures with compaction on, and with it off (``enabled=false``) side by side, under
+    ``title`` (broken after commas only). With more than :data:`TABLES_UP_TO` sessions, a line
+    first says the per-session tables were left out."""
+    t = Table(header_style="bold")
     t.add_column("measure")
     t.add_column("ctxwise", justify="right")
     if off is not None:
@@ -136,7 +202,11 @@ def measures_table(on: Measures, off: Measures | None, *, sessions: int, unit: s
         if off is not None:
             row += [_cell(key, off, sessions), _change(key, on, off)]
         t.add_row(*row)
-    return t
+    parts: list[RenderableType] = []
+    if sessions > TABLES_UP_TO:
+        parts.append(Text(f"{sessions} sessions: per-session tables omitted; use --json or --report"))
+    parts += [Text(title_lines(title), style="table.title"), t]
+    return Group(*parts)
 
 
 def errors_block(errors: Sequence[Any]) -> Group:

@@ -55,15 +55,18 @@ class RoundRecord:
     """One user turn: the tools called (``"name"`` or ``"name!"`` for a failed result), the
     model calls, the largest size before compaction and the size sent at the last call (policy
     unit and chars), the size the uncompacted record would have had (``full``), the growth this
-    round (policy unit), the actions taken, and the sent context's size by category."""
+    round (policy unit), the actions taken, and the sent context's size by category.
+
+    A round with no model call (a last user message that got no recorded answer) has
+    ``calls == 0`` and ``size_before``, ``size`` and ``chars`` None: nothing was sent."""
 
     round: int
     user_text: str
     tools: list[str] = field(default_factory=list)
     calls: int = 0
-    size_before: int = 0
-    size: int = 0
-    chars: int = 0
+    size_before: int | None = None
+    size: int | None = None
+    chars: int | None = None
     full: int = 0
     growth: int = 0
     actions: list[str] = field(default_factory=list)
@@ -132,16 +135,25 @@ class SessionResult:
     source: str
     format: str
     messages: int
+    start: int = 0
+    """The size (policy unit) of what came before round 1: the system prompt and any opening
+    message (tau2-bench's greeting). ``start`` plus every round's growth is the full record."""
     rounds: list[RoundRecord] = field(default_factory=list)
     calls: list[CallRecord] = field(default_factory=list)
     measures: Measures = field(default_factory=Measures)
     baseline: Measures | None = None
     """The same conversation replayed with compaction off (``enabled=false``), when run."""
 
+    @property
+    def last_call(self) -> CallRecord | None:
+        """The session's last model call (None when it made none)."""
+        return self.calls[-1] if self.calls else None
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-able: rounds, calls (with their events) and measures."""
         return {
             "name": self.name, "source": self.source, "format": self.format, "messages": self.messages,
+            "start": self.start,
             "measures": self.measures.as_dict(),
             "baseline": self.baseline.as_dict() if self.baseline else None,
             "rounds": [{k: v for k, v in vars(r).items() if k != "events"} for r in self.rounds],
@@ -150,32 +162,67 @@ class SessionResult:
 
 
 def _span(event: dict[str, Any], round_of: dict[str, int]) -> list[int]:
-    """``[first, last]`` round the event's affected messages belong to (``[]`` when none)."""
-    rounds = sorted({round_of[i] for i in event.get("affected_ids") or [] if round_of.get(i, 0) > 0})
+    """``[first, last]`` round the event's affected messages belong to; ``[0, 0]`` when they all
+    came before round 1 (the opening: system prompt, greeting); ``[]`` when none is known."""
+    known = {round_of[i] for i in event.get("affected_ids") or [] if i in round_of}
+    rounds = sorted(r for r in known if r > 0) or sorted(known)
     return [rounds[0], rounds[-1]] if rounds else []
 
 
+def rounds_text(rounds: Sequence[int]) -> str:
+    """``round 3``, ``rounds 2–3``, ``rounds 1–2, 5``; round 0 is the opening (what came before
+    round 1): ``the opening (before round 1)``, ``the opening and round 1``; no round is ``""``."""
+    nums = sorted(set(rounds))
+    if not nums:
+        return ""
+    if nums == [0]:
+        return "the opening (before round 1)"
+    opening = "the opening and " if nums[0] == 0 else ""
+    nums = [x for x in nums if x > 0]
+    runs: list[list[int]] = []
+    for x in nums:
+        if runs and x == runs[-1][1] + 1:
+            runs[-1][1] = x
+        else:
+            runs.append([x, x])
+    parts = [f"{a}" if a == b else f"{a}–{b}" for a, b in runs]
+    return f"{opening}round{'s' if len(nums) > 1 else ''} {', '.join(parts)}"
+
+
 def describe(events: Sequence[dict[str, Any]]) -> list[str]:
-    """The action column for a round's events, merged by stage: ``cleared 4 results``,
-    ``summarized rounds 1–7``, ``trimmed rounds 2–3``, ``pruned thinking (5)``."""
+    """The action column for a round's events, merged by stage: ``pruned thinking (5)``,
+    ``cleared 4 results``, ``summarized rounds 1–7``, ``trimmed rounds 2–3``.
+
+    Every summary and trim names the rounds it touched (``rounds`` of the event): trims in one
+    round are merged into one line; a trim whose messages are unknown says how many it dropped.
+    """
     cleared = pruned = 0
     out: list[str] = []
+    trimmed: set[int] = set()
+    trimmed_unknown = 0
     for e in events:
         stage = e["stage"]
         span = e.get("rounds") or []
-        text = (f"{span[0]}" if span[0] == span[1] else f"{span[0]}–{span[1]}") if span else ""
+        covered = list(range(span[0], span[1] + 1)) if span else []
         if stage == "clearing":
             cleared += e.get("detail", {}).get("cleared", len(e.get("affected_ids") or []))
         elif stage == "thinking":
             pruned += len(e.get("affected_ids") or [])
         elif stage == "summarizing":
-            out.append(f"summarized round{'s' if '–' in text else ''} {text}".rstrip())
+            out.append(f"summarized {rounds_text(covered) or 'earlier rounds'}")
         elif stage == "trimming":
-            out.append(f"trimmed round{'s' if '–' in text else ''} {text}".rstrip())
+            if covered:
+                trimmed.update(covered)
+            else:
+                trimmed_unknown += len(e.get("affected_ids") or []) or 1
         elif stage == "summarizer_failed":
             out.append("summarizer failed")
         else:
             out.append(stage.replace("_", " "))
+    if trimmed:
+        out.append(f"trimmed {rounds_text(sorted(trimmed))}")
+    if trimmed_unknown:
+        out.append(f"trimmed {trimmed_unknown} message{'s' if trimmed_unknown != 1 else ''}")
     head = []
     if pruned:
         head.append(f"pruned thinking ({pruned})")
@@ -223,7 +270,9 @@ def replay_conversation(
         size = unit_counter.count_message(m)
         full_size += size
         round_of[m.id] = current.round if current else 0
-        if current is not None:
+        if current is None:
+            res.start += size
+        else:
             current.growth += size
             current.full = full_size
             for r in m.tool_results:
@@ -267,7 +316,7 @@ def replay_conversation(
             res.calls.append(call)
             previous = view
             current.calls += 1
-            current.size_before = max(current.size_before, p.size_before)
+            current.size_before = max(current.size_before or 0, p.size_before)
             current.size, current.chars = p.size, p.chars
             current.events.extend(events)
             current.actions = describe(current.events)
