@@ -48,7 +48,7 @@ def test_chromium_renders_the_chart(report, tmp_path):
     dom = chromium(tmp_path, "--dump-dom", report.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert '<svg class="chart" id="chart-0"' in dom.stdout
-    assert dom.stdout.count('class="seg"') >= 14            # at least one segment per round
+    assert dom.stdout.count('class="seg ') >= 14            # at least one segment per round
     png = tmp_path / "report.png"
     shot = chromium(tmp_path, f"--screenshot={png}", "--window-size=1200,900", report.as_uri())
     assert shot.returncode == 0, shot.stderr[-2000:]
@@ -59,3 +59,40 @@ def test_chromium_renders_the_chart(report, tmp_path):
 @pytest.mark.parametrize("span, step", [(9.0, 2), (16384, 5000), (4400, 1000), (130, 50)])
 def test_nice_step(span, step):
     assert nice_step(span) == step
+
+
+def test_scale_follows_the_budget_and_clips_the_uncompacted_record(report):
+    """The demo's uncompacted record reaches ~15k tokens at a 5,000 budget: the axis stops near
+    the budget so the bars sent are readable, and the record is a clipped outline with its size."""
+    svg = report.read_text(encoding="utf-8").split('id="chart-0"')[1].split("</svg>")[0]
+    ticks = [int(v.replace(",", "")) for v in re.findall(r'class="yl"[^>]*>([\d,]+)<', svg)]
+    assert 5000 < max(ticks) <= 6000
+    assert re.search(r'class="clip"[^>]*>↑1\d\.\dk', svg)
+    # watermark labels sit in the right margin, right of every bar
+    bars_end = max(float(x) + float(w) for x, w in re.findall(r'class="seg k\d" d="M([\d.]+) [\d.]+h([\d.]+)', svg))
+    labels = re.findall(r'<text class="e\d" x="([\d.]+)"[^>]*>(clear|summarize|budget) ', svg)
+    assert len(labels) == 3 and all(float(x) > bars_end for x, _ in labels)
+
+
+def test_report_of_several_sessions_has_a_contents_table_and_no_fake_bars(tmp_path):
+    """tau2 sessions end on a user message with no recorded answer: that round draws no bar
+    (it used to look like the context dropped to 0) and its table row shows –."""
+    from ctxwise.policy import Policy
+    from ctxwise.replay.report import render_html
+    from ctxwise.replay.run import run
+    from tests.conftest import TRAJECTORIES
+
+    res = run([str(TRAJECTORIES / "tau2-bench" / "retail_gpt-4.1_1trial.json")],
+              Policy.preset("default", unit="tokens", budget=4000), db=f"sqlite:///{tmp_path / 'r.db'}", limit=2)
+    html = render_html(res)
+    for i, s in enumerate(res.sessions):
+        assert f"<a href='#s{i}'>{s.name}</a>" in html and f"id='s{i}'" in html
+        last = s.rounds[-1]
+        assert last.calls == 0
+        svg = html.split(f'id="chart-{i}"')[1].split("</svg>")[0]
+        group = svg.split(f"<title>round {last.round}: ")[1].split("</g>")[0]
+        assert group.startswith("no model call") and "no call</text>" in group
+        assert 'class="seg' not in group                   # no bar: it used to look like a drop to 0
+        assert len(re.findall(r'class="seg ', svg)) >= len(s.rounds) - 1
+    assert "no model call</td>" in html and "<td>–</td>" in html
+    assert "style=" not in html.split("</head>")[1]       # colours live in the stylesheet, once

@@ -1,19 +1,24 @@
 """``--report FILE.html``: one static, self-contained HTML page for a replay run.
 
 Per session: a stacked bar chart (inline SVG, no script, no network) of the context sent at
-the end of each round by category, the size the uncompacted record would have had as a dashed
-outline, the budget and watermark lines, and a marker above each round where compaction fired;
-then the round table and the event list. A summary table with compaction on and off heads the
-page.
+the end of each round by category, the budget and watermark lines (labelled in the right
+margin), a marker above each round where compaction fired, and the size the uncompacted record
+would have had as a dashed outline, clipped at the top of the chart with its size written
+above when it is off the scale (the scale follows the budget and the sizes actually sent). A
+round with no model call has no bar ("no call"). Then the round table and the event list. A
+summary table with compaction on and off and, for several sessions, a table of contents head
+the page. Colours and fonts live in the stylesheet, once, so a page of hundreds of sessions
+stays small.
 """
 
 from __future__ import annotations
 
+import math
 from html import escape
 from typing import Any
 
 from .breakdown import CATEGORIES
-from .render import MEASURES, _cell
+from .render import MEASURES, _cell, _excerpt, total_cells
 from .run import RunResult
 from .runner import RoundRecord, SessionResult, describe
 
@@ -30,134 +35,218 @@ MARKS = {  # stage -> (letter, colour)
     "clearing": ("C", "#d97706"),
     "summarizing": ("S", "#db2777"),
     "trimming": ("T", "#dc2626"),
+    "facts_evicted": ("F", "#475569"),
     "summarizer_failed": ("!", "#7f1d1d"),
 }
+CAT_CLASS = {cat: f"k{i}" for i, cat in enumerate(COLORS)}
+STAGE_CLASS = {st: f"e{i}" for i, st in enumerate(MARKS)}
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1120px;
      color:#0f172a;padding:0 16px;background:#fff}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:18px;margin:36px 0 4px;border-top:1px solid #e2e8f0;padding-top:20px}
+h2 a{color:inherit;text-decoration:none} a{color:#1d4ed8}
 .sub{color:#475569;margin:0 0 12px}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
 th,td{padding:4px 10px;border-bottom:1px solid #e2e8f0;text-align:right;vertical-align:top}
 th{background:#f8fafc;font-weight:600} td.l,th.l{text-align:left}
+tr.tot td{border-top:2px solid #cbd5e1;font-weight:600} tr.tot .t{font-weight:400}
+td.w{min-width:300px;max-width:560px} td.w .u{color:#334155} td.w .t{color:#64748b;font-size:12px}
+td.a{white-space:nowrap}
+.legend{position:sticky;top:0;z-index:1;background:#fffe;padding:6px 0;border-bottom:1px solid #f1f5f9}
 .legend span{display:inline-block;margin-right:14px;font-size:12px;color:#334155}
 .legend i{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:5px;vertical-align:-1px}
+.legend i.o{border:1px dashed #94a3b8;background:#fff;box-sizing:border-box}
+.legend i.m{border-radius:50%}
 .err{color:#b91c1c} .dim{color:#64748b} .act{color:#b45309;font-weight:600}
-svg.chart{display:block;margin:6px 0 4px;background:#fff}
 details{margin:4px 0 10px} summary{cursor:pointer;color:#334155}
+.toc td:first-child{text-align:left} .toc b{margin-left:6px}
+svg.chart{display:block;margin:6px 0 4px;background:#fff;font-family:inherit}
+svg.chart text{font-size:11px;fill:#64748b}
+svg.chart .ax{stroke:#334155} svg.chart .gr{stroke:#f1f5f9}
+svg.chart .rn{fill:#334155;text-anchor:middle} svg.chart .yl{text-anchor:end}
+svg.chart .full{fill:none;stroke:#94a3b8;stroke-dasharray:4 3}
+svg.chart .clip{fill:#64748b;text-anchor:middle;font-size:10px}
+svg.chart .nc{fill:#64748b;text-anchor:middle;font-style:italic}
+svg.chart .wm{stroke-width:1.2;stroke-dasharray:6 4} svg.chart .wm.b{stroke-dasharray:none}
+svg.chart .marker text{fill:#fff;font-size:10px;font-weight:700;text-anchor:middle}
 """
+CSS += "".join(f".{c}{{fill:{COLORS[cat]};background:{COLORS[cat]}}}" for cat, c in CAT_CLASS.items())
+CSS += "".join(f".{c},svg.chart text.{c}{{fill:{colour};color:{colour}}}i.{c}{{background:{colour}}}"
+               f"line.{c}{{stroke:{colour}}}" for st, c in STAGE_CLASS.items() for colour in [MARKS[st][1]])
+WATERMARK_CLASS = {"clear": STAGE_CLASS["clearing"], "summarize": STAGE_CLASS["summarizing"],
+                   "budget": STAGE_CLASS["trimming"]}
 
 
 def _n(x: float) -> str:
     return f"{x:,.0f}"
 
 
+def _size(x: float | None) -> str:
+    return "–" if x is None else _n(x)
+
+
+def _k(x: float) -> str:
+    """``812``, ``15.2k``, ``1.3M``: a short size for labels on the chart."""
+    if x < 1000:
+        return f"{x:.0f}"
+    return f"{x / 1000:.1f}k" if x < 1_000_000 else f"{x / 1_000_000:.1f}M"
+
+
+def _f(x: float) -> str:
+    """An SVG coordinate: one decimal at most, no trailing ``.0``."""
+    return f"{x:.1f}".rstrip("0").rstrip(".")
+
+
 def nice_step(span: float, ticks: int = 5) -> float:
     """A round tick step (1, 2 or 5 times a power of ten) giving about ``ticks`` ticks."""
-    import math
-
     raw = max(span, 1) / ticks
     mag = 10 ** math.floor(math.log10(raw))
     return next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
 
 
-def chart(s: SessionResult, policy: Any, index: int, width: int = 1060, height: int = 330) -> str:
+def scale_top(rounds: list[RoundRecord], policy: Any) -> float:
+    """The value at the top of the y axis: the larger of the hard limit (the budget) and the
+    largest size sent, with room for the markers, rounded up to a tick. The uncompacted record
+    does not count: it would squash the bars that were actually sent."""
+    sent = [r.size for r in rounds if r.size is not None]
+    top_value = max([policy.effective_budget * max(policy.hard_limit, 1.0)] + sent) * 1.1 or 1
+    step = nice_step(top_value)
+    return step * math.ceil(top_value / step)
+
+
+def chart(s: SessionResult, policy: Any, index: int, width: int = 1060, height: int = 320) -> str:
     """The stacked bar chart of one session as an ``<svg class="chart">`` element."""
     rounds = s.rounds
-    left, right, top, bottom = 64, 16, 26, 44
+    left, right, top, bottom = 56, 112, 30, 40
     pw, ph = width - left - right, height - top - bottom
     budget = policy.effective_budget
-    top_value = max([budget] + [r.full for r in rounds] + [r.size_before for r in rounds]) * 1.08 or 1
-    step = nice_step(top_value)
-    ymax = step * -(-top_value // step)
-    y = lambda v: top + ph - ph * v / ymax  # noqa: E731
-    k = max(len(rounds), 1)
-    slot = pw / k
+    ymax = scale_top(rounds, policy)
+    step = nice_step(ymax)
+
+    def y(v: float) -> float:
+        return top + ph - ph * min(v, ymax) / ymax
+
+    slot = pw / max(len(rounds), 1)
     bw = max(min(slot * 0.62, 56), 3)
+    unit = escape(policy.unit)
     out = [f'<svg class="chart" id="chart-{index}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
            f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
            f'aria-label="context size per round for {escape(s.name)}">']
-    # grid and y labels
-    for i in range(int(round(ymax / step)) + 1):
+    for i in range(int(round(ymax / step)) + 1):  # grid and y labels
         v = step * i
-        out.append(f'<line x1="{left}" x2="{width - right}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#f1f5f9"/>')
-        out.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" font-size="11" text-anchor="end" fill="#64748b">{_n(v)}</text>')
-    out.append(f'<text x="14" y="{top + ph / 2:.0f}" font-size="11" fill="#475569" '
-               f'transform="rotate(-90 14 {top + ph / 2:.0f})" text-anchor="middle">{escape(policy.unit)}</text>')
+        out.append(f'<line class="gr" x1="{left}" x2="{width - right}" y1="{_f(y(v))}" y2="{_f(y(v))}"/>'
+                   f'<text class="yl" x="{left - 6}" y="{_f(y(v) + 4)}">{_n(v)}</text>')
+    out.append(f'<text x="14" y="{top + ph / 2:.0f}" transform="rotate(-90 14 {top + ph / 2:.0f})" '
+               f'text-anchor="middle">{unit}</text>')
     for r_i, r in enumerate(rounds):
         x = left + slot * r_i + (slot - bw) / 2
-        # what the uncompacted record would be
-        out.append(f'<rect x="{x - 2:.1f}" y="{y(r.full):.1f}" width="{bw + 4:.1f}" height="{y(0) - y(r.full):.1f}" '
-                   f'fill="none" stroke="#94a3b8" stroke-dasharray="4 3"><title>round {r.round}: uncompacted '
-                   f'record {_n(r.full)} {policy.unit}</title></rect>')
+        cx = _f(x + bw / 2)
+        out.append(f'<text class="rn" x="{cx}" y="{_f(y(0) + 15)}">{r.round}</text>')
+        # one tooltip per round (not per segment): what was sent, by category, and the record
+        if r.size is None:
+            tip = f"round {r.round}: no model call (no recorded answer)"
+        else:
+            parts = " · ".join(f"{cat} {_n(r.categories[cat])}" for cat in CATEGORIES if r.categories.get(cat))
+            tip = f"round {r.round}: sent {_n(r.size)} {unit} ({parts})"
+        out.append(f"<g><title>{tip}; uncompacted record {_n(r.full)} {unit}</title>")
+        # the uncompacted record: an outline, open at the top and labelled when off the scale
+        if r.full > ymax:
+            x0, x1 = _f(x - 2), _f(x + bw + 2)
+            out.append(f'<path class="full" d="M{x0} {_f(y(0))}V{top}M{x1} {_f(y(0))}V{top}"/>'
+                       f'<text class="clip" x="{cx}" y="{top - 5}">↑{_k(r.full)}</text>')
+        elif r.full > 0:
+            out.append(f'<rect class="full" x="{_f(x - 2)}" y="{_f(y(r.full))}" width="{_f(bw + 4)}" '
+                       f'height="{_f(y(0) - y(r.full))}"/>')
+        if r.size is None:  # no model call in this round: nothing was sent, no bar
+            out.append(f'<text class="nc" x="{cx}" y="{_f(y(0) - 6)}">no call</text></g>')
+            continue
         base = 0.0
         total = sum(r.categories.values()) or 1
-        scale = r.size / total if r.size else 1  # categories exclude fixed overhead; scale to the sent size
+        scale = r.size / total  # categories exclude fixed overhead; scale to the sent size
         for cat in CATEGORIES:
             v = r.categories.get(cat, 0) * scale
             if v <= 0:
                 continue
-            out.append(f'<rect class="seg" x="{x:.1f}" y="{y(base + v):.1f}" width="{bw:.1f}" '
-                       f'height="{y(base) - y(base + v):.1f}" fill="{COLORS[cat]}"><title>round {r.round} · {cat}: '
-                       f'{_n(r.categories.get(cat, 0))} {policy.unit}</title></rect>')
+            w, h = _f(bw), _f(y(base) - y(base + v))
+            out.append(f'<path class="seg {CAT_CLASS[cat]}" d="M{_f(x)} {_f(y(base + v))}h{w}v{h}h-{w}z"/>')
             base += v
-        out.append(f'<text x="{x + bw / 2:.1f}" y="{y(0) + 15:.1f}" font-size="11" text-anchor="middle" '
-                   f'fill="#334155">{r.round}</text>')
+        out.append("</g>")
         stages = list(dict.fromkeys(e["stage"] for e in r.events))
         for j, st in enumerate(stages):
-            letter, colour = MARKS.get(st, ("•", "#334155"))
-            cy = y(max(base, r.full)) - 10 - 17 * j
+            letter = MARKS.get(st, ("•", ""))[0]
+            cy = y(base) - 10 - 17 * j
             tip = escape("; ".join(describe([e for e in r.events if e["stage"] == st])) or st)
-            out.append(f'<g class="marker"><circle cx="{x + bw / 2:.1f}" cy="{cy:.1f}" r="7.5" fill="{colour}"/>'
-                       f'<text x="{x + bw / 2:.1f}" y="{cy + 3.8:.1f}" font-size="10" font-weight="700" fill="#fff" '
-                       f'text-anchor="middle">{letter}</text><title>round {r.round}: {tip}</title></g>')
-    for frac, label, colour in ((policy.clear_at, "clear", "#d97706"), (policy.summarize_at, "summarize", "#db2777"),
-                                (policy.hard_limit, "budget", "#dc2626")):
+            out.append(f'<g class="marker"><circle class="{STAGE_CLASS.get(st, "")}" cx="{cx}" cy="{_f(cy)}" '
+                       f'r="7.5"/><text x="{cx}" y="{_f(cy + 3.8)}">{letter}</text>'
+                       f'<title>round {r.round}: {tip}</title></g>')
+    # watermarks: lines across the plot, labels in the right margin (never behind a bar)
+    marks = [(policy.clear_at, "clear"), (policy.summarize_at, "summarize"), (policy.hard_limit, "budget")]
+    label_y: list[float] = []
+    for frac, label in marks:
         v = budget * frac
-        out.append(f'<line x1="{left}" x2="{width - right}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="{colour}" '
-                   f'stroke-width="1.2" stroke-dasharray="{"" if label == "budget" else "6 4"}"/>')
-        out.append(f'<text x="{width - right - 4}" y="{y(v) - 4:.1f}" font-size="11" text-anchor="end" '
-                   f'fill="{colour}">{label} {_n(v)}</text>')
-    out.append(f'<line x1="{left}" x2="{width - right}" y1="{y(0):.1f}" y2="{y(0):.1f}" stroke="#334155"/>')
-    out.append(f'<text x="{left + pw / 2:.0f}" y="{height - 8}" font-size="11" text-anchor="middle" '
-               f'fill="#475569">round (user turn)</text>')
+        cls = WATERMARK_CLASS[label]
+        ly = y(v) + 4
+        if label_y and label_y[-1] - ly < 12:  # keep close labels apart
+            ly = label_y[-1] - 12
+        label_y.append(ly)
+        out.append(f'<line class="wm {cls}{" b" if label == "budget" else ""}" x1="{left}" x2="{width - right}" '
+                   f'y1="{_f(y(v))}" y2="{_f(y(v))}"/>'
+                   f'<text class="{cls}" x="{width - right + 6}" y="{_f(ly)}">{label} {_n(v)}</text>')
+    out.append(f'<line class="ax" x1="{left}" x2="{width - right}" y1="{_f(y(0))}" y2="{_f(y(0))}"/>'
+               f'<text x="{left + pw / 2:.0f}" y="{height - 6}" text-anchor="middle">round (user turn)</text>')
     out.append("</svg>")
     return "".join(out)
 
 
 def _legend() -> str:
-    items = [f'<span><i style="background:{c}"></i>{escape(k)}</span>' for k, c in COLORS.items()]
-    items.append('<span><i style="border:1px dashed #94a3b8;background:#fff"></i>uncompacted record</span>')
-    items += [f'<span><i style="background:{c};border-radius:50%"></i>{escape(letter)} = {escape(st)}</span>'
-              for st, (letter, c) in MARKS.items() if st != "summarizer_failed"]
+    items = [f'<span><i class="{CAT_CLASS[k]}"></i>{escape(k)}</span>' for k in COLORS]
+    items.append('<span><i class="o"></i>uncompacted record (↑ size when off the scale)</span>')
+    items += [f'<span><i class="m {STAGE_CLASS[st]}"></i>{escape(letter)} = {escape(st)}</span>'
+              for st, (letter, _) in MARKS.items() if st != "summarizer_failed"]
     return f'<div class="legend">{"".join(items)}</div>'
 
 
-def _round_rows(rounds: list[RoundRecord], unit: str) -> str:
+def _tools(tools: list[str]) -> str:
+    counts: dict[str, int] = {}
+    for t in tools:
+        counts[t] = counts.get(t, 0) + 1
+    parts = []
+    for t, c in counts.items():
+        name = escape(t[:-1]) + ' <span class="err">✗</span>' if t.endswith("!") else escape(t)
+        parts.append(name + (f" ×{c}" if c > 1 else ""))
+    return ", ".join(parts) or "no tools"
+
+
+def _round_rows(s: SessionResult, unit: str) -> str:
     rows = []
-    for r in rounds:
-        tools = ", ".join(escape(t[:-1]) + ' <span class="err">✗</span>' if t.endswith("!") else escape(t)
-                          for t in r.tools) or '<span class="dim">no tools</span>'
+    for r in s.rounds:
         act = "<br>".join(escape(a) for a in r.actions)
-        rows.append(f"<tr><td>{r.round}</td><td class='l'>{tools}</td><td>{r.calls}</td><td>{_n(r.size_before)}</td>"
-                    f"<td>{_n(r.size)}</td><td>{_n(r.chars)}</td><td>+{_n(r.growth)}</td>"
-                    f"<td class='l {'act' if act else 'dim'}'>{act or 'none'}</td></tr>")
-    return (f"<table><tr><th>round</th><th class='l'>tools called</th><th>calls</th><th>before ({unit})</th>"
-            f"<th>after ({unit})</th><th>after (chars)</th><th>growth</th><th class='l'>action</th></tr>"
-            + "".join(rows) + "</table>")
+        quiet = "no model call" if not r.calls else "none"
+        rows.append(f"<tr><td>{r.round}</td><td class='l w'><div class='u'>{escape(_excerpt(r.user_text, 72))}</div>"
+                    f"<div class='t'>{_tools(r.tools)}</div></td><td>{r.calls}</td><td>{_size(r.size_before)}</td>"
+                    f"<td>{_size(r.size)}</td><td>{_size(r.chars)}</td><td>+{_n(r.growth)}</td>"
+                    f"<td class='l a {'act' if act else 'dim'}'>{act or quiet}</td></tr>")
+    if s.rounds:
+        t = total_cells(s)
+        start = f"<div class='t'>= start {_n(t['start'])} + growth {_n(t['growth'])}</div>" if t["start"] else ""
+        rows.append(f"<tr class='tot'><td>total</td><td class='l w'>{t['rounds']} rounds, full record {_n(t['full'])} "
+                    f"{unit}{start}</td><td>{t['calls']}</td><td>{_size(t['before'])}</td>"
+                    f"<td>{_size(t['after'])}</td><td>{_size(t['chars'])}</td><td>+{_n(t['growth'])}</td><td></td></tr>")
+    return (f"<table><tr><th>round</th><th class='l'>what happened (user said / tools called)</th><th>calls</th>"
+            f"<th>before ({unit})</th><th>after ({unit})</th><th>after (chars)</th><th>growth</th>"
+            f"<th class='l'>action</th></tr>" + "".join(rows) + "</table>")
 
 
 def _event_rows(s: SessionResult) -> str:
     rows = []
     for ci, c in enumerate(s.calls):
         for e in c.events:
-            letter, colour = MARKS.get(e["stage"], ("•", "#334155"))
             rows.append(
-                f"<tr><td>{c.round}</td><td>{ci + 1}</td><td class='l'><b style='color:{colour}'>{escape(e['stage'])}</b></td>"
-                f"<td class='l'>{escape(e.get('trigger', ''))}</td><td>{_n(e['size_before'])} → {_n(e['size_after'])}</td>"
-                f"<td>{len(e.get('affected_ids') or [])}</td><td class='l'>{escape(e.get('summary_id') or '')}</td>"
-                f"<td>{e.get('duration_ms', 0):.1f}</td></tr>")
+                f"<tr><td>{c.round}</td><td>{ci + 1}</td><td class='l'><b class='{STAGE_CLASS.get(e['stage'], '')}'>"
+                f"{escape(e['stage'])}</b></td><td class='l'>{escape(e.get('trigger', ''))}</td>"
+                f"<td>{_n(e['size_before'])} → {_n(e['size_after'])}</td><td>{len(e.get('affected_ids') or [])}</td>"
+                f"<td class='l'>{escape(e.get('summary_id') or '')}</td><td>{e.get('duration_ms', 0):.1f}</td></tr>")
     if not rows:
         return '<p class="dim">No compaction event: the context stayed under the clearing watermark.</p>'
     return ("<table class='events'><tr><th>round</th><th>call</th><th class='l'>stage</th><th class='l'>trigger</th>"
@@ -182,9 +271,25 @@ def _measures(run: RunResult, s: SessionResult | None = None) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
+def _toc(run: RunResult) -> str:
+    """The table of contents: per session a link to its section, its rounds, calls, events
+    by stage and support recall."""
+    rows = []
+    for i, s in enumerate(run.sessions):
+        m = s.measures
+        ev = "".join(f"<b class='{STAGE_CLASS.get(k, '')}' title='{escape(k)}'>{MARKS.get(k, (k,))[0]}</b> {v}"
+                     for k, v in m.events.items()) or "<span class='dim'>none</span>"
+        rows.append(f"<tr><td><a href='#s{i}'>{escape(s.name)}</a></td><td>{len(s.rounds)}</td><td>{m.calls}</td>"
+                    f"<td class='l'>{ev}</td><td>{m.recall:.1%}</td><td>{_n(m.peak_size)}</td></tr>")
+    return (f"<details open><summary>Sessions ({len(run.sessions)})</summary><table class='toc'><tr>"
+            f"<th class='l'>session</th><th>rounds</th><th>calls</th><th class='l'>events</th><th>support recall</th>"
+            f"<th>peak ({escape(run.policy.unit)})</th></tr>" + "".join(rows) + "</table></details>")
+
+
 def render_html(run: RunResult) -> str:
     """The report page for ``run`` as one HTML string."""
     p = run.policy
+    many = len(run.sessions) > 3
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
@@ -196,16 +301,21 @@ def render_html(run: RunResult) -> str:
         f"Cache-adjusted cost at a cached-price ratio of {run.cache_ratio}. Run {escape(run.run_id)}.</p>",
         _measures(run),
     ]
+    if len(run.sessions) > 1:
+        parts.append(_toc(run))
     if run.errors:
         parts.append("<h3 class='err'>Failed</h3><ul>" + "".join(f"<li class='err'>{escape(str(e))}</li>" for e in run.errors) + "</ul>")
+    unit = escape(p.unit)
+    if run.sessions:
+        parts.append(_legend())  # once, and it stays in view (sticky) over every session's chart
     for i, s in enumerate(run.sessions):
-        parts.append(f"<section class='session'><h2>{escape(s.name)}</h2>")
+        parts.append(f"<section class='session' id='s{i}'><h2><a href='#s{i}'>{escape(s.name)}</a></h2>")
         parts.append(f"<p class='sub'>{escape(s.format)} · {s.messages} messages · {len(s.rounds)} rounds · "
                      f"{s.measures.calls} model calls</p>")
-        parts.append(_legend())
         parts.append(chart(s, p, i))
-        parts.append("<details open><summary>Rounds</summary>" + _round_rows(s.rounds, escape(p.unit)) + "</details>")
-        parts.append("<details open><summary>Compaction events</summary>" + _event_rows(s) + "</details>")
+        parts.append("<details open><summary>Rounds</summary>" + _round_rows(s, unit) + "</details>")
+        parts.append(f"<details{'' if many else ' open'}><summary>Compaction events ({sum(len(c.events) for c in s.calls)})"
+                     "</summary>" + _event_rows(s) + "</details>")
         parts.append("<details><summary>Measures</summary>" + _measures(run, s) + "</details></section>")
     parts.append("</body></html>")
     return "".join(parts)
