@@ -67,7 +67,7 @@ svg.chart .ax{stroke:#334155} svg.chart .gr{stroke:#f1f5f9}
 svg.chart .rn{fill:#334155;text-anchor:middle} svg.chart .yl{text-anchor:end}
 svg.chart .full{fill:none;stroke:#94a3b8;stroke-dasharray:4 3}
 svg.chart .clip{fill:#64748b;text-anchor:middle;font-size:10px}
-svg.chart .nc{fill:#64748b;text-anchor:middle;font-style:italic}
+svg.chart .nc{fill:#64748b;text-anchor:middle;font-style:italic} svg.chart .nc.v{text-anchor:start}
 svg.chart .wm{stroke-width:1.2;stroke-dasharray:6 4} svg.chart .wm.b{stroke-dasharray:none}
 svg.chart .marker text{fill:#fff;font-size:10px;font-weight:700;text-anchor:middle}
 """
@@ -159,7 +159,12 @@ def chart(s: SessionResult, policy: Any, index: int, width: int = 1060, height: 
             out.append(f'<rect class="full" x="{_f(x - 2)}" y="{_f(y(r.full))}" width="{_f(bw + 4)}" '
                        f'height="{_f(y(0) - y(r.full))}"/>')
         if r.size is None:  # no model call in this round: nothing was sent, no bar
-            out.append(f'<text class="nc" x="{cx}" y="{_f(y(0) - 6)}">no call</text></g>')
+            if slot >= 48:
+                out.append(f'<text class="nc" x="{cx}" y="{_f(y(0) - 6)}">no call</text></g>')
+            else:  # a narrow slot: the words stand upright in it
+                ny = _f(y(0) - 4)
+                out.append(f'<text class="nc v" x="{cx}" y="{ny}" dy="4" transform="rotate(-90 {cx} {ny})">'
+                           'no call</text></g>')
             continue
         base = 0.0
         total = sum(r.categories.values()) or 1
@@ -202,7 +207,7 @@ def chart(s: SessionResult, policy: Any, index: int, width: int = 1060, height: 
 def _legend() -> str:
     items = [f'<span><i class="{CAT_CLASS[k]}"></i>{escape(k)}</span>' for k in COLORS]
     items.append('<span><i class="o"></i>uncompacted record (↑ size when off the scale)</span>')
-    items += [f'<span><i class="m {STAGE_CLASS[st]}"></i>{escape(letter)} = {escape(st)}</span>'
+    items += [f'<span><i class="m {STAGE_CLASS[st]}"></i>{escape(letter)} = {escape(st.replace("_", " "))}</span>'
               for st, (letter, _) in MARKS.items() if st != "summarizer_failed"]
     return f'<div class="legend">{"".join(items)}</div>'
 
