@@ -192,7 +192,7 @@ def replay(
     if json_out:
         out.print_json(json.dumps(result.as_dict(), ensure_ascii=False))
     else:
-        if len(result.sessions) <= 3:
+        if len(result.sessions) <= render.TABLES_UP_TO:
             for s in result.sessions:
                 out.print(render.session_table(s, policy.unit))
         on, off = result.totals()
