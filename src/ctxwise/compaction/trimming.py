@@ -56,19 +56,7 @@ def trim_old_turns(messages: list[Message], b: Budgeting, size: int) -> StageRes
                 continue
         drop.update(idx)
         now -= sum(b.size_of(messages[i]) for i in idx)
-    if not drop:
-        return StageResult(messages)
-    out = [m for i, m in enumerate(messages) if i not in drop]
-    ev = b.event(
-        "trimming",
-        b.trigger(size, "hard_limit", p.hard_limit),
-        size,
-        now,
-        [messages[i].id for i in sorted(drop)],
-        t0,
-        detail={"dropped_messages": len(drop)},
-    )
-    return StageResult(out, [ev])
+    return _without(messages, drop, b, b.trigger(size, "hard_limit", p.hard_limit), size, now, t0)
 
 
 def _answered_cycles(messages: list[Message], t: Turn, provider: str) -> list[ToolCycle]:
@@ -103,18 +91,18 @@ def trim_current_turn_cycles(messages: list[Message], b: Budgeting, size: int) -
         idx = range(c.start, c.end)
         drop.update(idx)
         now -= sum(b.size_of(messages[i]) for i in idx)
+    return _without(messages, drop, b, f"last resort: size {size} > hard_limit {hard} within the current turn",
+                    size, now, t0, current_turn=True)
+
+
+def _without(messages: list[Message], drop: set[int], b: Budgeting, trigger: str, size: int, now: int,
+             t0: float, **detail: object) -> StageResult:
+    """``messages`` less the ``drop`` positions, with their ``trimming`` event (none if empty)."""
     if not drop:
         return StageResult(messages)
     out = [m for i, m in enumerate(messages) if i not in drop]
-    ev = b.event(
-        "trimming",
-        f"last resort: size {size} > hard_limit {hard} within the current turn",
-        size,
-        now,
-        [messages[i].id for i in sorted(drop)],
-        t0,
-        detail={"dropped_messages": len(drop), "current_turn": True},
-    )
+    ev = b.event("trimming", trigger, size, now, [messages[i].id for i in sorted(drop)], t0,
+                 detail={"dropped_messages": len(drop), **detail})
     return StageResult(out, [ev])
 
 
