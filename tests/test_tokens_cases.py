@@ -63,15 +63,12 @@ def _local_parse(raw: list[dict]) -> list[Message]:
     return out
 
 
-def _adapter_parse(case: dict) -> list[Message] | None:
-    """The format adapter's parse of the case, or None when ``ctxwise.formats`` lacks it."""
-    try:
-        if case["provider_format"].startswith("anthropic"):
-            from ctxwise.formats.anthropic import from_anthropic as load  # type: ignore
-        else:
-            from ctxwise.formats.openai_chat import from_openai as load  # type: ignore
-    except ImportError:
-        return None
+def _adapter_parse(case: dict) -> list[Message]:
+    """The format adapter's parse of the case."""
+    from ctxwise.formats.anthropic import from_anthropic
+    from ctxwise.formats.openai_chat import from_openai
+
+    load = from_anthropic if case["provider_format"].startswith("anthropic") else from_openai
     return list(load(case["messages"]))
 
 
@@ -142,8 +139,6 @@ def test_b15_whole_history_over_budget_with_every_tokenizer(shared_dir: Path, na
 def test_b15_through_the_format_adapter(shared_dir: Path) -> None:
     case = _case(shared_dir, "B15")
     msgs = _adapter_parse(case)
-    if msgs is None:
-        pytest.skip("ctxwise.formats.openai_chat.from_openai not available yet")
     texts = [m.text for m in msgs]
     est = get_counter("estimate")
     target = case["messages"][1]["content"]
@@ -179,8 +174,6 @@ def test_b16_image_rules_on_the_64px_png(shared_dir: Path) -> None:
 def test_b16_through_the_format_adapter(shared_dir: Path) -> None:
     case = _case(shared_dir, "B16")
     msgs = _adapter_parse(case)
-    if msgs is None:
-        pytest.skip("ctxwise.formats.anthropic.from_anthropic not available yet")
     carriers = [m for m in msgs if m.tool_results]
     assert carriers
     for name in TOKEN_COUNTERS:
