@@ -190,3 +190,19 @@ def test_disabled_policy_is_pass_through():
     msgs = session(12) + [user("current")]
     out = compact(msgs, budgeting(budget=1_000, enabled=False), DigestSummarizer())
     assert out.messages is msgs and out.events == []
+
+
+def test_hard_trim_can_drop_the_turn_tail_a_summary_left_behind():
+    """A summary cut between the cycles of a turn leaves that turn's answer after it; the
+    summary stays pinned but the tail must still be trimmable (found on tau2 airline #13)."""
+    from ctxwise.messages import Message, TextBlock
+
+    summary = Message(id="summary-x", role="user", blocks=[TextBlock(text="[Summary] earlier turns")],
+                      metadata={"ctxwise": {"kind": "summary"}})
+    tail = assistant("a long answer " * 300)
+    msgs = [system(), summary, tail, user("current question")]
+    b = budgeting(budget=2_000, summarize=False)
+    out = compact(msgs, b, DigestSummarizer())
+    ids = [m.id for m in out.messages]
+    assert tail.id not in ids and summary.id in ids and ids[-1] == msgs[-1].id
+    assert check(out.messages, "openai") == []

@@ -188,8 +188,9 @@ class Session:
         self._ids.update(m.id for m in batch)
         self._size += sum(self._sz(m) for m in batch)
         for m in batch:
-            if m.role == "system" and self._sz(m) > self.policy.level(self.policy.clear_target):
-                log.warning(json.dumps({
+            if (m.role == "system" and self.policy.clear_target > 0
+                    and self._sz(m) > self.policy.level(self.policy.clear_target)):
+                log.info(json.dumps({  # logged (not printed unless logging is configured)
                     "event": "ctxwise.policy_warning", "session": self.session_id,
                     "message": (f"the system prompt alone ({self._sz(m)} {self.policy.unit}) is above clear_target "
                                 f"({self.policy.level(self.policy.clear_target)}): clearing can never reach its target, "

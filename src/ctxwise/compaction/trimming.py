@@ -36,7 +36,14 @@ def trim_old_turns(messages: list[Message], b: Budgeting, size: int) -> StageRes
     pinned = pinned_indices(messages)
     drop: set[int] = set()
     now = size
-    spans = [t for t in body_turns(messages) if not any(i in pinned for i in range(t.start, t.end))]
+    spans = []
+    for t in body_turns(messages):
+        if messages[t.start].kind == "summary" and t.end - t.start > 1 and t.end < len(messages):
+            # a summary cut between the cycles of a turn leaves that turn's tail after it: the
+            # summary stays pinned, the tail (whole cycles and answers) is trimmable on its own
+            t = Turn(t.start + 1, t.end)
+        if not any(i in pinned for i in range(t.start, t.end)):
+            spans.append(t)
     for k, t in enumerate(spans):
         if now <= hard:
             break
