@@ -22,5 +22,6 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.bench
 	$(PY) bench/compare.py
-	$(PY) bench/scale.py
+	$(PY) bench/scale.py --profile
+	$(PY) bench/memory.py
 	$(PY) bench/store.py

@@ -332,24 +332,29 @@ WHY = """\
   send the system prompt alone or a tail that starts mid-turn); "no management" and ContextEditing
   send over-budget payloads. The "empty result" errors come from empty tool outputs in the
   recordings, which every peer passes on and ctxwise marks when they are appended.
-- **Failed calls at 3,000 tokens.** Where the system prompt (1,622 tokens in the Claude airline
-  sessions) plus the current turn (its calls and fresh results) exceed the budget,
-  ctxwise raises `ContextBudgetExceeded` instead of sending an over-budget or broken request; those
-  conversations are left out of the tables. `default` fails more often than `ragent` because its
-  pinned facts block and user-memory block take room `ragent` does not reserve.
-- **Input tokens at 3,000: `trim_messages` sends less.** It keeps only the turns that fit whole
-  (`start_on="human"`) and drops everything older, so it sends the least and pays for it with the
-  lowest recall of all strategies and hundreds of payloads with no user input. ctxwise keeps older
-  turns as a summary, placeholders and pinned facts, which costs tokens.
+- **Failed calls at 3,000 tokens.** In the Claude airline sessions the system prompt (1,622
+  tokens), the pinned summary and facts, the user's input and the current turn's calls and fresh
+  results can exceed the budget together; ctxwise then raises `ContextBudgetExceeded` instead of
+  sending an over-budget or broken request, and the conversation is left out of the tables.
+  `default` fails more often than `ragent` because its pinned facts and user-memory blocks take
+  room `ragent` does not reserve.
+- **Input tokens at 3,000: `trim_messages` sends less**, and the autogen contexts about as much as
+  `default`. `trim_messages` keeps only the turns that fit whole (`start_on="human"`) and drops
+  everything older, so it sends the least and pays for it with the lowest recall of all strategies
+  and hundreds of payloads with no user input; the autogen contexts cut by message count, mid-turn.
+  ctxwise keeps older turns as a summary, placeholders and pinned facts, which costs tokens.
 - **Cache-adjusted cost.** Every edit of the prefix is billed again at full price on the next call
-  ("cache breaks"). ctxwise starts editing at half the budget (`clear_at` 0.5) and `default`
-  clears down to 35 %, so on these short sessions it edits sessions that would have fitted whole:
-  at 12,000 tokens only 7 calls of the unmanaged run exceed the budget, yet ctxwise edits hundreds
-  of calls, so "no management" (never edits) and every peer that edits only when over the budget
-  are cheaper. At 3,000 and 6,000 the stages fire often (trimming and summarizing are breaks by
-  nature), and `trim_messages`, whose window moves only at turn boundaries, breaks the cache less
-  often. (Payloads are measured as sent: an OpenAI request carries no earlier reasoning, so the
-  Claude sessions' thinking costs no strategy anything, and ctxwise does not prune it for OpenAI.)
+  ("cache breaks"). ctxwise `default` starts clearing at half the budget (`clear_at` 0.5) and
+  clears down to 35 %, so it edits sessions that would have fitted whole: at 12,000 tokens no call
+  of the unmanaged run exceeds the budget as sent, yet `default` clears 42 times, and "no
+  management" and `ragent` (which never clears these tools) are cheaper. Most of ctxwise's "edited
+  calls" at 12,000 are not compaction at all: an empty tool result in the recordings is given a
+  one-line marker when appended (providers reject empty content), which makes the payload differ
+  from the raw history without breaking the cache. At 3,000 and 6,000 the stages fire often
+  (trimming and summarizing are breaks by nature), and `trim_messages`, whose window moves only at
+  turn boundaries, breaks the cache less often. Payloads are scored as sent: an OpenAI request
+  carries no earlier reasoning. (Each strategy still decides what fits by its own counting: the
+  peers count the Claude sessions' thinking, ctxwise does not count what the provider is not sent.)
 - **Support recall.** Peers that keep every message until the budget is full (no management,
   ContextEditing, and at 6,000 the rolling window and autogen) keep more of the values later answers
   quote. ctxwise clears tool results from half the budget on and the digest summary keeps the
@@ -359,8 +364,8 @@ WHY = """\
 - **Latency.** ctxwise's `prepare()` validates the payload, builds the provider JSON, keeps the
   facts block, and when a stage fires writes the change and its event to SQLite in one transaction;
   the peers are in-memory list operations on a few dozen messages (the autogen contexts just slice
-  a list). All are well under a millisecond at the median; ctxwise's p95 (1-3 ms) is the calls that
-  compact and write. See [scale.md](scale.md) for how the cost per call behaves as sessions grow.
+  a list). All are well under a millisecond at the median; ctxwise's p95 reaches 1-3 ms where
+  stages fire often (3,000 tokens, and `default` at 6,000): those are the calls that compact and write. See [scale.md](scale.md) for how the cost per call behaves as sessions grow.
 """
 
 
