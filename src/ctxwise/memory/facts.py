@@ -368,6 +368,7 @@ class FactBook:
         self._facts: list[Fact] = []
         self._index: dict[str, int] = {}
         self._active_by_key: dict[str, int] = {}
+        self._active_by_text: dict[str, int] = {}
         self._seen_messages: set[str] = set()
         self._version = 0
         self._pinned_cache: tuple[int, list[str]] = (-1, [])
@@ -394,6 +395,9 @@ class FactBook:
         for f in facts:
             if f.id in self._index:
                 continue
+            j = self._active_by_text.get(f.text)
+            if j is not None and self._facts[j].status == "active" and self._facts[j].value == f.value:
+                continue  # the same words stated again: nothing new to pin
             f = replace(f, key=self._resolve(f), status="active", superseded_by=None)
             i = self._active_by_key.get(f.key)
             if i is not None:
@@ -403,6 +407,7 @@ class FactBook:
                 self._facts[i] = replace(old, status="superseded", superseded_by=f.id)
             self._index[f.id] = len(self._facts)
             self._active_by_key[f.key] = len(self._facts)
+            self._active_by_text[f.text] = len(self._facts)
             self._facts.append(f)
             added.append(f)
         if added:
@@ -543,6 +548,7 @@ class FactBook:
             book._index[f.id] = len(book._facts)
             if f.status == "active":
                 book._active_by_key[f.key] = len(book._facts)
+                book._active_by_text[f.text] = len(book._facts)
             book._facts.append(f)
         book._seen_messages = set(data.get("seen_messages", []))
         return book
