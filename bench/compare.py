@@ -346,8 +346,9 @@ WHY = """\
 - **Cache-adjusted cost.** Every edit of the prefix is billed again at full price on the next call
   ("cache breaks"). ctxwise `default` starts clearing at half the budget (`clear_at` 0.5) and
   clears down to 35 %, so it edits sessions that would have fitted whole: at 12,000 tokens no call
-  of the unmanaged run exceeds the budget as sent, yet `default` clears 42 times, and "no
-  management" and `ragent` (which never clears these tools) are cheaper. Most of ctxwise's "edited
+  of the unmanaged run exceeds the budget as sent, yet `default` clears dozens of times (see its
+  compaction events under the table), and "no management" and `ragent` (which never clears these
+  tools) are cheaper. Most of ctxwise's "edited
   calls" at 12,000 are not compaction at all: an empty tool result in the recordings is given a
   one-line marker when appended (providers reject empty content), which makes the payload differ
   from the raw history without breaking the cache. At 3,000 and 6,000 the stages fire often
