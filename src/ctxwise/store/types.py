@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from ..changes import Change, Hide, InsertSummary, Replace
 from ..messages import Message
 
 VISIBLE_STATES: tuple[str, ...] = ("verbatim", "cleared", "pruned")
@@ -22,37 +23,6 @@ HIDDEN_STATES: tuple[str, ...] = ("summarized", "trimmed")
 STATES: tuple[str, ...] = VISIBLE_STATES + HIDDEN_STATES
 
 
-@dataclass(frozen=True)
-class Replace:
-    """Swap one message's ``current`` body (clearing a tool result, pruning thinking).
-
-    Writes one UPDATE of that row's ``current`` and ``state``; ``original`` stays.
-    """
-
-    message_id: str
-    current: Message
-    state: Literal["cleared", "pruned"] = "cleared"
-
-
-@dataclass(frozen=True)
-class Hide:
-    """Take messages out of the model's view (``summarized`` or ``trimmed``); bodies stay."""
-
-    message_ids: list[str]
-    state: Literal["summarized", "trimmed"] = "summarized"
-
-
-@dataclass(frozen=True)
-class InsertSummary:
-    """Insert ``summary`` where ``anchor_message_id`` (the first replaced message, which may
-    itself be an older summary) stands. Hide the replaced messages with a :class:`Hide` in
-    the same ``apply()``."""
-
-    summary: Message
-    anchor_message_id: str
-
-
-Change = Replace | Hide | InsertSummary
 
 
 @dataclass
