@@ -33,7 +33,8 @@ import pytest
 
 from ctxwise.compaction import Budgeting, compact, placeholder_text
 from ctxwise.compaction.context import mark
-from ctxwise.engine import ContextManager, to_payload
+from ctxwise.engine import ContextManager
+from ctxwise.providers import render as to_payload
 from ctxwise.errors import ContextBudgetExceeded
 from ctxwise.formats import from_anthropic, from_openai, from_responses, to_anthropic, to_openai, to_responses
 from ctxwise.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock

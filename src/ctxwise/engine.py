@@ -32,7 +32,7 @@ from .messages import Message, TextBlock, ToolResultBlock
 from .memory.session import SessionMemory
 from .policy import Policy
 from .providers import check as check_payload
-from .providers import get_profile
+from .providers import check_wire, get_profile, render
 from .providers import rules as provider_rules
 from .store import ContextRow, Hide, InsertSummary, Replace, Store
 from .summarizers import Summarizer, from_policy
@@ -49,8 +49,9 @@ class Prepared:
     """What one ``prepare()`` produced.
 
     ``messages`` is the canonical context sent (pinned blocks included); ``payload`` the
-    provider's JSON (a list of chat messages for OpenAI-style providers, ``{"system",
-    "messages"}`` for Anthropic); ``size`` / ``size_before`` the context size after / before
+    provider's JSON, rendered by :func:`ctxwise.providers.render` and checked by
+    :func:`ctxwise.providers.check_wire` (a list of chat messages for OpenAI-style providers,
+    ``{"system"?, "messages"}`` for Anthropic, a list of input items for ``openai_responses``); ``size`` / ``size_before`` the context size after / before
     compaction in the policy unit (tool-schema overhead included); ``chars`` the size by the
     ``chars`` rule; ``events`` the compaction events fired by this call.
     """
@@ -63,16 +64,6 @@ class Prepared:
     unit: str
     events: list[CompactionEvent] = field(default_factory=list)
     latency_ms: float = 0.0
-
-
-def to_payload(messages: list[Message], provider: str) -> Any:
-    """The provider JSON for canonical ``messages`` (ctxwise's own markers are not sent)."""
-    from .formats import anthropic, openai_chat
-
-    if provider == "anthropic":
-        return anthropic.to_anthropic(messages, extras=False)
-    field_name = "reasoning_content" if get_profile(provider).sends_reasoning else None
-    return openai_chat.to_openai(messages, reasoning_field=field_name, extras=False)
 
 
 EMPTY_RESULT_MARKER = "(the tool returned no output)"
@@ -319,10 +310,12 @@ class Session:
             for ev in events:
                 self.manager.emit(ev)
         final = self._with_pinned(self._context, head, facts)
-        violations = check_payload(final, self.policy.provider)
+        payload = render(final, self.policy.provider)
+        # The last check runs on what is sent: the rendered payload against the request
+        # types and the provider rules (providers.wire), after the rules on the canonical list.
+        violations = check_payload(final, self.policy.provider) or check_wire(payload, self.policy.provider)
         if violations:
             raise PayloadInvalid(self.policy.provider, violations)
-        payload = to_payload(final, self.policy.provider)
         return Prepared(
             messages=final,
             payload=payload,
@@ -466,4 +459,4 @@ class ContextManager:
         self.store.close()
 
 
-__all__ = ["ContextManager", "Prepared", "Session", "to_payload", "CtxwiseError"]
+__all__ = ["ContextManager", "Prepared", "Session", "CtxwiseError"]

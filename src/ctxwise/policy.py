@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import PolicyError
+from .providers.profiles import PROFILES
 
 DEFAULT_PLACEHOLDER = (
     "[tool result cleared to save context: {name} returned {n} characters for input {input}; "
@@ -39,7 +40,8 @@ DEFAULT_PLACEHOLDER = (
 )
 RAGENT_PLACEHOLDER = "[历史工具结果已省略，原长 {n} 字符，原入参 {input}]"
 
-PROVIDERS = ("openai", "deepseek", "anthropic", "qwen", "gemini", "openai_responses")
+PROVIDERS = tuple(PROFILES)
+"""The known provider names: the keys of :data:`ctxwise.providers.PROFILES` (the one list)."""
 
 
 class Policy(BaseModel):

@@ -231,7 +231,7 @@ def _read(payload: Any, strict: bool) -> list[Message]:
     return fixes.apply(out)
 
 
-def from_anthropic(payload: dict[str, Any] | list[dict[str, Any]]) -> list[Message]:
+def from_anthropic(payload: dict[str, Any] | list[dict[str, Any]], *, strict: bool = True) -> list[Message]:
     """Read an Anthropic ``{"system"?, "messages"}`` payload (or a message list whose first
     element may be a system message) into canonical messages.
 
@@ -240,8 +240,11 @@ def from_anthropic(payload: dict[str, Any] | list[dict[str, Any]]) -> list[Messa
     list, an unknown role or block type, or a ``tool_result`` whose ``tool_use_id`` matches no
     ``tool_use`` of the immediately preceding assistant message (Anthropic: "unexpected
     tool_use_id found in tool_result blocks").
+
+    With ``strict=False`` a result that answers no call is read as it stands (the provider
+    validator reports it) instead of raising.
     """
-    return _read(payload, strict=True)
+    return _read(payload, strict=strict)
 
 
 # -- writing ------------------------------------------------------------------------------

@@ -251,7 +251,7 @@ def _read(raw_msgs: Any, strict: bool) -> list[Message]:
     return fixes.apply(out)
 
 
-def from_openai(messages: list[dict[str, Any]]) -> list[Message]:
+def from_openai(messages: list[dict[str, Any]], *, strict: bool = True) -> list[Message]:
     """Read an OpenAI chat message list into canonical messages.
 
     Ids are ``m0000``-style (index) unless a message has an ``id`` key. Raises
@@ -260,8 +260,11 @@ def from_openai(messages: list[dict[str, Any]]) -> list[Message]:
     a ``tool`` message whose ``tool_call_id`` is not a call of the nearest earlier assistant
     message with ``tool_calls`` (OpenAI: "messages with role 'tool' must be a response to a
     preceding message with 'tool_calls'").
+
+    With ``strict=False`` a result that answers no call is read as it stands (the provider
+    validator reports it) instead of raising.
     """
-    return _read(messages, strict=True)
+    return _read(messages, strict=strict)
 
 
 # -- writing ------------------------------------------------------------------------------

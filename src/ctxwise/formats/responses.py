@@ -211,15 +211,18 @@ def _read(items: Any, strict: bool) -> list[Message]:
     return fixes.apply(out)
 
 
-def from_responses(items: list[dict[str, Any]]) -> list[Message]:
+def from_responses(items: list[dict[str, Any]], *, strict: bool = True) -> list[Message]:
     """Read Responses API input items into canonical messages (ids ``m0000``-style).
 
     Raises :class:`~ctxwise.errors.FormatError` naming the item for: a non-list input, an
     unknown item type, role or content part type, or a ``function_call_output`` whose
     ``call_id`` has no earlier ``function_call`` ("No tool call found for function call output
     with call_id").
+
+    With ``strict=False`` a result that answers no call is read as it stands (the provider
+    validator reports it) instead of raising.
     """
-    return _read(items, strict=True)
+    return _read(items, strict=strict)
 
 
 def _write_parts(blocks: list[Any], default_type: str) -> list[dict[str, Any]]:

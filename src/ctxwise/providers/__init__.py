@@ -4,6 +4,8 @@
     check(messages, "anthropic", reference=recorded)   # -> list[Violation]
     validate(messages, "deepseek")                     # raises PayloadInvalid listing all
     droppable_thinking(messages, "deepseek")           # -> {(message index, block index)}
+    payload = render(messages, "anthropic")            # the JSON the provider receives
+    check_wire(payload, "anthropic")                   # -> list[Violation] on what is sent
 
 Known providers: ``openai`` (Chat Completions), ``openai_responses``, ``deepseek`` (thinking mode), ``anthropic``, ``qwen`` (Qwen3
 chat template on vLLM & co.), ``gemini``. Rule slugs are in :data:`RULES`.
@@ -12,15 +14,21 @@ chat template on vLLM & co.), ``gemini``. Rule slugs are in :data:`RULES`.
 from .checker import check, droppable_thinking, validate
 from .profiles import PROFILES, RULES, ProviderProfile, get_profile
 from .reasoning import open_tool_turn, thinking_mode
+from .render import render, unique_call_ids
+from .wire import check_wire, validate_wire
 
 __all__ = [
     "PROFILES",
     "RULES",
     "ProviderProfile",
     "check",
+    "check_wire",
     "droppable_thinking",
     "get_profile",
     "open_tool_turn",
+    "render",
     "thinking_mode",
+    "unique_call_ids",
     "validate",
+    "validate_wire",
 ]

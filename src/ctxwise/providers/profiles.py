@@ -54,6 +54,8 @@ NO_USER_MESSAGE = "no-user-message"
 TOOL_CALL_ORDER = "tool-call-order"
 REASONING_WITHOUT_FOLLOWING_ITEM = "reasoning-without-following-item"
 REASONING_ITEM_MISSING = "reasoning-item-missing"
+DUPLICATE_TOOL_CALL_ID = "duplicate-tool-call-id"
+WIRE_SCHEMA = "wire-schema"
 
 RULES: Mapping[str, str] = MappingProxyType(
     {
@@ -80,10 +82,15 @@ RULES: Mapping[str, str] = MappingProxyType(
         "after it in its assistant message",
         REASONING_ITEM_MISSING: "OpenAI Responses: a function call whose reasoning item was "
         "dropped",
+        DUPLICATE_TOOL_CALL_ID: "a tool call id used twice in one rendered request (Anthropic: "
+        "\"tool_use ids must be unique\")",
+        WIRE_SCHEMA: "the rendered payload does not match the provider SDK's request type "
+        "(an unknown key, a missing required key or a wrong type)",
     }
 )
 
 ReasoningPassback = Literal["none", "tool_spans", "signed_blocks", "reasoning_items"]
+WireShape = Literal["chat", "anthropic", "responses"]
 DroppableReasoning = Literal[
     "completed_turns", "completed_spans_without_tool_calls", "completed_turns_without_tool_calls"
 ]
@@ -115,6 +122,11 @@ class ProviderProfile:
     * ``droppable_reasoning`` — what compaction may drop: ``"completed_turns"`` (every thinking
       block before the latest user input), ``"completed_spans_without_tool_calls"`` (DeepSeek)
       or ``"completed_turns_without_tool_calls"`` (Responses: not beside a function call).
+    * ``wire`` — the request shape the payload is rendered in (:mod:`ctxwise.providers.render`):
+      ``"chat"`` (Chat Completions message list), ``"anthropic"`` (``{"system"?, "messages"}``)
+      or ``"responses"`` (Responses API input items).
+    * ``reasoning_field`` — for ``wire="chat"``: the assistant-message key that carries
+      reasoning back (``"reasoning_content"``), or None when the provider takes none.
     * ``errors`` — rule slug → the provider's own error text (``{index}`` is filled in).
     * ``sources`` — rule slug → where the rule is documented.
     """
@@ -130,6 +142,8 @@ class ProviderProfile:
     needs_user_message: bool = False
     calls_follow_user_or_tool: bool = False
     droppable_reasoning: DroppableReasoning = "completed_turns"
+    wire: WireShape = "chat"
+    reasoning_field: str | None = None
     errors: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     sources: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
 
@@ -173,6 +187,7 @@ DEEPSEEK = ProviderProfile(
     title="DeepSeek chat completions (thinking mode)",
     reasoning_passback="tool_spans",
     droppable_reasoning="completed_spans_without_tool_calls",
+    reasoning_field="reasoning_content",
     errors=MappingProxyType(
         {
             **_OPENAI_ERRORS,
@@ -200,6 +215,7 @@ ANTHROPIC = ProviderProfile(
     title="Anthropic Messages",
     reasoning_passback="signed_blocks",
     thinking_first_in_open_tool_turn=True,
+    wire="anthropic",
     errors=MappingProxyType(
         {
             ORPHAN_TOOL_RESULT: "unexpected `tool_use_id` found in `tool_result` blocks. Each "
@@ -218,6 +234,7 @@ ANTHROPIC = ProviderProfile(
             EMPTY_TOOL_RESULT: "all messages must have non-empty content except for the "
             "optional final assistant message",
             THINKING_MODIFIED: "Invalid `signature` in `thinking` block",
+            DUPLICATE_TOOL_CALL_ID: "messages.{index}: `tool_use` ids must be unique",
             THINKING_NOT_FIRST: "Expected `thinking` or `redacted_thinking`, but found "
             "`tool_use`. When `thinking` is enabled, a final `assistant` message must start "
             "with a thinking block",
@@ -228,6 +245,7 @@ ANTHROPIC = ProviderProfile(
             ORPHAN_TOOL_RESULT: _ANTHROPIC_TOOLS_DOC,
             UNANSWERED_TOOL_CALL: _ANTHROPIC_TOOLS_DOC,
             DUPLICATE_TOOL_RESULT: _ANTHROPIC_TOOLS_DOC,
+            DUPLICATE_TOOL_CALL_ID: _ANTHROPIC_TOOLS_DOC,
             SYSTEM_NOT_FIRST: "https://docs.anthropic.com/en/api/messages (top-level system)",
             EMPTY_CONTENT: "https://docs.anthropic.com/en/api/messages",
             THINKING_MODIFIED: _ANTHROPIC_THINKING_DOC,
@@ -241,6 +259,7 @@ QWEN = ProviderProfile(
     name="qwen",
     title="Qwen3 chat template (vLLM / llama.cpp / LM Studio)",
     needs_user_message=True,
+    reasoning_field="reasoning_content",
     errors=MappingProxyType(
         {
             NO_USER_MESSAGE: "No user query found in messages.",
@@ -286,6 +305,7 @@ OPENAI_RESPONSES = ProviderProfile(
     title="OpenAI Responses API (input items)",
     reasoning_passback="reasoning_items",
     droppable_reasoning="completed_turns_without_tool_calls",
+    wire="responses",
     errors=MappingProxyType(
         {
             ORPHAN_TOOL_RESULT: "No tool call found for function call output with call_id",

@@ -1,0 +1,66 @@
+"""Chat Completions renderer (OpenAI, DeepSeek, Qwen on vLLM, Gemini's OpenAI endpoint).
+
+Shape (https://platform.openai.com/docs/api-reference/chat/create): a list of
+``{"role": "system", "content"}``, ``{"role": "user", "content", "name"?}``,
+``{"role": "assistant", "content", "name"?, "tool_calls"?, "<reasoning_field>"?}`` and
+``{"role": "tool", "tool_call_id", "content"}``. ``content`` is a string when the message is
+one text block, else a list of ``text`` / ``image_url`` parts (images only in user
+messages: the API takes none elsewhere). One canonical tool message with several results
+becomes several ``tool`` messages. DeepSeek thinking mode passes reasoning back as
+``reasoning_content`` (https://api-docs.deepseek.com/guides/thinking_mode).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..formats._common import thinking_text
+from ..messages import ImageBlock, Message, TextBlock
+from .render import call_arguments
+
+
+def _image(b: ImageBlock) -> dict[str, Any]:
+    url = b.url if b.data is None else f"data:{b.media_type or 'image/png'};base64,{b.data}"
+    return {"type": "image_url", "image_url": {"url": url or ""}}
+
+
+def _content(blocks: list[Any], images: bool) -> Any:
+    parts = [b for b in blocks if isinstance(b, TextBlock) or (images and isinstance(b, ImageBlock))]
+    if len(parts) == 1 and isinstance(parts[0], TextBlock):
+        return parts[0].text
+    if not parts:
+        return ""
+    return [{"type": "text", "text": b.text} if isinstance(b, TextBlock) else _image(b) for b in parts]
+
+
+def render(messages: list[Message], *, reasoning_field: str | None) -> list[dict[str, Any]]:
+    """The Chat Completions ``messages`` list for ``messages``.
+
+    ``reasoning_field`` names the key that carries an assistant message's reasoning (the
+    joined text of its non-redacted thinking blocks); None sends no reasoning.
+    """
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "tool":
+            for r in m.tool_results:
+                text = r.text if r.text or not r.output else "(the tool returned an image)"
+                out.append({"role": "tool", "tool_call_id": r.tool_use_id, "content": text})
+            continue
+        d: dict[str, Any] = {"role": m.role}
+        if m.role == "assistant":
+            calls = m.tool_uses
+            text = [b for b in m.blocks if isinstance(b, TextBlock)]
+            d["content"] = _content(text, False) if text or not calls else None
+            if calls:
+                d["tool_calls"] = [{"id": b.id, "type": "function",
+                                    "function": {"name": b.name, "arguments": call_arguments(b)}}
+                                   for b in calls]
+            reasoning = thinking_text(m.thinking)
+            if reasoning_field and m.thinking:
+                d[reasoning_field] = reasoning
+        else:
+            d["content"] = _content(m.blocks, m.role == "user")
+        if m.name is not None and m.role in ("user", "assistant", "system"):
+            d["name"] = m.name
+        out.append(d)
+    return out

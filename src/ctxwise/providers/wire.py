@@ -1,0 +1,237 @@
+"""The last check on what is sent: the rendered payload against the request types and the
+provider rules.
+
+    from ctxwise.providers import check_wire, render
+    check_wire(render(messages, "anthropic"), "anthropic")   # -> list[Violation]
+
+Two parts:
+
+* **Schema** (rule ``wire-schema``): every message / item is validated with pydantic against
+  ctxwise's own strict types (:mod:`ctxwise.providers.wire_types`, always) and, when the SDK
+  is importable, against the official SDK request types (``anthropic.types.MessageParam``
+  blocks, ``openai.types.chat.ChatCompletionMessageParam``, Responses
+  ``ResponseInputItemParam`` items), with unknown keys refused at every depth (the SDKs'
+  TypedDicts are open by default; their core schema is made closed here) and lists validated
+  eagerly. DeepSeek / Qwen's ``reasoning_content`` is their documented extension of the
+  assistant message (https://api-docs.deepseek.com/guides/thinking_mode) and is checked as a
+  string beside the SDK type.
+* **Rules**: the payload is read back into canonical messages with :mod:`ctxwise.formats`
+  and checked with :func:`ctxwise.providers.check` (pairing, order, empty content, reasoning
+  pass-back, thinking placement; indexes are those of the read-back list), plus
+  ``duplicate-tool-call-id``: a tool call id used twice in one request (Anthropic answers
+  400: "tool_use ids must be unique").
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Any, Callable
+
+from ..errors import FormatError, PayloadInvalid, Violation
+from .profiles import DUPLICATE_TOOL_CALL_ID, WIRE_SCHEMA, ProviderProfile, get_profile
+from . import wire_types as own
+
+Validator = Callable[[Any], None]
+
+_OWN: dict[str, Any] = {
+    "chat:system": own.ChatSystem, "chat:user": own.ChatUser, "chat:assistant": own.ChatAssistant,
+    "chat:tool": own.ChatTool,
+    "anthropic:system": own.ASystem, "anthropic:user": own.AUser, "anthropic:assistant": own.AAssistant,
+    "responses:message": own.RMessage, "responses:output_message": own.ROutputMessage,
+    "responses:reasoning": own.RReasoning, "responses:function_call": own.RFunctionCall,
+    "responses:function_call_output": own.RFunctionCallOutput,
+}
+
+
+def _sdk_types() -> dict[str, Any] | None:
+    """The SDK request type for each kind, or None when the SDKs are not installed."""
+    try:
+        from typing import Iterable, Union
+
+        from anthropic.types import (AssistantMessageParam, TextBlockParam, UserMessageParam)
+        from openai.types.chat import (ChatCompletionAssistantMessageParam, ChatCompletionSystemMessageParam,
+                                       ChatCompletionToolMessageParam, ChatCompletionUserMessageParam)
+        from openai.types.responses import (EasyInputMessageParam, ResponseFunctionToolCallParam,
+                                            ResponseOutputMessageParam, ResponseReasoningItemParam)
+        from openai.types.responses.response_input_item_param import FunctionCallOutput
+    except ImportError:
+        return None
+    return {
+        "chat:system": ChatCompletionSystemMessageParam, "chat:user": ChatCompletionUserMessageParam,
+        "chat:assistant": ChatCompletionAssistantMessageParam, "chat:tool": ChatCompletionToolMessageParam,
+        "anthropic:system": Union[str, Iterable[TextBlockParam]],
+        "anthropic:user": UserMessageParam, "anthropic:assistant": AssistantMessageParam,
+        "responses:message": EasyInputMessageParam, "responses:output_message": ResponseOutputMessageParam,
+        "responses:reasoning": ResponseReasoningItemParam, "responses:function_call": ResponseFunctionToolCallParam,
+        "responses:function_call_output": FunctionCallOutput,
+    }
+
+
+def _closed(schema: Any) -> Any:
+    """A core schema with every typed dict closed (``extra_behavior="forbid"``) and every
+    lazy iterable (``generator``) turned into an eagerly checked list."""
+    if isinstance(schema, list):
+        return [_closed(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _closed(v) for k, v in schema.items()}
+    if out.get("type") in ("typed-dict", "model-fields"):  # the SDK unions hold response models too
+        out["extra_behavior"] = "forbid"
+    elif out.get("type") == "model":
+        out["config"] = {**(out.get("config") or {}), "extra_fields_behavior": "forbid"}
+    elif out.get("type") == "generator":
+        out = {k: v for k, v in out.items() if k in ("items_schema", "min_length", "max_length", "ref", "metadata")}
+        out["type"] = "list"
+    return out
+
+
+@functools.cache
+def strict_validator(tp: Any) -> Validator:
+    """A validator for type ``tp`` that refuses unknown keys at every depth (strict mode:
+    no coercion, e.g. ``"true"`` is not a bool). It raises ``pydantic.ValidationError``."""
+    from pydantic import TypeAdapter
+    from pydantic_core import SchemaValidator
+
+    schema = _closed(copy.deepcopy(TypeAdapter(tp).core_schema))
+    v = SchemaValidator(schema)
+    return functools.partial(v.validate_python, strict=True)
+
+
+@functools.cache
+def sdk_available() -> bool:
+    """Whether the ``anthropic`` and ``openai`` SDKs are importable (then they check too)."""
+    return _sdk_types() is not None
+
+
+def _kind(profile: ProviderProfile, item: Any) -> str | None:
+    if not isinstance(item, dict):
+        return None
+    if profile.wire == "responses":
+        t = item.get("type", "message")
+        if t == "message" and "id" in item:
+            return "responses:output_message"
+        return f"responses:{t}" if f"responses:{t}" in _OWN else None
+    role = item.get("role")
+    if profile.wire == "anthropic" and role == "system":
+        return None  # Anthropic takes the system prompt as the top-level ``system`` only
+    key = f"{profile.wire}:{role}"
+    return key if key in _OWN else None
+
+
+def _errors(e: Exception) -> list[str]:
+    errs = getattr(e, "errors", None)
+    if errs is None:
+        return [str(e)]
+    out = []
+    for err in errs()[:5]:
+        loc = ".".join(str(x) for x in err.get("loc", ()))
+        out.append(f"{loc or '(root)'}: {err.get('msg')} [{err.get('type')}]")
+    return out
+
+
+def _schema_one(profile: ProviderProfile, kind: str, value: Any, sdk: dict[str, Any] | None) -> list[str]:
+    from pydantic import ValidationError
+
+    problems: list[str] = []
+    ext = profile.reasoning_field if kind == "chat:assistant" else None
+    if ext and isinstance(value, dict) and ext in value:
+        if not isinstance(value[ext], str):
+            problems.append(f"{ext}: must be a string")
+        value = {k: v for k, v in value.items() if k != ext}
+    sources = [("ctxwise", _OWN[kind])] + ([("SDK", sdk[kind])] if sdk is not None else [])
+    for who, tp in sources:
+        try:
+            strict_validator(tp)(value)
+        except ValidationError as e:
+            problems += [f"{who} type {getattr(tp, '__name__', 'system')}: {x}" for x in _errors(e)]
+    return problems
+
+
+def schema_violations(payload: Any, provider: str | ProviderProfile) -> list[Violation]:
+    """``wire-schema`` violations of a rendered ``payload`` (index = position of the message
+    or item in the payload's list; for Anthropic, ``system`` is reported at index 0 and
+    ``messages[k]`` at ``k``)."""
+    profile = get_profile(provider)
+    sdk = _sdk_types()
+    out: list[Violation] = []
+    if profile.wire == "anthropic":
+        if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
+            return [Violation(0, WIRE_SCHEMA, "expected {'system'?, 'messages': [...]}")]
+        extra = set(payload) - {"system", "messages"}
+        if extra:
+            out.append(Violation(0, WIRE_SCHEMA, f"unknown top-level key(s) {sorted(extra)}"))
+        if "system" in payload:
+            out += [Violation(0, WIRE_SCHEMA, f"system: {p}")
+                    for p in _schema_one(profile, "anthropic:system", payload["system"], sdk)]
+        items = payload["messages"]
+    else:
+        if not isinstance(payload, list):
+            return [Violation(0, WIRE_SCHEMA, f"expected a list, got {type(payload).__name__}")]
+        items = payload
+    for i, item in enumerate(items):
+        kind = _kind(profile, item)
+        if kind is None:
+            what = item.get("role", item.get("type")) if isinstance(item, dict) else type(item).__name__
+            out.append(Violation(i, WIRE_SCHEMA, f"{what!r} is not a {profile.title} message or item"))
+            continue
+        out += [Violation(i, WIRE_SCHEMA, p) for p in _schema_one(profile, kind, item, sdk)]
+    return out
+
+
+def _call_ids(payload: Any, profile: ProviderProfile) -> list[tuple[int, str]]:
+    """``(position, id)`` of every tool call in a rendered payload."""
+    out: list[tuple[int, str]] = []
+    if profile.wire == "anthropic":
+        for i, m in enumerate(payload.get("messages") or []):
+            for b in m.get("content") if isinstance(m.get("content"), list) else []:
+                if isinstance(b, dict) and b.get("type") == "tool_use":
+                    out.append((i, str(b.get("id"))))
+    elif profile.wire == "responses":
+        out = [(i, str(it.get("call_id"))) for i, it in enumerate(payload)
+               if isinstance(it, dict) and it.get("type") == "function_call"]
+    else:
+        for i, m in enumerate(payload):
+            for c in (m.get("tool_calls") or []) if isinstance(m, dict) else []:
+                if isinstance(c, dict):
+                    out.append((i, str(c.get("id"))))
+    return out
+
+
+def rule_violations(payload: Any, provider: str | ProviderProfile) -> list[Violation]:
+    """The provider rules on a rendered ``payload``: ``duplicate-tool-call-id`` (index = payload
+    position) and :func:`ctxwise.providers.check` on the payload read back (index = position in
+    the read-back list)."""
+    from ..formats import from_anthropic, from_openai, from_responses
+    from .checker import check
+
+    profile = get_profile(provider)
+    out: list[Violation] = []
+    seen: dict[str, int] = {}
+    for i, cid in _call_ids(payload, profile):
+        if cid in seen:
+            out.append(Violation(i, DUPLICATE_TOOL_CALL_ID, f"tool call id {cid!r} already used at {seen[cid]}",
+                                 profile.error_text(DUPLICATE_TOOL_CALL_ID, i)))
+        seen.setdefault(cid, i)
+    reader = {"anthropic": from_anthropic, "responses": from_responses}.get(profile.wire, from_openai)
+    try:
+        back = reader(payload, strict=False)
+    except (FormatError, ValueError, TypeError, AttributeError) as e:
+        return out + [Violation(0, WIRE_SCHEMA, f"the payload cannot be read back: {e}")]
+    return out + check(back, profile)
+
+
+def check_wire(payload: Any, provider: str | ProviderProfile) -> list[Violation]:
+    """Every problem the provider would reject in the rendered ``payload``: schema violations
+    first, then rule violations (see the module docstring). Empty for a payload the API
+    accepts. Raises :class:`~ctxwise.errors.PolicyError` for an unknown provider."""
+    schema = schema_violations(payload, provider)
+    return schema + rule_violations(payload, provider)
+
+
+def validate_wire(payload: Any, provider: str | ProviderProfile) -> None:
+    """None when :func:`check_wire` finds nothing, else :class:`~ctxwise.errors.PayloadInvalid`
+    listing every violation."""
+    found = check_wire(payload, provider)
+    if found:
+        raise PayloadInvalid(get_profile(provider).name, found)
