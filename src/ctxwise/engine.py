@@ -21,12 +21,11 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable
 
 from pydantic import ValidationError
 
-from .compaction import Budgeting, CompactionEvent, compact
-from .compaction.context import mark
+from .compaction import Budgeting, CompactionEvent, Pipeline
 from .errors import CtxwiseError, PayloadInvalid, Violation
 from .messages import Message, TextBlock, ToolResultBlock
 from .memory.session import SessionMemory
@@ -34,7 +33,7 @@ from .policy import Policy
 from .providers import check as check_payload
 from .providers import check_wire, get_profile, render
 from .providers import rules as provider_rules
-from .store import ContextRow, Hide, InsertSummary, Replace, Store
+from .store import ContextRow, Store
 from .summarizers import Summarizer, from_policy
 from .tokens import get_counter
 from .units import is_user_input, tool_cycles
@@ -293,6 +292,7 @@ class Session:
             if facts is not None:
                 again = self._compact(result.messages, head, facts, self._measure(result.messages) + self._extra(head, facts))
                 result.messages = again.messages
+                result.changes = result.changes + again.changes
                 events += again.events
         if evicted_changed:
             size = self._measure(result.messages) + self._extra(head, facts)
@@ -301,7 +301,7 @@ class Session:
                 unit=self.policy.unit, size_before=size, size_after=size, affected_ids=[f.id for f in evicted],
                 detail={"evicted": [f.text for f in evicted]}))
         if events:
-            changes = self._changes(self._context, result.messages, events)
+            changes = result.changes
             records = [e.model_dump(mode="json") for e in events]
             self.version = self.manager.store.apply(self.user_id, self.session_id, changes, records, expected_version=self.version)
             self._context = result.messages
@@ -336,8 +336,8 @@ class Session:
 
     def _compact(self, ctx: list[Message], head: list[Message], facts: Message | None, size: int):
         b = Budgeting(self.policy, self.counter, self._extra(head, facts))
-        result = compact(ctx, b, self.manager.summarizer, size=size, facts=self.memory.pinned_texts(),
-                         skip_summaries=frozenset(self._failed_summaries))
+        result = self.manager.pipeline.run(ctx, b, self.manager.summarizer, size=size, facts=self.memory.pinned_texts(),
+                                           skip_summaries=frozenset(self._failed_summaries))
         self._failed_summaries.update(e.detail["key"] for e in result.events
                                       if e.stage == "summarizer_failed" and "key" in e.detail)
         return result
@@ -355,34 +355,6 @@ class Session:
             at = 1 if out and out[0].role == "system" else 0
             out[at:at] = head
         return out
-
-    @staticmethod
-    def _changes(old: list[Message], new: list[Message], events: Sequence[CompactionEvent]) -> list[Any]:
-        new_by_id = {m.id: m for m in new}
-        summarized = {i for e in events if e.stage == "summarizing" for i in e.affected_ids}
-        changes: list[Any] = []
-        hidden: dict[str, list[str]] = {"summarized": [], "trimmed": []}
-        for m in old:
-            n = new_by_id.get(m.id)
-            if n is None:
-                hidden["summarized" if m.id in summarized else "trimmed"].append(m.id)
-            elif n is not m:
-                edited = mark(n)
-                state = "cleared" if ("cleared" in edited or "cleared_inputs" in edited or "truncated" in edited) else "pruned"
-                changes.append(Replace(m.id, n, state))
-        old_ids = {m.id for m in old}
-        anchor_of: dict[str, str] = {}
-        for e in events:  # a summary rolled into a later one in the same call anchors where it did
-            if e.stage == "summarizing" and e.summary_id:
-                first = e.affected_ids[0]
-                anchor_of[e.summary_id] = anchor_of.get(first, first)
-        for e in events:
-            if e.stage == "summarizing" and e.summary_id in new_by_id and e.summary_id not in old_ids:
-                changes.append(InsertSummary(new_by_id[e.summary_id], anchor_of[e.summary_id]))
-        for state, ids in hidden.items():
-            if ids:
-                changes.append(Hide(ids, state))
-        return changes
 
     # -- records -----------------------------------------------------------------------------
 
@@ -423,7 +395,9 @@ class ContextManager:
 
     ``store_url`` is a SQLAlchemy URL (``sqlite:///ctxwise.db`` by default,
     ``postgresql+psycopg://...`` in production). ``summarizer`` defaults to the one the
-    policy names. ``on_event`` is called with every :class:`CompactionEvent`.
+    policy names. ``on_event`` is called with every :class:`CompactionEvent`. ``pipeline`` is
+    the compaction :class:`~ctxwise.compaction.Pipeline` every session runs
+    (default :meth:`Pipeline.default`); the engine stores exactly the changes its stages return.
     """
 
     def __init__(
@@ -434,11 +408,13 @@ class ContextManager:
         summarizer: Summarizer | None = None,
         on_event: Callable[[CompactionEvent], None] | None = None,
         store: Store | None = None,
+        pipeline: Pipeline | None = None,
     ) -> None:
         self.policy = policy or Policy.preset("default")
         self.store = store or Store(store_url)
         self.summarizer = summarizer or from_policy(self.policy)
         self.on_event = on_event
+        self.pipeline = pipeline or Pipeline.default()
 
     def session(self, user_id: str, session_id: str, *, tools: list[dict] | None = None,
                 create: bool = True) -> Session:

@@ -1,14 +1,17 @@
-"""Compaction: small pure stages over a context, and the pipeline that runs them."""
+"""Compaction: stages over a context (typed changes and events out) and the pipeline that runs them."""
 
-from .clearing import clear_tool_results, placeholder_text, render_input
+from .clearing import ClearingStage, clear_tool_results, placeholder_text, render_input
 from .context import Budgeting, StageResult, pinned_indices
 from .events import CompactionEvent
-from .pipeline import PipelineResult, compact
-from .summarizing import summarize_old_turns
-from .thinking import prune_thinking
-from .trimming import trim_old_turns
+from .pipeline import Pipeline, PipelineResult, compact
+from .stage import Stage, StageInput
+from .summarizing import SummarizingStage, summarize_old_turns
+from .thinking import ThinkingStage, prune_thinking
+from .trimming import TrimCurrentTurnStage, TrimOldTurnsStage, TruncateInFlightStage, trim_old_turns
 
 __all__ = [
-    "Budgeting", "CompactionEvent", "PipelineResult", "StageResult", "clear_tool_results", "compact",
-    "pinned_indices", "placeholder_text", "prune_thinking", "render_input", "summarize_old_turns", "trim_old_turns",
+    "Budgeting", "ClearingStage", "CompactionEvent", "Pipeline", "PipelineResult", "Stage", "StageInput",
+    "StageResult", "SummarizingStage", "ThinkingStage", "TrimCurrentTurnStage", "TrimOldTurnsStage",
+    "TruncateInFlightStage", "clear_tool_results", "compact", "pinned_indices", "placeholder_text",
+    "prune_thinking", "render_input", "summarize_old_turns", "trim_old_turns",
 ]

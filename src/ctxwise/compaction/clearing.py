@@ -21,10 +21,12 @@ import json
 import time
 from typing import Any
 
+from ..changes import Replace
 from ..messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ..policy import Policy
 from ..units import tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, in_flight_start, mark, with_mark
+from .stage import StageInput
 
 
 def render_input(tool_input: dict[str, Any], style: str, limit: int) -> str:
@@ -140,6 +142,7 @@ def clear_tool_results(
     out = list(messages)
     now = size
     affected: list[str] = []
+    edited: list[int] = []
     for c in cycles:
         if c.end > protected_from or now <= target:
             continue
@@ -150,12 +153,14 @@ def clear_tool_results(
                 now += b.size_of(new) - b.size_of(out[i])
                 out[i] = new
                 affected.append(new.id)
+                edited.append(i)
         if p.clear_tool_inputs and now > target:
             new = _clear_inputs(out[c.start], p)
             if new is not None and b.size_of(new) < b.size_of(out[c.start]):
                 now += b.size_of(new) - b.size_of(out[c.start])
                 out[c.start] = new
                 affected.append(new.id)
+                edited.append(c.start)
     if not affected:
         return StageResult(messages)
     if (not (last_resort or over_hard) and size - now < b.level(p.clear_min_batch)
@@ -174,4 +179,22 @@ def clear_tool_results(
         t0,
         detail={"cleared": len(affected), "last_resort": last_resort, "over_hard": over_hard},
     )
-    return StageResult(out, [ev])
+    return StageResult(messages, [ev], [Replace(out[i].id, out[i], "cleared") for i in sorted(set(edited))])
+
+
+class ClearingStage:
+    """Tool-result clearing as a pipeline stage (:func:`clear_tool_results`).
+
+    ``mode``: ``"watermark"`` (above ``clear_at``, down to ``clear_target``), ``"over_hard"``
+    (above the hard limit, the recent cycles of old turns too) or ``"last_resort"`` (the
+    completed cycles of the current turn too)."""
+
+    def __init__(self, mode: str = "watermark") -> None:
+        if mode not in ("watermark", "over_hard", "last_resort"):
+            raise ValueError(f"ClearingStage mode must be watermark, over_hard or last_resort, not {mode!r}")
+        self.mode = mode
+        self.name = "clearing" if mode == "watermark" else f"clearing_{mode}"
+
+    def run(self, inp: StageInput) -> StageResult:
+        return clear_tool_results(inp.messages, inp.budgeting, inp.size,
+                                  over_hard=self.mode == "over_hard", last_resort=self.mode == "last_resort")

@@ -1,7 +1,8 @@
 """What every stage needs to know about a context: sizes, pinned positions, markers.
 
-A *stage* is a pure function ``(messages, Budgeting) -> StageResult``. It never calls the
-store; it returns new messages (edited copies, never mutated originals) and events.
+A *stage* (see :mod:`ctxwise.compaction.stage`) reads a context and returns a
+:class:`StageResult`: typed changes (edited copies, never mutated originals) and events. It
+never calls the store.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..changes import Change, apply_changes
 from ..messages import Message, ThinkingBlock
 from ..policy import Policy
 from ..units import Turn, cycle_boundaries, last_user_index, tool_cycles, turns
@@ -92,14 +94,31 @@ def sent_view(m: Message) -> Message:
 
 @dataclass
 class StageResult:
-    """A stage's output: the new message list and what it did."""
+    """What one stage did: typed ``changes`` to the context it was given, and ``events``.
 
-    messages: list[Message]
+    ``before`` is the context the stage ran on (not copied, never mutated). ``changes`` are
+    the :mod:`ctxwise.changes` (Replace / Hide / InsertSummary) that the engine hands to the
+    store unchanged; ``messages`` is ``before`` with them applied (what the pipeline goes on
+    with). A stage that did nothing returns ``StageResult(before)``; one that only reports
+    (``summarizer_failed``) has events and no changes.
+    """
+
+    before: list[Message]
     events: list[CompactionEvent] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+    _after: list[Message] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def messages(self) -> list[Message]:
+        """The context after this stage (``before`` itself when there are no changes)."""
+        if self._after is None:
+            self._after = apply_changes(self.before, self.changes)
+        return self._after
 
     @property
     def changed(self) -> bool:
-        return bool(self.events)
+        """Whether the context changed (events alone, such as a failed summary, do not count)."""
+        return bool(self.changes)
 
 
 def mark(m: Message) -> dict[str, Any]:

@@ -1,19 +1,25 @@
 """The pipeline: thinking pruning → tool-result clearing → summarizing → hard trim.
 
-Above the hard limit, before whole old turns are dropped, the old turns' results that
-``keep_recent_cycles`` protected are cleared too (a placeholder loses less than a dropped turn).
+A :class:`Pipeline` is an ordered list of :class:`~ctxwise.compaction.stage.Stage` objects.
+Each runs once per call on the context the earlier ones left; the pipeline applies the typed
+changes it returns (:func:`ctxwise.changes.apply_changes`), re-measures the size from the
+messages those changes touched, and runs the provider validator on the whole list against the
+input as reference (an invalid result is a bug and raises
+:class:`~ctxwise.errors.PayloadInvalid` rather than being sent). The input itself is validated
+first, so a call that fires no stage still refuses an invalid context. The
+:class:`PipelineResult` carries every change in order: the engine hands exactly that list to
+the store.
 
-Each stage runs at most once per call and only above its watermark (identity when the
-context fits: nothing is edited below ``clear_at``). After every stage that changed
-something, the provider validator runs on the whole list against the input as reference;
-an invalid result is a bug and raises :class:`~ctxwise.errors.PayloadInvalid` rather than
-being sent. When the hard trim still leaves the context over the hard limit, completed
-cycles of the current turn are cleared, then dropped whole, as a last resort (the in-flight
-cycle never), and finally the in-flight results are cut to fit (``truncate_in_flight``,
-with a note saying where the full text is); when even that is not enough (the system prompt
-and the user's input alone are too big),
-:class:`~ctxwise.errors.ContextBudgetExceeded` is raised with the sizes (never a loop,
-never a silent over-budget request; case B19).
+The default stages (:meth:`Pipeline.default`) each fire only above their watermark (identity
+when the context fits: nothing is edited below ``clear_at``). Above the hard limit, before
+whole old turns are dropped, the old turns' results that ``keep_recent_cycles`` protected are
+cleared too (a placeholder loses less than a dropped turn). When the hard trim still leaves
+the context over the hard limit, completed cycles of the current turn are cleared, then
+dropped whole, as a last resort (the in-flight cycle never), and finally the in-flight
+results are cut to fit (``truncate_in_flight``, with a note saying where the full text is);
+when even that is not enough (the system prompt and the user's input alone are too big),
+:class:`~ctxwise.errors.ContextBudgetExceeded` is raised with the sizes (never a loop, never a
+silent over-budget request; case B19).
 """
 
 from __future__ import annotations
@@ -21,15 +27,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from ..changes import Change, Hide, InsertSummary, Replace, apply_changes
 from ..errors import BudgetReport, ContextBudgetExceeded
 from ..messages import Message
 from ..summarizers.base import Summarizer
-from .clearing import clear_tool_results
-from .context import Budgeting, StageResult, in_flight_start, pinned_indices
+from .clearing import ClearingStage
+from .context import Budgeting, in_flight_start, pinned_indices
 from .events import CompactionEvent
-from .summarizing import summarize_old_turns
-from .thinking import prune_thinking
-from .trimming import trim_current_turn_cycles, trim_old_turns, truncate_in_flight
+from .stage import Stage, StageInput
+from .summarizing import SummarizingStage
+from .thinking import ThinkingStage
+from .trimming import TrimCurrentTurnStage, TrimOldTurnsStage, TruncateInFlightStage
 
 
 def irreducible_size(messages: list[Message], b: Budgeting) -> int:
@@ -49,12 +57,125 @@ def irreducible_size(messages: list[Message], b: Budgeting) -> int:
 
 @dataclass
 class PipelineResult:
-    """The compacted context, the events of this call, and sizes in the policy unit."""
+    """The compacted context, the typed changes that produced it from the input (in order: the
+    engine persists exactly these), the events of this call, and sizes in the policy unit."""
 
     messages: list[Message]
     events: list[CompactionEvent] = field(default_factory=list)
     size_before: int = 0
     size_after: int = 0
+    changes: list[Change] = field(default_factory=list)
+
+
+def _resize(before: list[Message], changes: list[Change], b: Budgeting, size: int) -> int:
+    """``size`` after ``changes`` (applied to ``before``), counting only the messages they touch."""
+    by_id = {m.id: m for m in before}
+    for ch in changes:
+        if isinstance(ch, Replace):
+            size += b.size_of(ch.current) - b.size_of(by_id[ch.message_id])
+            by_id[ch.message_id] = ch.current
+        elif isinstance(ch, Hide):
+            size -= sum(b.size_of(by_id.pop(i)) for i in ch.message_ids)
+        elif isinstance(ch, InsertSummary):
+            size += b.size_of(ch.summary)
+            by_id[ch.summary.id] = ch.summary
+    return size
+
+
+class Pipeline:
+    """An ordered list of stages run once each per :meth:`run`.
+
+    ``Pipeline(stages=[...])`` takes any objects with the
+    :class:`~ctxwise.compaction.stage.Stage` shape; :meth:`default` is the order ctxwise
+    ships (thinking → clearing → summarizing → over-hard clearing → hard trim → the last
+    resorts). Raises ``TypeError`` for an item that is not a stage.
+    """
+
+    def __init__(self, stages: Sequence[Stage]) -> None:
+        for s in stages:
+            if not isinstance(s, Stage):
+                raise TypeError(f"Pipeline stages need a name and run(StageInput); got {type(s).__name__}")
+        self.stages: list[Stage] = list(stages)
+
+    @classmethod
+    def default(cls) -> "Pipeline":
+        """The default order: thinking pruning, clearing, summarizing, clearing above the hard
+        limit, hard trim, then the last resorts (clear, then drop, the current turn's completed
+        cycles; cut the in-flight results)."""
+        return cls([
+            ThinkingStage(),
+            ClearingStage(),
+            SummarizingStage(),
+            ClearingStage("over_hard"),
+            TrimOldTurnsStage(),
+            ClearingStage("last_resort"),
+            TrimCurrentTurnStage(),
+            TruncateInFlightStage(),
+        ])
+
+    def run(
+        self,
+        messages: list[Message],
+        b: Budgeting,
+        summarizer: Summarizer,
+        *,
+        size: int | None = None,
+        facts: Sequence[str] = (),
+        thinking_mode: bool | None = None,
+        skip_summaries: frozenset[str] = frozenset(),
+    ) -> PipelineResult:
+        """Run the stages over ``messages`` (the context about to be sent) under ``b.policy``.
+
+        ``size`` may be passed when the caller keeps it incrementally (policy unit, overhead
+        included). ``skip_summaries``: keys of ranges whose summary already failed (see
+        :func:`~ctxwise.compaction.summarizing.summarize_old_turns`). Raises
+        :class:`~ctxwise.errors.PayloadInvalid` when ``messages`` is not a payload the
+        provider accepts (before any stage runs) or a stage produced one,
+        ContextBudgetExceeded when the context cannot be brought under the hard limit, and
+        ``ValueError`` when a stage returns a change naming a message it was not given.
+        """
+        from ..providers import validate
+
+        p = b.policy
+        size = b.size(messages) if size is None else size
+        validate(messages, p.provider, reference=messages, thinking=thinking_mode)
+        if not p.enabled:
+            return PipelineResult(messages, [], size, size)
+        hard = b.level(p.hard_limit)
+        if size > hard:
+            floor = irreducible_size(messages, b)
+            if floor > hard:
+                # No stage can help: fail before any summarizer call or edit (case B19), so a
+                # caller retrying on the same context does not pay for the same futile work.
+                raise ContextBudgetExceeded(
+                    BudgetReport(budget=p.effective_budget, pinned=floor, total=size, unit=p.unit,
+                                 details={"hard_limit": hard, "events": [], "messages": len(messages), "early": True})
+                )
+        ctx, now = messages, size
+        events: list[CompactionEvent] = []
+        changes: list[Change] = []
+        for stage in self.stages:
+            res = stage.run(StageInput(ctx, b, now, summarizer, facts, skip_summaries, messages))
+            events.extend(res.events)
+            if not res.changes:
+                continue
+            after = apply_changes(ctx, res.changes)
+            validate(after, p.provider, reference=messages, thinking=thinking_mode)
+            now = _resize(ctx, res.changes, b, now)
+            ctx = after
+            changes.extend(res.changes)
+        if now > hard:
+            pinned_size = b.overhead + sum(b.size_of(ctx[i]) for i in pinned_indices(ctx))
+            raise ContextBudgetExceeded(
+                BudgetReport(
+                    budget=p.effective_budget,
+                    pinned=pinned_size,
+                    total=now,
+                    unit=p.unit,
+                    details={"hard_limit": hard, "events": [e.stage for e in events], "messages": len(ctx)},
+                )
+            )
+        return PipelineResult(ctx, events, size, now, changes)
 
 
 def compact(
@@ -66,63 +187,9 @@ def compact(
     facts: Sequence[str] = (),
     thinking_mode: bool | None = None,
     skip_summaries: frozenset[str] = frozenset(),
+    pipeline: Pipeline | None = None,
 ) -> PipelineResult:
-    """Run the stages over ``messages`` (the context about to be sent) under ``b.policy``.
-
-    ``size`` may be passed when the caller keeps it incrementally (policy unit, overhead
-    included). ``skip_summaries``: keys of ranges whose summary already failed (see
-    :func:`~ctxwise.compaction.summarizing.summarize_old_turns`). Raises ContextBudgetExceeded when pinned content alone does not fit, and
-    PayloadInvalid if a stage ever produced a payload the provider would reject.
-    """
-    from ..providers import validate
-
-    p = b.policy
-    size = b.size(messages) if size is None else size
-    if not p.enabled:
-        return PipelineResult(messages, [], size, size)
-    ctx, events, now = messages, [], size
-    hard = b.level(p.hard_limit)
-    if now > hard:
-        floor = irreducible_size(ctx, b)
-        if floor > hard:
-            # No stage can help: fail before any summarizer call or edit (case B19), so a
-            # caller retrying on the same context does not pay for the same futile work.
-            raise ContextBudgetExceeded(
-                BudgetReport(budget=p.effective_budget, pinned=floor, total=now, unit=p.unit,
-                             details={"hard_limit": hard, "events": [], "messages": len(ctx), "early": True})
-            )
-
-    def run(res: StageResult) -> None:
-        nonlocal ctx, now
-        if res.events:
-            events.extend(res.events)
-        if res.changed and res.messages is not ctx:
-            validate(res.messages, p.provider, reference=messages, thinking=thinking_mode)
-            ctx = res.messages
-            now = res.events[-1].size_after if res.events[-1].stage != "summarizer_failed" else now
-
-    run(prune_thinking(ctx, b, now))
-    run(clear_tool_results(ctx, b, now))
-    run(summarize_old_turns(ctx, b, now, summarizer, facts=facts, skip=skip_summaries))
-    if now > hard:
-        run(clear_tool_results(ctx, b, now, over_hard=True))
-    run(trim_old_turns(ctx, b, now))
-    if now > hard:
-        run(clear_tool_results(ctx, b, now, last_resort=True))
-    if now > hard:
-        run(trim_current_turn_cycles(ctx, b, now))
-    if now > hard:
-        run(truncate_in_flight(ctx, b, now))
-    if now > hard:
-        pinned = pinned_indices(ctx)
-        pinned_size = b.overhead + sum(b.size_of(ctx[i]) for i in pinned)
-        raise ContextBudgetExceeded(
-            BudgetReport(
-                budget=p.effective_budget,
-                pinned=pinned_size,
-                total=now,
-                unit=p.unit,
-                details={"hard_limit": hard, "events": [e.stage for e in events], "messages": len(ctx)},
-            )
-        )
-    return PipelineResult(ctx, events, size, now)
+    """Run ``pipeline`` (default: :meth:`Pipeline.default`) over ``messages``; see
+    :meth:`Pipeline.run` for the arguments, the result and the errors raised."""
+    return (pipeline or Pipeline.default()).run(messages, b, summarizer, size=size, facts=facts,
+                                                thinking_mode=thinking_mode, skip_summaries=skip_summaries)

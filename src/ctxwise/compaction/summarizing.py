@@ -21,11 +21,13 @@ import hashlib
 import time
 from typing import Sequence
 
+from ..changes import Hide, InsertSummary
 from ..messages import Message, TextBlock
 from ..summarizers.base import SUMMARY_HEADER, Summarizer, SummarizerError
 from ..units import is_user_input, tool_cycles
 from .context import Budgeting, StageResult, body_turns, inner_cuts, pinned_indices
 from .events import CompactionEvent
+from .stage import StageInput
 
 
 def summary_id(replaced: Sequence[str]) -> str:
@@ -138,7 +140,6 @@ def summarize_old_turns(
         blocks=[TextBlock(text=f"{SUMMARY_HEADER}\n{result.text}")],
         metadata={"ctxwise": {"kind": "summary", "replaced": replaced, "rounds": rounds, "summarizer": summarizer.name}},
     )
-    out = messages[:start] + [summary] + messages[cut:]
     new_size = size - sum(b.size_of(m) for m in messages[start:cut]) + b.size_of(summary)
     if new_size >= size:
         return StageResult(messages, [_failed(b, size, replaced, f"no progress: summary made the context {new_size} >= {size}", t0)])
@@ -154,7 +155,9 @@ def summarize_old_turns(
         detail={"summarizer": summarizer.name, "rounds": rounds, "rolled_previous": previous is not None,
                 "summary_chars": len(summary.text), "target_chars": target_chars},
     )
-    return StageResult(out, [ev])
+    # The summary stands where the material stood: inserted at its first message, which the
+    # same change set hides with the rest (a previous summary rolled in is hidden too).
+    return StageResult(messages, [ev], [InsertSummary(summary, replaced[0]), Hide(replaced, "summarized")])
 
 
 def _body(summary: Message) -> str:
@@ -179,3 +182,14 @@ def _failed(b: Budgeting, size: int, replaced: list[str], why: str, t0: float) -
         t0,
         detail={"error": why, "would_replace": len(replaced), "key": summary_id(replaced)},
     )
+
+
+class SummarizingStage:
+    """Stage 3 of the default pipeline: :func:`summarize_old_turns` with the session's
+    summarizer, pinned facts and failed-range keys."""
+
+    name = "summarizing"
+
+    def run(self, inp: StageInput) -> StageResult:
+        return summarize_old_turns(inp.messages, inp.budgeting, inp.size, inp.summarizer,
+                                   facts=inp.facts, skip=inp.skip_summaries)

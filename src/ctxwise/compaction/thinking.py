@@ -14,14 +14,16 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
+from ..changes import Replace
 from ..messages import Message, ThinkingBlock
 from .context import Budgeting, StageResult, with_mark
+from .stage import StageInput
 
 
 def prune_thinking(messages: list[Message], b: Budgeting, size: int) -> StageResult:
     """Drop droppable thinking blocks, oldest message first, until the size is at or under
-    ``clear_target``. Returns the new list and one ``thinking`` event (none when nothing
-    was dropped). A message is never left without content."""
+    ``clear_target``. Returns one ``Replace`` (state ``pruned``) per edited message and one
+    ``thinking`` event (none when nothing was dropped). A message is never left without content."""
     from ..providers import droppable_thinking, get_profile
 
     t0 = time.perf_counter()
@@ -38,6 +40,7 @@ def prune_thinking(messages: list[Message], b: Budgeting, size: int) -> StageRes
     out = list(messages)
     now = size
     affected: list[str] = []
+    changes: list[Replace] = []
     for mi in sorted(by_msg):
         if now <= target:
             break
@@ -52,6 +55,7 @@ def prune_thinking(messages: list[Message], b: Budgeting, size: int) -> StageRes
         now += b.size_of(new) - b.size_of(m)
         out[mi] = new
         affected.append(m.id)
+        changes.append(Replace(m.id, new, "pruned"))
     if not affected:
         return StageResult(messages)
     ev = b.event(
@@ -62,4 +66,13 @@ def prune_thinking(messages: list[Message], b: Budgeting, size: int) -> StageRes
         affected,
         t0,
     )
-    return StageResult(out, [ev])
+    return StageResult(messages, [ev], list(changes))
+
+
+class ThinkingStage:
+    """Stage 1 of the default pipeline: :func:`prune_thinking`."""
+
+    name = "thinking"
+
+    def run(self, inp: StageInput) -> StageResult:
+        return prune_thinking(inp.messages, inp.budgeting, inp.size)

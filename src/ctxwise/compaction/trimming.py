@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 
+from ..changes import Hide, Replace
 from ..messages import Message, TextBlock, ToolResultBlock
 from ..units import ToolCycle, Turn, tool_cycles
 from .context import (
@@ -23,6 +24,7 @@ from .context import (
     pinned_indices,
     splittable,
 )
+from .stage import StageInput
 
 
 def trim_old_turns(messages: list[Message], b: Budgeting, size: int) -> StageResult:
@@ -107,10 +109,9 @@ def _without(messages: list[Message], drop: set[int], b: Budgeting, trigger: str
     """``messages`` less the ``drop`` positions, with their ``trimming`` event (none if empty)."""
     if not drop:
         return StageResult(messages)
-    out = [m for i, m in enumerate(messages) if i not in drop]
-    ev = b.event("trimming", trigger, size, now, [messages[i].id for i in sorted(drop)], t0,
-                 detail={"dropped_messages": len(drop), **detail})
-    return StageResult(out, [ev])
+    ids = [messages[i].id for i in sorted(drop)]
+    ev = b.event("trimming", trigger, size, now, ids, t0, detail={"dropped_messages": len(drop), **detail})
+    return StageResult(messages, [ev], [Hide(ids, "trimmed")])
 
 
 TRUNCATION_NOTE = (
@@ -139,6 +140,7 @@ def truncate_in_flight(messages: list[Message], b: Budgeting, size: int) -> Stag
     out = list(messages)
     now = size
     affected: list[str] = []
+    changes: list[Replace] = []
     for i in idx:
         m = out[i]
         share = room * b.size_of(m) / max(fresh, 1)
@@ -147,6 +149,7 @@ def truncate_in_flight(messages: list[Message], b: Budgeting, size: int) -> Stag
             now += b.size_of(new) - b.size_of(m)
             out[i] = new
             affected.append(m.id)
+            changes.append(Replace(m.id, new, "cleared"))
     if not affected:
         return StageResult(messages)
     ev = b.event(
@@ -158,7 +161,7 @@ def truncate_in_flight(messages: list[Message], b: Budgeting, size: int) -> Stag
         t0,
         detail={"truncated": len(affected), "in_flight": True},
     )
-    return StageResult(out, [ev])
+    return StageResult(messages, [ev], list(changes))
 
 
 def _cut_message(m: Message, b: Budgeting, share: float) -> Message | None:
@@ -184,3 +187,30 @@ def _cut_message(m: Message, b: Budgeting, share: float) -> Message | None:
             return new if b.size_of(new) < b.size_of(m) else None
         ratio *= 0.8
     return new if b.size_of(new) < b.size_of(m) else None
+
+
+class TrimOldTurnsStage:
+    """Stage 4 of the default pipeline, the hard trim: :func:`trim_old_turns`."""
+
+    name = "trimming"
+
+    def run(self, inp: StageInput) -> StageResult:
+        return trim_old_turns(inp.messages, inp.budgeting, inp.size)
+
+
+class TrimCurrentTurnStage:
+    """Last resort: :func:`trim_current_turn_cycles`."""
+
+    name = "trimming_current_turn"
+
+    def run(self, inp: StageInput) -> StageResult:
+        return trim_current_turn_cycles(inp.messages, inp.budgeting, inp.size)
+
+
+class TruncateInFlightStage:
+    """The very last resort: :func:`truncate_in_flight`."""
+
+    name = "truncate_in_flight"
+
+    def run(self, inp: StageInput) -> StageResult:
+        return truncate_in_flight(inp.messages, inp.budgeting, inp.size)
