@@ -188,9 +188,11 @@ class Session:
         self.memory.observe(batch)
         return self.version
 
-    def append_openai(self, messages: Iterable[dict]) -> int:
+    def append_openai(self, messages: Any) -> int:
         """Append messages in the OpenAI chat shape (what your client sends and receives:
-        ``{"role", "content", "tool_calls"?, "tool_call_id"?, "reasoning_content"?}``).
+        ``{"role", "content", "tool_calls"?, "tool_call_id"?, "reasoning_content"?}`` dicts,
+        or the SDK's ``ChatCompletionMessage`` objects, e.g. ``reply.choices[0].message``; a
+        single message is taken as a list of one).
 
         Message ids continue the session's own numbering (``msg-000001``, ...) unless a dict
         carries an ``"id"``; tool results may come in their own batch, after the call that
@@ -198,22 +200,76 @@ class Session:
         shape that is not OpenAI chat, and whatever :meth:`append` raises. Returns the version.
         """
         from .formats import from_openai, to_openai
+        from .formats.sdk import openai_dicts
 
-        new = [dict(m) for m in messages]
-        open_cycle: list[Message] = []
+        new = openai_dicts(messages)
+        cycle = self._open_cycle()
+        prefix = to_openai(cycle, extras=False) if cycle else []
+        read = self._read_after(from_openai, prefix, new, len(prefix))
+        return self._append_numbered(read, [("id" in raw) for raw in new])
+
+    def append_anthropic(self, messages: Any) -> int:
+        """Append messages in the Anthropic Messages shape: ``{"role", "content"}`` dicts
+        (``content`` a string or blocks: text, image, thinking, redacted_thinking, tool_use,
+        tool_result), the SDK's ``Message`` objects (``client.messages.create(...)``'s reply),
+        a ``reply.content`` list (one assistant message), or a ``{"system"?, "messages"}``
+        payload; a ``{"role": "system"}`` message may come first.
+
+        A user message of ``tool_result`` blocks becomes ``tool`` messages (text beside them a
+        user message after). Ids continue the session's own numbering (``msg-000001``, ...);
+        tool results may come in their own batch, after the message with the ``tool_use``
+        blocks. Raises :class:`~ctxwise.errors.FormatError` naming the message for a shape
+        that is not Anthropic's (e.g. a tool_result answering no tool_use of the assistant
+        message before it), and whatever :meth:`append` raises. Returns the version.
+        """
+        from .formats import from_anthropic
+        from .formats.sdk import anthropic_dicts
+        from .providers import render_anthropic
+
+        new = anthropic_dicts(messages)
+        cycle = self._open_cycle()
+        prefix = render_anthropic.render(cycle)["messages"] if cycle else []
+        skip = len(from_anthropic({"messages": prefix}, strict=False)) if prefix else 0
+        read = self._read_after(lambda ms: from_anthropic({"messages": ms}), prefix, new, skip)
+        return self._append_numbered(read, [("id" in raw) for raw in new] if len(read) == len(new) else None)
+
+    def _open_cycle(self) -> list[Message]:
+        """The tool cycle still open at the tail of the context (its results may come in a
+        later batch), or []."""
         tail = self._context[-64:]
         cycles = tool_cycles(tail)
         if cycles and cycles[-1].end == len(tail):
-            open_cycle = tail[cycles[-1].start:]
-        prefix = to_openai(open_cycle, extras=False) if open_cycle else []
-        read = from_openai(prefix + new)[len(prefix):]
+            return tail[cycles[-1].start:]
+        return []
+
+    @staticmethod
+    def _read_after(reader: Callable[[list[dict]], list[Message]], prefix: list[dict], new: list[dict],
+                    skip: int) -> list[Message]:
+        """``new`` read after ``prefix`` (the open cycle, so new results find their calls);
+        a FormatError's place counts the prefix, so it says so."""
+        from .errors import FormatError
+
+        try:
+            return reader(prefix + new)[skip:]
+        except FormatError as e:
+            if not prefix:
+                raise
+            raise FormatError(f"{e.place} (the first {len(prefix)} message(s) are the open tool cycle "
+                              "already in the session)", e.rule) from None
+
+    def _append_numbered(self, read: list[Message], keep_id: list[bool] | None) -> int:
+        """Give the read messages the session's own ids (unless the caller gave one) and
+        append them; the numbering advances only when the append succeeds."""
+        n = self._counter_ids
         batch = []
-        for raw, m in zip(new, read):
-            if "id" not in raw:
-                self._counter_ids += 1
-                m = m.model_copy(update={"id": f"msg-{self._counter_ids:06d}"})
+        for k, m in enumerate(read):
+            if not (keep_id and keep_id[k]):
+                n += 1
+                m = m.model_copy(update={"id": f"msg-{n:06d}"})
             batch.append(m)
-        return self.append(batch)
+        version = self.append(batch)
+        self._counter_ids = n
+        return version
 
     def _coerce(self, items: list[Message | dict]) -> list[Message]:
         out: list[Message] = []
