@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from .errors import PolicyError
 from .providers.profiles import PROFILES
+from .prices import PRICE_MODELS, PriceModel
 
 DEFAULT_PLACEHOLDER = (
     "[tool result cleared to save context: {name} returned {n} characters for input {input}; "
@@ -147,6 +149,19 @@ class Policy(BaseModel):
     provider: str = "openai"
     """The provider profile every payload must satisfy (see ``ctxwise.providers``)."""
 
+    price_model: str | None = None
+    """The prompt-cache price model edits are weighed with (``ctxwise.prices``): a provider
+    name or ``flat``; None = the ``provider``'s own (Anthropic 1.25x write / 0.1x read, DeepSeek
+    hits at 2 % of a miss, ...; sources in ``ctxwise.prices``)."""
+    cache_read_price: float | None = Field(None, ge=0)
+    """Override: a cached (hit) input token's price, as a multiple of an uncached one."""
+    cache_write_price: float | None = Field(None, ge=0)
+    """Override: the price of an input token written to the cache (1.0 = no write premium)."""
+    cache_miss_price: float | None = Field(None, ge=0)
+    """Override: the price of an input token of a prompt too short to be cached (normally 1.0)."""
+    cache_min_prefix: int | None = Field(None, ge=0)
+    """Override: the shortest cacheable prefix, in tokens (Anthropic Sonnet and OpenAI: 1,024)."""
+
     @model_validator(mode="after")
     def _check(self) -> "Policy":
         if not (self.clear_at <= self.summarize_at <= self.hard_limit):
@@ -160,6 +175,8 @@ class Policy(BaseModel):
             raise ValueError(f"reserve_output {self.reserve_output} leaves no room in budget {self.budget}")
         if self.provider not in PROVIDERS:
             raise ValueError(f"unknown provider {self.provider!r}; known: {', '.join(PROVIDERS)}")
+        if self.price_model is not None and self.price_model not in PRICE_MODELS:
+            raise ValueError(f"unknown price_model {self.price_model!r}; known: {', '.join(PRICE_MODELS)}")
         return self
 
     # -- derived -----------------------------------------------------------------------
@@ -177,6 +194,17 @@ class Policy(BaseModel):
     def level(self, fraction: float) -> int:
         """A watermark as a size in the policy unit (rounded down)."""
         return int(self.effective_budget * fraction)
+
+    @property
+    def prices(self) -> PriceModel:
+        """The prompt-cache price model in force: ``price_model`` (else the provider's default
+        from :data:`ctxwise.prices.PRICE_MODELS`) with the ``cache_*`` overrides applied.
+        Prices are multiples of an uncached input token; ``min_prefix`` is in tokens."""
+        base = PRICE_MODELS[self.price_model or self.provider]
+        over = {k: v for k, v in (("read", self.cache_read_price), ("write", self.cache_write_price),
+                                  ("miss", self.cache_miss_price), ("min_prefix", self.cache_min_prefix))
+                if v is not None}
+        return replace(base, name=f"{base.name} (policy overrides)", **over) if over else base
 
     def clearable(self, tool_name: str | None) -> bool:
         """Whether results of ``tool_name`` may be cleared (allow-list, then keep list)."""
