@@ -219,8 +219,11 @@ def test_droppable_deepseek_only_completed_spans_without_tools():
 
 def test_droppable_completed_turns_for_openai_qwen_gemini_anthropic():
     msgs = b11_like()
-    for p in ("openai", "qwen", "gemini", "anthropic"):
+    for p in ("openai", "qwen", "gemini"):
         assert droppable_thinking(msgs, p) == {(2, 0), (4, 0), (7, 0)}, p
+    # Anthropic: message 7 is the request's latest assistant message, whose thinking "cannot be
+    # modified" (extended-thinking docs), although its turn is completed
+    assert droppable_thinking(msgs, "anthropic") == {(2, 0), (4, 0)}
 
 
 def test_droppable_never_includes_open_tool_turn():
@@ -233,7 +236,10 @@ def test_droppable_never_includes_open_tool_turn():
 
 def test_droppable_whole_message_for_anthropic():
     m = Message(id="a1", role="assistant", blocks=[th("one", "s1"), TextBlock(text="x"), th("two", "s2")])
-    assert droppable_thinking([user("u1"), m, user("u2")], "anthropic") == {(1, 0), (1, 2)}
+    later = [user("u2"), asst("a2", text="y"), user("u3")]
+    assert droppable_thinking([user("u1"), m, *later], "anthropic") == {(1, 0), (1, 2)}
+    # the latest assistant message keeps both (it is never edited, so never pruned alone either)
+    assert droppable_thinking([user("u1"), m, user("u2")], "anthropic") == set()
 
 
 def test_dropping_what_is_droppable_keeps_the_payload_valid():

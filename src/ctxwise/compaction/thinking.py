@@ -3,8 +3,12 @@
 Which blocks may go is the provider profile's rule (``ctxwise.providers.droppable_thinking``):
 DeepSeek thinking mode wants the ``reasoning_content`` of every assistant message in a
 user-to-user span that made tool calls sent back, so only spans without tool calls lose it;
-Anthropic thinking blocks are never edited, only dropped whole from older turns, and the open
-tool turn keeps its own; OpenAI Responses reasoning items are never pruned alone (a reasoning
+Anthropic thinking blocks are never edited, only dropped whole from older turns; the open
+tool turn keeps its own, and so does the latest assistant message of the request whichever
+turn it belongs to (the previous turn's final answer when a new user message opens a turn):
+"thinking or redacted_thinking blocks in the latest assistant message cannot be modified"
+(https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking, "Preserving thinking
+blocks"; extended thinking with tool use); OpenAI Responses reasoning items are never pruned alone (a reasoning
 item travels with the item after it). A kept block is never touched. Fires above ``clear_at`` and prunes
 oldest first down to ``clear_target`` (one batch, for prompt-cache stability).
 """

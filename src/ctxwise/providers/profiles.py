@@ -50,6 +50,7 @@ REASONING_CHANGED = "reasoning-content-changed"
 THINKING_MODIFIED = "thinking-modified"
 THINKING_REMOVED = "thinking-removed"
 THINKING_NOT_FIRST = "thinking-not-first"
+LATEST_ASSISTANT_THINKING = "latest-assistant-thinking"
 NO_USER_MESSAGE = "no-user-message"
 TOOL_CALL_ORDER = "tool-call-order"
 REASONING_WITHOUT_FOLLOWING_ITEM = "reasoning-without-following-item"
@@ -73,6 +74,9 @@ RULES: Mapping[str, str] = MappingProxyType(
         THINKING_MODIFIED: "Anthropic: a thinking block that is not byte-identical to a block "
         "of the same message in the record",
         THINKING_REMOVED: "Anthropic: a thinking block of the current turn was dropped",
+        LATEST_ASSISTANT_THINKING: "Anthropic: the thinking / redacted_thinking blocks of the "
+        "request's latest assistant message are not exactly those of the record (dropped, "
+        "edited or reordered)",
         THINKING_NOT_FIRST: "Anthropic: the open tool turn's assistant message does not start "
         "with a thinking block",
         NO_USER_MESSAGE: "Qwen3 template: no user message in the payload",
@@ -111,6 +115,10 @@ class ProviderProfile:
       their reasoning), ``"signed_blocks"`` (Anthropic: thinking blocks go back byte-identical),
       ``"reasoning_items"`` (OpenAI Responses: a reasoning item goes with the item after it,
       a function call with its reasoning item, ``encrypted_content`` unmodified).
+    * ``keep_latest_assistant_thinking`` — the latest assistant message of a request keeps its
+      thinking and redacted_thinking blocks byte-identical, whichever turn it belongs to
+      (Anthropic: "thinking or redacted_thinking blocks in the latest assistant message cannot
+      be modified"); older completed turns may drop theirs whole.
     * ``thinking_first_in_open_tool_turn`` — with thinking on, the assistant message holding
       the open tool loop's latest ``tool_use`` starts with a thinking block.
     * ``sends_reasoning`` — whether earlier reasoning is part of the request at all (OpenAI
@@ -138,6 +146,7 @@ class ProviderProfile:
     forbid_empty_content: bool = True
     reasoning_passback: ReasoningPassback = "none"
     thinking_first_in_open_tool_turn: bool = False
+    keep_latest_assistant_thinking: bool = False
     sends_reasoning: bool = True
     needs_user_message: bool = False
     calls_follow_user_or_tool: bool = False
@@ -215,6 +224,7 @@ ANTHROPIC = ProviderProfile(
     title="Anthropic Messages",
     reasoning_passback="signed_blocks",
     thinking_first_in_open_tool_turn=True,
+    keep_latest_assistant_thinking=True,
     wire="anthropic",
     errors=MappingProxyType(
         {
@@ -235,6 +245,9 @@ ANTHROPIC = ProviderProfile(
             "optional final assistant message",
             THINKING_MODIFIED: "Invalid `signature` in `thinking` block",
             DUPLICATE_TOOL_CALL_ID: "messages.{index}: `tool_use` ids must be unique",
+            LATEST_ASSISTANT_THINKING: "messages.{index}.content: `thinking` or "
+            "`redacted_thinking` blocks in the latest assistant message cannot be modified. "
+            "These blocks must remain as they were in the original response.",
             THINKING_NOT_FIRST: "Expected `thinking` or `redacted_thinking`, but found "
             "`tool_use`. When `thinking` is enabled, a final `assistant` message must start "
             "with a thinking block",
@@ -251,6 +264,8 @@ ANTHROPIC = ProviderProfile(
             THINKING_MODIFIED: _ANTHROPIC_THINKING_DOC,
             THINKING_REMOVED: _ANTHROPIC_THINKING_DOC,
             THINKING_NOT_FIRST: _ANTHROPIC_THINKING_DOC,
+            LATEST_ASSISTANT_THINKING: _ANTHROPIC_THINKING_DOC + " (\"Preserving thinking blocks\"; "
+            "extended thinking with tool use)",
         }
     ),
 )

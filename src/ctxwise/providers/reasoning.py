@@ -13,6 +13,7 @@ from ..errors import Violation
 from ..messages import Message, ThinkingBlock
 from ..units import last_user_index, turns
 from .profiles import (
+    LATEST_ASSISTANT_THINKING,
     REASONING_CHANGED,
     REASONING_ITEM_MISSING,
     REASONING_WITHOUT_FOLLOWING_ITEM,
@@ -50,6 +51,14 @@ def open_tool_turn(messages: list[Message]) -> int | None:
         m = messages[i]
         if m.role == "assistant":
             return i if m.tool_uses else None
+    return None
+
+
+def latest_assistant_index(messages: list[Message]) -> int | None:
+    """Index of the request's latest assistant message (the last one in the list), or None."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "assistant":
+            return i
     return None
 
 
@@ -171,10 +180,27 @@ def check_anthropic_thinking(
       (``thinking-modified``); assistant messages after the latest user input keep every
       thinking block the reference gave them (``thinking-removed``, reported only when the
       message has no modified block, so one edit is one violation).
+    * With a ``reference`` and ``profile.keep_latest_assistant_thinking``: the latest assistant
+      message of the request carries exactly the thinking / redacted_thinking blocks of its
+      record, in order (``latest-assistant-thinking``; Anthropic answers "thinking or
+      redacted_thinking blocks in the latest assistant message cannot be modified", whichever
+      turn the message belongs to). Reported for a message of a completed turn when no block
+      of it is modified (in the current turn ``thinking-removed`` says it already).
     * In thinking mode: the :func:`open_tool_turn` message starts with a thinking or
       redacted-thinking block (``thinking-not-first``).
     """
     out: list[Violation] = []
+    if reference is not None and profile.keep_latest_assistant_thinking:
+        last = latest_assistant_index(messages)
+        ref = {m.id: m for m in reference}.get(messages[last].id) if last is not None else None
+        u = last_user_index(messages)
+        completed = last is not None and u is not None and last < u  # else thinking-removed reports it
+        if completed and ref is not None and messages[last].thinking != ref.thinking:
+            if not _modified(profile, last, messages[last], ref):
+                out.append(_v(profile, last, LATEST_ASSISTANT_THINKING,
+                              f"the latest assistant message {messages[last].id!r} has "
+                              f"{len(messages[last].thinking)} of the record's {len(ref.thinking)} "
+                              "thinking block(s), or not in their order"))
     if reference is not None:
         ref_by_id = {m.id: m for m in reference}
         u = last_user_index(messages)
@@ -205,7 +231,10 @@ def droppable_thinking(messages: list[Message], profile: ProviderProfile) -> set
       messages before the latest user input. OpenAI chat has no reasoning pass-back; the Qwen3
       template renders reasoning only after the last user query; Anthropic ignores thinking of
       earlier turns (extended-thinking docs), so a message drops all its blocks or none, and
-      the open tool turn (after the latest user input) never drops any.
+      the open tool turn (after the latest user input) never drops any, nor does the latest
+      assistant message of the request, whichever turn it belongs to
+      (``keep_latest_assistant_thinking``: "thinking or redacted_thinking blocks in the latest
+      assistant message cannot be modified").
     * ``completed_turns_without_tool_calls`` (OpenAI Responses): the same, except in messages
       with function calls (a function call needs its reasoning item; reasoning guide).
     * ``completed_spans_without_tool_calls`` (DeepSeek): every thinking block of assistant
@@ -213,6 +242,7 @@ def droppable_thinking(messages: list[Message], profile: ProviderProfile) -> set
       tool-using spans keep theirs, or are dropped whole by other stages.
     """
     out: set[tuple[int, int]] = set()
+    latest = latest_assistant_index(messages) if profile.keep_latest_assistant_thinking else None
     keep_beside_calls = profile.droppable_reasoning == "completed_turns_without_tool_calls"
     if profile.droppable_reasoning in ("completed_turns", "completed_turns_without_tool_calls"):
         u = last_user_index(messages)
@@ -226,7 +256,7 @@ def droppable_thinking(messages: list[Message], profile: ProviderProfile) -> set
     for r in ranges:
         for i in r:
             m = messages[i]
-            if m.role != "assistant" or (keep_beside_calls and m.tool_uses):
+            if m.role != "assistant" or (keep_beside_calls and m.tool_uses) or i == latest:
                 continue
             out.update((i, k) for k, b in enumerate(m.blocks) if isinstance(b, ThinkingBlock))
     return out
