@@ -172,12 +172,16 @@ def test_session_table_shows_no_call_and_the_last_calls_size(tmp_path):
 
 
 def test_changes_that_round_to_nothing_read_0():
-    m = Measures(calls=1, input_tokens=1000, cost=100.0, supported=3, needed=3)
-    same = Measures(calls=1, input_tokens=1001, cost=100.2, supported=3, needed=3)
-    assert [change_text(k, m, same) for k in ("input_tokens", "cost", "recall", "over_budget")] == [
-        "0%", "0%", "0 pt", "0"]
-    less = Measures(calls=1, input_tokens=330, cost=109.0, supported=2, needed=3)
-    assert [change_text(k, less, m) for k in ("input_tokens", "cost", "recall")] == ["-67%", "+9%", "-33.3 pt"]
+    m = Measures(calls=1, input_tokens=1000, cost=100.0, priced=50.0, supported_norm=3, needed_norm=3,
+                 supported=3, needed=3)
+    same = Measures(calls=1, input_tokens=1001, cost=100.2, priced=50.1, supported_norm=3, needed_norm=3,
+                    supported=3, needed=3)
+    assert [change_text(k, m, same) for k in ("input_tokens", "cost", "priced", "recall", "recall_exact",
+                                              "over_budget")] == ["0%", "0%", "0%", "0 pt", "0 pt", "0"]
+    less = Measures(calls=1, input_tokens=330, cost=109.0, priced=40.0, supported_norm=2, needed_norm=3,
+                    supported=1, needed=3)
+    assert [change_text(k, less, m) for k in ("input_tokens", "cost", "priced", "recall", "recall_exact")] == [
+        "-67%", "+9%", "-20%", "-33.3 pt", "-66.7 pt"]
 
 
 def test_summary_title_breaks_only_between_groups():

@@ -115,3 +115,55 @@ def test_events_by_stage_and_percentiles():
     assert metrics.percentile([1, 2, 3, 4], 50) == pytest.approx(2.5)
     assert metrics.percentile([10, 20], 95) == pytest.approx(19.5)
     assert metrics.percentile([], 95) == 0.0
+
+
+def test_floor_is_the_issue_formula_under_flat_prices_and_prices_each_ideal_call():
+    # H = 100, 250, 400 at B = 300: S = 100, 250, 300; n = 100, 150, 150; m = 100, 150, 150
+    flat = 100 + (150 + 0.1 * 100) + (150 + 0.1 * 150)
+    assert metrics.floor_cost([100, 250, 400], 300) == pytest.approx(flat)
+    # nothing over budget: the floor is what no management pays
+    hist = [u("1", "a" * 50)]
+    calls = [hist, hist + [a("2", "b" * 30)], hist + [a("2", "b" * 30), u("3", "c" * 20)]]
+    nm = metrics.cache_adjusted_cost(calls, Len(), 0.1)
+    assert metrics.floor_cost([Len().count(c) for c in calls], 10_000) == pytest.approx(nm)
+    # under Anthropic prices the new tokens are written at 1.25 once the prompt reaches 1,024
+    from ctxwise.prices import ANTHROPIC
+    assert metrics.floor_cost([2000, 2500], 3000, ANTHROPIC) == pytest.approx(2000 * 1.25 + 2000 * 0.1 + 500 * 1.25)
+    with pytest.raises(ValueError, match="one budget per call"):
+        metrics.floor_cost([1, 2], [3])
+
+
+def test_priced_cost_under_flat_prices_is_the_cache_adjusted_cost():
+    from ctxwise.prices import DEEPSEEK, FLAT
+    p1 = [u("1", "x" * 100)]
+    p2 = p1 + [a("2", "y" * 50)]
+    costs = metrics.call_costs([p1, p2], Len(), 0.1)
+    assert metrics.priced_cost(costs, FLAT) == pytest.approx(metrics.cache_adjusted_cost([p1, p2], Len(), 0.1))
+    assert metrics.priced_cost(costs, DEEPSEEK) == pytest.approx(100 + 100 * 0.02 + 50)
+
+
+def test_normalized_recall_compares_amounts_and_dates_by_value():
+    """Kind: the same amount or date spelled two ways ($466.75 / 466.75, $39 / 39.00,
+    May 5, 2024 / 2024-05-05) is one value; identifiers stay exact."""
+    hist = [u("1", "order #W123"), text_message("2", "tool", '{"price": 466.75, "fee": 39, "date": "2024-05-05"}')]
+    out = a("3", "Order W123: $466.75 plus a $39.00 fee, shipped May 5, 2024.")
+    s = metrics.call_support(hist, hist, out)
+    assert s.needed == ["W123"]  # the old figure cannot see the amounts and the date at all
+    assert set(s.needed_norm) == {"W123", "$466.75", "$39.00", "May 5, 2024"} and not s.missing_norm
+    lost = metrics.call_support(hist, hist[:1], out)
+    assert set(lost.missing_norm) == {"$466.75", "$39.00", "May 5, 2024"} and lost.recoverable == []
+
+
+def test_recoverable_counts_missing_values_whose_original_a_placeholder_names():
+    use = Message(id="a1", role="assistant", blocks=[ToolUseBlock(id="call_9", name="get_order", input={})])
+    body = ToolResultBlock(tool_use_id="call_9", name="get_order", output=[TextBlock(text='{"total": 120.50, "id": "W77"}')])
+    hist = [u("1", "my order"), use, Message(id="t1", role="tool", blocks=[body])]
+    cleared = body.model_copy(update={"output": [TextBlock(text="[cleared; recall_tool_result('call_9')]")]})
+    silent = body.model_copy(update={"output": [TextBlock(text="[cleared]")]})
+    out = a("2", "Your order W77 costs $120.50.")
+    named = metrics.call_support(hist, hist[:2] + [Message(id="t1", role="tool", blocks=[cleared])], out)
+    assert set(named.missing_norm) == {"W77", "$120.50"} and set(named.recoverable) == {"W77", "$120.50"}
+    unnamed = metrics.call_support(hist, hist[:2] + [Message(id="t1", role="tool", blocks=[silent])], out)
+    assert unnamed.recoverable == []
+    figs = metrics.recall_figures([hist], [hist[:2] + [Message(id="t1", role="tool", blocks=[cleared])]], [out])
+    assert (figs.normalized.value, figs.recoverable.value) == (0.0, 1.0)

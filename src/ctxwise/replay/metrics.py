@@ -7,9 +7,15 @@ outputs with the same code:
 * :func:`input_tokens`: the sum over calls of the tokens sent;
 * :func:`cache_adjusted_cost`: per call, the tokens of the longest run of leading messages
   identical to the previous call's payload count at ``cache_ratio``, the rest at 1;
+  :func:`priced_cost` prices the same calls under a provider's own
+  :class:`~ctxwise.prices.PriceModel` (cache write, read, miss, minimum prefix);
+* :func:`floor_cost`: the floor F(B), what an ideal strategy would pay at budget B;
 * :func:`support_recall`: the salient values (identifiers with a digit, e-mails, amounts,
   dates) of each recorded output that the full history held must still be in the prepared
-  context;
+  context; :func:`recall_figures` gives it exact (the old figure), with amounts and dates
+  normalized (``$466.75`` = ``466.75``, ``$39`` = ``$39.00``, ``May 5, 2024`` =
+  ``2024-05-05``), and the *recoverable* share (missing values whose original a placeholder
+  in the context names, so the recall tool can fetch it);
 * :func:`validator_errors`: provider rule violations over all payloads;
 * :func:`events_by_stage`, :func:`percentile`: counts and latency quantiles.
 
@@ -21,12 +27,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..messages import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ..prices import FLAT, PriceModel
 from ..salient import salient_values
 
 
@@ -103,6 +111,39 @@ def cache_adjusted_cost(payloads: Payloads, counter: MessageCounter, cache_ratio
     return sum(c.cost for c in call_costs(payloads, counter, cache_ratio))
 
 
+def priced_cost(costs: Iterable[CallCost], prices: PriceModel) -> float:
+    """The calls of :func:`call_costs` priced under ``prices`` (``CallCost.cached`` is the
+    reused prefix; the model decides how much of it the cache serves and what a write costs).
+    In uncached-token units; :data:`ctxwise.prices.FLAT` gives back the 0.1-ratio cost."""
+    return sum(prices.call_cost(c.tokens, c.cached) for c in costs)
+
+
+def floor_cost(history_tokens: Sequence[int], budget: float | Sequence[float], prices: PriceModel = FLAT) -> float:
+    """The floor F(B) of one conversation (DESIGN.md, "Measures"), in uncached-token units.
+
+    ``history_tokens[t]`` is H_t, the tokens of the full history as sent at call t (what no
+    management sends); ``budget`` B in the same tokens. With n_t = H_t - H_(t-1) the tokens new
+    since the previous call, S_t = min(H_t, B) and m_t = min(n_t, S_t), the ideal call t sends
+    (``budget`` may also give one B per call)
+    S_t tokens of which S_t - m_t repeat the previous call's prefix: every token is billed once
+    in full when new and cached afterwards, and what does not fit falls off the front for free.
+    Each ideal call is priced by ``prices`` like a real one, so under :data:`~ctxwise.prices.FLAT`
+    F(B) = sum_t [m_t + 0.1 (S_t - m_t)]. No real strategy reaches it.
+    """
+    budgets = [float(budget)] * len(history_tokens) if isinstance(budget, (int, float)) else list(budget)
+    if len(budgets) != len(history_tokens):
+        raise ValueError(f"one budget per call needed, got {len(budgets)} for {len(history_tokens)} calls")
+    total = 0.0
+    previous = 0
+    for h, b in zip(history_tokens, budgets):
+        n = max(h - previous, 0)
+        s = min(h, b)
+        m = min(n, s)
+        total += prices.call_cost(int(s), int(s - m))
+        previous = h
+    return total
+
+
 # --------------------------------------------------------------------------- support recall
 
 
@@ -136,31 +177,171 @@ def context_text(messages: Iterable[Message]) -> str:
     return "\n".join(out)
 
 
+# -- normalized comparison of amounts and dates (the fair measure) ---------------------------
+
+_MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
+                                           "nov", "dec"))}
+_ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+_CJK_DATE = re.compile(r"(\d{4})年(\d{1,2})月(\d{1,2})日")
+_MONTH_DATE = re.compile(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.? (\d{1,2})(?:, (\d{4}))?\b")
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d[\d,]*(?:\.\d+)?(?![0-9A-Za-z_])")
+_CURRENCY = re.compile(r"^[$€£¥]\s?|\s?(?:USD|EUR|GBP|CNY|RMB|dollars|euros|元|块)$")
+_PLAIN_AMOUNT = re.compile(r"^\d[\d,]*(?:\.\d+)?$")
+
+
+def _number_key(digits: str) -> str | None:
+    """``1,200.50`` -> ``1200.5``; ``39.00`` -> ``39``: the value, whatever its spelling."""
+    try:
+        x = float(digits.replace(",", ""))
+    except ValueError:
+        return None
+    return f"{x:.6f}".rstrip("0").rstrip(".")
+
+
+def value_key(value: str) -> str:
+    """The key a salient value is compared by in the normalized measure: ``amount:<number>``
+    for money (currency sign or word dropped, ``$39`` = ``39.00``), ``date:Y-M-D`` or
+    ``date:M-D`` (no year given) for dates, the value itself otherwise (identifiers, e-mails)."""
+    core = _CURRENCY.sub("", value.strip())
+    if core != value.strip() or re.fullmatch(r"\d[\d,]*\.\d{2}", value.strip()):
+        if _PLAIN_AMOUNT.match(core):
+            k = _number_key(core)
+            if k is not None:
+                return "amount:" + k
+    for m in (_ISO.fullmatch(value[:10]) if len(value) >= 10 else None, _CJK_DATE.fullmatch(value)):
+        if m:
+            return f"date:{int(m.group(1))}-{int(m.group(2))}-{int(m.group(3))}"
+    m = _MONTH_DATE.fullmatch(value)
+    if m:
+        md = f"{_MONTHS[m.group(1).lower()]}-{int(m.group(2))}"
+        return f"date:{int(m.group(3))}-{md}" if m.group(3) else f"date:{md}"
+    return value
+
+
+def text_keys(text: str) -> frozenset[str]:
+    """Every amount and date key (see :func:`value_key`) ``text`` holds: each number as
+    ``amount:<number>`` (a JSON ``"price": 39`` supports ``$39.00``), each date as
+    ``date:Y-M-D`` and ``date:M-D``."""
+    keys: set[str] = set()
+    for m in _NUMBER.finditer(text):
+        k = _number_key(m.group(0))
+        if k is not None:
+            keys.add("amount:" + k)
+    for rx in (_ISO, _CJK_DATE):
+        for m in rx.finditer(text):
+            y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
+            keys.update((f"date:{y}-{mo}-{d}", f"date:{mo}-{d}"))
+    for m in _MONTH_DATE.finditer(text):
+        md = f"{_MONTHS[m.group(1).lower()]}-{int(m.group(2))}"
+        keys.add(f"date:{md}")
+        if m.group(3):
+            keys.add(f"date:{int(m.group(3))}-{md}")
+    return frozenset(keys)
+
+
+def _message_keys(m: Message) -> frozenset[str]:
+    memo = m.memo()
+    k = memo.get("replay/keys")
+    if k is None:
+        k = memo["replay/keys"] = text_keys(context_text([m]))
+    return k
+
+
+def context_keys(messages: Iterable[Message]) -> set[str]:
+    """The union of :func:`text_keys` over ``messages`` (memoised per message object)."""
+    out: set[str] = set()
+    for m in messages:
+        out |= _message_keys(m)
+    return out
+
+
+def _holds(key: str, value: str, text: str, keys: "set[str] | frozenset[str]") -> bool:
+    return key in keys if key.startswith(("amount:", "date:")) else value in text
+
+
+def placeholder_originals(history: Sequence[Message], prepared: Sequence[Message]) -> dict[str, str]:
+    """The tool results of ``prepared`` that are placeholders naming their ``tool_use_id`` (the
+    id is in the result's text, and the text differs from the original): id -> the original
+    body's text, taken from ``history``. What a recall tool could fetch back."""
+    named: set[str] = set()
+    for m in prepared:
+        for b in m.blocks:
+            if isinstance(b, ToolResultBlock) and b.tool_use_id and b.tool_use_id in b.text:
+                named.add(b.tool_use_id)
+    if not named:
+        return {}
+    out: dict[str, str] = {}
+    for m in history:
+        for b in m.blocks:
+            if isinstance(b, ToolResultBlock) and b.tool_use_id in named:
+                out[b.tool_use_id] = b.text
+    for m in prepared:  # a body that is still whole is no placeholder
+        for b in m.blocks:
+            if isinstance(b, ToolResultBlock) and out.get(b.tool_use_id) == b.text:
+                out.pop(b.tool_use_id)
+    return out
+
+
 @dataclass
 class CallSupport:
     """Support of one call: the salient values it ``needed`` (in its output and in the full
-    history before it) and those ``missing`` from its prepared context."""
+    history before it) and those ``missing`` from its prepared context, compared exactly (the
+    old figure); the same with amounts and dates normalized (``needed_norm``, ``missing_norm``),
+    and of those missing the ``recoverable`` ones (a placeholder in the context names the
+    original that holds them)."""
 
     needed: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    needed_norm: list[str] = field(default_factory=list)
+    missing_norm: list[str] = field(default_factory=list)
+    recoverable: list[str] = field(default_factory=list)
 
     @property
     def supported(self) -> int:
-        """How many needed values the prepared context held."""
+        """How many needed values the prepared context held (exact comparison)."""
         return len(self.needed) - len(self.missing)
+
+    @property
+    def supported_norm(self) -> int:
+        """How many needed values the prepared context held (amounts and dates normalized)."""
+        return len(self.needed_norm) - len(self.missing_norm)
 
 
 def call_support(history: Sequence[Message], prepared: Sequence[Message], output: Message) -> CallSupport:
     """The support of one call: which salient values of ``output`` were in ``history`` (the
-    full, uncompacted record before the call) and which of those ``prepared`` lost."""
+    full, uncompacted record before the call) and which of those ``prepared`` lost, exactly
+    and normalized (see :class:`CallSupport`)."""
     full = context_text(history)
     sent = context_text(prepared)
     s = CallSupport()
-    for v in salient_values(message_text(output)):
+    values = salient_values(message_text(output))
+    for v in values:
         if v in full:
             s.needed.append(v)
             if v not in sent:
                 s.missing.append(v)
+    full_keys: set[str] = set()
+    sent_keys: set[str] = set()
+    keyed = False
+    originals: list[tuple[str, frozenset[str]]] | None = None
+    seen: set[str] = set()
+    for v in values:
+        key = value_key(v)
+        if key in seen:
+            continue
+        seen.add(key)
+        if key.startswith(("amount:", "date:")) and not keyed:
+            full_keys, sent_keys, keyed = context_keys(history), context_keys(prepared), True
+        if not _holds(key, v, full, full_keys):
+            continue
+        s.needed_norm.append(v)
+        if _holds(key, v, sent, sent_keys):
+            continue
+        s.missing_norm.append(v)
+        if originals is None:
+            originals = [(body, text_keys(body)) for body in placeholder_originals(history, prepared).values()]
+        if any(_holds(key, v, body, keys) for body, keys in originals):
+            s.recoverable.append(v)
     return s
 
 
@@ -181,19 +362,41 @@ class Recall:
 def support_recall(
     histories: Sequence[Sequence[Message]], payloads: Payloads, outputs: Sequence[Message]
 ) -> Recall:
-    """Recall over calls: ``histories[i]`` is the full record before call ``i``,
-    ``payloads[i]`` what was sent, ``outputs[i]`` the recorded assistant message."""
+    """Recall over calls, exact comparison (the old figure): ``histories[i]`` is the full record
+    before call ``i``, ``payloads[i]`` what was sent, ``outputs[i]`` the recorded assistant
+    message. Raises ``ValueError`` when the three do not have one entry per call."""
+    return recall_figures(histories, payloads, outputs).exact
+
+
+@dataclass(frozen=True)
+class RecallFigures:
+    """The three recall figures over the same calls: ``exact`` (values compared as strings, the
+    old figure), ``normalized`` (amounts and dates compared by value) and ``recoverable``
+    (normalized, counting as supported the missing values a placeholder's original holds)."""
+
+    exact: Recall
+    normalized: Recall
+    recoverable: Recall
+
+
+def recall_figures(
+    histories: Sequence[Sequence[Message]], payloads: Payloads, outputs: Sequence[Message]
+) -> RecallFigures:
+    """:class:`RecallFigures` over calls (arguments as :func:`support_recall`)."""
     if not (len(histories) == len(payloads) == len(outputs)):
         raise ValueError(
             f"histories, payloads and outputs must have one entry per call, got "
             f"{len(histories)}, {len(payloads)}, {len(outputs)}"
         )
-    supported = needed = 0
+    sup = need = sup_n = need_n = rec = 0
     for h, p, o in zip(histories, payloads, outputs):
         s = call_support(h, p, o)
-        supported += s.supported
-        needed += len(s.needed)
-    return Recall(supported, needed)
+        sup += s.supported
+        need += len(s.needed)
+        sup_n += s.supported_norm
+        need_n += len(s.needed_norm)
+        rec += len(s.recoverable)
+    return RecallFigures(Recall(sup, need), Recall(sup_n, need_n), Recall(sup_n + rec, need_n))
 
 
 # --------------------------------------------------------------------------- validity, events, latency

@@ -118,7 +118,11 @@ MEASURES: list[tuple[str, str]] = [
     ("calls", "model calls"),
     ("input_tokens", "input tokens (o200k)"),
     ("cost", "cache-adjusted cost (tokens)"),
+    ("floor", "floor F(B), cost ÷ F(B)"),
+    ("priced", "cost, provider prices"),
     ("recall", "support recall"),
+    ("recall_exact", "support recall (exact, old)"),
+    ("recall_recoverable", "recoverable recall"),
     ("validator_errors", "validator errors"),
     ("over_budget", "calls over budget"),
     ("peak_size", "peak context size"),
@@ -132,7 +136,15 @@ def _cell(key: str, m: Measures, sessions: int) -> str:
     if key == "sessions":
         return str(sessions)
     if key == "recall":
-        return f"{m.recall:.1%}  ({m.supported}/{m.needed})"
+        return f"{m.recall:.1%}  ({m.supported_norm}/{m.needed_norm})"
+    if key == "recall_exact":
+        return f"{m.recall_exact:.1%}  ({m.supported}/{m.needed})"
+    if key == "recall_recoverable":
+        return f"{m.recall_recoverable:.1%}  (+{m.recoverable})"
+    if key == "floor":
+        return f"{n(m.floor)}  ×{m.cost_ratio:.3f}" if m.floor else "–"
+    if key == "priced":
+        return f"{n(m.priced)} ({m.prices})  ×{m.priced_ratio:.3f}" if m.floor_priced else n(m.priced)
     if key == "events":
         return ", ".join(f"{k} {v}" for k, v in m.events.items()) or "none"
     if key == "p50":
@@ -145,11 +157,11 @@ def _cell(key: str, m: Measures, sessions: int) -> str:
 def change_text(key: str, on: Measures, off: Measures) -> str:
     """The change column's text: ``-67%``, ``+9%``, ``-10.4 pt``; a change that rounds to
     nothing is ``0%`` / ``0 pt`` (never ``−0%`` or ``+0.0 pt``); ``""`` for measures without one."""
-    if key in ("input_tokens", "cost") and getattr(off, key):
+    if key in ("input_tokens", "cost", "priced") and getattr(off, key):
         d = round((getattr(on, key) / getattr(off, key) - 1) * 100)
         return f"{d:+d}%" if d else "0%"
-    if key == "recall":
-        d = round((on.recall - off.recall) * 100, 1)
+    if key in ("recall", "recall_exact", "recall_recoverable"):
+        d = round((getattr(on, key) - getattr(off, key)) * 100, 1)
         return f"{d:+.1f} pt" if d else "0 pt"
     if key in ("validator_errors", "over_budget"):
         d = getattr(on, key) - getattr(off, key)
@@ -161,9 +173,9 @@ def _change(key: str, on: Measures, off: Measures) -> Text:
     text = change_text(key, on, off)
     if text in ("", "0", "0%", "0 pt"):
         return Text(text, style="dim" if text else "")
-    if key in ("input_tokens", "cost"):
+    if key in ("input_tokens", "cost", "priced"):
         return Text(text, style="green" if text.startswith("-") else "red")
-    if key == "recall":
+    if key in ("recall", "recall_exact", "recall_recoverable"):
         return Text(text, style="red" if text.startswith("-") else "green")
     if key in ("validator_errors", "over_budget"):
         d = getattr(on, key) - getattr(off, key)

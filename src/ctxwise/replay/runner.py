@@ -19,6 +19,7 @@ from typing import Any
 
 from ..engine import ContextManager
 from ..messages import Message
+from ..prices import PriceModel
 from ..providers import check
 from ..tokens import get_counter
 from ..units import is_user_input
@@ -48,6 +49,15 @@ class CallRecord:
     latency_ms: float
     over_budget: bool
     events: list[dict[str, Any]] = field(default_factory=list)
+    priced: float = 0.0
+    """The call's cost under the policy's own price model (``Policy.prices``)."""
+    full_tokens: int = 0
+    """H_t: the o200k tokens of the full, uncompacted history as sent (for the floor F(B))."""
+    needed_norm: int = 0
+    missing_norm: list[str] = field(default_factory=list)
+    """Support with amounts and dates normalized: values needed, and those missing."""
+    recoverable: list[str] = field(default_factory=list)
+    """Of ``missing_norm``, the values a placeholder in the context names the original of."""
 
 
 @dataclass
@@ -81,18 +91,53 @@ class Measures:
     calls: int = 0
     input_tokens: int = 0
     cost: float = 0.0
+    """Cache-adjusted cost at the flat ratio (cached prefix at ``cache_ratio``, the rest at 1)."""
     supported: int = 0
     needed: int = 0
+    """Support recall compared exactly (the old figure, kept for one release)."""
     validator_errors: int = 0
     over_budget: int = 0
     peak_size: int = 0
     events: dict[str, int] = field(default_factory=dict)
     latencies_ms: list[float] = field(default_factory=list)
+    priced: float = 0.0
+    """Cost under the provider's own price model (``prices``)."""
+    prices: str = ""
+    """The name of that price model."""
+    floor: float = 0.0
+    """F(B) at the flat ratio; ``floor_priced`` under the provider's price model."""
+    floor_priced: float = 0.0
+    supported_norm: int = 0
+    needed_norm: int = 0
+    """Support recall with amounts and dates normalized (the headline figure)."""
+    recoverable: int = 0
+    """Missing values (normalized) whose original a placeholder in the context names."""
 
     @property
     def recall(self) -> float:
-        """supported / needed (1.0 when nothing was needed)."""
+        """Support recall, amounts and dates normalized: supported_norm / needed_norm (1.0
+        when nothing was needed)."""
+        return metrics.Recall(self.supported_norm, self.needed_norm).value
+
+    @property
+    def recall_exact(self) -> float:
+        """Support recall compared exactly as strings (the old figure)."""
         return metrics.Recall(self.supported, self.needed).value
+
+    @property
+    def recall_recoverable(self) -> float:
+        """(supported_norm + recoverable) / needed_norm: what the context holds or names."""
+        return metrics.Recall(self.supported_norm + self.recoverable, self.needed_norm).value
+
+    @property
+    def cost_ratio(self) -> float:
+        """Flat cost / F(B) (0.0 without a floor)."""
+        return self.cost / self.floor if self.floor else 0.0
+
+    @property
+    def priced_ratio(self) -> float:
+        """Provider-priced cost / F(B) under the same prices (0.0 without a floor)."""
+        return self.priced / self.floor_priced if self.floor_priced else 0.0
 
     @property
     def p50_ms(self) -> float:
@@ -109,6 +154,13 @@ class Measures:
         self.cost += other.cost
         self.supported += other.supported
         self.needed += other.needed
+        self.priced += other.priced
+        self.prices = self.prices or other.prices
+        self.floor += other.floor
+        self.floor_priced += other.floor_priced
+        self.supported_norm += other.supported_norm
+        self.needed_norm += other.needed_norm
+        self.recoverable += other.recoverable
         self.validator_errors += other.validator_errors
         self.over_budget += other.over_budget
         self.peak_size = max(self.peak_size, other.peak_size)
@@ -120,7 +172,13 @@ class Measures:
         """JSON-able numbers (latency samples reduced to p50/p95)."""
         return {
             "calls": self.calls, "input_tokens": self.input_tokens, "cost": round(self.cost, 1),
-            "support_recall": round(self.recall, 4), "supported": self.supported, "needed": self.needed,
+            "cost_priced": round(self.priced, 1), "prices": self.prices,
+            "floor": round(self.floor, 1), "floor_priced": round(self.floor_priced, 1),
+            "cost_over_floor": round(self.cost_ratio, 4), "priced_over_floor": round(self.priced_ratio, 4),
+            "support_recall": round(self.recall, 4), "supported_norm": self.supported_norm,
+            "needed_norm": self.needed_norm, "recoverable": self.recoverable,
+            "recoverable_recall": round(self.recall_recoverable, 4),
+            "support_recall_exact": round(self.recall_exact, 4), "supported": self.supported, "needed": self.needed,
             "validator_errors": self.validator_errors, "over_budget": self.over_budget,
             "peak_size": self.peak_size, "events": dict(self.events),
             "prepare_p50_ms": round(self.p50_ms, 2), "prepare_p95_ms": round(self.p95_ms, 2),
@@ -251,6 +309,8 @@ def replay_conversation(
     policy = manager.policy
     unit_counter = get_counter(policy.counter_name)
     tok = get_counter(MEASURE_TOKENIZER)
+    prices = policy.prices
+    flat = PriceModel("flat", read=cache_ratio)
     session = manager.session(user_id, session_id)
     res = SessionResult(name=name, source=source, format=format, messages=len(messages))
     m_ = res.measures
@@ -263,6 +323,9 @@ def replay_conversation(
     full_size = 0
     seen_user = False
     call_slot: dict[str, tuple[RoundRecord, int]] = {}
+    floor_budget: list[float] = [0.0]
+    floor_calls: list[tuple[int, float]] = []
+    m_.prices = prices.name
 
     def take(m: Message) -> None:
         nonlocal full_size
@@ -307,12 +370,21 @@ def replay_conversation(
             support = metrics.call_support(history, view, m)
             violations = [str(v) for v in check(sent, policy.provider, reference=history)]
             over = p.size > policy.effective_budget
+            full_view = metrics.as_sent(history, policy.provider)
             call = CallRecord(
                 round=current.round, size_before=p.size_before, size=p.size, chars=p.chars,
                 tokens=tokens, cached=cached, cost=cached * cache_ratio + (tokens - cached),
                 needed=len(support.needed), missing=support.missing, violations=violations,
                 latency_ms=latency, over_budget=over, events=events,
+                priced=prices.call_cost(tokens, cached), full_tokens=tok.count(full_view),
+                needed_norm=len(support.needed_norm), missing_norm=support.missing_norm,
+                recoverable=support.recoverable,
             )
+            if policy.unit == "tokens":
+                floor_budget[0] = policy.effective_budget
+            else:  # a chars budget: the share of the history it holds, in tokens
+                chars = unit_counter.count(full_view)
+                floor_budget[0] = call.full_tokens * min(1.0, policy.effective_budget / chars) if chars else 0
             res.calls.append(call)
             previous = view
             current.calls += 1
@@ -329,6 +401,11 @@ def replay_conversation(
             m_.cost += call.cost
             m_.supported += support.supported
             m_.needed += len(support.needed)
+            m_.priced += call.priced
+            m_.supported_norm += support.supported_norm
+            m_.needed_norm += len(support.needed_norm)
+            m_.recoverable += len(support.recoverable)
+            floor_calls.append((call.full_tokens, floor_budget[0]))
             m_.validator_errors += len(violations)
             m_.over_budget += int(over)
             m_.peak_size = max(m_.peak_size, p.size)
@@ -342,5 +419,12 @@ def replay_conversation(
         take(m)
     if pending:
         session.append(pending)
+    m_.floor, m_.floor_priced = (floor_of(floor_calls, model) for model in (flat, prices))
     return res
+
+
+def floor_of(calls: Sequence[tuple[int, float]], prices: PriceModel) -> float:
+    """F(B) of one conversation from its calls' ``(H_t, B_t)`` (B is constant for a tokens
+    budget; for a chars budget it is the tokens share of the history the budget holds)."""
+    return metrics.floor_cost([h for h, _ in calls], [b for _, b in calls], prices)
 
