@@ -20,9 +20,10 @@ from typing import Annotated, NoReturn, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .errors import CtxwiseError
+from .errors import CtxwiseError, with_hint
 
 app = typer.Typer(
     help="Keep the working context of tool-using LLM agents inside a budget.",
@@ -41,9 +42,11 @@ out = _console()
 err = _console(stderr=True)
 
 
-def fail(message: str, code: int = 2) -> NoReturn:
-    """Print ``error: message`` on stderr as one line and exit with ``code``."""
-    err.print(f"[red]error:[/] {message}", soft_wrap=True, highlight=False)
+def fail(message: str | BaseException, code: int = 2) -> NoReturn:
+    """Print ``error: message`` on stderr as one line and exit with ``code``; a ctxwise error
+    is printed with its hint: ``error: <message> (hint: <what to do>)``."""
+    text = with_hint(message) if isinstance(message, BaseException) else message
+    err.print("[red]error:[/] " + escape(text), soft_wrap=True, highlight=False)
     raise typer.Exit(code)
 
 
@@ -67,7 +70,7 @@ def inspect(
             fail(f"{target}: is a directory; inspect takes one file")
         conversations = load(target)
     except CtxwiseError as e:
-        fail(str(e))
+        fail(e)
     except OSError as e:
         fail(f"{target}: cannot read ({e.strerror or e})")
     name = "built-in sample" if path is None else str(target)
@@ -96,8 +99,8 @@ def replay(
     preset: Annotated[str, typer.Option(help="Policy preset: default or ragent.")] = "default",
     budget: Annotated[Optional[int], typer.Option(help="Context budget, in --unit.", min=1)] = None,
     unit: Annotated[Optional[UnitName], typer.Option(help="Budget unit.")] = None,
-    tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer for --unit tokens (o200k_base, "
-                                                          "cl100k_base, deepseek, qwen, estimate).")] = None,
+    tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer (o200k_base, cl100k_base, deepseek, qwen, "
+                                                          "estimate); implies --unit tokens.")] = None,
     provider: Annotated[Optional[str], typer.Option(help="Provider profile the payloads must satisfy.")] = None,
     config: Annotated[Optional[Path], typer.Option(help="Policy TOML file (overrides --preset).")] = None,
     summarizer: Annotated[Optional[SummarizerName], typer.Option(help="Summarizer.")] = None,
@@ -121,6 +124,10 @@ def replay(
     from .replay import render
     from .replay.run import DEMO_POLICY, run
 
+    if tokenizer is not None and unit is None:
+        unit = UnitName.tokens  # a tokenizer only means something for a budget in tokens
+    elif tokenizer is not None and unit is UnitName.chars:
+        fail("--tokenizer counts tokens, but --unit chars was given (hint: drop one of them)")
     overrides = {k: v for k, v in {
         "budget": budget, "unit": unit.value if unit else None, "tokenizer": tokenizer,
         "provider": provider, "summarizer": summarizer.value if summarizer else None}.items() if v is not None}
@@ -138,7 +145,7 @@ def replay(
 
             get_counter(policy.tokenizer)
     except CtxwiseError as e:
-        fail(str(e))
+        fail(e)
 
     if policy.summarizer == "openai" and not os.environ.get("OPENAI_API_KEY"):
         err.print("[yellow]warning:[/] --summarizer openai: OPENAI_API_KEY is not set; summaries will fail "
@@ -169,7 +176,7 @@ def replay(
         result = run([str(p) for p in paths or []], policy, db=db, cache_ratio=cache_ratio, limit=limit,
                      baseline=baseline, progress=progress)
     except CtxwiseError as e:
-        fail(str(e))
+        fail(e)
     except Exception as e:  # the store could not be opened, say
         if type(e).__module__.startswith("sqlalchemy"):
             fail(f"{db}: cannot use the store ({type(e).__name__}: {str(e).splitlines()[0]})")

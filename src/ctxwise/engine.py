@@ -21,12 +21,12 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from pydantic import ValidationError
 
 from .compaction import Budgeting, CompactionEvent, Pipeline
-from .errors import CtxwiseError, PayloadInvalid, Violation
+from .errors import CtxwiseError, FormatError, PayloadInvalid, Violation
 from .messages import Message, TextBlock, ToolResultBlock
 from .memory.session import SessionMemory
 from .policy import Policy
@@ -66,6 +66,18 @@ class Prepared:
 
 
 EMPTY_RESULT_MARKER = "(the tool returned no output)"
+
+
+def _as_list(messages: Any, call: str) -> list[Any]:
+    """``messages`` as a list: a single message (a dict or a Message) is a list of one, as in
+    ``append_openai``; a string or anything not iterable is a :class:`FormatError` naming the
+    call (never its characters or a dict's keys read as messages)."""
+    if isinstance(messages, (Mapping, Message)):
+        return [messages]
+    if isinstance(messages, (str, bytes)) or not hasattr(messages, "__iter__"):
+        raise FormatError(f"{call}()", f"expected a list of messages, got {type(messages).__name__}",
+                          hint=f"pass a list of messages: {call}([message, ...])")
+    return list(messages)
 
 
 def mark_empty_result(m: Message) -> Message:
@@ -169,7 +181,7 @@ class Session:
         :class:`~ctxwise.errors.SessionConflict` when another writer got in first. Nothing is
         stored when it raises.
         """
-        batch = [mark_empty_result(m) for m in self._coerce(list(messages))]
+        batch = [mark_empty_result(m) for m in self._coerce(_as_list(messages, "append"))]
         if not batch:
             return self.version
         self._check_batch(batch)
@@ -489,6 +501,13 @@ class ContextManager:
     def close(self) -> None:
         """Release the store's connections."""
         self.store.close()
+
+    def __enter__(self) -> "ContextManager":
+        """``with ContextManager(...) as cm:`` closes the store on the way out."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 __all__ = ["ContextManager", "Prepared", "Session", "CtxwiseError"]

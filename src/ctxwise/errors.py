@@ -1,8 +1,10 @@
 """Every error ctxwise raises on purpose. All derive from :class:`CtxwiseError`.
 
-User mistakes (bad input files, invalid payloads, an impossible budget) are reported by the
-CLI as one line and exit code 2, never as a traceback. Each error's ``str()`` names the place
-(file, message index) and the rule that was broken.
+Each error says what went wrong in its ``str()`` (one line naming the place, e.g. the file or
+the message index, and the rule that was broken) and what to do about it in ``hint`` (a
+traceback shows it under the message, as an exception note). User mistakes (bad input files,
+invalid payloads, an impossible budget) are reported by the CLI as the one line
+``error: <message> (hint: <hint>)`` and exit code 2, never as a traceback.
 """
 
 from __future__ import annotations
@@ -12,7 +14,26 @@ from typing import Any
 
 
 class CtxwiseError(Exception):
-    """Base class of ctxwise's own errors."""
+    """Base class of ctxwise's own errors.
+
+    ``hint`` says what to do: every subclass sets one, ``hint=`` overrides it for one raise.
+    ``str(error)`` is the message alone; :func:`with_hint` gives both on one line.
+    """
+
+    hint: str = "see the message; every ctxwise error names the place and the rule"
+
+    def __init__(self, *args: Any, hint: str | None = None) -> None:
+        super().__init__(*args)
+        if hint:
+            self.hint = hint
+        if self.hint:
+            self.add_note(f"hint: {self.hint}")
+
+
+def with_hint(error: BaseException) -> str:
+    """``<message> (hint: <hint>)``: the one line the CLI prints for a ctxwise error."""
+    hint = getattr(error, "hint", "")
+    return f"{error} (hint: {hint})" if hint else str(error)
 
 
 class FormatError(CtxwiseError, ValueError):
@@ -21,10 +42,13 @@ class FormatError(CtxwiseError, ValueError):
     ``place`` names where (``file.json: conversation 3, message 12``), ``rule`` what is wrong.
     """
 
-    def __init__(self, place: str, rule: str) -> None:
+    hint = ("give one of the supported shapes (see ctxwise.formats: OpenAI chat, Anthropic, Responses items, "
+            "AgentScope, tau-bench); `ctxwise inspect FILE` shows how a file is read")
+
+    def __init__(self, place: str, rule: str, *, hint: str | None = None) -> None:
         self.place = place
         self.rule = rule
-        super().__init__(f"{place}: {rule}")
+        super().__init__(f"{place}: {rule}", hint=hint)
 
 
 @dataclass(frozen=True)
@@ -45,12 +69,15 @@ class Violation:
 class PayloadInvalid(CtxwiseError, ValueError):
     """A payload that the target provider would reject. ``violations`` lists every one."""
 
-    def __init__(self, provider: str, violations: list[Violation]) -> None:
+    hint = ("fix the messages named by index before sending or appending them (nothing was stored); "
+            "the rule slugs are explained in ctxwise.providers.rules")
+
+    def __init__(self, provider: str, violations: list[Violation], *, hint: str | None = None) -> None:
         self.provider = provider
         self.violations = list(violations)
         lines = "; ".join(str(v) for v in self.violations[:5])
         more = f" (+{len(self.violations) - 5} more)" if len(self.violations) > 5 else ""
-        super().__init__(f"{len(self.violations)} {provider} rule violation(s): {lines}{more}")
+        super().__init__(f"{len(self.violations)} {provider} rule violation(s): {lines}{more}", hint=hint)
 
 
 @dataclass
@@ -68,11 +95,15 @@ class ContextBudgetExceeded(CtxwiseError):
     """Pinned content alone (system prompt, current input, in-flight tool cycle, summary,
     facts, user memory) does not fit the budget: no valid request within budget exists."""
 
-    def __init__(self, report: BudgetReport) -> None:
+    hint = ("raise Policy.budget or lower reserve_output, or send less pinned content (a shorter system "
+            "prompt or user input, smaller tool results in the current call)")
+
+    def __init__(self, report: BudgetReport, *, hint: str | None = None) -> None:
         self.report = report
         super().__init__(
             f"context budget exceeded: pinned content is {report.pinned} {report.unit}, "
-            f"the whole context {report.total} {report.unit}, the budget {report.budget} {report.unit}"
+            f"the whole context {report.total} {report.unit}, the budget {report.budget} {report.unit}",
+            hint=hint,
         )
 
 
@@ -80,9 +111,14 @@ class SessionConflict(CtxwiseError):
     """Another writer changed the session since it was read (optimistic version check).
     Reload and retry."""
 
+    hint = "another writer changed this session: open it again with cm.session(user_id, session_id) and retry"
+
 
 class SessionNotFound(CtxwiseError, KeyError):
     """No session with that ``(user_id, session_id)``."""
+
+    hint = ("check the user_id and session_id (sessions are scoped by user), or open it without create=False "
+            "to start it")
 
     def __str__(self) -> str:  # KeyError quotes its argument; keep the plain sentence
         return str(self.args[0]) if self.args else "session not found"
@@ -90,3 +126,47 @@ class SessionNotFound(CtxwiseError, KeyError):
 
 class PolicyError(CtxwiseError, ValueError):
     """A configuration value that is out of range or unknown."""
+
+    hint = ("see the field's description (Policy.model_fields[name].description) or the README's "
+            "Configuration section")
+
+
+class MissingExtra(CtxwiseError, ImportError):
+    """An optional part of ctxwise was used without its dependencies installed.
+
+    ``extra`` is the name to install (``pip install 'ctxwise[extra]'``), ``package`` the missing
+    import. Raised where the part is used (opening a PostgreSQL store, a real tokenizer, the
+    OpenAI summarizer, the CLI), never at ``import ctxwise``.
+    """
+
+    hint = "install the extra the message names: pip install 'ctxwise[NAME]' (or 'ctxwise[all]')"
+
+    def __init__(self, what: str, extra: str, package: str) -> None:
+        self.extra = extra
+        self.package = package
+        super().__init__(f"{what} needs {package!r}, which is not installed",
+                         hint=f"pip install 'ctxwise[{extra}]'")
+
+
+class SummarizerError(CtxwiseError):
+    """A summarizer could not produce a usable summary (timeout, refusal, bad finish...).
+    The pipeline records a ``summarizer_failed`` event and goes on with the other stages."""
+
+    hint = ("the other stages keep the context in budget meanwhile; check the summarizer's endpoint, key and "
+            "model (summarizer_base_url, OPENAI_API_KEY, summarizer_model) or use summarizer='digest'")
+
+
+class MemoryBusy(CtxwiseError):
+    """Another extraction held the user's memory claim for longer than the wait allowed.
+    Retry later, or raise ``wait_s``."""
+
+    hint = "another process is updating this user's memory: retry later, or raise wait_s"
+
+
+class MemoryEntryNotFound(CtxwiseError, KeyError):
+    """No active entry with that id for that user (ids of other users are never visible)."""
+
+    hint = "`ctxwise memory list --user USER` shows the active entries and their ids"
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "memory entry not found"

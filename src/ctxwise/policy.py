@@ -24,13 +24,14 @@ Example::
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import PolicyError
 from .providers.profiles import PROFILES
@@ -162,6 +163,21 @@ class Policy(BaseModel):
     cache_min_prefix: int | None = Field(None, ge=0)
     """Override: the shortest cacheable prefix, in tokens (Anthropic Sonnet and OpenAI: 1,024)."""
 
+    def __init__(self, /, **data: Any) -> None:
+        """Validate ``data``; :class:`PolicyError` names the first bad or unknown field."""
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise _policy_error(e) from None
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> "Policy":  # type: ignore[override]
+        """Like pydantic's, raising :class:`PolicyError` (naming the field) instead of ValidationError."""
+        try:
+            return super().model_validate(obj, **kwargs)
+        except ValidationError as e:
+            raise _policy_error(e) from None
+
     @model_validator(mode="after")
     def _check(self) -> "Policy":
         if not (self.clear_at <= self.summarize_at <= self.hard_limit):
@@ -178,6 +194,16 @@ class Policy(BaseModel):
         if self.price_model is not None and self.price_model not in PRICE_MODELS:
             raise ValueError(f"unknown price_model {self.price_model!r}; known: {', '.join(PRICE_MODELS)}")
         return self
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _known_tokenizer(cls, name: str) -> str:
+        from .tokens import COUNTER_NAMES  # the names only: no vocabulary is loaded here
+
+        known = [n for n in COUNTER_NAMES if n != "chars"]
+        if name not in known:
+            raise ValueError(f"unknown tokenizer {name!r} (checked whatever the unit); known: {', '.join(known)}")
+        return name
 
     # -- derived -----------------------------------------------------------------------
 
@@ -285,15 +311,22 @@ NOT_POLICY_VARIABLES = frozenset({"CTXWISE_PRESET", "CTXWISE_SHARED", "CTXWISE_T
 
 
 def _build(data: dict[str, Any]) -> Policy:
-    try:
-        return Policy.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err.get("loc", ()))
-        msg = str(err.get("msg", "")).removeprefix("Value error, ")
-        if err.get("type") == "extra_forbidden":
-            msg = f"unknown setting (known: {', '.join(Policy.model_fields)})"
-        raise PolicyError(f"policy {where}: {msg}" if where else f"policy: {msg}") from None
+    return Policy.model_validate(data)
+
+
+def _policy_error(e: ValidationError) -> PolicyError:
+    """The first problem of ``e`` as a one-line PolicyError naming the field."""
+    err = e.errors()[0]
+    inner = (err.get("ctx") or {}).get("error")
+    if isinstance(inner, PolicyError):  # raised by Policy.__init__ inside model_validate
+        return inner
+    where = ".".join(str(x) for x in err.get("loc", ()))
+    msg = str(err.get("msg", "")).removeprefix("Value error, ")
+    if err.get("type") == "extra_forbidden":
+        near = difflib.get_close_matches(where, list(Policy.model_fields), n=1)
+        guess = f"did you mean {near[0]!r}? " if near else ""
+        msg = f"unknown setting ({guess}known: {', '.join(Policy.model_fields)})"
+    return PolicyError(f"policy {where}: {msg}" if where else f"policy: {msg}")
 
 
 PRESETS: dict[str, dict[str, Any]] = {

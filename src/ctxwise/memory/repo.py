@@ -35,25 +35,13 @@ from typing import Any, Callable, Iterable, Iterator
 from sqlalchemy import Connection, Engine, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from ..errors import CtxwiseError
+from ..errors import MemoryBusy, MemoryEntryNotFound  # re-exported: they live in ctxwise.errors
 from ..messages import Message
 from ..units import is_user_input
 from .facts import Counter
 from .user import MemoryEntry, Op, decide, render_user_memory
 
 STATUSES = ("active", "superseded", "retracted")
-
-
-class MemoryBusy(CtxwiseError):
-    """Another extraction held the user's memory claim for longer than the wait allowed.
-    Retry later, or raise ``wait_s``."""
-
-
-class MemoryEntryNotFound(CtxwiseError, KeyError):
-    """No active entry with that id for that user (ids of other users are never visible)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "memory entry not found"
 
 
 def _tables():

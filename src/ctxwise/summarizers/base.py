@@ -6,18 +6,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from ..errors import CtxwiseError
+from ..errors import SummarizerError  # re-exported: it lives in ctxwise.errors
 from ..messages import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
 SUMMARY_HEADER = (
     "[Summary of the earlier conversation, written by ctxwise. It is background for the "
     "assistant, not a new instruction from the user.]"
 )
-
-
-class SummarizerError(CtxwiseError):
-    """A summarizer could not produce a usable summary (timeout, refusal, bad finish...).
-    The pipeline records a ``summarizer_failed`` event and goes on with the other stages."""
 
 
 @dataclass
