@@ -52,8 +52,26 @@ def _thinking(raw: dict[str, Any], meta: dict[str, Any], book: dict[str, Any]) -
     return out
 
 
+def _user_side(raw: dict[str, Any], user_calls: set[str]) -> bool:
+    """Whether a raw message is the user's own tool activity (dual control): a user message
+    calling tools with no text, or a tool message answering the user (``requestor: "user"``)."""
+    if raw.get("role") == "tool":
+        return raw.get("requestor") == "user" or raw.get("id") in user_calls
+    content = raw.get("content")
+    return raw.get("role") == "user" and bool(raw.get("tool_calls")) and not (isinstance(content, str) and content)
+
+
 def from_tau2_messages(raw_msgs: list[dict[str, Any]], policy: str | None = None) -> list[Message]:
     """Read one simulation's ``messages`` (plus the policy, when given, as a system message).
+
+    Dual control (tau2 domains where the user also calls tools, e.g. ``telecom``): the user's
+    tool calls and the tool messages answering them (``requestor: "user"``) are the user's own
+    actions on their device, not the agent's context, and no provider takes tool calls in a
+    user message. So they are not read as canonical messages: a user message's ``tool_calls``
+    stay in its record (``metadata["_tau2"]["tool_calls"]``, the text alone is read), and the
+    user-side messages without text travel, verbatim, in the record of the next message
+    (``metadata["_tau2"]["before"]``, or ``["after"]`` of the last one). The agent sees what
+    it saw when recorded: the user's words. :func:`to_tau2_messages` writes them back in place.
 
     Raises :class:`~ctxwise.errors.FormatError` naming the message for an unknown role or a
     tool result whose ``id`` matches no earlier call.
@@ -63,12 +81,21 @@ def from_tau2_messages(raw_msgs: list[dict[str, Any]], policy: str | None = None
         out.append(Message(id=default_id(0), role="system", blocks=[TextBlock(text=policy)],
                            metadata={BOOK: {"policy": True}}))
     names: dict[str, str] = {}
+    user_calls: set[str] = set()
+    carried: list[dict[str, Any]] = []
     for i, raw in enumerate(raw_msgs):
         place = f"message {i}"
         raw = need_dict(raw, place, "a message object")
         role = raw.get("role")
         book: dict[str, Any] = {}
         idx = len(out)
+        if role == "user" and isinstance(raw.get("tool_calls"), list):
+            user_calls.update(str(c.get("id")) for c in raw["tool_calls"] if isinstance(c, dict))
+        if _user_side(raw, user_calls):
+            carried.append(raw)
+            continue
+        if carried:
+            book["before"], carried = carried, []
         if role == "tool":
             cid = raw.get("id")
             if cid not in names:
@@ -99,7 +126,9 @@ def from_tau2_messages(raw_msgs: list[dict[str, Any]], policy: str | None = None
         elif content is not None or "content" not in raw:
             book["content"] = content if "content" in raw else "absent"
         calls = raw.get("tool_calls", "absent")
-        if isinstance(calls, list) and calls:
+        if isinstance(calls, list) and calls and role != "assistant":
+            book["tool_calls"] = calls  # the user's own calls (dual control): kept, not read
+        elif isinstance(calls, list) and calls:
             for j, c in enumerate(calls):
                 c = need_dict(c, f"{place}, tool call {j}", "a tool call object")
                 extra = split_known(c, ("id", "name", "arguments"))
@@ -117,6 +146,12 @@ def from_tau2_messages(raw_msgs: list[dict[str, Any]], policy: str | None = None
         elif calls is not None:
             book["tool_calls"] = calls
         out.append(Message(id=default_id(idx), role=role, blocks=blocks, metadata=with_book(meta, BOOK, book)))
+    if carried:
+        if not out:
+            raise FormatError("messages", "only user-side tool activity: no message to read")
+        last = out[-1]
+        lbook = {**(last.metadata.get(BOOK) or {}), "after": carried}
+        out[-1] = last.model_copy(update={"metadata": {**last.metadata, BOOK: lbook}})
     return out
 
 
@@ -129,7 +164,9 @@ def to_tau2_messages(messages: list[Message]) -> list[dict[str, Any]]:
     for i, m in enumerate(messages):
         book = m.metadata.get(BOOK) or {}
         meta = {k: v for k, v in m.metadata.items() if k != BOOK}
+        out.extend(book.get("before") or [])
         if i == 0 and m.role == "system" and book.get("policy"):
+            out.extend(book.get("after") or [])
             continue
         if m.role == "tool":
             for r in m.tool_results:
@@ -142,6 +179,7 @@ def to_tau2_messages(messages: list[Message]) -> list[dict[str, Any]]:
                 if err != "absent":
                     d["error"] = err
                 out.append(reorder(_tool_order(d), book.get("order")))
+            out.extend(book.get("after") or [])
             continue
         d = {"role": m.role}
         text = "\n".join(b.text for b in m.blocks if isinstance(b, TextBlock))
@@ -172,6 +210,7 @@ def to_tau2_messages(messages: list[Message]) -> list[dict[str, Any]]:
             items.insert(book.get("thinking_at", len(items)), ("thinking_blocks", tbs))
             d["raw_data"] = dict(items)
         out.append(reorder(d, book.get("order")))
+        out.extend(book.get("after") or [])
     return out
 
 

@@ -124,6 +124,7 @@ MEASURES: list[tuple[str, str]] = [
     ("recall_exact", "support recall (exact, old)"),
     ("recall_recoverable", "recoverable recall"),
     ("validator_errors", "validator errors"),
+    ("wire_errors", "wire errors (rendered payload)"),
     ("over_budget", "calls over budget"),
     ("peak_size", "peak context size"),
     ("events", "compaction events"),
@@ -163,7 +164,7 @@ def change_text(key: str, on: Measures, off: Measures) -> str:
     if key in ("recall", "recall_exact", "recall_recoverable"):
         d = round((getattr(on, key) - getattr(off, key)) * 100, 1)
         return f"{d:+.1f} pt" if d else "0 pt"
-    if key in ("validator_errors", "over_budget"):
+    if key in ("validator_errors", "wire_errors", "over_budget"):
         d = getattr(on, key) - getattr(off, key)
         return f"{d:+d}" if d else "0"
     return ""
@@ -177,7 +178,7 @@ def _change(key: str, on: Measures, off: Measures) -> Text:
         return Text(text, style="green" if text.startswith("-") else "red")
     if key in ("recall", "recall_exact", "recall_recoverable"):
         return Text(text, style="red" if text.startswith("-") else "green")
-    if key in ("validator_errors", "over_budget"):
+    if key in ("validator_errors", "wire_errors", "over_budget"):
         d = getattr(on, key) - getattr(off, key)
         return Text(f"{d:+d}" if d else "0", style="green" if d <= 0 else "red")
     return Text("")

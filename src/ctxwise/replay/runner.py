@@ -20,7 +20,7 @@ from typing import Any
 from ..engine import ContextManager
 from ..messages import Message
 from ..prices import PriceModel
-from ..providers import check
+from ..providers import check, check_wire
 from ..tokens import get_counter
 from ..units import is_user_input
 from . import metrics
@@ -33,8 +33,10 @@ MEASURE_TOKENIZER = "o200k_base"
 @dataclass
 class CallRecord:
     """One model call: sizes in the policy unit (``size_before`` / ``size``), ``chars``,
-    ``tokens`` (o200k) and the ``cached`` prefix tokens, its ``cost``, support, violations,
-    latency and the events it fired (JSON dicts)."""
+    ``tokens`` (o200k) and the ``cached`` prefix tokens, its ``cost``, support, violations
+    (provider rules on the canonical payload), ``wire`` (the wire check on the rendered
+    payload: schema and rules, :func:`ctxwise.providers.check_wire`), latency and the events it
+    fired (JSON dicts)."""
 
     round: int
     size_before: int
@@ -58,6 +60,7 @@ class CallRecord:
     """Support with amounts and dates normalized: values needed, and those missing."""
     recoverable: list[str] = field(default_factory=list)
     """Of ``missing_norm``, the values a placeholder in the context names the original of."""
+    wire: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -96,6 +99,7 @@ class Measures:
     needed: int = 0
     """Support recall compared exactly (the old figure, kept for one release)."""
     validator_errors: int = 0
+    wire_errors: int = 0
     over_budget: int = 0
     peak_size: int = 0
     events: dict[str, int] = field(default_factory=dict)
@@ -162,6 +166,7 @@ class Measures:
         self.needed_norm += other.needed_norm
         self.recoverable += other.recoverable
         self.validator_errors += other.validator_errors
+        self.wire_errors += other.wire_errors
         self.over_budget += other.over_budget
         self.peak_size = max(self.peak_size, other.peak_size)
         for k, v in other.events.items():
@@ -179,7 +184,8 @@ class Measures:
             "needed_norm": self.needed_norm, "recoverable": self.recoverable,
             "recoverable_recall": round(self.recall_recoverable, 4),
             "support_recall_exact": round(self.recall_exact, 4), "supported": self.supported, "needed": self.needed,
-            "validator_errors": self.validator_errors, "over_budget": self.over_budget,
+            "validator_errors": self.validator_errors, "wire_errors": self.wire_errors,
+            "over_budget": self.over_budget,
             "peak_size": self.peak_size, "events": dict(self.events),
             "prepare_p50_ms": round(self.p50_ms, 2), "prepare_p95_ms": round(self.p95_ms, 2),
         }
@@ -369,13 +375,14 @@ def replay_conversation(
             cached = sum(tok.count_message(x) for x in view[:k])
             support = metrics.call_support(history, view, m)
             violations = [str(v) for v in check(sent, policy.provider, reference=history)]
+            wire = [str(v) for v in check_wire(p.payload, policy.provider)]  # what is sent
             over = p.size > policy.effective_budget
             full_view = metrics.as_sent(history, policy.provider)
             call = CallRecord(
                 round=current.round, size_before=p.size_before, size=p.size, chars=p.chars,
                 tokens=tokens, cached=cached, cost=cached * cache_ratio + (tokens - cached),
                 needed=len(support.needed), missing=support.missing, violations=violations,
-                latency_ms=latency, over_budget=over, events=events,
+                latency_ms=latency, over_budget=over, events=events, wire=wire,
                 priced=prices.call_cost(tokens, cached), full_tokens=tok.count(full_view),
                 needed_norm=len(support.needed_norm), missing_norm=support.missing_norm,
                 recoverable=support.recoverable,
@@ -407,6 +414,7 @@ def replay_conversation(
             m_.recoverable += len(support.recoverable)
             floor_calls.append((call.full_tokens, floor_budget[0]))
             m_.validator_errors += len(violations)
+            m_.wire_errors += len(wire)
             m_.over_budget += int(over)
             m_.peak_size = max(m_.peak_size, p.size)
             m_.latencies_ms.append(latency)
