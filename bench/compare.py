@@ -52,6 +52,7 @@ from ctxwise.errors import CtxwiseError  # noqa: E402
 from ctxwise.formats import load  # noqa: E402
 from ctxwise.messages import Message  # noqa: E402
 from ctxwise.policy import Policy  # noqa: E402
+from ctxwise.providers import check_wire, render  # noqa: E402
 from ctxwise.replay import metrics  # noqa: E402
 from ctxwise.replay.runner import replay_conversation  # noqa: E402
 from ctxwise.tokens import get_counter  # noqa: E402
@@ -116,6 +117,7 @@ class Score:
     supported: int = 0
     needed: int = 0
     violations: int = 0
+    wire: int = 0
     rules: dict[str, int] = field(default_factory=dict)
     empty: int = 0
     degenerate: int = 0
@@ -127,7 +129,7 @@ class Score:
     stages: dict[str, int] = field(default_factory=dict)
 
     def add(self, o: "Score") -> None:
-        for k in ("calls", "failed", "unserved", "tokens", "cost", "supported", "needed", "violations", "empty", "degenerate", "over", "edited", "breaks"):
+        for k in ("calls", "failed", "unserved", "tokens", "cost", "supported", "needed", "violations", "wire", "empty", "degenerate", "over", "edited", "breaks"):
             setattr(self, k, getattr(self, k) + getattr(o, k))
         for r, n in o.rules.items():
             self.rules[r] = self.rules.get(r, 0) + n
@@ -172,6 +174,9 @@ def score(payloads: list[list[Message]], histories: list[list[Message]], outputs
     for _, v in errs:
         s.rules[v.rule] = s.rules.get(v.rule, 0) + 1
     s.empty = sum(v.rule in EMPTY_RULES for _, v in errs)
+    # the wire check: the payload rendered as the provider receives it, against the SDK
+    # request types and the provider rules (ctxwise.providers.check_wire)
+    s.wire = sum(len(check_wire(render(list(p), PROVIDER), PROVIDER)) for p in payloads)
     s.degenerate = sum(lost_system_or_user(p, h) for p, h in zip(payloads, histories))
     s.over = sum(c.tokens > budget for c in costs)
     s.edited = sum(not same_as_history(p, h) for p, h in zip(payloads, histories))
@@ -264,12 +269,13 @@ class Ctxwise:
 # --------------------------------------------------------------------------- report
 
 COLUMNS = ("strategy", "calls", "input tokens", "cost (cache 0.1)", "support recall", "validator errors",
-           "no system or user", "over budget", "edited calls", "cache breaks", "prepare p50 ms", "p95 ms", "failed calls (all convs)")
+           "wire errors", "no system or user", "over budget", "edited calls", "cache breaks", "prepare p50 ms", "p95 ms", "failed calls (all convs)")
 
 
 def row(name: str, s: Score, whole: Score) -> list[str]:
     return [name, f"{s.calls:,}", f"{s.tokens:,}", f"{s.cost:,.0f}", f"{s.recall:.3f}",
-            f"{s.violations:,}" + (f" ({s.empty:,} empty result)" if s.empty else ""), f"{s.degenerate:,}",
+            f"{s.violations:,}" + (f" ({s.empty:,} empty result)" if s.empty else ""), f"{s.wire:,}",
+            f"{s.degenerate:,}",
             f"{s.over:,}", f"{s.edited:,}", f"{s.breaks:,}", f"{metrics.percentile(s.latencies, 50):.3f}",
             f"{metrics.percentile(s.latencies, 95):.3f}",
             f"{whole.failed} (+{whole.unserved} not run)" if whole.failed else "0"]
@@ -286,6 +292,7 @@ MEASURES: dict[str, tuple[Callable[[Score], float], bool]] = {
     "cost (cache 0.1)": (lambda s: s.cost, False),
     "support recall": (lambda s: s.recall, True),
     "validator errors": (lambda s: s.violations, False),
+    "wire errors": (lambda s: s.wire, False),
     "no system or user": (lambda s: s.degenerate, False),
     "over budget": (lambda s: s.over, False),
     "cache breaks": (lambda s: s.breaks, False),
@@ -455,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
         f"- data: `{args.data}`: {len(convs)} conversations, {n_calls:,} recorded model calls",
         "",
         "Every strategy gets the full history before each recorded model call and returns what it would send;",
-        "all payloads are scored by `ctxwise.replay.metrics` with the o200k counter; validator = `ctxwise.providers.check`",
+        "all payloads are scored by `ctxwise.replay.metrics` with the o200k counter; validator = `ctxwise.providers.check`; wire errors = `ctxwise.providers.check_wire` on the payload rendered for the provider",
         "(provider `openai`, against the full history). How each peer is run: see [bench/README.md](../README.md).",
         "*edited calls*: the payload is not the full history; *cache breaks*: the payload does not start with the",
         "previous call's payload (the prompt cache misses from there on).",

@@ -26,6 +26,9 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
+import threading
+from collections import OrderedDict
 from typing import Any, Callable
 
 from ..errors import FormatError, PayloadInvalid, Violation
@@ -44,6 +47,7 @@ _OWN: dict[str, Any] = {
 }
 
 
+@functools.cache
 def _sdk_types() -> dict[str, Any] | None:
     """The SDK request type for each kind, or None when the SDKs are not installed."""
     try:
@@ -130,7 +134,32 @@ def _errors(e: Exception) -> list[str]:
     return out
 
 
+_SEEN: "OrderedDict[tuple[str, str | None, bool, str], list[str]]" = OrderedDict()
+_SEEN_MAX = 8192
+_LOCK = threading.Lock()
+"""Verdicts of items already checked, keyed by their JSON: a session sends the same messages
+call after call, so each is validated once (bounded, least recently used dropped)."""
+
+
 def _schema_one(profile: ProviderProfile, kind: str, value: Any, sdk: dict[str, Any] | None) -> list[str]:
+    try:
+        key = (kind, profile.reasoning_field, sdk is not None, json.dumps(value, ensure_ascii=False))
+    except (TypeError, ValueError):
+        return _validate_one(profile, kind, value, sdk)
+    with _LOCK:
+        hit = _SEEN.get(key)
+        if hit is not None:
+            _SEEN.move_to_end(key)
+            return list(hit)
+    hit = _validate_one(profile, kind, value, sdk)
+    with _LOCK:
+        _SEEN[key] = hit
+        if len(_SEEN) > _SEEN_MAX:
+            _SEEN.popitem(last=False)
+    return list(hit)
+
+
+def _validate_one(profile: ProviderProfile, kind: str, value: Any, sdk: dict[str, Any] | None) -> list[str]:
     from pydantic import ValidationError
 
     problems: list[str] = []
