@@ -6,12 +6,13 @@ from .events import CompactionEvent
 from .pipeline import Pipeline, PipelineResult, compact
 from .stage import Stage, StageInput
 from .summarizing import SummarizingStage, summarize_old_turns
+from .summary_fit import SummaryFitStage, fit_summary
 from .thinking import ThinkingStage, prune_thinking
 from .trimming import TrimCurrentTurnStage, TrimOldTurnsStage, TruncateInFlightStage, trim_old_turns
 
 __all__ = [
     "Budgeting", "ClearingStage", "CompactionEvent", "Pipeline", "PipelineResult", "Stage", "StageInput",
-    "StageResult", "SummarizingStage", "ThinkingStage", "TrimCurrentTurnStage", "TrimOldTurnsStage",
-    "TruncateInFlightStage", "clear_tool_results", "compact", "pinned_indices", "placeholder_text",
+    "StageResult", "SummarizingStage", "SummaryFitStage", "ThinkingStage", "TrimCurrentTurnStage", "TrimOldTurnsStage",
+    "TruncateInFlightStage", "clear_tool_results", "compact", "fit_summary", "pinned_indices", "placeholder_text",
     "prune_thinking", "render_input", "summarize_old_turns", "trim_old_turns",
 ]

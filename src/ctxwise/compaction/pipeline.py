@@ -14,9 +14,9 @@ The default stages (:meth:`Pipeline.default`) each fire only above their waterma
 when the context fits: nothing is edited below ``clear_at``). Above the hard limit, before
 whole old turns are dropped, the old turns' results that ``keep_recent_cycles`` protected are
 cleared too (a placeholder loses less than a dropped turn). When the hard trim still leaves
-the context over the hard limit, completed cycles of the current turn are cleared, then
-dropped whole, as a last resort (the in-flight cycle never), and finally the in-flight
-results are cut to fit (``truncate_in_flight``, with a note saying where the full text is);
+the context over the hard limit, completed cycles of the current turn are cleared, the summary
+is shortened or dropped, the current turn's completed cycles are dropped whole, as a last
+resort (the in-flight cycle never), and finally the in-flight results are cut to fit (``truncate_in_flight``, with a note saying where the full text is);
 when even that is not enough (the system prompt and the user's input alone are too big),
 :class:`~ctxwise.errors.ContextBudgetExceeded` is raised with the sizes (never a loop, never a
 silent over-budget request; case B19).
@@ -36,6 +36,7 @@ from .context import Budgeting, in_flight_start, pinned_indices
 from .events import CompactionEvent
 from .stage import Stage, StageInput
 from .summarizing import SummarizingStage
+from .summary_fit import SummaryFitStage
 from .thinking import ThinkingStage
 from .trimming import TrimCurrentTurnStage, TrimOldTurnsStage, TruncateInFlightStage
 
@@ -100,8 +101,9 @@ class Pipeline:
     @classmethod
     def default(cls) -> "Pipeline":
         """The default order: thinking pruning, clearing, summarizing, clearing above the hard
-        limit, hard trim, then the last resorts (clear, then drop, the current turn's completed
-        cycles; cut the in-flight results)."""
+        limit, hard trim, then the last resorts (clear the current turn's completed cycles;
+        shorten, then drop, the summary; drop the current turn's completed cycles; cut the
+        in-flight results)."""
         return cls([
             ThinkingStage(),
             ClearingStage(),
@@ -109,6 +111,7 @@ class Pipeline:
             ClearingStage("over_hard"),
             TrimOldTurnsStage(),
             ClearingStage("last_resort"),
+            SummaryFitStage(),
             TrimCurrentTurnStage(),
             TruncateInFlightStage(),
         ])

@@ -1,11 +1,17 @@
 """Stage 4, hard trim: the last resort above ``hard_limit``.
 
-Drops the oldest whole turns after the pinned head and the summary, never a turn holding a
-pinned item (the system prompt, facts, the summary, the current user input, the in-flight
-cycle). Whole turns, so no tool result is ever orphaned and the kept window starts on a user
-message (cases B01, B04, B05). The one exception is the newest old turn: when dropping just
-its completed tool cycles (whole, a parallel batch is one) makes the call fit, its question
-and final answer stay (case B14).
+Removes one contiguous run of whole units from the *oldest* end of the history, right after
+the pinned head (system prompt, facts, user memory) and the summary, and never from the
+middle. A unit is a tool cycle (call and results together; a parallel batch is one cycle), a
+message outside any cycle, or a whole turn that may not be split (a DeepSeek tool-using span
+with reasoning, case B11). The run stops before the first pinned item (the current user input,
+the in-flight cycle), so no tool result is ever orphaned (cases B01, B04, B05).
+
+The run is the shortest that makes the call fit, then extended to the next older-turn start so
+the kept window begins on a user message (B01). Only when the next user message is the current
+input itself is the newest old turn's tail (its final answer, which the current input most
+likely refers to) kept without its question, if the provider accepts a window that starts
+there (case B14: ``[4, 5, 6]``); otherwise the run goes up to the current input.
 """
 
 from __future__ import annotations
@@ -13,13 +19,14 @@ from __future__ import annotations
 import time
 
 from ..changes import Hide, Replace
-from ..messages import Message, TextBlock, ToolResultBlock
-from ..units import ToolCycle, Turn, tool_cycles
+from ..messages import ImageBlock, Message, TextBlock, ToolResultBlock
+from ..units import cycle_boundaries, is_user_input, tool_cycles
 from .context import (
     Budgeting,
     StageResult,
     body_turns,
     current_turn_start,
+    head_end,
     in_flight_start,
     pinned_indices,
     splittable,
@@ -27,57 +34,62 @@ from .context import (
 from .stage import StageInput
 
 
+def trim_start(messages: list[Message]) -> int:
+    """Where the trimmable history starts: after the pinned head and any summary right after it."""
+    i = head_end(messages)
+    while i < len(messages) and messages[i].kind == "summary":
+        i += 1
+    return i
+
+
+def _units(messages: list[Message], start: int, stop: int, provider: str) -> list[int]:
+    """Cut points in ``[start, stop]`` between whole units, ascending (``start`` and ``stop``
+    included): no cut inside a tool cycle, none inside a turn that may not be split."""
+    ok = cycle_boundaries(messages)
+    for t in body_turns(messages):
+        if not splittable(messages, t, provider):
+            ok.difference_update(range(t.start + 1, t.end))
+    return sorted({start, stop} | {i for i in ok if start < i < stop})
+
+
 def trim_old_turns(messages: list[Message], b: Budgeting, size: int) -> StageResult:
-    """Drop oldest unpinned whole turns until the size is at or under the hard limit.
-    Returns a ``trimming`` event (none when nothing could be dropped)."""
+    """Drop the shortest run of whole units from the oldest end (see the module doc) that
+    brings the size to or under the hard limit, or the whole unpinned history before the
+    current input when none does. Returns one ``trimming`` event (none when nothing could be
+    dropped) and one ``Hide`` (state ``trimmed``)."""
+    from ..providers import check, get_profile
+
     p = b.policy
     hard = b.level(p.hard_limit)
     if size <= hard:
         return StageResult(messages)
     t0 = time.perf_counter()
-    pinned = pinned_indices(messages)
-    drop: set[int] = set()
-    now = size
-    spans = []
-    for t in body_turns(messages):
-        if messages[t.start].kind == "summary" and t.end - t.start > 1 and t.end < len(messages):
-            # a summary cut between the cycles of a turn leaves that turn's tail after it: the
-            # summary stays pinned, the tail (whole cycles and answers) is trimmable on its own
-            t = Turn(t.start + 1, t.end)
-        if not any(i in pinned for i in range(t.start, t.end)):
-            spans.append(t)
-    for k, t in enumerate(spans):
-        if now <= hard:
+    start = trim_start(messages)
+    pinned = [i for i in pinned_indices(messages) if i >= start]
+    stop = min(pinned) if pinned else len(messages)
+    if stop <= start:
+        return StageResult(messages)
+    cuts = _units(messages, start, stop, p.provider)
+    sizes = [b.size_of(m) for m in messages[start:stop]]
+    now, cut = size, stop
+    for c in cuts[1:]:
+        now_c = size - sum(sizes[: c - start])
+        if now_c <= hard:
+            cut = c
             break
-        idx = range(t.start, t.end)
-        if k == len(spans) - 1:
-            # The newest old turn is the one the current input most likely refers to: when
-            # dropping its completed tool cycles is enough, keep its question and final answer
-            # (case B14: [0, 4, 5, 6] rather than nothing but the current input).
-            cycles = _answered_cycles(messages, t, b.policy.provider)
-            saved = sum(b.size_of(messages[i]) for c in cycles for i in range(c.start, c.end))
-            if cycles and now - saved <= hard:
-                for c in cycles:
-                    if now <= hard:
-                        break
-                    drop.update(range(c.start, c.end))
-                    now -= sum(b.size_of(messages[i]) for i in range(c.start, c.end))
-                continue
-        drop.update(idx)
-        now -= sum(b.size_of(messages[i]) for i in idx)
+    if cut < stop and not is_user_input(messages[cut]):
+        nxt = next((i for i in range(cut, stop) if is_user_input(messages[i]) and i in cuts), None)
+        if nxt is not None:
+            cut = nxt  # the kept window starts on a user message (B01)
+        else:
+            # Only the newest old turn's tail is left before the current input: keep it
+            # without its question when the provider accepts a window starting there (B14).
+            kept = messages[:start] + messages[cut:]
+            if get_profile(p.provider).first_message_user or check(kept, p.provider, reference=messages):
+                cut = stop
+    now = size - sum(sizes[: cut - start])
+    drop = set(range(start, cut))
     return _without(messages, drop, b, b.trigger(size, "hard_limit", p.hard_limit), size, now, t0)
-
-
-def _answered_cycles(messages: list[Message], t: Turn, provider: str) -> list[ToolCycle]:
-    """The completed tool cycles of turn ``t`` that are followed, in the turn, by an assistant
-    message without tool calls (the turn's answer survives them), oldest first; none when the
-    turn may not be split (a DeepSeek tool span with reasoning goes whole)."""
-    if not splittable(messages, t, provider):
-        return []
-    answers = [i for i in range(t.start, t.end) if messages[i].role == "assistant" and not messages[i].tool_uses]
-    if not answers:
-        return []
-    return [c for c in tool_cycles(messages) if c.complete and t.start < c.start and c.end <= answers[-1]]
 
 
 def trim_current_turn_cycles(messages: list[Message], b: Budgeting, size: int) -> StageResult:
@@ -118,14 +130,24 @@ TRUNCATION_NOTE = (
     "\n[ctxwise cut {omitted} of {total} characters of this tool result to fit the context "
     "budget; the full result is kept under tool_use_id {id}]"
 )
+IMAGE_NOTE = (
+    "[ctxwise left out {n} image(s) of this tool result to fit the context budget; the full "
+    "result is kept under tool_use_id {id}]"
+)
 
 
 def truncate_in_flight(messages: list[Message], b: Budgeting, size: int) -> StageResult:
     """The very last resort (``truncate_in_flight``): when even the in-flight cycle's fresh
-    results do not fit next to the other pinned content, keep the head of each result and
-    say how much was cut and where the full text is. Pairing, ids, names and states stay;
-    the system prompt and the user's input are never cut. Every result gets a share of the
-    room left, proportional to its size. Returns a ``trimming`` event (detail ``truncated``)."""
+    results do not fit next to the other pinned content, keep the head of each result's text
+    and say how much was cut and where the full result is; images of a result that cannot keep
+    them are replaced by a one-line note (an image has no head to keep). Pairing, ids, names
+    and states stay; the system prompt and the user's input are never cut.
+
+    Every result first gets a share of the room left proportional to its size; what is still
+    over after that (counts are not linear in characters, an image goes whole) is taken from
+    the results that can still shrink, largest first, so the call fits whenever cutting every
+    result down to its note would. Returns a ``trimming`` event (detail ``truncated``) and one
+    ``Replace`` (state ``cleared``) per cut result."""
     p = b.policy
     hard = b.level(p.hard_limit)
     if size <= hard or not p.truncate_in_flight:
@@ -137,21 +159,29 @@ def truncate_in_flight(messages: list[Message], b: Budgeting, size: int) -> Stag
     room = hard - (size - fresh)
     if not idx or room <= 0:
         return StageResult(messages)
-    out = list(messages)
+    cut: dict[int, Message] = {}
     now = size
-    affected: list[str] = []
-    changes: list[Replace] = []
-    for i in idx:
-        m = out[i]
-        share = room * b.size_of(m) / max(fresh, 1)
-        new = _cut_message(m, b, share)
-        if new is not None:
+
+    def shrink(i: int, target: float) -> None:
+        nonlocal now
+        m = cut.get(i, messages[i])
+        new = _cut_message(messages[i], b, target)
+        if new is not None and b.size_of(new) < b.size_of(m):
             now += b.size_of(new) - b.size_of(m)
-            out[i] = new
-            affected.append(m.id)
-            changes.append(Replace(m.id, new, "cleared"))
-    if not affected:
+            cut[i] = new
+
+    for i in idx:
+        shrink(i, room * b.size_of(messages[i]) / max(fresh, 1))
+    for _ in range(3):
+        if now <= hard:
+            break
+        for i in sorted(idx, key=lambda k: -b.size_of(cut.get(k, messages[k]))):
+            if now <= hard:
+                break
+            shrink(i, b.size_of(cut.get(i, messages[i])) - (now - hard))
+    if not cut:
         return StageResult(messages)
+    affected = [messages[i].id for i in sorted(cut)]
     ev = b.event(
         "trimming",
         f"last resort: size {size} > hard_limit {hard} with only pinned content left",
@@ -159,34 +189,53 @@ def truncate_in_flight(messages: list[Message], b: Budgeting, size: int) -> Stag
         now,
         affected,
         t0,
-        detail={"truncated": len(affected), "in_flight": True},
+        detail={"truncated": len(cut), "in_flight": True},
     )
-    return StageResult(messages, [ev], list(changes))
+    return StageResult(messages, [ev], [Replace(messages[i].id, cut[i], "cleared") for i in sorted(cut)])
 
 
 def _cut_message(m: Message, b: Budgeting, share: float) -> Message | None:
-    """``m`` with its tool-result texts cut so the message size is at most ``share``."""
+    """``m`` (an original tool message) cut so its size is at most ``share``: the head of each
+    result text with a note; when that alone cannot reach ``share``, its images are replaced
+    by a note too. None when ``m`` already fits or nothing can be cut."""
     if b.size_of(m) <= share:
         return None
-    blocks = list(m.blocks)
-    ratio = share / max(b.size_of(m), 1)
-    for _ in range(8):  # shrink until it fits (counts are not linear in characters)
-        new_blocks = []
-        for blk in blocks:
-            if isinstance(blk, ToolResultBlock) and blk.text:
-                total = len(blk.text)
-                keep = max(int(total * ratio) - 160, 0)
-                note = TRUNCATION_NOTE.format(omitted=total - keep, total=total, id=blk.tool_use_id)
-                new_blocks.append(blk.model_copy(update={"output": [TextBlock(text=blk.text[:keep] + note)]}))
-            else:
-                new_blocks.append(blk)
-        md = dict(m.metadata)
-        md["ctxwise"] = {**(md.get("ctxwise") or {}), "truncated": True}
-        new = m.model_copy(update={"blocks": new_blocks, "metadata": md})
-        if b.size_of(new) <= share or ratio <= 0:
-            return new if b.size_of(new) < b.size_of(m) else None
-        ratio *= 0.8
-    return new if b.size_of(new) < b.size_of(m) else None
+    best: Message | None = None
+    for drop_images in (False, True):
+        ratio = share / max(b.size_of(m), 1)
+        for _ in range(8):  # shrink until it fits (counts are not linear in characters)
+            new = _cut_blocks(m, ratio, drop_images)
+            if best is None or b.size_of(new) < b.size_of(best):
+                best = new
+            if b.size_of(new) <= share or ratio <= 0:
+                break
+            ratio = ratio * 0.8 if ratio > 0.01 else 0.0
+        if best is not None and b.size_of(best) <= share:
+            break
+    return best if best is not None and b.size_of(best) < b.size_of(m) else None
+
+
+def _cut_blocks(m: Message, ratio: float, drop_images: bool) -> Message:
+    blocks = []
+    for blk in m.blocks:
+        if not isinstance(blk, ToolResultBlock):
+            blocks.append(blk)
+            continue
+        images = [o for o in blk.output if isinstance(o, ImageBlock)]
+        output: list = []
+        if blk.text:
+            total = len(blk.text)
+            keep = max(int(total * ratio) - 160, 0)
+            note = TRUNCATION_NOTE.format(omitted=total - keep, total=total, id=blk.tool_use_id)
+            output.append(TextBlock(text=blk.text[:keep] + note))
+        if images and drop_images:
+            output.append(TextBlock(text=IMAGE_NOTE.format(n=len(images), id=blk.tool_use_id)))
+        elif images:
+            output.extend(images)
+        blocks.append(blk.model_copy(update={"output": output or list(blk.output)}))
+    md = dict(m.metadata)
+    md["ctxwise"] = {**(md.get("ctxwise") or {}), "truncated": True}
+    return m.model_copy(update={"blocks": blocks, "metadata": md})
 
 
 class TrimOldTurnsStage:

@@ -115,6 +115,11 @@ class ProviderProfile:
       their reasoning), ``"signed_blocks"`` (Anthropic: thinking blocks go back byte-identical),
       ``"reasoning_items"`` (OpenAI Responses: a reasoning item goes with the item after it,
       a function call with its reasoning item, ``encrypted_content`` unmodified).
+    * ``first_message_user`` — the provider wants the first message after the system prompt to
+      be a user message (Anthropic answers 'messages: first message must use the "user" role'):
+      a hard trim never *creates* a window starting on an assistant message for it. Not a
+      validator rule: recorded sessions that open with the agent's greeting are the caller's
+      to render.
     * ``keep_latest_assistant_thinking`` — the latest assistant message of a request keeps its
       thinking and redacted_thinking blocks byte-identical, whichever turn it belongs to
       (Anthropic: "thinking or redacted_thinking blocks in the latest assistant message cannot
@@ -147,6 +152,7 @@ class ProviderProfile:
     reasoning_passback: ReasoningPassback = "none"
     thinking_first_in_open_tool_turn: bool = False
     keep_latest_assistant_thinking: bool = False
+    first_message_user: bool = False
     sends_reasoning: bool = True
     needs_user_message: bool = False
     calls_follow_user_or_tool: bool = False
@@ -225,6 +231,7 @@ ANTHROPIC = ProviderProfile(
     reasoning_passback="signed_blocks",
     thinking_first_in_open_tool_turn=True,
     keep_latest_assistant_thinking=True,
+    first_message_user=True,
     wire="anthropic",
     errors=MappingProxyType(
         {
