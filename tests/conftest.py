@@ -92,3 +92,22 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'ctxwise.db'}"
     return request.getfixturevalue("pg_schema_url")
+
+
+# -- the conformance suite: every SessionStore / MemoryStore implementation -------------------
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql), "memory"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path):
+    """An empty store of each implementation: SqlStore on a SQLite file, SqlStore on a fresh
+    PostgreSQL schema, InMemoryStore. Tests taking it form the conformance suite."""
+    from ctxwise.store import InMemoryStore, SqlStore
+
+    if request.param == "memory":
+        store = InMemoryStore()
+    elif request.param == "sqlite":
+        store = SqlStore(f"sqlite:///{tmp_path / 'ctxwise.db'}")
+    else:
+        store = SqlStore(request.getfixturevalue("pg_schema_url"))
+    yield store
+    store.close()

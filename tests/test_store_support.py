@@ -45,7 +45,7 @@ def dump_session(url: str, user: str, session: str) -> list[list[Any]]:
 
     store = Store(url)
     try:
-        st = store.load(user, session)
+        st = store.load(user, session, include_hidden=True)
         return [[r.message_id, r.seq, r.state, r.current.model_dump_json(), r.original.model_dump_json()]
                 for r in st.rows]
     finally:

@@ -138,10 +138,11 @@ class Session:
         """Read the session back from the store (after a SessionConflict, say)."""
         store = self.manager.store
         if create:
-            state = store.open_session(self.user_id, self.session_id, provider=self.policy.provider,
-                                       policy=self.policy.model_dump(mode="json"))
+            store.open_session(self.user_id, self.session_id, provider=self.policy.provider,
+                               policy=self.policy.model_dump(mode="json"))
+            state = store.load(self.user_id, self.session_id, include_hidden=True)
         else:
-            state = store.load(self.user_id, self.session_id)
+            state = store.load(self.user_id, self.session_id, include_hidden=True)
         self.version = state.version
         self._context = [r.current for r in state.rows if r.state in VISIBLE]
         self._ids = {r.message_id for r in state.rows}

@@ -170,3 +170,56 @@ class MemoryEntryNotFound(CtxwiseError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "memory entry not found"
+
+
+class NotStorable(CtxwiseError, ValueError):
+    """Input the store cannot hold (a key, an event, a message), refused before anything is
+    written, identically on every backend."""
+
+    hint = "nothing was stored; fix what the message names and send it again"
+
+
+class MessageNotStorable(NotStorable):
+    """A message the store cannot hold as it is, refused before anything is written: ``index``
+    is its position (in the batch for the store, in the session for ``Session.append``),
+    ``rule`` one of ``id-too-long`` (message or tool-call id over 255 characters),
+    ``nul-character`` (U+0000: PostgreSQL cannot store it in text), ``lone-surrogate`` (text
+    decoded with ``errors="surrogateescape"``: not valid Unicode), ``duplicate-message-id``,
+    ``not-json``. Every backend refuses the same messages."""
+
+    hint = ("nothing was stored: remove NUL characters, decode bytes with errors='replace', keep ids at most "
+            "255 characters (hash long ones), use a new id for a new message")
+
+    def __init__(self, index: int, rule: str, message: str) -> None:
+        self.index = index
+        self.rule = rule
+        self.detail = message
+        super().__init__(f"message {index}: [{rule}] {message}")
+
+    def at(self, base: int) -> "MessageNotStorable":
+        """The same error with the index shifted by ``base`` (batch position → session position)."""
+        return MessageNotStorable(self.index + base, self.rule, self.detail)
+
+
+class PolicyMismatch(CtxwiseError, ValueError):
+    """A session was reopened with a policy that differs from the one it was created with.
+
+    ``fields`` maps each differing policy field to ``(stored, given)``."""
+
+    hint = ("open it with a ContextManager built without a policy (the stored one is used), or pass "
+            "migrate_policy=True to session() to switch it to the new policy (recorded as a policy_migrated event)")
+
+    def __init__(self, session_id: str, fields: dict[str, tuple[Any, Any]]) -> None:
+        self.session_id = session_id
+        self.fields = dict(fields)
+        shown = ", ".join(f"{k}: stored {a!r}, given {b!r}" for k, (a, b) in list(self.fields.items())[:6])
+        more = f" (+{len(self.fields) - 6} more)" if len(self.fields) > 6 else ""
+        super().__init__(f"session {session_id!r} was created with another policy ({shown}{more}); "
+                         "open it without a policy to use the stored one, or pass migrate_policy=True")
+
+
+class StoreSchemaError(CtxwiseError):
+    """The database holds a ctxwise schema this version cannot use (written by a newer ctxwise,
+    or a table in the way)."""
+
+    hint = "upgrade ctxwise (pip install -U ctxwise), or point --db (or the schema option) at another database"

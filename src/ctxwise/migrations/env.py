@@ -14,6 +14,7 @@ target_metadata = Base.metadata
 
 def _run(connection) -> None:
     context.configure(connection=connection, target_metadata=target_metadata,
+                      version_table="ctxwise_alembic_version",
                       render_as_batch=connection.dialect.name == "sqlite")
     with context.begin_transaction():
         context.run_migrations()
@@ -33,7 +34,7 @@ def run_migrations_online() -> None:
 
 if context.is_offline_mode():
     context.configure(url=config.get_main_option("sqlalchemy.url"), target_metadata=target_metadata,
-                      literal_binds=True)
+                      version_table="ctxwise_alembic_version", literal_binds=True)
     with context.begin_transaction():
         context.run_migrations()
 else:

@@ -64,6 +64,7 @@ class SessionRow(Base):
     last_seq: Mapped[int] = mapped_column(Integer, default=0)
     open_from_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
     transcript_seq: Mapped[int] = mapped_column(Integer, default=0)
+    state: Mapped[dict[str, Any] | None] = mapped_column(ExactJSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -72,8 +73,11 @@ class ContextMessageRow(Base):
     """One context message. Order: ``(anchor_seq, generation)``; an appended row has
     ``anchor_seq = seq, generation = 0``; a summary takes its anchor's ``anchor_seq`` and
     ``generation = seq`` (so a newer summary over the same spot sorts after an older one).
-    ``current`` is NULL while it equals ``original`` (saves writing every body twice).
-    ``version`` is the session version of the write that inserted the row."""
+    ``current`` is NULL while it equals the original (saves writing every body twice); the
+    original lives in :class:`OriginalRow`, so editing ``current`` never rewrites it (SQLite
+    rewrites a whole row, overflow pages included, on any UPDATE). ``size`` is the engine's
+    size of the current body in the session's policy unit. ``version`` is the session version
+    of the write that inserted the row."""
 
     __tablename__ = "context_messages"
     __table_args__ = (
@@ -92,8 +96,21 @@ class ContextMessageRow(Base):
     message_id: Mapped[str] = mapped_column(String(255))
     role: Mapped[str] = mapped_column(String(16))
     state: Mapped[str] = mapped_column(String(16), default="verbatim")
-    original: Mapped[dict[str, Any]] = mapped_column(ExactJSON)
     current: Mapped[dict[str, Any] | None] = mapped_column(ExactJSON, nullable=True)
+    size: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class OriginalRow(Base):
+    """The original body of a context message, written once, never updated."""
+
+    __tablename__ = "context_originals"
+    __table_args__ = (UniqueConstraint("session_pk", "seq", name="uq_context_originals_seq"),)
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    session_pk: Mapped[int] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    user_id: Mapped[str] = mapped_column(String(255))
+    seq: Mapped[int] = mapped_column(Integer)
+    body: Mapped[dict[str, Any]] = mapped_column(ExactJSON)
 
 
 class ToolResultRow(Base):

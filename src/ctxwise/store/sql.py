@@ -35,13 +35,22 @@ def setup_sqlite(engine: Engine, busy_timeout_s: float) -> None:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def setup_postgresql(engine: Engine, lock_timeout_s: float) -> None:
+def setup_postgresql(engine: Engine, lock_timeout_s: float, schema: str | None = None) -> None:
     """Bound every lock wait by ``lock_timeout`` (a timed-out wait raises and is reported as
-    :class:`~ctxwise.errors.SessionConflict`)."""
+    :class:`~ctxwise.errors.SessionConflict`). With ``schema`` (a plain identifier, checked by
+    the caller): create it if missing and make it the connection's ``search_path``, so every
+    ctxwise table and the migrations' version table live there."""
 
     @event.listens_for(engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:
         cur = dbapi_connection.cursor()
         cur.execute(f"SET lock_timeout = {int(lock_timeout_s * 1000)}")
+        if schema is not None:
+            try:
+                cur.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+                dbapi_connection.commit()
+            except Exception:  # created by another connection at the same moment
+                dbapi_connection.rollback()
+            cur.execute(f'SET search_path TO "{schema}"')
         cur.close()
         dbapi_connection.commit()

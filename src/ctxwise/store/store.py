@@ -1,65 +1,53 @@
-"""The :class:`Store`: sessions, context rows, transcript and compaction events in SQL.
+"""The :class:`SqlStore`: sessions, context rows, transcript, events and user memory in SQL.
 
 Every write is one transaction that (1) locks the session row and checks its version,
-(2) writes only what changed (k appended messages → k context rows, a clearing batch → one
-UPDATE per cleared row), (3) bumps the version. A failure anywhere, a killed process included,
-rolls the whole write back. Every query filters by ``user_id``.
+(2) writes only what changed (k appended messages → k context rows plus k originals, a
+clearing batch → one UPDATE of ``current`` per cleared row, the originals untouched),
+(3) bumps the version. A failure anywhere, a killed process included, rolls the whole write
+back. Every query filters by ``user_id``. Implements :class:`~ctxwise.store.SessionStore` and
+:class:`~ctxwise.store.MemoryStore`; ``Store`` is the same class under its old name.
 """
 
 from __future__ import annotations
 
-import json
-import time
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Iterable, Sequence
 
-from sqlalchemy import Connection, create_engine, delete, insert, select, update
+from sqlalchemy import Connection, create_engine, delete, event, insert, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from ..errors import SessionConflict, SessionNotFound
+from ..changes import Change, Hide, InsertSummary, Replace
+from ..errors import CtxwiseError, MessageNotStorable, SessionConflict, SessionNotFound
 from ..messages import Message
-from ..transcript import derive
-from . import migrate, sql
+from ..transcript import Entry, derive
+from . import checks, migrate, sql
 from .schema import (
     CompactionEventRow,
     ContextMessageRow,
     MemoryClaimRow,
+    OriginalRow,
     SessionRow,
     ToolResultRow,
     TranscriptRowModel,
+    UserMemoryRow,
     utcnow,
 )
 from .types import (
     HIDDEN_STATES,
-    Change,
+    REMOVED_STATES,
+    VISIBLE_STATES,
     ContextRow,
-    Hide,
-    InsertSummary,
-    Replace,
+    SessionInfo,
     SessionState,
     TranscriptRow,
 )
 
-S, C = SessionRow, ContextMessageRow
-
-
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def _message_json(m: Any, where: str) -> dict[str, Any]:
-    """``m.model_dump(mode="json")``, checked to be strict JSON. Raises TypeError/ValueError."""
-    if not isinstance(m, Message):
-        raise TypeError(f"{where}: expected a ctxwise Message, got {type(m).__name__}")
-    try:
-        data = m.model_dump(mode="json")
-        _dumps(data)
-    except Exception as exc:  # pydantic serialization errors, NaN, ...
-        raise ValueError(f"{where} (id {m.id!r}): cannot be stored as JSON: {exc}") from exc
-    return data
+S, C, O = SessionRow, ContextMessageRow, OriginalRow
+_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
 def _locked(exc: BaseException) -> bool:
@@ -68,26 +56,44 @@ def _locked(exc: BaseException) -> bool:
         or "lock_timeout" in text
 
 
-class Store:
+def _entry_id(entry_id: Any) -> int | None:
+    """A memory entry id as the database holds it (None: not an id, so not found)."""
+    if isinstance(entry_id, bool):
+        return None
+    if isinstance(entry_id, str) and entry_id.strip().isascii() and entry_id.strip().isdigit():
+        entry_id = int(entry_id)
+    if isinstance(entry_id, int) and 0 < entry_id < 2**63:
+        return entry_id
+    return None
+
+
+class SqlStore:
     """Persistent sessions on SQLite (default) or PostgreSQL (``postgresql+psycopg://...``).
 
     ``url``: an SQLAlchemy URL; a SQLite file is created if missing. The schema is upgraded to
-    the newest revision on open (Alembic, in place).
+    the newest revision on open (Alembic, in place; revision kept in
+    ``ctxwise_alembic_version``). ``schema`` (PostgreSQL only): keep ctxwise's tables in that
+    schema (created if missing), e.g. inside an application's database.
     ``wait``: when True, :meth:`append` with a stale ``expected_version`` does not raise; it
     appends after the newest write (the batch stays whole and contiguous) and returns the new
     version, which then exceeds ``expected_version + 1``. ``apply`` always needs the exact
     version. When False, a session locked by another writer (PostgreSQL) is a conflict at once.
     ``wait_timeout_s``: the longest wait for another writer's lock (SQLite busy timeout,
     PostgreSQL ``lock_timeout``); beyond it the write raises :class:`SessionConflict`.
+    Raises :class:`~ctxwise.errors.StoreSchemaError` when the database holds a schema this
+    ctxwise cannot use.
     """
 
     def __init__(self, url: str = "sqlite:///ctxwise.db", *, wait: bool = False,
-                 wait_timeout_s: float = 10.0) -> None:
+                 wait_timeout_s: float = 10.0, schema: str | None = None, upgrade: bool = True) -> None:
         self.url = url
         self.wait = wait
         self.wait_timeout_s = wait_timeout_s
         backend = make_url(url).get_backend_name()
-        kwargs: dict[str, Any] = {"json_serializer": _dumps}
+        if schema is not None and (backend != "postgresql" or not _SCHEMA_NAME.match(schema)):
+            raise ValueError(f"schema={schema!r}: a plain identifier, and only for PostgreSQL")
+        self.schema = schema
+        kwargs: dict[str, Any] = {"json_serializer": checks.dumps}
         if backend == "sqlite":
             kwargs["connect_args"] = {"timeout": wait_timeout_s}
         else:
@@ -97,8 +103,13 @@ class Store:
         if backend == "sqlite":
             sql.setup_sqlite(self.engine, wait_timeout_s)
         elif backend == "postgresql":
-            sql.setup_postgresql(self.engine, wait_timeout_s)
-        migrate.upgrade(self.engine)
+            sql.setup_postgresql(self.engine, wait_timeout_s, schema=schema)
+        if upgrade:
+            try:
+                migrate.upgrade(self.engine)
+            except Exception:
+                self.engine.dispose()
+                raise
 
     # -- plumbing ----------------------------------------------------------------------
 
@@ -116,11 +127,11 @@ class Store:
                 yield conn
         except OperationalError as exc:
             if _locked(exc):
-                raise SessionConflict(f"session busy: another writer held the lock longer than "
-                                      f"{self.wait_timeout_s}s ({exc.orig})") from exc
+                raise SessionConflict(f"session busy: another writer held its lock longer than the wait "
+                                      f"allowed ({self.wait_timeout_s:g}s): {str(exc.orig).splitlines()[0]}") from exc
             raise
 
-    def _session_row(self, conn: Connection, user_id: str, session_id: str, *, lock: bool = False):
+    def _session_row(self, conn: Connection, user_id: str, session_id: str, *, lock: bool = False) -> Any:
         q = select(S).where(S.user_id == user_id, S.session_id == session_id)
         if lock:
             q = q.with_for_update(nowait=not self.wait)
@@ -129,7 +140,10 @@ class Store:
             raise SessionNotFound(f"no session {session_id!r} for user {user_id!r}")
         return row
 
-    def _bump(self, conn: Connection, sess: Any, expected: int, **values: Any) -> int:
+    def _bump(self, conn: Connection, sess: Any, expected: int, state: dict[str, Any] | None = None,
+              **values: Any) -> int:
+        if state is not None:
+            values["state"] = checks.json_doc(state, "session state")
         res = conn.execute(
             update(S)
             .where(S.id == sess.id, S.user_id == sess.user_id, S.version == expected)
@@ -139,21 +153,44 @@ class Store:
             raise SessionConflict(f"session {sess.session_id!r} changed while writing; reload and retry")
         return expected + 1
 
-    def _check_version(self, sess: Any, expected: int, *, rebase: bool) -> int:
+    @staticmethod
+    def _check_version(sess: Any, expected: int, *, rebase: bool) -> int:
         if sess.version == expected:
             return expected
         if rebase:
-            return sess.version
+            return int(sess.version)
         raise SessionConflict(
-            f"session {sess.session_id!r} is at version {sess.version}, not {expected}; reload and retry")
+            f"session {sess.session_id!r} is at version {sess.version}, not {expected}: another writer got "
+            "in first; reload and retry")
+
+    def _insert_events(self, conn: Connection, sess: Any, version: int, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            conn.execute(insert(CompactionEventRow), [
+                dict(r, session_pk=sess.id, user_id=sess.user_id, version=version) for r in rows])
+
+    def _insert_transcript(self, conn: Connection, sess: Any, entries: list[Entry]) -> None:
+        if entries:
+            now = utcnow()
+            conn.execute(insert(TranscriptRowModel), [
+                dict(session_pk=sess.id, user_id=sess.user_id, seq=sess.transcript_seq + 1 + i,
+                     role=e.role, text=e.text, blocks=e.blocks, status=e.status,
+                     message_ids=e.message_ids, created_at=now)
+                for i, e in enumerate(entries)])
+
+    def _set_sizes(self, conn: Connection, sess: Any, sizes: dict[str, int] | None) -> None:
+        for mid, n in (sizes or {}).items():
+            conn.execute(update(C).where(C.session_pk == sess.id, C.user_id == sess.user_id,
+                                         C.message_id == mid).values(size=int(n)))
 
     # -- sessions ----------------------------------------------------------------------
 
     def open_session(self, user_id: str, session_id: str, *, provider: str,
                      policy: dict[str, Any]) -> SessionState:
         """Create the session at version 0 if missing, else load it (its stored provider and
-        policy win). Safe when two processes open the same new session at once."""
-        policy_json = json.loads(_dumps(policy))
+        policy are returned). Safe when two processes open the same new session at once.
+        Raises :class:`~ctxwise.errors.NotStorable` for a key the store cannot hold."""
+        checks.key(user_id, session_id)
+        policy_json = checks.json_doc(policy, "policy")
         try:
             with self._write() as conn:
                 exists = conn.execute(select(S.id).where(S.user_id == user_id,
@@ -162,124 +199,132 @@ class Store:
                     now = utcnow()
                     conn.execute(insert(S).values(
                         user_id=user_id, session_id=session_id, provider=provider, policy=policy_json,
-                        version=0, last_seq=0, open_from_seq=None, transcript_seq=0,
+                        version=0, last_seq=0, open_from_seq=None, transcript_seq=0, state=None,
                         created_at=now, updated_at=now))
         except IntegrityError:
             pass  # created by another process in between
         return self.load(user_id, session_id)
 
-    def load(self, user_id: str, session_id: str) -> SessionState:
-        """The session with all its context rows in context order (hidden rows included).
-        Raises :class:`SessionNotFound` if absent for this ``user_id``. O(rows)."""
+    def load(self, user_id: str, session_id: str, *, include_hidden: bool = False) -> SessionState:
+        """The session with its visible context rows in context order (all rows when
+        ``include_hidden``). Raises :class:`SessionNotFound`. O(visible rows): an edited row's
+        ``original`` is read only with ``include_hidden`` (else None; see :meth:`original`)."""
         with self._read() as conn:
             sess = self._session_row(conn, user_id, session_id)
-            result = conn.execute(
-                select(C.message_id, C.seq, C.state, C.original, C.current)
-                .where(C.session_pk == sess.id, C.user_id == user_id)
-                .order_by(C.anchor_seq, C.generation)
-            )
+            q = (select(C.message_id, C.seq, C.state, C.current, C.size)
+                 .where(C.session_pk == sess.id, C.user_id == user_id))
+            if not include_hidden:
+                q = q.where(C.state.in_(VISIBLE_STATES))
+            listed = list(conn.execute(q.order_by(C.anchor_seq, C.generation)))
+            wanted = [seq for _, seq, _, cur, _ in listed if include_hidden or cur is None]
+            originals: dict[int, Any] = {}
+            for chunk in range(0, len(wanted), 500):
+                part = wanted[chunk:chunk + 500]
+                originals.update(conn.execute(select(O.seq, O.body).where(
+                    O.session_pk == sess.id, O.user_id == user_id, O.seq.in_(part))).all())
             rows = []
-            for mid, seq, state, orig, cur in result:
-                original = Message.model_validate(orig)
+            for mid, seq, state, cur, size in listed:
+                original = Message.model_validate(originals[seq]) if seq in originals else None
                 current = original if cur is None else Message.model_validate(cur)
-                rows.append(ContextRow(mid, seq, state, current, original))
+                assert current is not None
+                rows.append(ContextRow(mid, seq, state, current, original, size))
             return SessionState(user_id, session_id, sess.provider, dict(sess.policy), sess.version, rows,
-                                created_at=_aware(sess.created_at) if sess.created_at else None)
+                                created_at=_aware(sess.created_at) if sess.created_at else None,
+                                state=dict(sess.state or {}))
+
+    def version(self, user_id: str, session_id: str) -> int:
+        """The session's current version (one indexed read). Raises :class:`SessionNotFound`."""
+        with self._read() as conn:
+            v = conn.execute(select(S.version).where(S.user_id == user_id, S.session_id == session_id)).scalar()
+            if v is None:
+                raise SessionNotFound(f"no session {session_id!r} for user {user_id!r}")
+            return int(v)
+
+    def list_sessions(self, user_id: str | None = None, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
+        """Sessions, most recently updated first (``limit`` from ``offset``), one user's only
+        when ``user_id`` is given."""
+        q = select(S.user_id, S.session_id, S.provider, S.version, S.created_at, S.updated_at)
+        if user_id is not None:
+            q = q.where(S.user_id == user_id)
+        q = q.order_by(S.updated_at.desc(), S.id.desc()).limit(max(0, int(limit))).offset(max(0, int(offset)))
+        with self._read() as conn:
+            return [SessionInfo(u, s, p, v, _aware(c), _aware(t)) for u, s, p, v, c, t in conn.execute(q)]
 
     # -- writes ------------------------------------------------------------------------
 
-    def append(self, user_id: str, session_id: str, messages: list[Message], *,
-               expected_version: int) -> int:
+    def append(self, user_id: str, session_id: str, messages: list[Message], *, expected_version: int,
+               sizes: Sequence[int] | None = None, state: dict[str, Any] | None = None) -> int:
         """Append ``messages`` (one model call's output, or a user input) in one transaction:
-        k context rows (state ``verbatim``), the transcript rows they complete, one version
-        bump. Returns the new version.
+        k context rows (state ``verbatim``) and their originals, the transcript rows they
+        complete, one version bump (and ``state``, replacing the stored one, when given).
+        Returns the new version.
 
         Raises :class:`SessionConflict` (version is not ``expected_version`` and ``wait`` is
-        off, or the lock wait timed out), :class:`SessionNotFound`, ``TypeError`` /
-        ``ValueError`` (a non-Message item, an unserializable message, a message id already
-        in the session) — all before anything is stored."""
-        bodies = [_message_json(m, f"message {i}") for i, m in enumerate(messages)]
-        ids = [m.id for m in messages]
-        if len(set(ids)) != len(ids):
-            raise ValueError("append: the batch repeats a message id")
+        off, or the lock wait timed out), :class:`SessionNotFound`, ``TypeError`` (not a
+        Message), :class:`~ctxwise.errors.MessageNotStorable` (a message id already in the
+        session, text the database cannot hold; ``index`` in the batch) — all before anything
+        is stored."""
+        bodies = checks.bodies(messages)
+        if sizes is not None and len(sizes) != len(messages):
+            raise ValueError(f"append: {len(sizes)} sizes for {len(messages)} messages")
         with self._write() as conn:
             sess = self._session_row(conn, user_id, session_id, lock=True)
             base = self._check_version(sess, expected_version, rebase=self.wait)
             version = base + 1
-            open_msgs: list[Message] = []
-            if sess.open_from_seq is not None:
-                open_msgs = [Message.model_validate(o) for (o,) in conn.execute(
-                    select(C.original).where(C.session_pk == sess.id, C.user_id == user_id,
-                                             C.seq >= sess.open_from_seq, C.generation == 0)
-                    .order_by(C.seq))]
+            taken = {mid for (mid,) in conn.execute(select(C.message_id).where(
+                C.session_pk == sess.id, C.user_id == user_id, C.message_id.in_([m.id for m in messages])))}
+            for i, m in enumerate(messages):
+                if m.id in taken:
+                    raise MessageNotStorable(i, "duplicate-message-id",
+                                             f"id {m.id!r} is already stored in session {session_id!r}")
+            open_msgs, open_seqs = self._open_messages(conn, sess)
             entries, still_open = derive(open_msgs, list(messages))
             first_seq = sess.last_seq + 1
-            new_open = self._open_from(sess, open_msgs, messages, still_open, first_seq) if still_open else None
-            self._bump(conn, sess, base, last_seq=sess.last_seq + len(messages),
+            new_open = _open_from(open_msgs, open_seqs, messages, still_open, first_seq)
+            self._bump(conn, sess, base, state, last_seq=sess.last_seq + len(messages),
                        open_from_seq=new_open, transcript_seq=sess.transcript_seq + len(entries))
             if not messages:
                 return version
-            rows, results = [], []
+            rows, originals, results = [], [], []
             for k, (m, body) in enumerate(zip(messages, bodies)):
                 seq = first_seq + k
                 rows.append(dict(session_pk=sess.id, user_id=user_id, seq=seq, anchor_seq=seq,
                                  generation=0, version=version, message_id=m.id, role=m.role,
-                                 state="verbatim", original=body, current=None))
+                                 state="verbatim", current=None,
+                                 size=int(sizes[k]) if sizes is not None else None))
+                originals.append(dict(session_pk=sess.id, user_id=user_id, seq=seq, body=body))
                 results.extend(dict(session_pk=sess.id, user_id=user_id, tool_use_id=r.tool_use_id,
                                     seq=seq) for r in m.tool_results)
-            try:
-                conn.execute(insert(C), rows)
-            except IntegrityError as exc:
-                raise ValueError(f"append: a message id of the batch is already stored in session "
-                                 f"{session_id!r}") from exc
+            conn.execute(insert(C), rows)
+            conn.execute(insert(O), originals)
             if results:
                 conn.execute(insert(ToolResultRow), results)
-            if entries:
-                now = utcnow()
-                conn.execute(insert(TranscriptRowModel), [
-                    dict(session_pk=sess.id, user_id=user_id, seq=sess.transcript_seq + 1 + i,
-                         role=e.role, text=e.text, blocks=e.blocks, status=e.status,
-                         message_ids=e.message_ids, created_at=now)
-                    for i, e in enumerate(entries)])
+            self._insert_transcript(conn, sess, entries)
             return version
 
-    @staticmethod
-    def _open_from(sess: Any, open_msgs: list[Message], new: list[Message],
-                   still_open: list[Message], first_seq: int) -> int:
-        """The seq of the first still-open message (it is either an old open one or new)."""
-        first = still_open[0]
-        for m in open_msgs:
-            if m is first:
-                return sess.open_from_seq
-        for k, m in enumerate(new):
-            if m is first:
-                return first_seq + k
-        raise AssertionError("open message not found")  # pragma: no cover
+    def _open_messages(self, conn: Connection, sess: Any) -> tuple[list[Message], list[int]]:
+        if sess.open_from_seq is None:
+            return [], []
+        got = list(conn.execute(
+            select(O.seq, O.body).join(C, (C.session_pk == O.session_pk) & (C.seq == O.seq))
+            .where(O.session_pk == sess.id, O.user_id == sess.user_id, O.seq >= sess.open_from_seq,
+                   C.generation == 0, C.state.not_in(REMOVED_STATES))
+            .order_by(O.seq)))
+        return [Message.model_validate(b) for _, b in got], [s for s, _ in got]
 
-    def apply(self, user_id: str, session_id: str, changes: list[Change], events: list[dict],
-              *, expected_version: int) -> int:
+    def apply(self, user_id: str, session_id: str, changes: list[Change], events: list[dict[str, Any]], *,
+              expected_version: int, sizes: dict[str, int] | None = None,
+              state: dict[str, Any] | None = None) -> int:
         """Store one compaction's results in one transaction: each :class:`Replace` is one
-        UPDATE of that row; each :class:`Hide` one UPDATE of the listed rows; each
-        :class:`InsertSummary` one INSERT placed where its anchor stands; each event one
-        INSERT into ``compaction_events``; one version bump. Returns the new version.
+        UPDATE of that row's ``current`` (the original is another table's row, untouched); each
+        :class:`Hide` one UPDATE of the listed rows; each :class:`InsertSummary` one INSERT
+        placed where its anchor stands; each event one INSERT; one version bump. ``sizes``
+        maps message ids to their new size. Returns the new version.
 
         Raises :class:`SessionConflict` (version is not ``expected_version``, whatever
         ``wait``), :class:`SessionNotFound`, ``ValueError`` (unknown message id, bad state,
         unserializable data) — nothing is stored then."""
-        prepared: list[tuple[Change, Any]] = []
-        for i, ch in enumerate(changes):
-            if isinstance(ch, Replace):
-                if ch.state not in ("cleared", "pruned"):
-                    raise ValueError(f"change {i}: Replace state must be cleared or pruned, not {ch.state!r}")
-                prepared.append((ch, _message_json(ch.current, f"change {i}")))
-            elif isinstance(ch, Hide):
-                if ch.state not in HIDDEN_STATES:
-                    raise ValueError(f"change {i}: Hide state must be summarized or trimmed, not {ch.state!r}")
-                prepared.append((ch, None))
-            elif isinstance(ch, InsertSummary):
-                prepared.append((ch, _message_json(ch.summary, f"change {i}")))
-            else:
-                raise TypeError(f"change {i}: unknown change {type(ch).__name__}")
+        prepared = _prepare_changes(changes)
         event_rows = [_event_row(i, ev) for i, ev in enumerate(events)]
         with self._write() as conn:
             sess = self._session_row(conn, user_id, session_id, lock=True)
@@ -306,23 +351,89 @@ class Store:
                         *mine, C.message_id == ch.anchor_message_id)).scalar()
                     if anchor is None:
                         raise ValueError(f"change {i}: no anchor message {ch.anchor_message_id!r}")
+                    if conn.execute(select(C.id).where(*mine, C.message_id == ch.summary.id)).first():
+                        raise ValueError(f"change {i}: message id {ch.summary.id!r} already stored")
                     seq += 1
-                    try:
-                        conn.execute(insert(C).values(
-                            session_pk=sess.id, user_id=user_id, seq=seq, anchor_seq=anchor,
-                            generation=seq, version=version, message_id=ch.summary.id,
-                            role=ch.summary.role, state="verbatim", original=body, current=None))
-                    except IntegrityError as exc:
-                        raise ValueError(f"change {i}: message id {ch.summary.id!r} already stored") from exc
-            if event_rows:
-                conn.execute(insert(CompactionEventRow), [
-                    dict(r, session_pk=sess.id, user_id=user_id, version=version) for r in event_rows])
-            return self._bump(conn, sess, expected_version, last_seq=seq)
+                    conn.execute(insert(C).values(
+                        session_pk=sess.id, user_id=user_id, seq=seq, anchor_seq=anchor,
+                        generation=seq, version=version, message_id=ch.summary.id,
+                        role=ch.summary.role, state="verbatim", current=None, size=None))
+                    conn.execute(insert(O).values(session_pk=sess.id, user_id=user_id, seq=seq, body=body))
+            self._set_sizes(conn, sess, sizes)
+            self._insert_events(conn, sess, version, event_rows)
+            return self._bump(conn, sess, expected_version, state, last_seq=seq)
+
+    def pop(self, user_id: str, session_id: str, *, expected_version: int,
+            events: list[dict[str, Any]] | None = None,
+            state: dict[str, Any] | None = None) -> tuple[int, Message | None]:
+        """Retract the newest appended message still in the context: its row becomes
+        ``popped`` (original kept, id stays taken), the transcript gets a ``retracted`` row
+        naming it, ``events`` are stored. Returns ``(new version, message)``, or
+        ``(expected_version, None)`` without writing when nothing is left to pop.
+        Raises SessionConflict, SessionNotFound."""
+        event_rows = [_event_row(i, ev) for i, ev in enumerate(events or [])]
+        with self._write() as conn:
+            sess = self._session_row(conn, user_id, session_id, lock=True)
+            self._check_version(sess, expected_version, rebase=False)
+            last = conn.execute(
+                select(C.seq, C.message_id, C.current).where(
+                    C.session_pk == sess.id, C.user_id == user_id, C.generation == 0,
+                    C.state.in_(VISIBLE_STATES))
+                .order_by(C.seq.desc()).limit(1)).first()
+            if last is None:
+                return expected_version, None
+            seq, mid, _ = last
+            body = conn.execute(select(O.body).where(O.session_pk == sess.id, O.user_id == user_id,
+                                                     O.seq == seq)).scalar_one()
+            msg = Message.model_validate(body)
+            conn.execute(update(C).where(C.session_pk == sess.id, C.user_id == user_id, C.seq == seq)
+                         .values(state="popped"))
+            open_from = sess.open_from_seq
+            if open_from is not None and open_from >= seq:
+                open_from = None
+            entry = Entry(msg.role, msg.text, [], "retracted", [mid])
+            self._insert_transcript(conn, sess, [entry])
+            version = expected_version + 1
+            self._insert_events(conn, sess, version, event_rows)
+            self._bump(conn, sess, expected_version, state, open_from_seq=open_from,
+                       transcript_seq=sess.transcript_seq + 1)
+            return version, msg
+
+    def clear(self, user_id: str, session_id: str, *, expected_version: int,
+              events: list[dict[str, Any]] | None = None, state: dict[str, Any] | None = None) -> int:
+        """Hide the whole context (every visible row becomes ``reset``; originals kept), close
+        the open turn, add a ``cleared`` transcript row, store ``events``. Returns the new
+        version. Raises SessionConflict, SessionNotFound."""
+        event_rows = [_event_row(i, ev) for i, ev in enumerate(events or [])]
+        with self._write() as conn:
+            sess = self._session_row(conn, user_id, session_id, lock=True)
+            self._check_version(sess, expected_version, rebase=False)
+            conn.execute(update(C).where(C.session_pk == sess.id, C.user_id == user_id,
+                                         C.state.in_(VISIBLE_STATES)).values(state="reset"))
+            self._insert_transcript(conn, sess, [Entry("system", "", [], "cleared", [])])
+            version = expected_version + 1
+            self._insert_events(conn, sess, version, event_rows)
+            return self._bump(conn, sess, expected_version, state, open_from_seq=None,
+                              transcript_seq=sess.transcript_seq + 1)
+
+    def set_policy(self, user_id: str, session_id: str, *, provider: str, policy: dict[str, Any],
+                   expected_version: int, events: list[dict[str, Any]] | None = None,
+                   sizes: dict[str, int] | None = None, state: dict[str, Any] | None = None) -> int:
+        """Replace the stored provider and policy (an explicit migration), with ``events`` and
+        new ``sizes``, in one write. Returns the new version."""
+        policy_json = checks.json_doc(policy, "policy")
+        event_rows = [_event_row(i, ev) for i, ev in enumerate(events or [])]
+        with self._write() as conn:
+            sess = self._session_row(conn, user_id, session_id, lock=True)
+            self._check_version(sess, expected_version, rebase=False)
+            self._set_sizes(conn, sess, sizes)
+            self._insert_events(conn, sess, expected_version + 1, event_rows)
+            return self._bump(conn, sess, expected_version, state, provider=provider, policy=policy_json)
 
     # -- reads -------------------------------------------------------------------------
 
     def events(self, user_id: str, session_id: str) -> list[dict[str, Any]]:
-        """The compaction events of the session, oldest first, each as given to ``apply``."""
+        """The events of the session, oldest first, each as given to the writes."""
         with self._read() as conn:
             sess = self._session_row(conn, user_id, session_id)
             return [d for (d,) in conn.execute(
@@ -330,21 +441,31 @@ class Store:
                 .where(CompactionEventRow.session_pk == sess.id, CompactionEventRow.user_id == user_id)
                 .order_by(CompactionEventRow.id))]
 
-    def original(self, user_id: str, session_id: str, tool_use_id: str) -> Message | None:
-        """The original (uncleared) message holding the ``tool_result`` for ``tool_use_id``;
-        the latest one when a recording reused the id; None if there is none."""
+    def original(self, user_id: str, session_id: str, tool_use_id: str | None = None, *,
+                 message_id: str | None = None) -> Message | None:
+        """The original (uncleared) message: by ``message_id``, or the one holding the
+        ``tool_result`` for ``tool_use_id`` — when a session reuses a call id, the one in the
+        current context (the newest of those), else the newest. None if there is none."""
+        if (tool_use_id is None) == (message_id is None):
+            raise ValueError("original(): give exactly one of tool_use_id and message_id")
         with self._read() as conn:
             sess = self._session_row(conn, user_id, session_id)
-            seq = conn.execute(
-                select(ToolResultRow.seq)
-                .where(ToolResultRow.session_pk == sess.id, ToolResultRow.user_id == user_id,
-                       ToolResultRow.tool_use_id == tool_use_id)
-                .order_by(ToolResultRow.seq.desc()).limit(1)).scalar()
+            if message_id is not None:
+                seq = conn.execute(select(C.seq).where(C.session_pk == sess.id, C.user_id == user_id,
+                                                       C.message_id == message_id)).scalar()
+            else:
+                found = list(conn.execute(
+                    select(ToolResultRow.seq, C.state)
+                    .join(C, (C.session_pk == ToolResultRow.session_pk) & (C.seq == ToolResultRow.seq))
+                    .where(ToolResultRow.session_pk == sess.id, ToolResultRow.user_id == user_id,
+                           ToolResultRow.tool_use_id == tool_use_id)
+                    .order_by(ToolResultRow.seq.desc())))
+                seq = next((s for s, st in found if st in VISIBLE_STATES), found[0][0] if found else None)
             if seq is None:
                 return None
-            body = conn.execute(select(C.original).where(C.session_pk == sess.id, C.user_id == user_id,
-                                                         C.seq == seq)).scalar()
-            return Message.model_validate(body)
+            body = conn.execute(select(O.body).where(O.session_pk == sess.id, O.user_id == user_id,
+                                                     O.seq == seq)).scalar()
+            return Message.model_validate(body) if body is not None else None
 
     def transcript(self, user_id: str, session_id: str) -> list[TranscriptRow]:
         """The transcript rows, in order. Agent work whose final reply has not arrived yet is
@@ -357,11 +478,75 @@ class Store:
                     for r in conn.execute(select(T).where(T.session_pk == sess.id, T.user_id == user_id)
                                           .order_by(T.seq))]
 
-    # -- memory claims -----------------------------------------------------------------
+    # -- user memory (MemoryStore) -----------------------------------------------------
+
+    def list_memory(self, user_id: str, *, include_inactive: bool = False) -> list[Any]:
+        """The user's entries (``MemoryEntry``), oldest first (active only unless
+        ``include_inactive``)."""
+        with self._read() as conn:
+            return _list_memory(conn, user_id, include_inactive)
+
+    def add_memory(self, user_id: str, text: str, kind: str = "preference", *, supersedes_id: Any = None,
+                   source_session_id: str | None = None, source_message_id: str | None = None) -> Any:
+        """Store ``text`` as a new active entry; returns it (``MemoryEntry``) with its id."""
+        with self._write() as conn:
+            return _add(conn, user_id, text, kind, supersedes_id, source_session_id, source_message_id)
+
+    def supersede_memory(self, user_id: str, entry_id: Any, text: str, kind: str | None = None, *,
+                         source_session_id: str | None = None, source_message_id: str | None = None) -> Any:
+        """Mark ``entry_id`` superseded and add ``text`` in its place; raises
+        :class:`~ctxwise.memory.repo.MemoryEntryNotFound`."""
+        with self._write() as conn:
+            return _supersede(conn, user_id, entry_id, text, kind, source_session_id, source_message_id)
+
+    def retract_memory(self, user_id: str, entry_id: Any) -> bool:
+        """Mark one entry retracted; False when the user has no active entry with that id."""
+        with self._write() as conn:
+            return _set_status(conn, user_id, entry_id, "retracted")
+
+    def clear_memory(self, user_id: str, *, purge: bool = False) -> int:
+        """Retract every active entry (``purge``: delete the user's rows); the count."""
+        M = UserMemoryRow
+        with self._write() as conn:
+            if purge:
+                return int(conn.execute(delete(M).where(M.user_id == user_id)).rowcount)
+            return int(conn.execute(update(M).where(M.user_id == user_id, M.status == "active")
+                                    .values(status="retracted", updated_at=utcnow())).rowcount)
+
+    def apply_memory(self, user_id: str, ops: Iterable[Any], *, source_session_id: str | None = None,
+                     source_message_id: str | None = None) -> list[Any]:
+        """Apply ``Op``s in one transaction; returns those that changed something."""
+        from ..errors import MemoryEntryNotFound
+
+        done: list[Any] = []
+        M = UserMemoryRow
+        with self._write() as conn:
+            for op in ops:
+                if op.op == "ADD":
+                    _add(conn, user_id, op.text or "", op.kind or "preference", None, source_session_id,
+                         source_message_id)
+                elif op.op == "SUPERSEDE":
+                    try:
+                        _supersede(conn, user_id, op.target_id, op.text or "", op.kind, source_session_id,
+                                   source_message_id)
+                    except MemoryEntryNotFound:
+                        continue
+                elif op.op == "RETRACT":
+                    if not _set_status(conn, user_id, op.target_id, "retracted"):
+                        continue
+                elif op.op == "CLEAR":
+                    conn.execute(update(M).where(M.user_id == user_id, M.status == "active")
+                                 .values(status="retracted", updated_at=utcnow()))
+                else:
+                    continue
+                done.append(op)
+        return done
 
     def claim_memory(self, user_id: str, owner: str, *, stale_after_s: float = 600.0) -> bool:
-        """Take the user's memory-extraction claim for ``owner``. Returns False when another
-        owner holds a claim younger than ``stale_after_s`` (an older one is taken over)."""
+        """Take the user's memory-extraction claim for ``owner`` (refreshed when ``owner``
+        holds it already). False when another owner holds a claim younger than
+        ``stale_after_s`` (an older one is taken over). Database-level: ``user_id`` is the
+        primary key of ``memory_claims``, a unique violation means someone else got there."""
         M = MemoryClaimRow
         now = utcnow()
         try:
@@ -370,32 +555,76 @@ class Store:
                                              M.claimed_at < now - timedelta(seconds=stale_after_s)))
                 held = conn.execute(select(M.owner).where(M.user_id == user_id)).scalar()
                 if held is not None:
-                    return held == owner
+                    if held != owner:
+                        return False
+                    conn.execute(update(M).where(M.user_id == user_id, M.owner == owner).values(claimed_at=now))
+                    return True
                 conn.execute(insert(M).values(user_id=user_id, owner=owner, claimed_at=now))
                 return True
         except IntegrityError:
             return False
 
-    def release_memory(self, user_id: str, owner: str) -> None:
-        """Drop ``owner``'s claim on the user (no-op when not held by ``owner``)."""
+    def release_memory(self, user_id: str, owner: str) -> bool:
+        """Drop ``owner``'s claim on the user; False when ``owner`` did not hold it."""
         M = MemoryClaimRow
         with self._write() as conn:
-            conn.execute(delete(M).where(M.user_id == user_id, M.owner == owner))
+            return conn.execute(delete(M).where(M.user_id == user_id, M.owner == owner)).rowcount == 1
 
     def close(self) -> None:
         """Close all pooled connections. The store must not be used afterwards."""
         self.engine.dispose()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> "SqlStore":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def _aware(t: datetime) -> datetime:
+Store = SqlStore
+"""The SQL store under its first name."""
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _aware(t: datetime | None) -> datetime | None:
     """SQLite returns naive datetimes; they were written as UTC."""
-    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+    return t if t is None or t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+
+
+def _open_from(open_msgs: list[Message], open_seqs: list[int], new: list[Message],
+               still_open: list[Message], first_seq: int) -> int | None:
+    """The seq of the first still-open message (an old open one or a new one), None if none."""
+    if not still_open:
+        return None
+    first = still_open[0]
+    for m, s in zip(open_msgs, open_seqs):
+        if m is first:
+            return s
+    for k, m in enumerate(new):
+        if m is first:
+            return first_seq + k
+    raise AssertionError("open message not found")  # pragma: no cover
+
+
+def _prepare_changes(changes: list[Change]) -> list[tuple[Change, Any]]:
+    """Check each change and serialize its body (one rule for every backend)."""
+    prepared: list[tuple[Change, Any]] = []
+    for i, ch in enumerate(changes):
+        if isinstance(ch, Replace):
+            if ch.state not in ("cleared", "pruned"):
+                raise ValueError(f"change {i}: Replace state must be cleared or pruned, not {ch.state!r}")
+            prepared.append((ch, checks.message_body(ch.current, i)))
+        elif isinstance(ch, Hide):
+            if ch.state not in HIDDEN_STATES:
+                raise ValueError(f"change {i}: Hide state must be summarized or trimmed, not {ch.state!r}")
+            prepared.append((ch, None))
+        elif isinstance(ch, InsertSummary):
+            prepared.append((ch, checks.message_body(ch.summary, i)))
+        else:
+            raise TypeError(f"change {i}: unknown change {type(ch).__name__}")
+    return prepared
 
 
 def _event_row(i: int, ev: dict[str, Any]) -> dict[str, Any]:
@@ -403,10 +632,7 @@ def _event_row(i: int, ev: dict[str, Any]) -> dict[str, Any]:
     size_after/after, affected_ids/message_ids, summary_id, duration_ms, usage)."""
     if not isinstance(ev, dict):
         raise TypeError(f"event {i}: expected a dict, got {type(ev).__name__}")
-    try:
-        data = json.loads(_dumps(ev))
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"event {i}: cannot be stored as JSON: {exc}") from exc
+    data = checks.json_doc(ev, f"event {i}")
 
     def num(*keys: str) -> Any:
         for k in keys:
@@ -415,16 +641,73 @@ def _event_row(i: int, ev: dict[str, Any]) -> dict[str, Any]:
                 return v
         return None
 
-    def text(key: str) -> str | None:
+    def text(key: str, limit: int | None = None) -> str | None:
         v = data.get(key)
-        return str(v) if v is not None else None
+        return (str(v)[:limit] if limit else str(v)) if v is not None else None
 
     ids = data.get("affected_ids", data.get("message_ids"))
     usage = data.get("usage")
     size_before, size_after = num("size_before", "before"), num("size_after", "after")
-    return dict(stage=text("stage"), trigger=text("trigger"),
+    return dict(stage=text("stage", 32), trigger=text("trigger"),
                 size_before=int(size_before) if size_before is not None else None,
                 size_after=int(size_after) if size_after is not None else None,
-                affected_ids=ids if isinstance(ids, list) else None, summary_id=text("summary_id"),
+                affected_ids=ids if isinstance(ids, list) else None, summary_id=text("summary_id", 255),
                 duration_ms=num("duration_ms"), usage=usage if isinstance(usage, dict) else None,
                 data=data, created_at=utcnow())
+
+
+def _memory_entry(r: Any) -> Any:
+    from ..memory.user import MemoryEntry
+
+    return MemoryEntry(id=r.id, text=r.text, kind=r.kind, status=r.status, supersedes_id=r.supersedes_id,
+                       source_session_id=r.source_session_id, source_message_id=r.source_message_id,
+                       created_at=_aware(r.created_at))
+
+
+def _list_memory(conn: Connection, user_id: str, include_inactive: bool) -> list[Any]:
+    M = UserMemoryRow
+    q = select(M).where(M.user_id == user_id)
+    if not include_inactive:
+        q = q.where(M.status == "active")
+    return [_memory_entry(r) for r in conn.execute(q.order_by(M.id))]
+
+
+def _add(conn: Connection, user_id: str, text: str, kind: str, supersedes_id: Any,
+         source_session_id: str | None, source_message_id: str | None) -> Any:
+    from ..memory.user import MemoryEntry
+
+    checks.json_doc([user_id, text, kind, source_session_id, source_message_id], "memory entry")
+    M = UserMemoryRow
+    now = utcnow()
+    new_id = conn.execute(insert(M).values(
+        user_id=user_id, text=text, kind=kind, status="active", supersedes_id=supersedes_id,
+        source_session_id=source_session_id, source_message_id=source_message_id,
+        created_at=now, updated_at=now).returning(M.id)).scalar_one()
+    return MemoryEntry(id=new_id, text=text, kind=kind, supersedes_id=supersedes_id,
+                       source_session_id=source_session_id, source_message_id=source_message_id, created_at=now)
+
+
+def _set_status(conn: Connection, user_id: str, entry_id: Any, status: str) -> bool:
+    M = UserMemoryRow
+    ident = _entry_id(entry_id)
+    if ident is None:
+        return False
+    res = conn.execute(update(M).where(M.user_id == user_id, M.id == ident, M.status == "active")
+                       .values(status=status, updated_at=utcnow()))
+    return bool(res.rowcount == 1)
+
+
+def _supersede(conn: Connection, user_id: str, entry_id: Any, text: str, kind: str | None,
+               source_session_id: str | None, source_message_id: str | None) -> Any:
+    from ..errors import MemoryEntryNotFound
+
+    M = UserMemoryRow
+    ident = _entry_id(entry_id)
+    old = None if ident is None else conn.execute(
+        select(M).where(M.user_id == user_id, M.id == ident, M.status == "active")).first()
+    if old is None or not _set_status(conn, user_id, ident, "superseded"):
+        raise MemoryEntryNotFound(f"user {user_id!r} has no active memory entry {entry_id!r}")
+    return _add(conn, user_id, text, kind or old.kind, ident, source_session_id, source_message_id)
+
+
+__all__ = ["SqlStore", "Store"]

@@ -7,6 +7,8 @@ Context message states (``ContextRow.state``):
 * ``pruned``: thinking removed (``current`` differs); visible.
 * ``summarized``: replaced by a summary row; hidden, ``original`` kept.
 * ``trimmed``: dropped by the hard limit; hidden, ``original`` kept.
+* ``popped``: retracted by ``pop()`` (the last appended message); hidden, ``original`` kept.
+* ``reset``: hidden by ``clear()`` (the whole context at that moment); ``original`` kept.
 """
 
 from __future__ import annotations
@@ -20,9 +22,8 @@ from ..messages import Message
 
 VISIBLE_STATES: tuple[str, ...] = ("verbatim", "cleared", "pruned")
 HIDDEN_STATES: tuple[str, ...] = ("summarized", "trimmed")
-STATES: tuple[str, ...] = VISIBLE_STATES + HIDDEN_STATES
-
-
+REMOVED_STATES: tuple[str, ...] = ("popped", "reset")
+STATES: tuple[str, ...] = VISIBLE_STATES + HIDDEN_STATES + REMOVED_STATES
 
 
 @dataclass
@@ -36,6 +37,9 @@ class ContextRow:
     state: str
     current: Message
     original: Message
+    size: int | None = None
+    """The engine's size of ``current`` in the session's policy unit, as stored (None: not
+    stored, count it)."""
 
     @property
     def visible(self) -> bool:
@@ -56,6 +60,8 @@ class SessionState:
     rows: list[ContextRow] = field(default_factory=list)
     created_at: datetime | None = None
     """When the session was created (UTC); the user-memory block is what existed then."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """The engine's persisted session state (fact book, failed-summary keys, id counter, ...)."""
 
     def context(self) -> list[Message]:
         """The messages the model reads, in order."""
@@ -76,3 +82,15 @@ class TranscriptRow:
     status: str
     message_ids: list[str]
     created_at: datetime
+
+
+@dataclass
+class SessionInfo:
+    """One line of :meth:`SessionStore.list_sessions`: the key, provider, version, and times (UTC)."""
+
+    user_id: str
+    session_id: str
+    provider: str
+    version: int
+    created_at: datetime | None
+    updated_at: datetime | None
