@@ -1,0 +1,51 @@
+"""A slice of the acceptance sweep (bench/wire_sweep.py runs all of it): the first recorded
+conversation of every file in ../shared/data/trajectories, replayed for every provider at
+3,000 / 6,000 / 12,000 tokens.
+
+Kinds of fault covered: a request the API would reject (wire-schema or rule errors on what is
+sent), a request over budget, a session that stops for any reason but an irreducible budget
+(``ContextBudgetExceeded`` while something could still be cut), and for thinking recordings
+replayed as ``anthropic`` a latest assistant message whose thinking differs from the record
+(the rule check runs against the full history, so ``thinking-modified`` / ``thinking-removed``
+count as rule errors).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import TRAJECTORIES
+from ctxwise import ContextManager, Policy
+from ctxwise.errors import ContextBudgetExceeded
+from ctxwise.formats import load
+from ctxwise.providers import PROFILES
+from ctxwise.replay.runner import replay_conversation
+
+
+def _files():
+    return sorted(TRAJECTORIES.glob("*/*.json"))
+
+
+@pytest.mark.parametrize("provider", tuple(PROFILES))
+def test_first_conversation_of_every_recording_on_every_provider_and_budget(tmp_path, shared_dir, provider):
+    files = _files()
+    assert len(files) >= 4
+    checked = 0
+    for budget in (3000, 6000, 12000):
+        policy = Policy.preset("default", provider=provider, unit="tokens", budget=budget)
+        with ContextManager(f"sqlite:///{tmp_path}/{budget}.db", policy) as cm:
+            for f in files:
+                conv = load(f)[0]
+                try:
+                    res = replay_conversation(cm, "t", f"{f.stem}-{budget}", conv.messages, name=conv.id,
+                                              source=str(f), format=conv.format)
+                except ContextBudgetExceeded as e:
+                    r = e.report
+                    assert r.details.get("early") or r.total <= r.pinned, (f.name, budget, str(e))
+                    continue
+                m = res.measures
+                bad = [v for c in res.calls for v in c.wire + c.violations][:3]
+                assert (m.wire_errors, m.validator_errors, m.over_budget) == (0, 0, 0), (f.name, budget, bad)
+                assert m.calls > 0
+                checked += 1
+    assert checked >= 10
