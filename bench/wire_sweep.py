@@ -6,8 +6,8 @@
 For each recording file in ``../shared/data/trajectories`` (read with ``ctxwise.formats.load``)
 x provider (every name in ``ctxwise.providers.PROFILES``) x budget (3,000 / 6,000 / 12,000
 tokens, the ``default`` preset otherwise), each conversation is replayed through the engine
-(``ctxwise.replay.runner.replay_conversation``: append what arrived, ``prepare()`` before each
-recorded model call). Counted per cell:
+(the loop of ``ctxwise replay``: append what arrived, ``prepare()`` before each recorded model
+call, then append the recorded output). Counted per cell:
 
 * **wire errors**: ``ctxwise.providers.check_wire`` on every rendered payload (the request
   types of the SDKs, unknown keys refused, and the provider rules on what is sent);
@@ -29,6 +29,7 @@ The acceptance target (issue 10): 0 wire errors, 0 rule errors, 0 over budget, n
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import sys
 import tempfile
@@ -41,13 +42,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _machine import machine, now  # noqa: E402
 
-from ctxwise.engine import ContextManager, Session  # noqa: E402
-from ctxwise.errors import ContextBudgetExceeded, CtxwiseError  # noqa: E402
+from ctxwise.engine import ContextManager  # noqa: E402
+from ctxwise.errors import ContextBudgetExceeded  # noqa: E402
 from ctxwise.formats import load  # noqa: E402
 from ctxwise.messages import Message, ThinkingBlock  # noqa: E402
 from ctxwise.policy import Policy  # noqa: E402
 from ctxwise.providers import PROFILES  # noqa: E402
-from ctxwise.replay.runner import replay_conversation  # noqa: E402
+from ctxwise.providers import check, check_wire  # noqa: E402
+from ctxwise.units import is_user_input  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("CTXWISE_SHARED", REPO.parent / "shared")) / "data" / "trajectories"
@@ -76,76 +78,81 @@ class Cell:
         return not (self.wire or self.rules or self.over or self.cbe_reducible or self.other or self.thinking_changed)
 
 
-class Watch:
-    """Wraps ``Session.prepare`` to compare the latest assistant message of each request with
-    the recorded one (thinking blocks byte-identical)."""
-
-    recorded: dict[str, Message] = {}
-    active = False
-    changed = 0
-    calls = 0
-
-    @classmethod
-    def install(cls) -> None:
-        original = Session.prepare
-
-        def prepare(self: Session):  # type: ignore[no-untyped-def]
-            p = original(self)
-            last = next((m for m in reversed(p.messages) if m.role == "assistant"), None)
-            rec = cls.recorded.get(last.id) if last is not None else None
-            if cls.active and rec is not None and rec.thinking:
-                cls.calls += 1
-                if [b for b in last.blocks if isinstance(b, ThinkingBlock)] != rec.thinking:
-                    cls.changed += 1
-            return p
-
-        Session.prepare = prepare  # type: ignore[method-assign]
+def _latest_thinking_changed(sent: list[Message], recorded: dict[str, Message]) -> bool | None:
+    """None when the latest assistant message of the request had no recorded thinking, else
+    whether its thinking blocks differ from the record's."""
+    last = next((m for m in reversed(sent) if m.role == "assistant"), None)
+    rec = recorded.get(last.id) if last is not None else None
+    if rec is None or not rec.thinking:
+        return None
+    return [b for b in last.blocks if isinstance(b, ThinkingBlock)] != rec.thinking
 
 
-def sweep_cell(path: Path, convs, provider: str, budget: int, db_dir: str) -> Cell:
+def replay(cm: ContextManager, sid: str, messages: list[Message], cell: Cell, anthropic: bool) -> None:
+    """The replay loop of ``ctxwise replay`` (append what arrived, prepare before each recorded
+    model call, then append the recorded output), scoring each request as it is sent."""
+    s = cm.session("sweep", sid)
+    provider = cm.policy.provider
+    recorded = {m.id: m for m in messages}
+    history: list[Message] = []
+    pending: list[Message] = []
+    seen_user = False
+    for m in messages:
+        seen_user = seen_user or is_user_input(m)
+        if m.role == "assistant" and seen_user:
+            if pending:
+                s.append(pending)
+                pending = []
+            p = s.prepare()
+            sent = list(p.messages)
+            cell.calls += 1
+            wire = check_wire(p.payload, provider)
+            rules = check(sent, provider, reference=history)
+            cell.wire += len(wire)
+            cell.rules += len(rules)
+            cell.over += int(p.size > cm.policy.effective_budget)
+            for v in (wire + rules)[:1]:
+                if len(cell.examples) < 5:
+                    cell.examples.append(f"{sid}: {v}"[:300])
+            if anthropic:
+                changed = _latest_thinking_changed(sent, recorded)
+                if changed is not None:
+                    cell.thinking_calls += 1
+                    cell.thinking_changed += int(changed)
+            s.append([m])
+        else:
+            pending.append(m)
+        history.append(m)
+    if pending:
+        s.append(pending)
+
+
+def sweep_cell(job: tuple[str, str, int, int | None, str]) -> tuple[str, str, int, Cell]:
+    """One file x provider x budget (a picklable job for the process pool)."""
+    path_s, provider, budget, limit, db_dir = job
+    path = Path(path_s)
+    convs = load(path)[:limit] if limit else load(path)
     cell = Cell()
     t0 = time.perf_counter()
     policy = Policy.preset("default", provider=provider, unit="tokens", budget=budget)
-    cm = ContextManager(f"sqlite:///{db_dir}/{path.stem}-{provider}-{budget}.db", policy)
-    Watch.changed = Watch.calls = 0
-    Watch.active = PROFILES[provider].reasoning_passback == "signed_blocks"  # Anthropic's rule only
-    try:
+    anthropic = PROFILES[provider].reasoning_passback == "signed_blocks"  # Anthropic's rule only
+    with ContextManager(f"sqlite:///{db_dir}/{path.stem}-{provider}-{budget}.db", policy) as cm:
         for k, conv in enumerate(convs):
-            Watch.recorded = {m.id: m for m in conv.messages}
             cell.sessions += 1
             try:
-                res = replay_conversation(cm, "sweep", f"{conv.id}-{k}", conv.messages, name=conv.id,
-                                          source=str(path), format=conv.format)
+                replay(cm, f"{conv.id}-{k}", conv.messages, cell, anthropic)
             except ContextBudgetExceeded as e:
                 r = e.report
                 if r.details.get("early") or r.total <= r.pinned:
                     cell.cbe_irreducible += 1
                 else:
                     cell.cbe_reducible += 1
-                    cell.examples.append(f"{conv.id}: {e}")
-                continue
-            except CtxwiseError as e:
+                    cell.examples.append(f"{conv.id}: {e}"[:300])
+            except Exception as e:  # a fault (ctxwise's own error or a bug): report it, keep going
                 cell.other[type(e).__name__] += 1
-                cell.examples.append(f"{conv.id}: {type(e).__name__}: {str(e)[:300]}")
-                continue
-            except Exception as e:  # a bug: report it, keep going
-                cell.other[type(e).__name__] += 1
-                cell.examples.append(f"{conv.id}: {type(e).__name__}: {str(e)[:300]}")
-                continue
-            m = res.measures
-            cell.calls += m.calls
-            cell.wire += m.wire_errors
-            cell.rules += m.validator_errors
-            cell.over += m.over_budget
-            for c in res.calls:
-                for v in (c.wire + c.violations)[:1]:
-                    if len(cell.examples) < 5:
-                        cell.examples.append(f"{conv.id}: {v[:300]}")
-    finally:
-        cm.close()
-    cell.thinking_changed, cell.thinking_calls = Watch.changed, Watch.calls
+                cell.examples.append(f"{conv.id}: {type(e).__name__}: {e}"[:300])
     cell.seconds = time.perf_counter() - t0
-    return cell
+    return path.name, provider, budget, cell
 
 
 def main() -> int:
@@ -155,6 +162,7 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=None, help="conversations per file")
     ap.add_argument("--providers", default=",".join(PROFILES))
     ap.add_argument("--budgets", default=",".join(str(b) for b in BUDGETS))
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "wire_sweep.md"))
     a = ap.parse_args()
     limit = 3 if a.quick else a.limit
@@ -164,20 +172,17 @@ def main() -> int:
         return 2
     providers = a.providers.split(",")
     budgets = [int(b) for b in a.budgets.split(",")]
-    Watch.install()
     rows: list[tuple[str, str, int, Cell]] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        for f in files:
-            convs = load(f)[:limit] if limit else load(f)
-            for provider in providers:
-                for budget in budgets:
-                    cell = sweep_cell(f, convs, provider, budget, tmp)
-                    rows.append((f.name, provider, budget, cell))
-                    print(f"{f.name:50s} {provider:16s} {budget:6d}  sessions {cell.sessions:3d} calls {cell.calls:5d} "
-                          f"wire {cell.wire} rules {cell.rules} over {cell.over} cbe {cell.cbe_irreducible}/"
-                          f"{cell.cbe_reducible} other {dict(cell.other)} thinking {cell.thinking_changed}/"
-                          f"{cell.thinking_calls}  {cell.seconds:.0f}s", flush=True)
+        jobs = [(str(f), p, b, limit, tmp) for f in files for p in providers for b in budgets]
+        with multiprocessing.Pool(a.jobs) as pool:
+            for name, provider, budget, cell in pool.imap(sweep_cell, jobs):
+                rows.append((name, provider, budget, cell))
+                print(f"{name:50s} {provider:16s} {budget:6d}  sessions {cell.sessions:3d} calls {cell.calls:5d} "
+                      f"wire {cell.wire} rules {cell.rules} over {cell.over} cbe {cell.cbe_irreducible}/"
+                      f"{cell.cbe_reducible} other {dict(cell.other)} thinking {cell.thinking_changed}/"
+                      f"{cell.thinking_calls}  {cell.seconds:.0f}s", flush=True)
     total = Cell()
     for *_, c in rows:
         for k in ("sessions", "calls", "wire", "rules", "over", "cbe_irreducible", "cbe_reducible",

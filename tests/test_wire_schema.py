@@ -254,3 +254,18 @@ def test_an_undocumented_key_in_a_rendered_payload_is_reported_with_its_place():
     p["messages"][0]["_openai"] = {"x": 1}
     found = check_wire(p, "anthropic")
     assert found and found[0].rule == "wire-schema" and found[0].index == 0 and "_openai" in found[0].message
+
+
+def test_without_the_sdks_the_own_schema_still_refuses_what_the_api_would(monkeypatch):
+    """Kind: the check silently off where the SDKs are not installed (the core install has no
+    ``anthropic``). With the SDK types unavailable, ctxwise's own schema alone still refuses an
+    undocumented key, a missing required key and a wrong type."""
+    from ctxwise.providers import wire
+
+    monkeypatch.setattr(wire, "_sdk_types", lambda: None)
+    p = render(from_openai([{"role": "user", "content": "hi"}]), "anthropic")
+    assert check_wire(p, "anthropic") == []
+    for bad in ({"role": "user", "content": "hi", "_openai": {}}, {"role": "user"}, {"role": "user", "content": 3}):
+        found = check_wire({"messages": [bad]}, "anthropic")
+        assert found and found[0].rule == "wire-schema" and "ctxwise type" in found[0].message
+        assert "SDK type" not in " ".join(v.message for v in found)

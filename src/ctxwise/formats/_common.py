@@ -15,8 +15,10 @@ another comes back equal:
 * **Carry.** When ``extras=True`` a writer checks its output by reading it back; whatever its
   format cannot hold (a signature in OpenAI chat, an ``error`` state, ...) is carried in a
   ``"_ctxwise"`` key on the written message (``fix`` for changed fields, ``all`` when the
-  message count itself would change), which the reader applies. ``extras=False`` writes a clean
-  provider payload and drops that (documented per writer).
+  message count itself would change), which the reader applies. ``extras=False`` writes a leaner
+  file and drops that (documented per writer). These writers are for files and round trips:
+  the request a provider receives comes from :func:`ctxwise.providers.render`, which writes
+  only documented keys (block ``extra`` keys, other formats' notes included, are never sent).
 """
 
 from __future__ import annotations

@@ -309,7 +309,8 @@ def to_anthropic(messages: list[Message], *, extras: bool = True) -> dict[str, A
     become one user message of ``tool_result`` blocks. Tool-result ``name`` is not written (the
     reader takes it from the ``tool_use``). With ``extras=True`` metadata, block extras and
     non-default ids are written as extra keys and what the format cannot hold travels in
-    ``"_ctxwise"``, so ``from_anthropic(to_anthropic(m)) == m``; ``extras=False`` drops them.
+    ``"_ctxwise"``, so ``from_anthropic(to_anthropic(m)) == m``; ``extras=False`` drops them (block extras are
+    still written; for the request a provider receives use :func:`ctxwise.providers.render`).
     """
     payload: dict[str, Any] = {}
     units: list[dict[str, Any]] = []

@@ -310,8 +310,9 @@ def to_openai(
     block extras are written as extra keys, non-default ids as ``id``, and whatever chat cannot
     hold (signatures, redacted or several thinking blocks, an ``error`` state, tool results
     outside tool messages, block order) travels in a ``"_ctxwise"`` key, so
-    ``from_openai(to_openai(m)) == m``. ``extras=False`` gives a clean provider payload and
-    loses exactly those. Never raises for a valid canonical list.
+    ``from_openai(to_openai(m)) == m``. ``extras=False`` leaves those out (block extras
+    are still written; for the request a provider receives use
+    :func:`ctxwise.providers.render`). Never raises for a valid canonical list.
     """
     units: list[dict[str, Any]] = []
     first_of: list[int] = []
