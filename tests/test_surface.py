@@ -4,6 +4,7 @@ checked when it is built, the CLI options that depend on each other, `with Conte
 from __future__ import annotations
 
 import inspect
+import json
 import traceback
 
 import pytest
@@ -155,3 +156,49 @@ def test_cli_prints_the_hint_on_the_error_line(tmp_path):
     assert r.exit_code == 2
     line = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
     assert len(line) == 1 and "unknown tokenizer 'gpt5'" in line[0] and f"(hint: {PolicyError.hint})" in line[0]
+
+
+# -- replay FILE with no options: settings from the recording ---------------------------------
+
+CLAUDE = TRAJECTORIES / "tau2-bench" / "airline_claude-sonnet-4-5-thinking_subset.json"
+
+
+@pytest.mark.parametrize("path, provider", [(CLAUDE, "anthropic"), (RETAIL, "openai")])
+def test_replay_file_without_options_picks_the_recordings_provider_and_a_budget_that_acts(tmp_path, path, provider):
+    """Kind: a default that does nothing or the wrong thing (100,000 chars never compacted a
+    shipped recording; a Claude thinking recording ran as openai and lost its thinking)."""
+    from ctxwise.formats import load
+    from ctxwise.replay.defaults import recording_defaults
+
+    r = CliRunner().invoke(app, ["replay", str(path), "--limit", "2", "--no-baseline", "--json",
+                                 "--db", f"sqlite:///{tmp_path / 'r.db'}"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    expected = recording_defaults(load(path)[:2])
+    assert doc["policy"]["provider"] == provider == expected.overrides["provider"]
+    assert doc["policy"]["budget"] == expected.overrides["budget"] and doc["policy"]["unit"] == "tokens"
+    assert f"provider {provider}: " in r.output and f"budget {expected.overrides['budget']:,} tokens: " in r.output
+    events = sum(sum(s["measures"]["events"].values()) if isinstance(s["measures"]["events"], dict) else
+                 len(s["measures"]["events"]) for s in doc["sessions"])
+    assert events > 0, "the default budget must make compaction act"
+    if provider == "anthropic":
+        assert "thinking" in r.output and "kept" in r.output
+
+
+def test_options_given_win_over_the_recording_defaults(tmp_path):
+    r = CliRunner().invoke(app, ["replay", str(CLAUDE), "--limit", "1", "--no-baseline", "--json", "--budget", "9000",
+                                 "--provider", "openai", "--db", f"sqlite:///{tmp_path / 'r.db'}"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert (doc["policy"]["provider"], doc["policy"]["budget"]) == ("openai", 9000)
+    assert "defaults from the recording" not in r.output
+
+
+def test_provider_guess_reads_the_reasoning_in_the_recording():
+    from ctxwise.formats import load
+    from ctxwise.replay.defaults import guess_provider
+    from ctxwise.replay.sources import builtin
+
+    assert guess_provider(load(CLAUDE)[:1])[0] == "anthropic"
+    assert guess_provider(load(builtin("demo")))[0] == "deepseek"
+    assert guess_provider(load(RETAIL)[:1])[0] == "openai"

@@ -1,27 +1,92 @@
 """ctxwise: keep the working context of tool-using LLM agents inside a budget.
 
     from ctxwise import ContextManager, Policy
-    cm = ContextManager("sqlite:///ctxwise.db", Policy.preset("default", budget=8000, unit="tokens"))
-    s = cm.session("user-1", "chat-1"); s.append(messages); payload = s.prepare().payload
+
+    with ContextManager("sqlite:///ctxwise.db", Policy(budget=8000, unit="tokens")) as cm:
+        session = cm.session("user-1", "chat-1")        # opens the session, or resumes it
+        session.append_openai(messages)                 # what arrived since the last call
+        payload = session.prepare().payload             # compacted, checked, ready to send
+
+Everything a user imports is a name of this package (:data:`__all__`); the subpackages
+``ctxwise.formats`` (read and write other message shapes), ``ctxwise.tokens`` (counters) and
+``ctxwise.providers`` (profiles and the payload check) are public too. Names are imported on
+first use (PEP 562), so ``import ctxwise`` loads neither SQLAlchemy nor a tokenizer.
 """
 
-from .engine import ContextManager, Prepared, Session
-from .errors import (
-    ContextBudgetExceeded,
-    CtxwiseError,
-    FormatError,
-    PayloadInvalid,
-    PolicyError,
-    SessionConflict,
-    SessionNotFound,
-)
-from .messages import Message
-from .policy import Policy
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+_EXPORTS: dict[str, str] = {
+    # the engine
+    "ContextManager": "engine", "Session": "engine", "Prepared": "engine",
+    # configuration
+    "Policy": "policy",
+    # messages and their blocks
+    "Message": "messages", "Block": "messages", "TextBlock": "messages", "ThinkingBlock": "messages",
+    "ToolUseBlock": "messages", "ToolResultBlock": "messages", "ImageBlock": "messages",
+    "text_message": "messages",
+    # what compaction reports and changes
+    "CompactionEvent": "compaction.events",
+    "Replace": "changes", "Hide": "changes", "InsertSummary": "changes",
+    # summarizers and counters
+    "Summarizer": "summarizers", "SummaryResult": "summarizers", "DigestSummarizer": "summarizers",
+    "OpenAISummarizer": "summarizers",
+    "TokenCounter": "tokens", "get_counter": "tokens",
+    # errors (every one has a .hint)
+    "CtxwiseError": "errors", "ContextBudgetExceeded": "errors", "BudgetReport": "errors",
+    "FormatError": "errors", "PayloadInvalid": "errors", "Violation": "errors", "PolicyError": "errors",
+    "SessionConflict": "errors", "SessionNotFound": "errors", "MissingExtra": "errors",
+    "SummarizerError": "errors", "MemoryBusy": "errors", "MemoryEntryNotFound": "errors",
+}
+
 __all__ = [
-    "ContextManager", "Session", "Prepared", "Policy", "Message",
-    "CtxwiseError", "ContextBudgetExceeded", "FormatError", "PayloadInvalid", "PolicyError",
-    "SessionConflict", "SessionNotFound",
+    "Block", "BudgetReport", "CompactionEvent", "ContextBudgetExceeded", "ContextManager", "CtxwiseError",
+    "DigestSummarizer", "FormatError", "Hide", "ImageBlock", "InsertSummary", "MemoryBusy", "MemoryEntryNotFound",
+    "Message", "MissingExtra", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "Prepared", "Replace",
+    "Session", "SessionConflict", "SessionNotFound", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
+    "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolUseBlock", "Violation", "__version__", "get_counter",
+    "text_message",
 ]
+"""What users import; pinned by tests/test_meta.py (add a name there and in ``_EXPORTS``)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ctxwise' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from .changes import Hide, InsertSummary, Replace
+    from .compaction.events import CompactionEvent
+    from .engine import ContextManager, Prepared, Session
+    from .errors import (
+        BudgetReport,
+        ContextBudgetExceeded,
+        CtxwiseError,
+        FormatError,
+        MemoryBusy,
+        MemoryEntryNotFound,
+        MissingExtra,
+        PayloadInvalid,
+        PolicyError,
+        SessionConflict,
+        SessionNotFound,
+        SummarizerError,
+        Violation,
+    )
+    from .messages import Block, ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, text_message
+    from .policy import Policy
+    from .summarizers import DigestSummarizer, OpenAISummarizer, Summarizer, SummaryResult
+    from .tokens import TokenCounter, get_counter

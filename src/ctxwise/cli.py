@@ -120,7 +120,7 @@ def replay(
 
     Example: ctxwise replay ../shared/data/trajectories/tau2-bench/retail_gpt-4.1_1trial.json --unit tokens --budget 4000
     """
-    from .policy import Policy
+    from . import Policy
     from .replay import render
     from .replay.run import DEMO_POLICY, run
 
@@ -137,7 +137,21 @@ def replay(
         if unit is not None and budget is None:
             demo.pop("budget")  # a unit alone: the preset's budget in that unit
         overrides = {**demo, **overrides}
+    loaded = None
+    notes: list[str] = []
     try:
+        if paths and config is None and (budget is None or provider is None):
+            # a recording with options left out: its provider, and a budget at which compaction acts
+            from .replay.defaults import recording_defaults
+            from .replay.sources import collect
+
+            Policy.preset(preset, **overrides)  # the options given are checked before the files are read
+            loaded = collect([str(p) for p in paths])
+            picked = recording_defaults(loaded[0][:limit] if limit else loaded[0], provider=provider, budget=budget,
+                                        unit=unit.value if unit else ("chars" if preset == "ragent" else "tokens"),
+                                        tokenizer=tokenizer or "o200k_base")
+            overrides = {**picked.overrides, **overrides}
+            notes = picked.notes
         policy = (Policy.from_toml(config, default_preset=preset, **overrides) if config
                   else Policy.preset(preset, **overrides))
         if policy.unit == "tokens":
@@ -147,6 +161,9 @@ def replay(
     except CtxwiseError as e:
         fail(e)
 
+    if notes:
+        (err if json_out else out).print("defaults from the recording (pass --provider / --budget to choose):\n  "
+                                         + "\n  ".join(notes), soft_wrap=True, highlight=False, markup=False)
     if policy.summarizer == "openai" and not os.environ.get("OPENAI_API_KEY"):
         err.print("[yellow]warning:[/] --summarizer openai: OPENAI_API_KEY is not set; summaries will fail "
                   "and the other stages will keep the context in budget (see the summarizer_failed events)",
@@ -174,7 +191,7 @@ def replay(
         bar.start()
     try:
         result = run([str(p) for p in paths or []], policy, db=db, cache_ratio=cache_ratio, limit=limit,
-                     baseline=baseline, progress=progress)
+                     baseline=baseline, progress=progress, loaded=loaded)
     except CtxwiseError as e:
         fail(e)
     except Exception as e:  # the store could not be opened, say

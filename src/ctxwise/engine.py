@@ -21,7 +21,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from pydantic import ValidationError
 
@@ -33,10 +33,12 @@ from .policy import Policy
 from .providers import check as check_payload
 from .providers import check_wire, get_profile, render
 from .providers import rules as provider_rules
-from .store import ContextRow, Store
 from .summarizers import Summarizer, from_policy
 from .tokens import get_counter
 from .units import is_user_input, tool_cycles
+
+if TYPE_CHECKING:
+    from .store import Store
 
 log = logging.getLogger("ctxwise")
 
@@ -480,7 +482,11 @@ class ContextManager:
         pipeline: Pipeline | None = None,
     ) -> None:
         self.policy = policy or Policy.preset("default")
-        self.store = store or Store(store_url)
+        if store is None:
+            from .store import Store  # SQLAlchemy and Alembic load here, not at import
+
+            store = Store(store_url)
+        self.store = store
         self.summarizer = summarizer or from_policy(self.policy)
         self.on_event = on_event
         self.pipeline = pipeline or Pipeline.default()

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+__all__ = ["ANTHROPIC", "DEEPSEEK", "FLAT", "GEMINI", "OPENAI", "PRICE_MODELS", "QWEN", "PriceModel", "price_model"]
+
 
 @dataclass(frozen=True)
 class PriceModel:

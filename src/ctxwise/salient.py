@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+__all__ = ["salient_values"]
+
 _EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"
 _DATE = (
     r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from .messages import Message
 
+__all__ = ["ToolCycle", "Turn", "cycle_boundaries", "is_user_input", "last_user_index", "tool_cycles", "turns"]
+
 
 def is_user_input(m: Message) -> bool:
     """True for a user message that is the person's own input (not a tool-result carrier)."""

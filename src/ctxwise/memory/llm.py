@@ -28,6 +28,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._optional import require
 from ..messages import Message
 from ..units import is_user_input
 from .facts import FACT_KINDS, Fact, extract_facts
@@ -92,7 +93,7 @@ class LLMFactExtractor:
         self.json_mode = json_mode
         self.deadline_s = timeout_s * (max_retries + 1) + 2.0
         if client is None:
-            import openai
+            openai = require("openai", "llm", "the LLM fact extractor")
 
             client = openai.OpenAI(
                 base_url=base_url, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "unused",

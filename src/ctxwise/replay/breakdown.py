@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from ..tokens.base import TokenCounter, tool_input_json
+from .. import ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ..tokens import TokenCounter, tool_input_json
 
 CATEGORIES: tuple[str, ...] = ("system", "dialogue", "tool calls", "tool results", "thinking", "summary")
 

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..messages import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from .. import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from ..prices import FLAT, PriceModel
 from ..salient import salient_values
 
@@ -57,7 +57,7 @@ def as_sent(messages: Sequence[Message], provider: str) -> list[Message]:
     """``messages`` as the provider receives them: without reasoning for providers that take
     none back (OpenAI Chat Completions, Gemini), unchanged otherwise. Measure this, not the
     canonical list: reasoning that is never sent costs no tokens and breaks no cache."""
-    from ..compaction.context import sent_view
+    from ..compaction import sent_view
     from ..providers import get_profile
 
     if get_profile(provider).sends_reasoning:

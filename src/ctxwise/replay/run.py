@@ -15,9 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine import ContextManager
-from ..errors import CtxwiseError
-from ..policy import Policy
+from .. import ContextManager, CtxwiseError, Policy
 from .runner import Measures, SessionResult, replay_conversation
 from .sources import SourceError, builtin, collect, conversation_label
 
@@ -86,17 +84,18 @@ def run(
     limit: int | None = None,
     baseline: bool = True,
     progress: Callable[[int, int, str], None] | None = None,
+    loaded: tuple[list[Any], list[SourceError]] | None = None,
 ) -> RunResult:
     """Replay every conversation in ``paths`` (the built-in demo when empty) under ``policy``.
 
     ``progress(done, total, name)`` is called before and after each conversation. Raises only
     for problems of the whole run (the store cannot be opened); per-session failures land in
-    ``RunResult.errors``.
+    ``RunResult.errors``. ``loaded`` is ``collect(paths)`` when the caller has read them already.
     """
     shown = [str(p) for p in paths] or [str(builtin("demo"))]
     result = RunResult(policy=policy, paths=shown, cache_ratio=cache_ratio, db=db,
                        run_id=time.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(2))
-    conversations, result.errors = collect(shown)
+    conversations, result.errors = loaded if loaded is not None else collect(shown)
     if limit is not None:
         conversations = conversations[:limit]
     per_source: dict[str, int] = {}

