@@ -21,12 +21,14 @@ SRC = Path(ctxwise.__file__).resolve().parent
 REPO = SRC.parents[1]
 
 PINNED = [
-    "Block", "BudgetReport", "CompactionEvent", "ContextBudgetExceeded", "ContextManager", "CtxwiseError",
-    "DigestSummarizer", "FormatError", "Hide", "ImageBlock", "InsertSummary", "MemoryBusy", "MemoryEntryNotFound",
-    "Message", "MissingExtra", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "Prepared", "Replace",
-    "Session", "SessionConflict", "SessionNotFound", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
-    "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolUseBlock", "Violation", "__version__", "get_counter",
-    "text_message",
+    "Block", "BudgetReport", "CompactionEvent", "ContextBudgetExceeded", "ContextManager", "ContextRow",
+    "CtxwiseError", "DigestSummarizer", "FormatError", "Hide", "ImageBlock", "InMemoryStore", "InsertSummary",
+    "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
+    "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
+    "Replace", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState", "SessionStore",
+    "SqlStore", "StoreSchemaError", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock", "ThinkingBlock",
+    "TokenCounter", "ToolResultBlock", "ToolUseBlock", "TranscriptRow", "Violation", "__version__", "get_counter",
+    "open_store", "text_message",
 ]
 """`ctxwise.__all__`, exactly. A change here is a change of the public API: say so in the commit."""
 

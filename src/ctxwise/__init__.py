@@ -32,6 +32,10 @@ _EXPORTS: dict[str, str] = {
     # what compaction reports and changes
     "CompactionEvent": "compaction.events",
     "Replace": "changes", "Hide": "changes", "InsertSummary": "changes",
+    # stores: the protocols, the SQL and in-memory implementations, the rows they return
+    "SessionStore": "store.protocols", "MemoryStore": "store.protocols", "SqlStore": "store",
+    "InMemoryStore": "store", "open_store": "store", "ContextRow": "store.types", "SessionState": "store.types",
+    "SessionInfo": "store.types", "TranscriptRow": "store.types",
     # summarizers and counters
     "Summarizer": "summarizers", "SummaryResult": "summarizers", "DigestSummarizer": "summarizers",
     "OpenAISummarizer": "summarizers",
@@ -41,15 +45,18 @@ _EXPORTS: dict[str, str] = {
     "FormatError": "errors", "PayloadInvalid": "errors", "Violation": "errors", "PolicyError": "errors",
     "SessionConflict": "errors", "SessionNotFound": "errors", "MissingExtra": "errors",
     "SummarizerError": "errors", "MemoryBusy": "errors", "MemoryEntryNotFound": "errors",
+    "NotStorable": "errors", "MessageNotStorable": "errors", "PolicyMismatch": "errors", "StoreSchemaError": "errors",
 }
 
 __all__ = [
-    "Block", "BudgetReport", "CompactionEvent", "ContextBudgetExceeded", "ContextManager", "CtxwiseError",
-    "DigestSummarizer", "FormatError", "Hide", "ImageBlock", "InsertSummary", "MemoryBusy", "MemoryEntryNotFound",
-    "Message", "MissingExtra", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "Prepared", "Replace",
-    "Session", "SessionConflict", "SessionNotFound", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
-    "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolUseBlock", "Violation", "__version__", "get_counter",
-    "text_message",
+    "Block", "BudgetReport", "CompactionEvent", "ContextBudgetExceeded", "ContextManager", "ContextRow",
+    "CtxwiseError", "DigestSummarizer", "FormatError", "Hide", "ImageBlock", "InMemoryStore", "InsertSummary",
+    "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
+    "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
+    "Replace", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState", "SessionStore",
+    "SqlStore", "StoreSchemaError", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock", "ThinkingBlock",
+    "TokenCounter", "ToolResultBlock", "ToolUseBlock", "TranscriptRow", "Violation", "__version__", "get_counter",
+    "open_store", "text_message",
 ]
 """What users import; pinned by tests/test_meta.py (add a name there and in ``_EXPORTS``)."""
 
@@ -78,15 +85,22 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         FormatError,
         MemoryBusy,
         MemoryEntryNotFound,
+        MessageNotStorable,
         MissingExtra,
+        NotStorable,
         PayloadInvalid,
         PolicyError,
+        PolicyMismatch,
         SessionConflict,
         SessionNotFound,
+        StoreSchemaError,
         SummarizerError,
         Violation,
     )
     from .messages import Block, ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, text_message
     from .policy import Policy
     from .summarizers import DigestSummarizer, OpenAISummarizer, Summarizer, SummaryResult
+    from .store import InMemoryStore, SqlStore, open_store
+    from .store.protocols import MemoryStore, SessionStore
+    from .store.types import ContextRow, SessionInfo, SessionState, TranscriptRow
     from .tokens import TokenCounter, get_counter
