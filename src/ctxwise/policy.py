@@ -38,8 +38,8 @@ from .providers.profiles import PROFILES
 from .prices import PRICE_MODELS, PriceModel
 
 DEFAULT_PLACEHOLDER = (
-    "[tool result cleared to save context: {name} returned {n} characters for input {input}; "
-    "the original is kept under tool_use_id {id}]"
+    "[result cleared to save context: {name} {input} returned {n} characters; {values}"
+    "the original is kept under tool_use_id {id} (recall_tool_result)]"
 )
 RAGENT_PLACEHOLDER = "[历史工具结果已省略，原长 {n} 字符，原入参 {input}]"
 
@@ -109,11 +109,14 @@ class Policy(BaseModel):
     min_clear_chars: int = Field(200, ge=0)
     """Results shorter than this many characters are never cleared."""
     placeholder: str = DEFAULT_PLACEHOLDER
-    """Template of a cleared body: ``{n}`` original characters, ``{name}``, ``{input}``, ``{id}``, ``{state}``."""
+    """Template of a cleared body: ``{n}`` original characters, ``{name}``, ``{input}``, ``{id}``, ``{state}``,
+    ``{values}`` (the body's key values: ids, amounts, dates, statuses, names; see ``placeholder_values_max``)."""
     placeholder_input: Literal["json", "kv"] = "json"
     """How ``{input}`` is written: compact JSON or Ragent's ``{key=value, ...}``."""
     placeholder_input_max: int = Field(120, ge=0)
     """``{input}`` is cut to this many characters."""
+    placeholder_values_max: int = Field(240, ge=0)
+    """``{values}`` keeps at most this many characters of key values, cut between whole values (0 = none)."""
 
     summarize: bool = True
     """Whether the summarizing stage runs at all."""

@@ -11,8 +11,10 @@ an unfinished cycle, the last ``keep_recent_cycles`` cycles, tools outside
 "order not found" stops the model repeating the call), and bodies no longer than their
 placeholder or shorter than ``min_clear_chars``.
 
-A placeholder is a pure function of (name, original length, input, id): byte-stable once
-written, so the cleared prefix stays identical across calls (prompt caches stay warm).
+A placeholder (:mod:`ctxwise.compaction.placeholder`) is a pure function of (body, name,
+input, id): it keeps the body's key values inline and names the id the recall tool fetches the
+original by; byte-stable once written, so the cleared prefix stays identical across calls
+(prompt caches stay warm).
 """
 
 from __future__ import annotations
@@ -26,32 +28,8 @@ from ..messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ..policy import Policy
 from ..units import tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, in_flight_start, mark, with_mark
+from .placeholder import placeholder_text, render_input  # noqa: F401  (render_input: re-exported)
 from .stage import StageInput
-
-
-def render_input(tool_input: dict[str, Any], style: str, limit: int) -> str:
-    """The tool input for a placeholder: ``{key=value, ...}`` (``kv``, Ragent's style) or
-    compact JSON, cut to ``limit`` characters (an ellipsis marks a cut)."""
-    if style == "kv":
-        parts = [f"{k}={v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}" for k, v in tool_input.items()]
-        s = "{" + ", ".join(parts) + "}"
-    else:
-        s = json.dumps(tool_input, ensure_ascii=False, separators=(", ", ": "))
-    if limit and len(s) > limit:
-        s = s[: max(limit - 1, 0)] + "…"
-    return s
-
-
-def placeholder_text(policy: Policy, result: ToolResultBlock, tool_input: dict[str, Any]) -> str:
-    """The placeholder for ``result`` under ``policy`` (template fields ``{n}`` original
-    length in characters, ``{name}``, ``{input}``, ``{id}``, ``{state}``)."""
-    return policy.placeholder.format(
-        n=len(result.text),
-        name=result.name or "tool",
-        input=render_input(tool_input, policy.placeholder_input, policy.placeholder_input_max),
-        id=result.tool_use_id,
-        state=result.state,
-    )
 
 
 def _clear_message(m: Message, uses: dict[str, ToolUseBlock], policy: Policy, force: bool) -> Message | None:

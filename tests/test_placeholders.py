@@ -1,0 +1,72 @@
+"""Salient placeholders: a cleared result keeps its key values inline, bounded, byte-stable,
+and names the tool_use_id the recall tool fetches the original by (issue 11, item 5)."""
+
+from __future__ import annotations
+
+import json
+
+from ctxwise.compaction import placeholder_text
+from ctxwise.compaction.placeholder import distill, key_values
+from ctxwise.messages import TextBlock, ToolResultBlock
+from ctxwise.policy import Policy
+from ctxwise.replay import metrics
+
+ORDER = {
+    "order_id": "#W4923227", "user_id": "isabella_lopez_6490",
+    "address": {"address1": "710 Sunset Drive", "city": "Phoenix", "zip": "85034"},
+    "items": [{"name": "Bluetooth Speaker", "item_id": "7751905257", "price": 321.18,
+               "options": {"color": "red", "battery life": "10 hours"}}],
+    "status": "pending", "payment_history": [{"transaction_type": "payment", "amount": 321.18,
+                                              "payment_method_id": "credit_card_8554680"}],
+    "delivered": "2024-05-05", "note": "x" * 400,
+}
+
+
+def result(body: str, id_: str = "call_8ONA") -> ToolResultBlock:
+    return ToolResultBlock(tool_use_id=id_, name="get_order_details", output=[TextBlock(text=body)])
+
+
+def test_placeholder_keeps_ids_amounts_dates_status_and_names_and_the_id():
+    """Kind: a cleared JSON tool result whose values later answers quote (ids, amounts, dates,
+    statuses, names): each stays readable in the placeholder."""
+    body = json.dumps(ORDER)
+    text = placeholder_text(Policy.preset("default"), result(body), {"order_id": "#W4923227"})
+    for v in ("#W4923227", "isabella_lopez_6490", "7751905257", "321.18", "pending", "Bluetooth Speaker",
+              "credit_card_8554680", "2024-05-05", "call_8ONA", "recall_tool_result"):
+        assert v in text, v
+    assert "Phoenix" not in text and "x" * 20 not in text  # not a key value: dropped
+    assert len(text) < len(body)
+    # the replay's recoverable measure sees the placeholder as naming its original
+    assert result(body).tool_use_id in text
+
+
+def test_values_are_bounded_cut_between_whole_values_salient_first():
+    body = json.dumps({"orders": [f"#W{1000000 + i}" for i in range(60)], "status": "active"})
+    out = distill(body, 80)
+    assert len(out) <= 80 and out.endswith(", …")
+    parts = out.removesuffix(", …").split(", ")
+    assert all(p.startswith("orders=#W") and len(p) == len("orders=#W1000000") for p in parts)  # whole values only
+    assert "status=active" not in out  # kept for its key alone: after the salient values, no room left
+    assert distill(body, 0) == "" and distill("no values here", 100) == ""
+    assert [t for _, t in key_values("Order W77 costs $12.50 on 2024-01-02")] == ["W77", "$12.50", "2024-01-02"]
+
+
+def test_placeholder_is_byte_stable_and_ragent_keeps_its_exact_text():
+    body = json.dumps(ORDER)
+    p = Policy.preset("default")
+    assert placeholder_text(p, result(body), {}) == placeholder_text(p, result(body), {})
+    limited = placeholder_text(p.with_(placeholder_values_max=0), result(body), {})
+    assert "key values" not in limited and "call_8ONA" in limited
+    rag = placeholder_text(Policy.preset("ragent"), result(body), {"q": "a"})
+    assert rag == f"[历史工具结果已省略，原长 {len(body)} 字符，原入参 {{q=a}}]"
+
+
+def test_a_placeholder_with_the_values_supports_them_in_the_recall_measure():
+    from ctxwise.messages import Message, ToolUseBlock, text_message
+    use = Message(id="a1", role="assistant", blocks=[ToolUseBlock(id="call_8ONA", name="get_order_details", input={})])
+    full = result(json.dumps(ORDER))
+    hist = [text_message("u", "user", "order #W4923227?"), use, Message(id="t", role="tool", blocks=[full])]
+    cleared = full.model_copy(update={"output": [TextBlock(text=placeholder_text(Policy.preset("default"), full, {}))]})
+    out = text_message("o", "assistant", "Order #W4923227 is pending: $321.18, delivered May 5, 2024.")
+    s = metrics.call_support(hist, hist[:2] + [Message(id="t", role="tool", blocks=[cleared])], out)
+    assert s.missing_norm == [] and set(s.needed_norm) == {"W4923227", "$321.18", "May 5, 2024"}
