@@ -124,6 +124,17 @@ class SessionNotFound(CtxwiseError, KeyError):
         return str(self.args[0]) if self.args else "session not found"
 
 
+class ToolResultNotFound(CtxwiseError, KeyError):
+    """No tool result with that ``tool_use_id`` in the session (the recall tool's lookup;
+    scoped by user: another user's result is not found)."""
+
+    hint = ("pass a tool_use_id a placeholder in the context names (recall_tool_result); results of other "
+            "sessions or users are not reachable")
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "tool result not found"
+
+
 class PolicyError(CtxwiseError, ValueError):
     """A configuration value that is out of range or unknown."""
 

@@ -1,0 +1,94 @@
+"""Recall by id: a tool the agent can register to fetch a cleared tool result back.
+
+When clearing replaces an old tool-result body by a placeholder, the original stays in the
+store and the placeholder names its ``tool_use_id``. Register :func:`recall_tool_schema` with
+the model's other tools and answer its calls with :func:`recall_tool_output`::
+
+    tools = [*my_tools, recall_tool_schema("openai")]
+    ...
+    for call in reply.tool_calls:
+        if call.function.name == RECALL_TOOL_NAME:
+            text, is_error = recall_tool_output(session, call.function.arguments)
+
+The lookup goes through :meth:`ctxwise.Session.original`, which is scoped to the session's
+``(user_id, session_id)``: an agent can fetch only its own session's results, never another
+user's. Each provider gets the tool in its own format (Chat Completions ``{"type": "function",
+"function": {...}}``; Responses API ``{"type": "function", "name": ...}``; Anthropic
+``{"name", "description", "input_schema"}``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from .errors import FormatError, ToolResultNotFound
+from .providers import PROFILES
+
+if TYPE_CHECKING:
+    from .engine import Session
+
+RECALL_TOOL_NAME = "recall_tool_result"
+RECALL_TOOL_DESCRIPTION = (
+    "Fetch the full original output of an earlier tool call whose result was cleared from the "
+    "context to save room. Pass the tool_use_id the placeholder names. Use it only when you need "
+    "a detail the placeholder does not show."
+)
+RECALL_TOOL_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "tool_use_id": {"type": "string", "description": "The id named in the cleared result's placeholder."},
+    },
+    "required": ["tool_use_id"],
+    "additionalProperties": False,
+}
+"""The tool's input, as JSON Schema (the same for every provider)."""
+
+
+def recall_tool_schema(provider: str = "openai") -> dict[str, Any]:
+    """The recall tool's declaration in ``provider``'s tool format: Chat Completions shape for
+    ``openai``, ``deepseek``, ``qwen`` and ``gemini`` (its OpenAI-compatible endpoint), the
+    Responses API function tool for ``openai_responses``, Anthropic's ``input_schema`` shape for
+    ``anthropic``. Raises :class:`~ctxwise.errors.FormatError` for an unknown provider."""
+    if provider not in PROFILES:
+        raise FormatError(f"provider {provider!r}", f"unknown provider; known: {', '.join(PROFILES)}")
+    params = json.loads(json.dumps(RECALL_TOOL_PARAMETERS))  # a fresh copy the caller may edit
+    if provider == "anthropic":
+        return {"name": RECALL_TOOL_NAME, "description": RECALL_TOOL_DESCRIPTION, "input_schema": params}
+    if provider == "openai_responses":
+        return {"type": "function", "name": RECALL_TOOL_NAME, "description": RECALL_TOOL_DESCRIPTION,
+                "parameters": params, "strict": True}
+    return {"type": "function",
+            "function": {"name": RECALL_TOOL_NAME, "description": RECALL_TOOL_DESCRIPTION, "parameters": params}}
+
+
+def recall_tool_result(session: "Session", tool_use_id: str) -> str:
+    """The original text of the tool result answering ``tool_use_id`` in ``session`` (as it
+    was appended, before any clearing). Raises :class:`~ctxwise.errors.ToolResultNotFound` when
+    the session (of this user) holds no such result."""
+    original = session.original(tool_use_id)
+    if original is not None:
+        for r in original.tool_results:
+            if r.tool_use_id == tool_use_id:
+                return r.text
+    raise ToolResultNotFound(f"no tool result with tool_use_id {tool_use_id!r} in session "
+                             f"{session.session_id!r} of user {session.user_id!r}")
+
+
+def recall_tool_output(session: "Session", arguments: str | dict[str, Any]) -> tuple[str, bool]:
+    """Answer one call of the recall tool: ``arguments`` as the model sent them (a JSON string
+    or a dict with ``tool_use_id``). Returns ``(text, is_error)``: the original body, or a
+    one-line error for the model (bad arguments, unknown id) with ``is_error`` True, so an agent
+    loop can send it back as a failed tool result instead of stopping."""
+    try:
+        args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
+        tool_use_id = args["tool_use_id"]
+        if not isinstance(tool_use_id, str) or not tool_use_id:
+            raise TypeError
+    except (ValueError, TypeError, KeyError):
+        return (f'{RECALL_TOOL_NAME} needs {{"tool_use_id": "<id from the placeholder>"}}, got {arguments!r}'[:300],
+                True)
+    try:
+        return recall_tool_result(session, tool_use_id), False
+    except ToolResultNotFound as e:
+        return str(e), True

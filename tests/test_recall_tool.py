@@ -1,0 +1,84 @@
+"""Recall by id (issue 11, item 8): the tool schema in each provider's format and its handler,
+which returns a cleared result's original body from the store, scoped to the session's user."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from builders import system, tool_turn, user
+from ctxwise import ContextManager, Policy
+from ctxwise.errors import FormatError, ToolResultNotFound
+from ctxwise.messages import ToolResultBlock
+from ctxwise.recall import RECALL_TOOL_NAME, recall_tool_output, recall_tool_result, recall_tool_schema
+
+
+def test_schema_matches_each_sdk_tool_type():
+    """Kind: a tool declaration in the wrong provider's shape (rejected by the API with 400)."""
+    from anthropic.types import ToolParam
+    from openai.types.chat import ChatCompletionToolParam
+    from openai.types.responses import FunctionToolParam
+
+    for provider, sdk_type in (("openai", ChatCompletionToolParam), ("deepseek", ChatCompletionToolParam),
+                               ("anthropic", ToolParam), ("openai_responses", FunctionToolParam)):
+        schema = recall_tool_schema(provider)
+        TypeAdapter(sdk_type).validate_python(schema)
+        assert RECALL_TOOL_NAME in json.dumps(schema)
+    assert "input_schema" in recall_tool_schema("anthropic") and "function" in recall_tool_schema("openai")
+    with pytest.raises(ValidationError):  # each format's own keys: the Anthropic shape is no chat tool
+        TypeAdapter(ChatCompletionToolParam).validate_python(recall_tool_schema("anthropic"))
+    with pytest.raises(FormatError, match="unknown provider"):
+        recall_tool_schema("cohere")
+
+
+@pytest.fixture
+def cleared_session(tmp_path):
+    """A session small enough that clearing fires: the prepared context holds placeholders."""
+    policy = Policy.preset("default", budget=4000, unit="chars", clear_min_batch=0.0)
+    cm = ContextManager(f"sqlite:///{tmp_path / 'r.db'}", policy)
+    s = cm.session("alice", "chat-1")
+    msgs = [system()]
+    for k in range(3):
+        msgs += tool_turn(f"Round {k}: where is order #W{100 + k}?",
+                          [("get_order_details", {"order_id": f"#W{100 + k}"},
+                            json.dumps({"order_id": f"#W{100 + k}", "price": 10.5 + k, "notes": "n" * 900}))],
+                          f"Order #W{100 + k} is on its way.")
+    s.append(msgs + [user("And the first one again?")])
+    prepared = s.prepare()
+    yield cm, s, prepared, msgs
+    cm.close()
+
+
+def test_recall_returns_the_original_a_placeholder_names(cleared_session):
+    cm, s, prepared, msgs = cleared_session
+    cleared = [b for m in prepared.messages for b in m.blocks
+               if isinstance(b, ToolResultBlock) and b.tool_use_id in b.text]
+    assert cleared, "clearing fired and the placeholder names its id"
+    for b in cleared:
+        original = next(r.text for m in msgs for r in m.tool_results if r.tool_use_id == b.tool_use_id)
+        assert recall_tool_result(s, b.tool_use_id) == original != b.text
+        text, is_error = recall_tool_output(s, json.dumps({"tool_use_id": b.tool_use_id}))
+        assert (text, is_error) == (original, False)
+
+
+def test_recall_is_scoped_to_the_sessions_user(cleared_session):
+    """Kind: reading another user's data by guessing an id. The same session id under another
+    user holds nothing of alice's."""
+    cm, s, prepared, msgs = cleared_session
+    some_id = next(r.tool_use_id for m in msgs for r in m.tool_results)
+    mallory = cm.session("mallory", "chat-1")
+    with pytest.raises(ToolResultNotFound, match="user 'mallory'"):
+        recall_tool_result(mallory, some_id)
+    text, is_error = recall_tool_output(mallory, {"tool_use_id": some_id})
+    assert is_error and "no tool result" in text
+
+
+def test_bad_arguments_answer_the_model_with_an_error_not_an_exception(cleared_session):
+    _, s, _, _ = cleared_session
+    for bad in ("not json", "{}", {"tool_use_id": 3}, {"id": "x"}):
+        text, is_error = recall_tool_output(s, bad)
+        assert is_error and "tool_use_id" in text
+    with pytest.raises(ToolResultNotFound):
+        recall_tool_result(s, "call_nope")
