@@ -6,6 +6,13 @@ quoted verbatim so numbers, units, dates, identifiers, negations and conditions 
 said and what tools returned, and tells proposals ("the assistant said") from completed
 actions (a successful call of a tool that changes something). Rolling: the sections of the
 previous summary are carried into the new one, so a second pass loses no requirement.
+
+What the agent itself said is kept with its values: each reply's first sentence and every
+sentence stating a salient value (a price, a total, an id, a date), after unwrapping replies
+sent as JSON (``{"message": "..."}``). Tool findings are the result's key values
+(``order_id=#W1, price=321.18, status=pending``; :mod:`ctxwise.compaction.placeholder`), never
+call ids, also for a result already cleared to a placeholder. The user's requirements appear
+once: the pinned facts are sent in their own block by the engine, not repeated here.
 """
 
 from __future__ import annotations
@@ -14,13 +21,70 @@ import json
 import re
 from typing import Sequence
 
+from ..distill import key_values
 from ..messages import Message, ToolResultBlock, ToolUseBlock
 from ..salient import salient_values
 from .base import SummaryResult
 
+REPLY_CHARS = 400
+"""At most this many characters of one assistant reply are kept (whole sentences)."""
+FINDING_CHARS = 240
+"""At most this many characters of one tool result's key values are kept."""
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+"""Where a sentence ends: . ! ? before a space (not inside ``$466.75``), or a CJK stop."""
+_WRAPPER_KEYS = ("message", "content", "text", "response", "answer", "reply")
+
+
+def unwrap(text: str) -> str:
+    """A reply sent as a JSON object with its words under one key (``{"message": "..."}``,
+    also ``content``, ``text``, ``response``, ``answer``, ``reply``) as those words; any other
+    text unchanged."""
+    t = text.strip()
+    if not (t.startswith("{") and t.endswith("}")):
+        return text
+    try:
+        data = json.loads(t)
+    except ValueError:
+        return text
+    if isinstance(data, dict):
+        for k in _WRAPPER_KEYS:
+            if isinstance(data.get(k), str) and data[k].strip():
+                return data[k]
+    return text
+
+
+def stated(text: str, limit: int = REPLY_CHARS) -> str:
+    """What an assistant reply said, for the summary: its first sentence and every later
+    sentence stating a salient value, whole sentences only, at most ``limit`` characters."""
+    sents = [s.strip() for s in _SENTENCE_END.split(" ".join(unwrap(text).split())) if s.strip()]
+    if not sents:
+        return ""
+    keep = [sents[0][:limit]]
+    used = len(keep[0])
+    for s in sents[1:]:
+        if salient_values(s) and used + 1 + len(s) <= limit:
+            keep.append(s)
+            used += 1 + len(s)
+    return " ".join(keep)
+
+
+def findings(body: str, call_ids: set[str]) -> str:
+    """A tool result's key values (``key=value`` for JSON; salient values otherwise), without
+    any tool call id (a cleared result's placeholder names its own), at most
+    :data:`FINDING_CHARS` characters."""
+    vals = [v for _, v in key_values(body)
+            if not any(cid and cid in v for cid in call_ids) and "recall_tool_result" not in v]
+    out, used = [], 0
+    for v in vals:
+        if used + len(v) + 2 > FINDING_CHARS:
+            out.append("…")
+            break
+        out.append(v)
+        used += len(v) + 2
+    return ", ".join(out)
+
 SECTIONS = (
     "User requirements (verbatim)",
-    "Pinned facts",
     "Completed actions",
     "Tools called and findings",
     "Dead ends",
@@ -73,8 +137,8 @@ def _parse_previous(previous: str | None) -> dict[str, list[str]]:
     current: str | None = None
     for line in previous.splitlines():
         head = line.rstrip(":").strip()
-        if head in sections:
-            current = head
+        if not line.startswith("- ") and line.rstrip().endswith(":"):
+            current = head if head in sections else None  # a section no longer written (Pinned facts)
         elif current and line.startswith("- "):
             sections[current].append(line[2:])
     return sections
@@ -113,9 +177,10 @@ class DigestSummarizer:
             elif m.role == "assistant":
                 for u in m.tool_uses:
                     uses[u.id] = u
-                if m.text.strip():
-                    last_answer = m.text
-                    sec["Progress"].append(f'The assistant told the user: "{_first_sentence(m.text)}"')
+                said = stated(m.text) if m.text.strip() else ""
+                if said:
+                    last_answer = said
+                    sec["Progress"].append(f'The assistant told the user: "{said}"')
             for b in m.blocks:
                 if isinstance(b, ToolResultBlock):
                     use = uses.get(b.tool_use_id)
@@ -123,13 +188,11 @@ class DigestSummarizer:
                     if b.state == "error":
                         sec["Dead ends"].append(f'{call} failed: "{_first_sentence(b.text, 160)}"')
                         continue
-                    vals = salient_values(b.text)[: self.max_findings]
-                    found = ", ".join(vals) if vals else _first_sentence(b.text, 120)
+                    found = findings(b.text, set(uses) | {b.tool_use_id}) or _first_sentence(b.text, 120)
                     sec["Tools called and findings"].append(f"{call} returned {found}")
                     name = (use.name if use else b.name) or ""
                     if _WRITE_TOOL.search(name):
                         sec["Completed actions"].append(f"{call} succeeded")
-        sec["Pinned facts"] = [f'"{f}"' for f in facts] or sec["Pinned facts"]
         if last_answer:
             sec["Open tasks and next step"] = [
                 f'Where the conversation stood: the assistant last said "{_first_sentence(last_answer, 300)}"'
@@ -157,12 +220,10 @@ MIN_REQUIREMENTS_CAP = 2000
 def _fit_requirements(sec: dict[str, list[str]], facts: Sequence[str], target_chars: int) -> str:
     """Last step of fitting: the summary must stay bounded however long the session.
 
-    The quoted facts go first (the engine sends them in their own pinned block), then the
-    user's quotes, oldest first: quotes whose words are all in a pinned fact, then quotes
-    without a number, then any; the newest quote always stays.
+    The user's quotes go oldest first: quotes whose words are all in a pinned fact (the engine
+    sends those in their own pinned block), then quotes without a number, then any; the newest
+    quote always stays.
     """
-    if sec["Pinned facts"]:
-        sec["Pinned facts"] = []
     text = _render(sec)
     req = sec["User requirements (verbatim)"]
     pinned = list(facts)

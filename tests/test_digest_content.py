@@ -1,0 +1,61 @@
+"""The digest keeps what the agent said (issue 11, item 6): values the assistant stated,
+JSON-wrapped replies unwrapped, tool findings with their values (not call ids), and the
+user's requirements once."""
+
+from __future__ import annotations
+
+import json
+
+from builders import assistant, results, user
+from ctxwise.compaction import placeholder_text
+from ctxwise.policy import Policy
+from ctxwise.summarizers import DigestSummarizer
+from ctxwise.summarizers.digest import stated, unwrap
+
+ORDER = json.dumps({"order_id": "#W4923227", "items": [{"name": "Bluetooth Speaker", "price": 321.18}],
+                    "status": "pending", "notes": "n" * 300})
+
+
+def test_assistant_values_are_kept_not_only_the_first_sentence():
+    """Kind: a later answer quotes a total the assistant stated mid-reply, after a summary."""
+    reply = ("Thanks for waiting. I checked everything carefully. The refund comes to $466.75 "
+             "and reaches you by 2024-06-01. Anything else?")
+    out = DigestSummarizer().summarize([user("refund please"), assistant(reply)], None, 4000).text
+    assert "$466.75" in out and "2024-06-01" in out and "Thanks for waiting." in out
+    assert "I checked everything carefully." not in out  # no value: left out
+    assert stated("x" * 50 + ". " + "Total $1. " * 100, limit=120).count("$1") <= 7
+
+
+def test_json_wrapped_replies_are_unwrapped():
+    """Kind: a model answering in a JSON envelope ({"message": ...}); the digest used to keep nothing."""
+    wrapped = json.dumps({"message": "Order #W77 is cancelled. The refund is $39.00."})
+    assert unwrap(wrapped) == "Order #W77 is cancelled. The refund is $39.00."
+    assert unwrap('{"other": 1}') == '{"other": 1}' and unwrap("not {json}") == "not {json}"
+    out = DigestSummarizer().summarize([user("cancel #W77"), assistant(wrapped)], None, 4000).text
+    assert "Order #W77 is cancelled. The refund is $39.00." in out and '{"message"' not in out
+
+
+def test_tool_findings_carry_values_not_call_ids_also_when_cleared():
+    """Kind: a summarized tool result listed as "returned call_001" (the id a placeholder names)."""
+    call = assistant(calls=[("get_order_details", {"order_id": "#W4923227"})])
+    (res,) = results(call, [ORDER])
+    out = DigestSummarizer().summarize([user("where is my order"), call, res], None, 4000).text
+    assert "order_id=#W4923227" in out and "price=321.18" in out and "status=pending" in out
+    cid = call.tool_uses[0].id
+    block = res.tool_results[0]
+    cleared = res.model_copy(update={"blocks": [block.model_copy(update={"output": [
+        block.output[0].model_copy(update={"text": placeholder_text(Policy.preset("default"), block, {})})]})]})
+    out2 = DigestSummarizer().summarize([user("where is my order"), call, cleared], None, 4000).text
+    findings = [ln for ln in out2.splitlines() if "get_order_details" in ln and "returned" in ln]
+    assert findings and "321.18" in findings[0] and cid not in findings[0].split("returned", 1)[1]
+
+
+def test_user_requirements_appear_once():
+    """Kind: the user's words written twice (as requirements and as pinned facts) in one summary."""
+    req = "Keep the total under 500 USD and ship before 2025-03-14."
+    out = DigestSummarizer().summarize([user(req), assistant("Noted.")], None, 4000, facts=[req]).text
+    assert out.count("500 USD") == 1 and "Pinned facts" not in out
+    # a previous summary that still had the section rolls in without duplicating
+    old = f'User requirements (verbatim):\n- The user said: "{req}"\nPinned facts:\n- "{req}"'
+    again = DigestSummarizer().summarize([user("ok")], old, 4000, facts=[req]).text
+    assert again.count("500 USD") == 1
