@@ -20,13 +20,21 @@ user's. Each provider gets the tool in its own format (Chat Completions ``{"type
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .errors import FormatError, ToolResultNotFound
+from .messages import Message
 from .providers import PROFILES
 
-if TYPE_CHECKING:
-    from .engine import Session
+
+class RecallSession(Protocol):
+    """What the handler needs of a session (a :class:`ctxwise.Session` is one): its keys and
+    ``original(tool_use_id)``, the store lookup scoped to them."""
+
+    user_id: str
+    session_id: str
+
+    def original(self, tool_use_id: str) -> Message | None: ...
 
 RECALL_TOOL_NAME = "recall_tool_result"
 RECALL_TOOL_DESCRIPTION = (
@@ -62,7 +70,7 @@ def recall_tool_schema(provider: str = "openai") -> dict[str, Any]:
             "function": {"name": RECALL_TOOL_NAME, "description": RECALL_TOOL_DESCRIPTION, "parameters": params}}
 
 
-def recall_tool_result(session: "Session", tool_use_id: str) -> str:
+def recall_tool_result(session: RecallSession, tool_use_id: str) -> str:
     """The original text of the tool result answering ``tool_use_id`` in ``session`` (as it
     was appended, before any clearing). Raises :class:`~ctxwise.errors.ToolResultNotFound` when
     the session (of this user) holds no such result."""
@@ -75,7 +83,7 @@ def recall_tool_result(session: "Session", tool_use_id: str) -> str:
                              f"{session.session_id!r} of user {session.user_id!r}")
 
 
-def recall_tool_output(session: "Session", arguments: str | dict[str, Any]) -> tuple[str, bool]:
+def recall_tool_output(session: RecallSession, arguments: str | dict[str, Any]) -> tuple[str, bool]:
     """Answer one call of the recall tool: ``arguments`` as the model sent them (a JSON string
     or a dict with ``tool_use_id``). Returns ``(text, is_error)``: the original body, or a
     one-line error for the model (bad arguments, unknown id) with ``is_error`` True, so an agent
