@@ -9,8 +9,9 @@ tokens, the ``default`` preset otherwise), each conversation is replayed through
 (the loop of ``ctxwise replay``: append what arrived, ``prepare()`` before each recorded model
 call, then append the recorded output). Counted per cell:
 
-* **wire errors**: ``ctxwise.providers.check_wire`` on every rendered payload (the request
-  types of the SDKs, unknown keys refused, and the provider rules on what is sent);
+* **wire errors**: ``ctxwise.providers.check_wire`` on every rendered payload (ctxwise's own
+  request types and the SDKs' (``use_sdk_types()``), unknown keys refused, and the provider
+  rules on what is sent);
 * **rule errors**: ``ctxwise.providers.check`` on every canonical payload against the full
   history (pairing, order, reasoning pass-back, thinking, empty content);
 * **over budget**: calls whose context is above the effective budget;
@@ -49,6 +50,7 @@ from ctxwise.messages import Message, ThinkingBlock  # noqa: E402
 from ctxwise.policy import Policy  # noqa: E402
 from ctxwise.providers import PROFILES  # noqa: E402
 from ctxwise.providers import check, check_wire  # noqa: E402
+from ctxwise.providers.wire import use_sdk_types  # noqa: E402
 from ctxwise.units import is_user_input  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -132,6 +134,7 @@ def sweep_cell(job: tuple[str, str, int, int | None, str]) -> tuple[str, str, in
     path_s, provider, budget, limit, db_dir = job
     path = Path(path_s)
     convs = load(path)[:limit] if limit else load(path)
+    use_sdk_types()  # the SDK request types check every payload too (the test extra installs them)
     cell = Cell()
     t0 = time.perf_counter()
     policy = Policy.preset("default", provider=provider, unit="tokens", budget=budget)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import typing
 
+import anthropic  # noqa: F401  importing the SDKs turns the SDK half of the wire check on
+import openai  # noqa: F401
 import pytest
 from pydantic import ValidationError
 
@@ -137,7 +139,7 @@ def test_recorded_sessions_render_to_payloads_the_sdk_accepts(provider, shared_d
     empty tool results marked as append() does) render, for every provider, to payloads with
     no schema or rule violation under both the own and the SDK types; no key ctxwise invented
     (``_openai``, ``_responses``, ``_ctxwise``, ...) appears anywhere."""
-    assert sdk_available()
+    assert sdk_available() and set(_sdk_types()) == set(_OWN)  # both halves of the check run
     n = 0
     for name, c in _recorded():
         msgs = [mark_empty_result(m) for m in c.messages]
@@ -269,3 +271,17 @@ def test_without_the_sdks_the_own_schema_still_refuses_what_the_api_would(monkey
         found = check_wire({"messages": [bad]}, "anthropic")
         assert found and found[0].rule == "wire-schema" and "ctxwise type" in found[0].message
         assert "SDK type" not in " ".join(v.message for v in found)
+
+
+def test_the_sdk_check_runs_only_where_the_application_imported_the_sdk(monkeypatch):
+    """Kind: ctxwise paying seconds of SDK import inside ``prepare()``. The SDK types are used
+    for the families the process has imported (an application with a client has), or all
+    installed ones after ``use_sdk_types()``; otherwise the own schema alone checks."""
+    import sys
+
+    from ctxwise.providers import wire
+
+    monkeypatch.delitem(sys.modules, "anthropic")
+    assert set(wire._sdk_types()) == {k for k in _OWN if not k.startswith("anthropic:")}
+    monkeypatch.setattr(wire, "_always", True)
+    assert set(wire._sdk_types()) == set(_OWN)

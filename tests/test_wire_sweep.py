@@ -12,6 +12,8 @@ count as rule errors).
 
 from __future__ import annotations
 
+import anthropic  # noqa: F401  importing the SDKs turns the SDK half of the wire check on
+import openai  # noqa: F401
 import pytest
 
 from conftest import TRAJECTORIES

@@ -7,8 +7,9 @@ provider rules.
 Two parts:
 
 * **Schema** (rule ``wire-schema``): every message / item is validated with pydantic against
-  ctxwise's own strict types (:mod:`ctxwise.providers.wire_types`, always) and, when the SDK
-  is importable, against the official SDK request types (``anthropic.types.MessageParam``
+  ctxwise's own strict types (:mod:`ctxwise.providers.wire_types`, always; a test proves them a
+  strict subset of the SDK types) and, when the SDK is imported in the process (or after
+  :func:`use_sdk_types`), against the official SDK request types (``anthropic.types.MessageParam``
   blocks, ``openai.types.chat.ChatCompletionMessageParam``, Responses
   ``ResponseInputItemParam`` items), with unknown keys refused at every depth (the SDKs'
   TypedDicts are open by default; their core schema is made closed here) and lists validated
@@ -26,6 +27,8 @@ from __future__ import annotations
 
 import copy
 import functools
+import importlib.util
+import sys
 import json
 import threading
 from collections import OrderedDict
@@ -48,12 +51,17 @@ _OWN: dict[str, Any] = {
 
 
 @functools.cache
-def _sdk_types() -> dict[str, Any] | None:
-    """The SDK request type for each kind, or None when the SDKs are not installed."""
+def _family_types(family: str) -> dict[str, Any] | None:
+    """The SDK request type for each kind of one SDK family (``openai`` / ``anthropic``), or
+    None when that SDK is not installed."""
     try:
-        from typing import Iterable, Union
+        if family == "anthropic":
+            from typing import Iterable, Union
 
-        from anthropic.types import (AssistantMessageParam, TextBlockParam, UserMessageParam)
+            from anthropic.types import AssistantMessageParam, TextBlockParam, UserMessageParam
+
+            return {"anthropic:system": Union[str, Iterable[TextBlockParam]],
+                    "anthropic:user": UserMessageParam, "anthropic:assistant": AssistantMessageParam}
         from openai.types.chat import (ChatCompletionAssistantMessageParam, ChatCompletionSystemMessageParam,
                                        ChatCompletionToolMessageParam, ChatCompletionUserMessageParam)
         from openai.types.responses import (EasyInputMessageParam, ResponseFunctionToolCallParam,
@@ -64,12 +72,37 @@ def _sdk_types() -> dict[str, Any] | None:
     return {
         "chat:system": ChatCompletionSystemMessageParam, "chat:user": ChatCompletionUserMessageParam,
         "chat:assistant": ChatCompletionAssistantMessageParam, "chat:tool": ChatCompletionToolMessageParam,
-        "anthropic:system": Union[str, Iterable[TextBlockParam]],
-        "anthropic:user": UserMessageParam, "anthropic:assistant": AssistantMessageParam,
         "responses:message": EasyInputMessageParam, "responses:output_message": ResponseOutputMessageParam,
         "responses:reasoning": ResponseReasoningItemParam, "responses:function_call": ResponseFunctionToolCallParam,
         "responses:function_call_output": FunctionCallOutput,
     }
+
+
+_FAMILIES = ("openai", "anthropic")
+_always = False
+
+
+def use_sdk_types(on: bool = True) -> None:
+    """Check against the SDK types whenever the SDK is installed (importing it on first use,
+    which takes seconds), not only when the application has imported it already."""
+    global _always
+    _always = on
+
+
+def _sdk_types() -> dict[str, Any] | None:
+    """The SDK request types in use: those of each SDK the process has already imported (an
+    application talking to the provider has; ctxwise never pays seconds of SDK import on its
+    own), or of every installed SDK after :func:`use_sdk_types`. None when there are none."""
+    out: dict[str, Any] = {}
+    for family in _FAMILIES:
+        if _always or family in sys.modules:
+            out.update(_family_types(family) or {})
+    return out or None
+
+
+def sdk_available() -> bool:
+    """Whether both the ``anthropic`` and the ``openai`` SDK are installed."""
+    return all(importlib.util.find_spec(f) is not None for f in _FAMILIES)
 
 
 def _closed(schema: Any) -> Any:
@@ -101,11 +134,6 @@ def strict_validator(tp: Any) -> Validator:
     v = SchemaValidator(schema)
     return functools.partial(v.validate_python, strict=True)
 
-
-@functools.cache
-def sdk_available() -> bool:
-    """Whether the ``anthropic`` and ``openai`` SDKs are importable (then they check too)."""
-    return _sdk_types() is not None
 
 
 def _kind(profile: ProviderProfile, item: Any) -> str | None:
@@ -143,7 +171,7 @@ call after call, so each is validated once (bounded, least recently used dropped
 
 def _schema_one(profile: ProviderProfile, kind: str, value: Any, sdk: dict[str, Any] | None) -> list[str]:
     try:
-        key = (kind, profile.reasoning_field, sdk is not None, json.dumps(value, ensure_ascii=False))
+        key = (kind, profile.reasoning_field, bool(sdk and kind in sdk), json.dumps(value, ensure_ascii=False))
     except (TypeError, ValueError):
         return _validate_one(profile, kind, value, sdk)
     with _LOCK:
@@ -168,7 +196,7 @@ def _validate_one(profile: ProviderProfile, kind: str, value: Any, sdk: dict[str
         if not isinstance(value[ext], str):
             problems.append(f"{ext}: must be a string")
         value = {k: v for k, v in value.items() if k != ext}
-    sources = [("ctxwise", _OWN[kind])] + ([("SDK", sdk[kind])] if sdk is not None else [])
+    sources = [("ctxwise", _OWN[kind])] + ([("SDK", sdk[kind])] if sdk and kind in sdk else [])
     for who, tp in sources:
         try:
             strict_validator(tp)(value)
