@@ -7,11 +7,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CTXWISE_SHARED", REPO.parent / "shared"))
 TRAJECTORIES = SHARED / "data" / "trajectories"
 CASES = SHARED / "cases"
+
+# Hypothesis profiles (HYPOTHESIS_PROFILE=...): "ci" is what `make test` runs (>= 1,000 examples
+# per property test), "bench" the 10,000-example run of bench/properties.py, "dev" a quick look.
+_HYP = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("ci", max_examples=1_000, **_HYP)
+settings.register_profile("bench", max_examples=10_000, **_HYP)
+settings.register_profile("dev", max_examples=100, **_HYP)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,9 @@
 """The pipeline: thinking pruning → tool-result clearing → summarizing → hard trim.
 
 A :class:`Pipeline` is an ordered list of :class:`~ctxwise.compaction.stage.Stage` objects.
-Each runs once per call on the context the earlier ones left; the pipeline applies the typed
+Each runs on the context the earlier ones left, and the list runs again while a round changes
+something (at most :attr:`Pipeline.max_rounds`), so the output is a fixed point: compacting it
+again, with the failed-summary keys it reports, changes nothing. The pipeline applies the typed
 changes it returns (:func:`ctxwise.changes.apply_changes`), re-measures the size from the
 messages those changes touched, and runs the provider validator on the whole list against the
 input as reference (an invalid result is a bug and raises
@@ -66,6 +68,9 @@ class PipelineResult:
     size_before: int = 0
     size_after: int = 0
     changes: list[Change] = field(default_factory=list)
+    failed_summaries: frozenset[str] = frozenset()
+    """Keys of summary ranges known to fail (the ``skip_summaries`` given plus this call's):
+    pass them to the next call, as the engine does, so no range is sent to the summarizer twice."""
 
 
 def _resize(before: list[Message], changes: list[Change], b: Budgeting, size: int) -> int:
@@ -84,13 +89,19 @@ def _resize(before: list[Message], changes: list[Change], b: Budgeting, size: in
 
 
 class Pipeline:
-    """An ordered list of stages run once each per :meth:`run`.
+    """An ordered list of stages, run in rounds until one changes nothing (see :attr:`max_rounds`).
 
     ``Pipeline(stages=[...])`` takes any objects with the
     :class:`~ctxwise.compaction.stage.Stage` shape; :meth:`default` is the order ctxwise
     ships (thinking → clearing → summarizing → over-hard clearing → hard trim → the last
     resorts). Raises ``TypeError`` for an item that is not a stage.
     """
+
+    max_rounds = 4
+    """Rounds of the whole list per :meth:`run`: a round that changed something is followed by
+    another, so the result is a fixed point (compacting it again changes nothing: a hard trim
+    can leave a context that a later summary would still act on). Every change shrinks the
+    context, so rounds end; the cap bounds the work."""
 
     def __init__(self, stages: Sequence[Stage]) -> None:
         for s in stages:
@@ -143,7 +154,7 @@ class Pipeline:
         size = b.size(messages) if size is None else size
         validate(messages, p.provider, reference=messages, thinking=thinking_mode)
         if not p.enabled:
-            return PipelineResult(messages, [], size, size)
+            return PipelineResult(messages, [], size, size, [], frozenset(skip_summaries))
         hard = b.level(p.hard_limit)
         if size > hard:
             floor = irreducible_size(messages, b)
@@ -157,16 +168,23 @@ class Pipeline:
         ctx, now = messages, size
         events: list[CompactionEvent] = []
         changes: list[Change] = []
-        for stage in self.stages:
-            res = stage.run(StageInput(ctx, b, now, summarizer, facts, skip_summaries, messages))
-            events.extend(res.events)
-            if not res.changes:
-                continue
-            after = apply_changes(ctx, res.changes)
-            validate(after, p.provider, reference=messages, thinking=thinking_mode)
-            now = _resize(ctx, res.changes, b, now)
-            ctx = after
-            changes.extend(res.changes)
+        skip = frozenset(skip_summaries)
+        for _ in range(self.max_rounds):
+            changed = False
+            for stage in self.stages:
+                res = stage.run(StageInput(ctx, b, now, summarizer, facts, skip, messages))
+                events.extend(res.events)
+                skip |= {e.detail["key"] for e in res.events if e.stage == "summarizer_failed" and "key" in e.detail}
+                if not res.changes:
+                    continue
+                after = apply_changes(ctx, res.changes)
+                validate(after, p.provider, reference=messages, thinking=thinking_mode)
+                now = _resize(ctx, res.changes, b, now)
+                ctx = after
+                changes.extend(res.changes)
+                changed = True
+            if not changed:
+                break
         if now > hard:
             pinned_size = b.overhead + sum(b.size_of(ctx[i]) for i in pinned_indices(ctx))
             raise ContextBudgetExceeded(
@@ -178,7 +196,7 @@ class Pipeline:
                     details={"hard_limit": hard, "events": [e.stage for e in events], "messages": len(ctx)},
                 )
             )
-        return PipelineResult(ctx, events, size, now, changes)
+        return PipelineResult(ctx, events, size, now, changes, skip)
 
 
 def compact(
