@@ -24,7 +24,7 @@ from ctxwise.compaction.context import current_turn_start, pinned_indices
 from ctxwise.errors import ContextBudgetExceeded
 from ctxwise.messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from ctxwise.policy import Policy
-from ctxwise.providers import check, check_wire, get_profile, render
+from ctxwise.providers import check, check_wire, get_profile, render, wire
 from ctxwise.summarizers import DigestSummarizer
 from ctxwise.tokens import get_counter
 from ctxwise.units import tool_cycles
@@ -97,7 +97,13 @@ def _rules(msgs, ctx, b, out, provider, thinking_on):
 
 
 def _wire(msgs, ctx, b, out, provider, thinking_on):
-    v = check_wire(render(ctx, provider), provider)
+    # with the SDK request types too (the test extra installs both SDKs), restored afterwards
+    before = wire._always
+    wire.use_sdk_types(True)
+    try:
+        v = check_wire(render(ctx, provider), provider)
+    finally:
+        wire.use_sdk_types(before)
     return f"wire check: {v[:3]}" if v else None
 
 
