@@ -1,0 +1,266 @@
+"""Every example in README.md and in the CLI's --help runs.
+
+Python blocks run as written against a temporary database; the names they leave to the reader
+(`client`, `TOOLS`, `SYSTEM_PROMPT`, `run_tool`) come from a recorded tau2-bench conversation:
+`client.chat.completions.create` answers with the recorded assistant messages as the openai
+SDK's own `ChatCompletion` objects, `run_tool` returns the recorded tool results. Shell lines
+that call `ctxwise` run with `../shared` pointed at the shared data, `--db` at a temporary
+file and `--limit 2` on replays of whole directories; the other shell lines are listed below
+(the quick start is the test run itself) and the test fails on any line it does not know.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxwise.cli import app
+from tests.conftest import SHARED, TRAJECTORIES
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+RETAIL = TRAJECTORIES / "tau2-bench" / "retail_gpt-4.1_1trial.json"
+NOT_RUN_HERE = {
+    "make demo": "the quick start: `make test` runs this suite, test_cli runs the demo replay",
+    "make test": "the quick start: this suite is what it runs",
+    "pip install": "installs from the package index",
+    ".venv/bin/python -m pytest": "runs part of this suite",
+}
+
+
+def blocks(lang: str) -> list[str]:
+    return [m.group(1) for m in re.finditer(rf"```{lang}\n(.*?)```", README, re.S)]
+
+
+# -- the recorded stand-ins for the model and the tools ---------------------------------------------
+
+
+class RecordedChat:
+    """`client.chat.completions.create(...)` answering with a recording's assistant messages."""
+
+    def __init__(self, messages: list[dict[str, Any]]) -> None:
+        first_user = next(i for i, m in enumerate(messages) if m["role"] == "user")
+        self.replies = [m for m in messages[first_user:] if m["role"] == "assistant"]
+        self.results = {m["tool_call_id"]: m for m in messages if m["role"] == "tool"}
+        self.requests: list[dict[str, Any]] = []
+        self.chat = SimpleNamespace(completions=SimpleNamespace(create=self.create))
+
+    def create(self, *, model: str, messages: list[dict], **kwargs: Any):
+        from openai.types.chat import ChatCompletion
+
+        self.requests.append({"model": model, "messages": messages, **kwargs})
+        reply = {k: v for k, v in self.replies.pop(0).items() if k in ("role", "content", "tool_calls")}
+        return ChatCompletion.model_validate({
+            "id": f"recorded-{len(self.requests)}", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "message": reply,
+                         "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop"}]})
+
+    def run_tool(self, call: Any) -> dict[str, Any]:
+        recorded = self.results[call.id]
+        return {"role": "tool", "tool_call_id": call.id, "content": recorded["content"]}
+
+
+def tool_schemas(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Function schemas for the tools the recording calls (tau2 results carry none): each
+    argument typed as the recorded values are."""
+    kinds = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
+    props: dict[str, dict[str, Any]] = {}
+    for m in messages:
+        for c in m.get("tool_calls") or []:
+            args = json.loads(c["function"]["arguments"] or "{}")
+            p = props.setdefault(c["function"]["name"], {})
+            p.update({k: {"type": kinds.get(type(v), "string")} for k, v in args.items()})
+    return [{"type": "function", "function": {"name": n, "description": f"the recorded {n} tool",
+                                              "parameters": {"type": "object", "properties": p}}}
+            for n, p in sorted(props.items())]
+
+
+@pytest.fixture
+def recorded():
+    from ctxwise.formats import load, to_openai
+
+    conv = load(RETAIL)[0]
+    messages = to_openai(conv.messages, extras=False)
+    return messages, RecordedChat(messages)
+
+
+def test_readme_agent_loop_runs_twice_and_resumes_the_same_session(tmp_path, monkeypatch, recorded):
+    """Kind: a README example that fails when run (here: the loop's second run appended the
+    system prompt again). The block runs twice, as two runs of the same script would."""
+    messages, client = recorded
+    (loop,) = [b for b in blocks("python") if "chat.completions.create" in b]
+    monkeypatch.chdir(tmp_path)
+    tools = tool_schemas(messages)
+    system = messages[0]["content"]
+    for run in range(2):
+        scope = {"client": client, "TOOLS": tools, "SYSTEM_PROMPT": system, "run_tool": client.run_tool}
+        exec(compile(loop, "README.md", "exec"), scope)  # noqa: S102 - the README's own code
+        cm = scope["cm"]
+        session = cm.session("user-42", "chat-7", tools=tools)
+        roles = [m.role for m in session.messages]
+        cm.close()
+        assert roles.count("system") == 1, roles
+        assert roles.count("user") == 2 * (run + 1), roles
+    assert (tmp_path / "ctxwise.db").is_file()
+    assert len(client.requests) >= 4
+    for request in client.requests:  # every call got the tools and a payload that starts with the one system prompt
+        assert request["tools"] == tools and request["max_tokens"] == 4_000
+        assert request["messages"][0] == {"role": "system", "content": system}
+        assert sum(m["role"] == "system" for m in request["messages"]) == 1
+    last = client.requests[-1]["messages"]
+    assert [m["role"] for m in last].count("user") == 4
+
+
+def test_readme_anthropic_and_other_python_blocks_are_accounted_for():
+    """Every python block is run by a test of this file (a new block needs one)."""
+    found = blocks("python")
+    runs = [b for b in found if "chat.completions.create" in b]
+    anthropic = [b for b in found if "append_anthropic" in b]
+    assert len(runs) == 1 and len(found) == len(runs) + len(anthropic), found
+
+
+def test_readme_anthropic_loop_runs(tmp_path, monkeypatch):
+    """The Anthropic loop, with the recorded Claude conversation as the model."""
+    from anthropic.types import Message as AnthropicMessage
+
+    from ctxwise import ContextManager, Policy
+    from ctxwise.formats import load
+    from ctxwise.providers import render
+
+    (loop,) = [b for b in blocks("python") if "append_anthropic" in b]
+    conv = load(TRAJECTORIES / "tau2-bench" / "airline_claude-sonnet-4-5-thinking_subset.json")[0]
+    payload = render(conv.messages, "anthropic")
+    recorded = payload["messages"]
+    replies = [m for m in recorded[1:] if m["role"] == "assistant"]
+    results = {b["tool_use_id"]: b for m in recorded if m["role"] == "user" and isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "tool_result"}
+    requests: list[dict] = []
+
+    def create(**kwargs: Any):
+        requests.append(kwargs)
+        reply = replies.pop(0)
+        tool_use = any(b.get("type") == "tool_use" for b in reply["content"])
+        return AnthropicMessage.model_validate({
+            "id": f"msg_{len(requests)}", "type": "message", "role": "assistant", "model": kwargs["model"],
+            "content": reply["content"], "stop_reason": "tool_use" if tool_use else "end_turn",
+            "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}})
+
+    monkeypatch.chdir(tmp_path)
+    with ContextManager(f"sqlite:///{tmp_path / 'a.db'}", Policy(budget=60_000, unit="tokens",
+                                                                   provider="anthropic")) as cm:
+        scope = {"client": SimpleNamespace(messages=SimpleNamespace(create=create)), "TOOLS": [],
+                 "session": cm.session("user-1", "claude-1"), "run_tool": lambda b: results[b.id]}
+        exec(compile(loop, "README.md", "exec"), scope)  # noqa: S102
+        roles = [m.role for m in scope["session"].messages]
+    assert requests and roles[0] == "system" and "assistant" in roles
+
+
+# -- shell lines --------------------------------------------------------------------------------------
+
+
+def shell_lines() -> list[str]:
+    out = []
+    for block in blocks("bash"):
+        for raw in block.splitlines():
+            line = raw.split("  #")[0].strip()
+            if line:
+                out.append(line)
+    return out
+
+
+def test_every_readme_shell_line_is_known():
+    unknown = [ln for ln in shell_lines() if not ln.startswith(".venv/bin/ctxwise")
+               and not any(ln.startswith(k) for k in NOT_RUN_HERE)]
+    assert not unknown, f"README shell lines this test does not run or explain: {unknown}"
+
+
+@pytest.mark.parametrize("line", [ln for ln in shell_lines() if ln.startswith(".venv/bin/ctxwise")])
+def test_readme_ctxwise_lines_run(tmp_path, line):
+    command, _, pipe = line.partition(" | ")
+    args = shlex.split(command.replace("../shared", str(SHARED)))[1:]
+    args = [str(RETAIL) if a == "session.json" else (str(tmp_path / a) if a.endswith(".html") else a) for a in args]
+    if args[0] == "replay":
+        args += ["--db", f"sqlite:///{tmp_path / 'r.db'}"]
+        if any(Path(a).is_dir() for a in args[1:]) or "session.json" in line:
+            args += ["--limit", "2"]
+    r = subprocess.run([str(REPO / ".venv" / "bin" / "ctxwise"), *args], capture_output=True, text=True,
+                       timeout=600, env={**os.environ, "COLUMNS": "120"})
+    assert r.returncode == 0, r.stderr
+    if pipe.startswith("jq .summary"):
+        assert "summary" in json.loads(r.stdout)
+    if "--report" in args:
+        assert (tmp_path / "report.html").read_text(encoding="utf-8").startswith("<!doctype html>")
+
+
+def test_readme_policy_toml_loads(tmp_path):
+    from ctxwise import Policy
+
+    (toml,) = blocks("toml")
+    f = tmp_path / "policy.toml"
+    f.write_text(toml, encoding="utf-8")
+    policy = Policy.from_toml(f)
+    assert (policy.budget, policy.reserve_output, policy.provider) == (8000, 1000, "anthropic")
+
+
+# -- --help and its examples --------------------------------------------------------------------------
+
+
+def commands() -> list[list[str]]:
+    import typer.main
+
+    group = typer.main.get_command(app)
+    out = []
+
+    def walk(cmd, path):
+        sub = getattr(cmd, "commands", None)
+        if sub:
+            for name, c in sub.items():
+                walk(c, [*path, name])
+        else:
+            out.append(path)
+
+    walk(group, [])
+    return out
+
+
+@pytest.mark.parametrize("path", commands(), ids=" ".join)
+def test_help_runs_and_shows_an_example(path):
+    r = CliRunner().invoke(app, [*path, "--help"])
+    assert r.exit_code == 0, r.output
+    assert "Example: ctxwise " + " ".join(path) in " ".join(r.output.split()), r.output
+
+
+def test_help_examples_run(tmp_path):
+    """Each command's `Example:` runs, in the order given, on one temporary database (the memory
+    examples follow each other: add, list, forget, clear)."""
+    import typer.main
+
+    db = f"sqlite:///{tmp_path / 'help.db'}"
+    examples = []
+    for path in commands():
+        cmd = typer.main.get_command(app)
+        for name in path:
+            cmd = cmd.commands[name]  # type: ignore[attr-defined]
+        for m in re.finditer(r"Example: ctxwise (.+)", cmd.help or ""):
+            examples.append(shlex.split(m.group(1).replace("../shared", str(SHARED))))
+    order = {"add": 0, "list": 1, "forget": 2, "clear": 3}
+    examples.sort(key=lambda a: (a[0] == "memory", order.get(a[1], 9) if a[0] == "memory" else 0))
+    for _ in range(3):  # entries for `memory forget 3` to find
+        CliRunner().invoke(app, ["memory", "add", f"seed {_}", "--user", "alice", "--db", db])
+    assert len(examples) == len(commands())
+    for args in examples:
+        extra = ["--db", db] if args[0] in ("replay", "memory") else []
+        if args[0] == "replay":
+            extra += ["--limit", "1"]
+        r = CliRunner().invoke(app, [*args, *extra])
+        assert r.exit_code == 0, (args, r.output)
