@@ -25,10 +25,11 @@ PINNED = [
     "CtxwiseError", "DigestSummarizer", "FormatError", "Hide", "ImageBlock", "InMemoryStore", "InsertSummary",
     "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
     "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
-    "Replace", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState", "SessionStore",
-    "SqlStore", "StoreSchemaError", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock", "ThinkingBlock",
-    "TokenCounter", "ToolResultBlock", "ToolUseBlock", "TranscriptRow", "Violation", "__version__", "get_counter",
-    "open_store", "text_message",
+    "RECALL_TOOL_NAME", "Replace", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState",
+    "SessionStore", "SqlStore", "StoreSchemaError", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
+    "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolResultNotFound", "ToolUseBlock", "TranscriptRow",
+    "Violation", "__version__", "get_counter", "open_store", "recall_tool_output", "recall_tool_schema",
+    "text_message",
 ]
 """`ctxwise.__all__`, exactly. A change here is a change of the public API: say so in the commit."""
 
@@ -45,6 +46,17 @@ HEAVY = ("sqlalchemy", "alembic", "tiktoken", "tokenizers", "openai", "httpx", "
 
 
 # -- the public surface -------------------------------------------------------------------------
+
+
+def test_every_error_is_public():
+    """Every error class of errors.py can be caught by a name of `ctxwise`."""
+    import inspect
+
+    import ctxwise.errors as errors
+
+    classes = {n for n, c in inspect.getmembers(errors, inspect.isclass)
+               if issubclass(c, errors.CtxwiseError) and c.__module__ == errors.__name__}
+    assert classes - set(ctxwise.__all__) == set()
 
 
 def test_all_is_pinned_and_every_name_resolves():
@@ -97,7 +109,13 @@ def imports(path: Path) -> list[tuple[str, list[str], int]]:
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+                   for stmt in block.body for n in ast.walk(stmt)}
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue  # `if TYPE_CHECKING:` imports are for annotations, never run
         if isinstance(node, ast.Import):
             out += [(a.name, [], node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):

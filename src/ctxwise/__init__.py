@@ -36,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "SessionStore": "store.protocols", "MemoryStore": "store.protocols", "SqlStore": "store",
     "InMemoryStore": "store", "open_store": "store", "ContextRow": "store.types", "SessionState": "store.types",
     "SessionInfo": "store.types", "TranscriptRow": "store.types",
+    # the recall tool: fetch a cleared tool result back by its id
+    "RECALL_TOOL_NAME": "recall", "recall_tool_schema": "recall", "recall_tool_output": "recall",
     # summarizers and counters
     "Summarizer": "summarizers", "SummaryResult": "summarizers", "DigestSummarizer": "summarizers",
     "OpenAISummarizer": "summarizers",
@@ -46,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "SessionConflict": "errors", "SessionNotFound": "errors", "MissingExtra": "errors",
     "SummarizerError": "errors", "MemoryBusy": "errors", "MemoryEntryNotFound": "errors",
     "NotStorable": "errors", "MessageNotStorable": "errors", "PolicyMismatch": "errors", "StoreSchemaError": "errors",
+    "ToolResultNotFound": "errors",
 }
 
 __all__ = [
@@ -53,10 +56,11 @@ __all__ = [
     "CtxwiseError", "DigestSummarizer", "FormatError", "Hide", "ImageBlock", "InMemoryStore", "InsertSummary",
     "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
     "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
-    "Replace", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState", "SessionStore",
-    "SqlStore", "StoreSchemaError", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock", "ThinkingBlock",
-    "TokenCounter", "ToolResultBlock", "ToolUseBlock", "TranscriptRow", "Violation", "__version__", "get_counter",
-    "open_store", "text_message",
+    "RECALL_TOOL_NAME", "Replace", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState",
+    "SessionStore", "SqlStore", "StoreSchemaError", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
+    "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolResultNotFound", "ToolUseBlock", "TranscriptRow",
+    "Violation", "__version__", "get_counter", "open_store", "recall_tool_output", "recall_tool_schema",
+    "text_message",
 ]
 """What users import; pinned by tests/test_meta.py (add a name there and in ``_EXPORTS``)."""
 
@@ -95,11 +99,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         SessionNotFound,
         StoreSchemaError,
         SummarizerError,
+        ToolResultNotFound,
         Violation,
     )
     from .messages import Block, ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, text_message
     from .policy import Policy
     from .summarizers import DigestSummarizer, OpenAISummarizer, Summarizer, SummaryResult
+    from .recall import RECALL_TOOL_NAME, recall_tool_output, recall_tool_schema
     from .store import InMemoryStore, SqlStore, open_store
     from .store.protocols import MemoryStore, SessionStore
     from .store.types import ContextRow, SessionInfo, SessionState, TranscriptRow
