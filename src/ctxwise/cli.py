@@ -178,7 +178,7 @@ def replay(
 
     progress = None
     bar: Progress | None = None
-    many = bool(paths) and (len(paths) > 1 or any(p.is_dir() for p in paths))
+    many = paths is not None and (len(paths) > 1 or any(p.is_dir() for p in paths))
     if not json_out and (many or err.is_terminal):
         bar = Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                        TextColumn("{task.description}"), console=err, transient=True)
@@ -202,8 +202,8 @@ def replay(
         if bar is not None:
             bar.stop()
 
-    for e in result.errors:
-        err.print(f"[red]error:[/] {e}", soft_wrap=True, highlight=False)
+    for source_error in result.errors:
+        err.print(f"[red]error:[/] {source_error}", soft_wrap=True, highlight=False)
     if result.errors and not result.sessions:
         raise typer.Exit(2)  # nothing could be replayed: no summary of zero sessions
     if report is not None:

@@ -70,7 +70,12 @@ def key_values(body: str) -> list[tuple[int, str]]:
     else:
         out = [(0, v) for v in salient_values(body)]
     seen: set[str] = set()
-    return [(r, t) for r, t in out if not (t in seen or seen.add(t))]
+    unique = []
+    for r, t in out:
+        if t not in seen:
+            seen.add(t)
+            unique.append((r, t))
+    return unique
 
 
 def distill(body: str, limit: int) -> str:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
@@ -197,7 +198,7 @@ class Message(BaseModel):
         """
         return self._cache
 
-    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "Message":
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> "Message":
         """Like pydantic's ``model_copy``, but the copy's memo starts empty."""
         new = super().model_copy(update=update, deep=deep)
         object.__setattr__(new, "__pydantic_private__", {"_cache": {}})

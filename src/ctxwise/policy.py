@@ -28,6 +28,7 @@ import difflib
 import os
 import tomllib
 from dataclasses import replace
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -174,7 +175,7 @@ class Policy(BaseModel):
             raise _policy_error(e) from None
 
     @classmethod
-    def model_validate(cls, obj: Any, **kwargs: Any) -> "Policy":  # type: ignore[override]
+    def model_validate(cls, obj: Any, **kwargs: Any) -> "Policy":
         """Like pydantic's, raising :class:`PolicyError` (naming the field) instead of ValidationError."""
         try:
             return super().model_validate(obj, **kwargs)
@@ -230,9 +231,9 @@ class Policy(BaseModel):
         from :data:`ctxwise.prices.PRICE_MODELS`) with the ``cache_*`` overrides applied.
         Prices are multiples of an uncached input token; ``min_prefix`` is in tokens."""
         base = PRICE_MODELS[self.price_model or self.provider]
-        over = {k: v for k, v in (("read", self.cache_read_price), ("write", self.cache_write_price),
-                                  ("miss", self.cache_miss_price), ("min_prefix", self.cache_min_prefix))
-                if v is not None}
+        over: dict[str, Any] = {k: v for k, v in (("read", self.cache_read_price), ("write", self.cache_write_price),
+                                                  ("miss", self.cache_miss_price), ("min_prefix", self.cache_min_prefix))
+                                if v is not None}
         return replace(base, name=f"{base.name} (policy overrides)", **over) if over else base
 
     def clearable(self, tool_name: str | None) -> bool:
@@ -246,7 +247,7 @@ class Policy(BaseModel):
         """A validated copy with ``update`` applied; :class:`PolicyError` on a bad value."""
         return _build({**self.model_dump(), **update})
 
-    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "Policy":
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> "Policy":
         """A copy; with ``update`` it is validated like :meth:`with_` (PolicyError on a bad value)."""
         return self.with_(**update) if update else super().model_copy(deep=deep)
 

@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from ..changes import Replace
-from ..messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ..messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ..policy import Policy
 from ..units import tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, in_flight_start, mark, with_mark
@@ -34,7 +34,7 @@ from .stage import StageInput
 
 def _clear_message(m: Message, uses: dict[str, ToolUseBlock], policy: Policy, force: bool) -> Message | None:
     """The cleared copy of tool message ``m``, or None when no result in it qualifies."""
-    blocks = []
+    blocks: list[Block] = []
     cleared: list[str] = []
     chars = 0
     done_before = set(mark(m).get("cleared", []))
@@ -72,7 +72,8 @@ def _eligible(blk: ToolResultBlock, uses: dict[str, ToolUseBlock], policy: Polic
 
 def _clear_inputs(m: Message, policy: Policy) -> Message | None:
     """Replace large ``tool_use`` inputs of assistant message ``m`` (``clear_tool_inputs``)."""
-    blocks, changed = [], []
+    blocks: list[Block] = []
+    changed: list[str] = []
     for blk in m.blocks:
         if isinstance(blk, ToolUseBlock) and len(json.dumps(blk.input, ensure_ascii=False)) > max(policy.min_clear_chars, 200):
             n = len(json.dumps(blk.input, ensure_ascii=False))

@@ -16,6 +16,7 @@ from ..messages import Message, ThinkingBlock
 from ..policy import Policy
 from ..units import Turn, cycle_boundaries, last_user_index, tool_cycles, turns
 from .events import CompactionEvent
+from .events import Stage as StageName
 
 PINNED_KINDS = ("summary", "facts", "user_memory")
 
@@ -65,7 +66,7 @@ class Budgeting:
     def level(self, fraction: float) -> int:
         return self.policy.level(fraction)
 
-    def event(self, stage: str, trigger: str, size_before: int, size_after: int, affected: list[str],
+    def event(self, stage: StageName, trigger: str, size_before: int, size_after: int, affected: list[str],
               t0: float, **fields: Any) -> CompactionEvent:
         """A :class:`CompactionEvent` in this policy's unit, timed from ``t0``
         (``time.perf_counter()`` at the stage's start); ``fields`` are the other event fields."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 
 from ..changes import Hide, Replace
-from ..messages import ImageBlock, Message, TextBlock, ToolResultBlock
+from ..messages import Block, ImageBlock, Message, TextBlock, ToolResultBlock
 from ..units import cycle_boundaries, is_user_input, tool_cycles
 from .context import (
     Budgeting,
@@ -216,7 +216,7 @@ def _cut_message(m: Message, b: Budgeting, share: float) -> Message | None:
 
 
 def _cut_blocks(m: Message, ratio: float, drop_images: bool) -> Message:
-    blocks = []
+    blocks: list[Block] = []
     for blk in m.blocks:
         if not isinstance(blk, ToolResultBlock):
             blocks.append(blk)

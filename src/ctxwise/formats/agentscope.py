@@ -19,6 +19,7 @@ from ..errors import FormatError
 from ..messages import (
     ImageBlock,
     Message,
+    Role,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -43,7 +44,7 @@ from ._common import (
 
 BOOK = book_key("agentscope")
 BLOCK_TYPES = ("text", "thinking", "tool_use", "tool_result", "image")
-ROLE_IN = {"USER": "user", "ASSISTANT": "assistant", "TOOL": "tool", "SYSTEM": "system"}
+ROLE_IN: dict[str, Role] = {"USER": "user", "ASSISTANT": "assistant", "TOOL": "tool", "SYSTEM": "system"}
 ROLE_OUT = {v: k for k, v in ROLE_IN.items()}
 _NATURAL_MSG = ["id", "name", "role", "content"]
 _NATURAL_BLOCK = {
@@ -86,6 +87,7 @@ def _read_block(b: Any, place: str, calls: dict[str, str], strict: bool, inner: 
     if strict and cid not in calls:
         raise no_call(place, cid, "matches no earlier tool_use id")
     raw = b.get("output", [])
+    output: list[Any]
     if isinstance(raw, str):
         output = [TextBlock(text=raw)]
         book["output"] = "str"

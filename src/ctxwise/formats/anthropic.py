@@ -205,7 +205,8 @@ def _read(payload: Any, strict: bool) -> list[Message]:
         else:
             others = [b for b in blocks if not isinstance(b, ToolResultBlock)]
             counts = (carry or {}).get("parts") or [len(results)]
-            chunks, k = [], 0
+            chunks: list[list[Any]] = []
+            k = 0
             for c in counts:
                 chunks.append(results[k:k + c])
                 k += c

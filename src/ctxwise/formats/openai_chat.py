@@ -25,12 +25,13 @@ Mapping:
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from ..errors import FormatError
 from ..messages import (
     ImageBlock,
     Message,
+    Role,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -60,7 +61,7 @@ PART_TYPES = ("text", "image_url")
 _NATURAL = ["id", "role", "name", "content", "tool_calls", "reasoning_content"]
 _NATURAL_TOOL = ["id", "role", "tool_call_id", "name", "content"]
 _KNOWN = {"id", "role", "name", "content", "tool_calls", "tool_call_id"}
-_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
+_ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 
 
 # -- content ------------------------------------------------------------------------------
@@ -117,6 +118,7 @@ def _write_parts(blocks: list[Any], form: str) -> Any:
         return blocks[0].text
     parts = []
     for b in blocks:
+        p: dict[str, Any]
         if isinstance(b, TextBlock):
             p = {"type": "text", "text": b.text}
             spread(p, b.extra)
@@ -202,7 +204,7 @@ def _read(raw_msgs: Any, strict: bool) -> list[Message]:
                 bbook["content"] = form
             name = raw.get("name")
             if "name" not in raw:
-                name = (chain or {}).get(tcid)
+                name = (chain or {}).get(cast(str, tcid))
                 if name is not None:
                     bbook["no_name"] = True
             rextra = (carry or {}).get("result") or {}

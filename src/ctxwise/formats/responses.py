@@ -21,12 +21,13 @@ kept only where they differ from the writer's default, so the round trip is exac
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from ..errors import FormatError
 from ..messages import (
     ImageBlock,
     Message,
+    Role,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -52,7 +53,7 @@ from ._common import (
 BOOK = book_key("responses")
 ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output")
 PART_TYPES = ("input_text", "output_text", "input_image")
-_ROLES = {"user": "user", "system": "system", "developer": "system", "assistant": "assistant"}
+_ROLES: dict[str, Role] = {"user": "user", "system": "system", "developer": "system", "assistant": "assistant"}
 _SKEL = {
     "message": {"type": "message", "role": "assistant", "content": None},
     "reasoning": {"type": "reasoning", "summary": None},
@@ -183,8 +184,11 @@ def _read(items: Any, strict: bool) -> list[Message]:
             if strict and cid not in calls:
                 raise no_call(place, cid, "matches no earlier function_call call_id")
             outv = raw.get("output", "")
-            output, form = _read_parts(outv, place, "input_text") if not isinstance(outv, str) else (
-                ([TextBlock(text=outv)] if outv else []), None)
+            output: list[Any]
+            if isinstance(outv, str):
+                output, form = ([TextBlock(text=outv)] if outv else []), None
+            else:
+                output, form = _read_parts(outv, place, "input_text")
             order = order_note(raw, _NATURAL_OUT)
             if order:
                 book["order"] = order
@@ -192,7 +196,7 @@ def _read(items: Any, strict: bool) -> list[Message]:
                 book["content"] = "list"
             meta = split_known(raw, _NATURAL_OUT)
             out.append(Message(id=default_id(base), role="tool", metadata=with_book(meta, BOOK, book), blocks=[
-                ToolResultBlock(tool_use_id=str(cid), name=calls.get(cid), output=output)]))
+                ToolResultBlock(tool_use_id=str(cid), name=calls.get(cid) if isinstance(cid, str) else None, output=output)]))
             continue
         role = raw["role"]
         if role == "developer":
@@ -300,13 +304,13 @@ def to_responses(messages: list[Message], *, extras: bool = True) -> list[dict[s
             d: dict[str, Any] = {"type": "function_call_output", "call_id": r.tool_use_id if r else ""}
             outb = r.output if r else []
             d["output"] = _write_parts(outb, "input_text") if book.get("content") == "list" or not (
-                _plain(outb) or not outb) else (outb[0].text if outb else "")
+                _plain(outb) or not outb) else (cast(TextBlock, outb[0]).text if outb else "")
         else:
             d = {"type": "message", "role": book.get("role", m.role)}
             if book.get("content") == "list" or not (_plain(m.blocks) or not m.blocks):
                 d["content"] = _write_parts(m.blocks, "input_text")
             else:
-                d["content"] = m.blocks[0].text if m.blocks else ""
+                d["content"] = cast(TextBlock, m.blocks[0]).text if m.blocks else ""
             if book.get("no_type"):
                 del d["type"]
         if extras:

@@ -36,7 +36,7 @@ _NATURAL_TOOL = ["id", "role", "content", "requestor", "error"]
 def _thinking(raw: dict[str, Any], meta: dict[str, Any], book: dict[str, Any]) -> list[ThinkingBlock]:
     rd = raw.get("raw_data")
     tbs = rd.get("thinking_blocks") if isinstance(rd, dict) else None
-    if not isinstance(tbs, list) or not tbs:
+    if not isinstance(tbs, list) or not tbs or not isinstance(rd, dict):
         return []
     out = []
     for tb in tbs:

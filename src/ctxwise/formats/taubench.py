@@ -33,7 +33,7 @@ def from_taubench(records: list[dict[str, Any]], source: str = "") -> list[Conve
         rec = need_dict(rec, f"record {k}", "a tau-bench record object")
         cid = f"task{rec.get('task_id')}-trial{rec.get('trial')}"
         try:
-            msgs = from_openai(rec.get("traj"))
+            msgs = from_openai(rec.get("traj"))  # type: ignore[arg-type]  # checked inside: FormatError
         except FormatError as e:
             raise FormatError(f"conversation {k} ({cid}), {e.place}", e.rule) from None
         meta = {"record": {a: b for a, b in rec.items() if a != "traj"},

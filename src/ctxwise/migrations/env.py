@@ -26,6 +26,8 @@ def run_migrations_online() -> None:
         _run(connection)
         return
     url = context.get_x_argument(as_dictionary=True).get("url") or config.get_main_option("sqlalchemy.url")
+    if not url:
+        raise RuntimeError("no database URL: pass -x url=... or set sqlalchemy.url")
     engine = create_engine(url)
     with engine.begin() as conn:
         _run(conn)

@@ -195,7 +195,7 @@ def check_anthropic_thinking(
         ref = {m.id: m for m in reference}.get(messages[last].id) if last is not None else None
         u = last_user_index(messages)
         completed = last is not None and u is not None and last < u  # else thinking-removed reports it
-        if completed and ref is not None and messages[last].thinking != ref.thinking:
+        if completed and last is not None and ref is not None and messages[last].thinking != ref.thinking:
             if not _modified(profile, last, messages[last], ref):
                 out.append(_v(profile, last, LATEST_ASSISTANT_THINKING,
                               f"the latest assistant message {messages[last].id!r} has "

@@ -51,8 +51,8 @@ def unique_call_ids(messages: list[Message]) -> list[Message]:
     """
     seen: set[str] = set()
     for m in messages:
-        for b in m.tool_uses:
-            seen.add(b.id)
+        for use in m.tool_uses:
+            seen.add(use.id)
     used: set[str] = set()
     out = list(messages)
     i = 0
@@ -62,7 +62,7 @@ def unique_call_ids(messages: list[Message]) -> list[Message]:
             i += 1
             continue
         renames: dict[str, list[str]] = {}
-        blocks = []
+        blocks: list[Any] = []
         for b in m.blocks:
             if isinstance(b, ToolUseBlock):
                 new = b.id

@@ -49,8 +49,8 @@ def render(messages: list[Message], *, reasoning_field: str | None) -> list[dict
         d: dict[str, Any] = {"role": m.role}
         if m.role == "assistant":
             calls = m.tool_uses
-            text = [b for b in m.blocks if isinstance(b, TextBlock)]
-            d["content"] = _content(text, False) if text or not calls else None
+            texts = [b for b in m.blocks if isinstance(b, TextBlock)]
+            d["content"] = _content(texts, False) if texts or not calls else None
             if calls:
                 d["tool_calls"] = [{"id": b.id, "type": "function",
                                     "function": {"name": b.name, "arguments": call_arguments(b)}}

@@ -38,7 +38,7 @@ def _parts(blocks: list[Any]) -> Any:
         return ""
     if len(blocks) == 1 and isinstance(blocks[0], TextBlock):
         return blocks[0].text
-    out = []
+    out: list[dict[str, Any]] = []
     for b in blocks:
         if isinstance(b, TextBlock):
             out.append({"type": "input_text", "text": b.text})

@@ -211,7 +211,7 @@ def measures_table(on: Measures, off: Measures | None, *, sessions: int, unit: s
     for key, label in MEASURES:
         if key == "peak_size":
             label = f"{label} ({unit})"
-        row = [label, _cell(key, on, sessions)]
+        row: list[Any] = [label, _cell(key, on, sessions)]
         if off is not None:
             row += [_cell(key, off, sessions), _change(key, on, off)]
         t.add_row(*row)

@@ -364,10 +364,10 @@ def replay_conversation(
             events = [e.model_dump(mode="json") for e in p.events]
             for e in events:
                 e["rounds"] = _span(e, round_of)
-            for e in p.events:
-                if e.summary_id:
-                    ids = [i for i in e.affected_ids if i in round_of]
-                    round_of[e.summary_id] = min((round_of[i] for i in ids), default=0)
+            for event in p.events:
+                if event.summary_id:
+                    ids = [i for i in event.affected_ids if i in round_of]
+                    round_of[event.summary_id] = min((round_of[i] for i in ids), default=0)
             view = metrics.as_sent(sent, policy.provider)  # what the provider receives
             tokens = tok.count(view)
             k = metrics.common_prefix(previous, view)
