@@ -304,8 +304,12 @@ def replay_conversation(
     source: str,
     format: str,
     cache_ratio: float = 0.1,
+    measure: bool = True,
 ) -> SessionResult:
     """Replay ``messages`` in a fresh session ``(user_id, session_id)`` of ``manager``.
+
+    ``measure=False`` skips support recall and the validator and wire checks (left empty and
+    0), for a caller that scores the payloads itself (``bench/compare.py``).
 
     Returns the :class:`SessionResult`. Raises whatever the engine raises (a
     :class:`~ctxwise.errors.CtxwiseError` for a broken session or an impossible budget); the
@@ -372,9 +376,12 @@ def replay_conversation(
             tokens = tok.count(view)
             k = metrics.common_prefix(previous, view)
             cached = sum(tok.count_message(x) for x in view[:k])
-            support = metrics.call_support(history, view, m)
-            violations = [str(v) for v in check(sent, policy.provider, reference=history)]
-            wire = [str(v) for v in check_wire(p.payload, policy.provider)]  # what is sent
+            if measure:
+                support = metrics.call_support(history, view, m)
+                violations = [str(v) for v in check(sent, policy.provider, reference=history)]
+                wire = [str(v) for v in check_wire(p.payload, policy.provider)]  # what is sent
+            else:
+                support, violations, wire = metrics.CallSupport(), [], []
             over = p.size > policy.effective_budget
             full_view = metrics.as_sent(history, policy.provider)
             call = CallRecord(
