@@ -203,16 +203,9 @@ def test_front_ends_use_only_the_public_surface():
     assert sorted(KNOWN_FRONT_EXCEPTIONS - set(bad)) == [], "fixed: remove these from KNOWN_FRONT_EXCEPTIONS"
 
 
-KNOWN_FRONT_EXCEPTIONS = {
-    "ctxwise.cli imports internal module ctxwise.store ['Store']",
-    "ctxwise.cli imports internal module ctxwise.memory.repo ['list_memory']",
-    "ctxwise.cli imports internal module ctxwise.memory.repo ['add_memory', 'list_memory']",
-    "ctxwise.cli imports internal module ctxwise.memory.repo ['retract_memory']",
-    "ctxwise.cli imports internal module ctxwise.memory.repo ['clear_memory']",
-}
-"""The `ctxwise memory` commands still call the SQL memory functions; they move to the public
-MemoryStore protocol when it lands (issue 14, seams). Exact entries: a new violation fails, and
-so does a fixed one still listed here."""
+KNOWN_FRONT_EXCEPTIONS: set[str] = set()
+"""Front-end imports of internals still waiting for a public way; empty. Exact entries: a new
+violation fails, and so does a fixed one still listed here."""
 
 
 # -- optional parts: one line naming the extra ----------------------------------------------------

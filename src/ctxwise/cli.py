@@ -16,7 +16,7 @@ import json
 import os
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -24,6 +24,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .errors import CtxwiseError, with_hint
+
+if TYPE_CHECKING:
+    from . import MemoryStore
 
 app = typer.Typer(
     help="Keep the working context of tool-using LLM agents inside a budget.",
@@ -238,13 +241,15 @@ UserOpt = Annotated[str, typer.Option("--user", "-u", help="The user_id whose me
 DbOpt = Annotated[str, typer.Option(help="Store URL (SQLAlchemy), e.g. postgresql+psycopg://...")]
 
 
-def _store(db: str, *, must_exist: bool = True):
-    from .store import Store
+def _store(db: str, *, must_exist: bool = True) -> MemoryStore:
+    """The store at ``db`` as a :class:`~ctxwise.MemoryStore`; one ``error:`` line when it
+    cannot be opened."""
+    from . import SqlStore
 
     if must_exist and db.startswith("sqlite:///") and not Path(db.removeprefix("sqlite:///")).exists():
         fail(f"{db}: no such database (nothing stored there yet)")
     try:
-        return Store(db)
+        return SqlStore(db)
     except Exception as e:  # a bad URL or an unreachable server: one line, no traceback
         fail(f"{db}: cannot open the store ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
 
@@ -262,9 +267,7 @@ def memory_list(
     """
     from rich.table import Table
 
-    from .memory.repo import list_memory
-
-    entries = list_memory(_store(db), user, include_inactive=all_)
+    entries = _store(db).list_memory(user, include_inactive=all_)
     if json_out:
         out.print_json(json.dumps([{"id": e.id, "text": e.text, "kind": e.kind, "status": e.status,
                                     "source_session_id": e.source_session_id} for e in entries], default=str))
@@ -289,16 +292,14 @@ def memory_add(
 
     Example: ctxwise memory add "prefers over-ear headphones" --user alice
     """
-    from .memory.repo import add_memory, list_memory
-
     if not text.strip():
         fail("memory add: the text is empty")
     store = _store(db, must_exist=False)
-    same = [e for e in list_memory(store, user) if " ".join(e.text.lower().split()) == " ".join(text.lower().split())]
+    same = [e for e in store.list_memory(user) if " ".join(e.text.lower().split()) == " ".join(text.lower().split())]
     if same:
         out.print(f"already remembered as {same[0].id}: {same[0].text}")
         return
-    e = add_memory(store, user, text.strip(), kind)
+    e = store.add_memory(user, text.strip(), kind)
     out.print(f"added {e.id}: {e.text}")
 
 
@@ -312,10 +313,8 @@ def memory_forget(
 
     Example: ctxwise memory forget 3 --user alice
     """
-    from .memory.repo import retract_memory
-
     ident: int | str = int(entry_id) if entry_id.isdigit() else entry_id
-    if not retract_memory(_store(db), user, ident):
+    if not _store(db).retract_memory(user, ident):
         fail(f"memory forget: user {user!r} has no active entry {entry_id!r}")
     out.print(f"forgot {entry_id}")
 
@@ -330,9 +329,7 @@ def memory_clear(
 
     Example: ctxwise memory clear --user alice
     """
-    from .memory.repo import clear_memory
-
-    n = clear_memory(_store(db), user, purge=purge)
+    n = _store(db).clear_memory(user, purge=purge)
     out.print(f"{'deleted' if purge else 'retracted'} {n} entries of {user}")
 
 
