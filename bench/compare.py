@@ -491,52 +491,63 @@ def targets(per_budget: dict[int, dict[str, Score]], failed: dict[int, dict[str,
     return out
 
 
-WHY = """\
-### Why
+CAUSE_TEXT = {
+    "trimming": "a hard trim drops the oldest whole turns, so everything after the system prompt is sent "
+                "again at full price on that call; F(B) lets overflow fall off the front for free, which no "
+                "prefix cache allows, so every trim is a gap F(B) does not have",
+    "summarizing": "a summary replaces old turns at the front: the suffix after it is re-billed once",
+    "clearing": "clearing edits old tool results in place: the prefix from the first edited result on is "
+                "re-billed once",
+    "thinking": "dropping old reasoning the provider lets go edits those messages: re-billed from there",
+    "pinned blocks / other": "no stage fired, yet the prefix changed: the pinned facts or user-memory block "
+                             "was inserted or changed, or a stage of an earlier call left a change that "
+                             "shows only now",
+}
 
-- **ctxwise is never behind on validity or budget.** No invalid payload, no payload without its
-  system prompt or a user input, nothing over budget, at every budget. The peers that cut by
-  message count send orphaned tool results (rolling window) or payloads with no user message at all
-  (rolling window, `trim_messages`, autogen Buffered: when the current turn alone does not fit, they
-  send the system prompt alone or a tail that starts mid-turn); "no management" and ContextEditing
-  send over-budget payloads. The "empty result" errors come from empty tool outputs in the
-  recordings, which every peer passes on and ctxwise marks when they are appended.
-- **Failed calls at 3,000 tokens.** In the Claude airline sessions the system prompt (1,622
-  tokens), the pinned summary and facts, the user's input and the current turn's calls and fresh
-  results can exceed the budget together; ctxwise then raises `ContextBudgetExceeded` instead of
-  sending an over-budget or broken request, and the conversation is left out of the tables.
-  `default` fails more often than `ragent` because its pinned facts and user-memory blocks take
-  room `ragent` does not reserve.
-- **Input tokens at 3,000: `trim_messages` sends less**, and the autogen contexts about as much as
-  `default`. `trim_messages` keeps only the turns that fit whole (`start_on="human"`) and drops
-  everything older, so it sends the least and pays for it with the lowest recall of all strategies
-  and hundreds of payloads with no user input; the autogen contexts cut by message count, mid-turn.
-  ctxwise keeps older turns as a summary, placeholders and pinned facts, which costs tokens.
-- **Cache-adjusted cost.** Every edit of the prefix is billed again at full price on the next call
-  ("cache breaks"). ctxwise `default` starts clearing at half the budget (`clear_at` 0.5) and
-  clears down to 35 %, so it edits sessions that would have fitted whole: at 12,000 tokens no call
-  of the unmanaged run exceeds the budget as sent, yet `default` clears dozens of times (see its
-  compaction events under the table), and "no management" and `ragent` (which never clears these
-  tools) are cheaper. Most of ctxwise's "edited
-  calls" at 12,000 are not compaction at all: an empty tool result in the recordings is given a
-  one-line marker when appended (providers reject empty content), which makes the payload differ
-  from the raw history without breaking the cache. At 3,000 and 6,000 the stages fire often
-  (trimming and summarizing are breaks by nature), and `trim_messages`, whose window moves only at
-  turn boundaries, breaks the cache less often. Payloads are scored as sent: an OpenAI request
-  carries no earlier reasoning. (Each strategy still decides what fits by its own counting: the
-  peers count the Claude sessions' thinking, ctxwise does not count what the provider is not sent.)
-- **Support recall.** Peers that keep every message until the budget is full (no management,
-  ContextEditing, and at 6,000 the rolling window and autogen) keep more of the values later answers
-  quote. ctxwise clears tool results from half the budget on and the digest summary keeps the
-  user's words and a few values per tool result, not every value a tool returned, so an answer
-  quoting a value from a cleared or summarized result is not supported. ContextEditing's higher
-  recall at 3,000 comes with hundreds of over-budget payloads.
-- **Latency.** ctxwise's `prepare()` validates the payload, builds the provider JSON, keeps the
-  facts block, and when a stage fires writes the change and its event to SQLite in one transaction;
-  the peers are in-memory list operations on a few dozen messages (the autogen contexts just slice
-  a list). All are well under a millisecond at the median; ctxwise's p95 reaches 1-3 ms where
-  stages fire often (3,000 tokens, and `default` at 6,000): those are the calls that compact and write. See [scale.md](scale.md) for how the cost per call behaves as sessions grow.
-"""
+
+def why(per_budget: dict[int, dict[str, Score]], failed: dict[int, dict[str, int]]) -> list[str]:
+    """The "why" section: each ctxwise preset's gap to F(B) split by cause, with the numbers of
+    this run (see ``gap_table``), then what each cause is and what the peers do differently."""
+    out = ["## Why: the gap to F(B), by cause (measured in this run)", "",
+           "Per call, cost − floor = 0.9 × (tokens billed in full − the floor's new tokens m_t) + 0.1 × (tokens "
+           "sent − S_t). The first term is charged to what broke the prefix on that call; the second is the "
+           "size term (negative: the payload is smaller than the floor's S_t, e.g. after a trim; positive: "
+           "summary, placeholders and pinned blocks carried beyond the history). Flat 0.1 prices.", ""]
+    for b, sc in per_budget.items():
+        for name, s in sc.items():
+            if not name.startswith("ctxwise"):
+                continue
+            f = s.floors["flat 0.1"]
+            gap = s.cost - f
+            parts = sorted(((c, v) for c, v in s.rebill.items() if abs(v) >= 0.5), key=lambda cv: -abs(cv[1]))
+            share = (lambda v: f" ({v / gap:.0%} of the gap)") if gap > 0 else (lambda v: "")
+            causes = "; ".join(f"{c} {v:+,.0f}{share(v)}, {s.rebill_calls.get(c, 0):,} breaks" for c, v in parts)
+            out.append(f"- **{name} at {b:,}**: cost {s.cost:,.0f} vs F(B) {f:,.0f}, gap {gap:+,.0f} "
+                       f"(×{s.ratio():.3f}; Anthropic ×{s.ratio('Anthropic'):.3f}, DeepSeek ×{s.ratio('DeepSeek'):.3f}). "
+                       f"Re-billed: {causes or 'nothing'}; size term {s.size_term:+,.0f}. Recall {s.recall:.3f} "
+                       f"(exact {s.recall_exact:.3f}, recoverable {s.recall_recoverable:.3f}); failed calls "
+                       f"{failed.get(b, {}).get(name, 0)}.")
+        out.append("")
+    out += ["What each cause is:", ""]
+    out += [f"- **{c}**: {t}." for c, t in CAUSE_TEXT.items()]
+    out += ["",
+            "Under DeepSeek prices a cached token costs 0.02 instead of 0.1, so a re-billed token weighs 49 cached "
+            "ones instead of 9: the same breaks make a larger share of the cost, and cost ÷ F(B) is higher than at "
+            "the flat ratio. Under Anthropic prices new tokens are written at 1.25 in both the run and F(B), and "
+            "prompts under 1,024 tokens are not cached at all.", "",
+            "Validity and budget: the peers that cut by message count send orphaned tool results (rolling window) "
+            "or payloads with no user message (rolling window, `trim_messages`, autogen Buffered, when the current "
+            "turn alone does not fit); \"no management\" and ContextEditing send over-budget payloads. The \"empty "
+            "result\" validator errors come from empty tool outputs in the recordings, which every peer passes on "
+            "and ctxwise marks at append. A ctxwise failed call is a `ContextBudgetExceeded` (pinned content alone "
+            "over the budget), raised instead of sending an over-budget request; the conversation is left out of "
+            "the tables.", "",
+            "Latency: ctxwise's `prepare()` validates the payload, renders and checks it, and when a stage fires "
+            "writes the change and its event to the store; the peers are in-memory list operations. Timings were "
+            "taken on a machine shared with other work (see the load average above)."]
+    return out
+
+
 
 
 def run_budget(budget: int, convs: list[Conversation], work: str) -> dict[str, Any]:
@@ -680,7 +691,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *(behind(per_budget) or ["- nowhere on these measures."]),
         "",
-        WHY,
+        *why(per_budget, failed),
     ]
     if notes:
         doc += ["", "Replay/bench measure mismatches (should be none):", "", *[f"- {n}" for n in notes]]
