@@ -30,6 +30,7 @@ Writes bench/results/compare.md (``--out`` to change).
 from __future__ import annotations
 
 import argparse
+import pickle
 import sys
 import tempfile
 import time
@@ -550,33 +551,45 @@ def why(per_budget: dict[int, dict[str, Score]], failed: dict[int, dict[str, int
 
 
 
-def run_budget(budget: int, convs: list[Conversation], work: str) -> dict[str, Any]:
-    """Every strategy on every conversation at one budget: the section text, the scores on the
-    conversations all served, the failed calls per strategy, mismatches and timings."""
+PEERS: dict[str, Callable[[int, Any], Strategy]] = {
+    "no management": lambda b, c: Everything(),
+    "rolling window": lambda b, c: RollingWindow(b, c),
+    "trim_messages": lambda b, c: TrimMessages(b, c),
+    "ContextEditing": lambda b, c: ContextEditing(b, c),
+    "autogen Buffered": lambda b, c: AutogenBuffered(b, c),
+    "autogen HeadAndTail": lambda b, c: AutogenHeadAndTail(b, c),
+}
+
+
+def strategy_names() -> list[str]:
+    """Every strategy, in table order: the peers, then the ctxwise presets."""
+    return [*PEERS, *(f"ctxwise {p}" for p in PRESETS_RUN)]
+
+
+def run_strategy(budget: int, name: str, convs: list[Conversation], work: str) -> tuple[list[Score], list[str], float]:
+    """One strategy on every conversation at one budget: per-conversation scores, replay/bench
+    mismatches (ctxwise only) and the wall time in seconds."""
     counter = get_counter(TOKENIZER)
-    n_calls = sum(len(c.calls) for c in convs)
     notes: list[str] = []
-    timings: dict[str, float] = {}
-    peers: list[Strategy] = [Everything(), RollingWindow(budget, counter), TrimMessages(budget, counter),
-                             ContextEditing(budget, counter), AutogenBuffered(budget, counter),
-                             AutogenHeadAndTail(budget, counter)]
-    runners: list[tuple[str, Callable[[Conversation], Score], Callable[[], None]]] = [
-        (p.name, (lambda c, p=p: run_peer(p, c, budget, counter)), getattr(p, "close", lambda: None)) for p in peers]
-    for preset in PRESETS_RUN:
-        cx = Ctxwise(preset, budget, work)
+    t0 = time.perf_counter()
+    if name in PEERS:
+        peer = PEERS[name](budget, counter)
+        scores = [run_peer(peer, c, budget, counter) for c in convs]
+        getattr(peer, "close", lambda: None)()
+    else:
+        cx = Ctxwise(name.removeprefix("ctxwise "), budget, work)
+        scores = [cx.run(c, budget, counter) for c in convs]
+        cx.close()
+        notes = [f"{cx.name} at {budget:,}: {x}" for x in cx.mismatches]
+    took = time.perf_counter() - t0
+    print(f"  {budget:>6,} {name:<22} {took:6.1f}s", flush=True)
+    return scores, notes, took
 
-        def close(cx: Ctxwise = cx, budget: int = budget) -> None:
-            cx.close()
-            notes.extend(f"{cx.name} at {budget:,}: {x}" for x in cx.mismatches)
 
-        runners.append((cx.name, (lambda c, cx=cx: cx.run(c, budget, counter)), close))
-    results: dict[str, list[Score]] = {}
-    for name, fn, close in runners:
-        t0 = time.perf_counter()
-        results[name] = [fn(c) for c in convs]
-        close()
-        timings[f"{name} @ {budget}"] = time.perf_counter() - t0
-        print(f"  {budget:>6,} {name:<22} {time.perf_counter() - t0:6.1f}s", flush=True)
+def run_budget(budget: int, convs: list[Conversation], results: dict[str, list[Score]]) -> dict[str, Any]:
+    """The section of one budget from every strategy's per-conversation scores: the scores on
+    the conversations all served, the failed calls per strategy, the text."""
+    n_calls = sum(len(c.calls) for c in convs)
     common = [i for i in range(len(convs)) if all(r[i].failed == 0 for r in results.values())]
     scores, rows = {}, []
     for name, rs in results.items():
@@ -614,15 +627,29 @@ def run_budget(budget: int, convs: list[Conversation], work: str) -> dict[str, A
         text += ["Validator errors by rule: " + "; ".join(f"{n}: " + ", ".join(f"{r} {k}" for r, k in v.items()) for n, v in rules.items()), ""]
     section = "\n".join(text)
     print("\n" + section, flush=True)
-    return {"section": section, "scores": scores, "failed": failed_here, "notes": notes, "timings": timings}
+    return {"section": section, "scores": scores, "failed": failed_here}
+
+
+SCORING_CODE = ("bench/_peers.py", "src/ctxwise/replay/metrics.py", "src/ctxwise/prices.py", "src/ctxwise/salient.py",
+                "src/ctxwise/providers/checker.py", "src/ctxwise/providers/wire.py")
+"""What the peers' scores depend on besides the data: a cached score is reused only when these match."""
+
+
+def scoring_code_hash() -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in SCORING_CODE:
+        h.update((REPO / f).read_bytes())
+    return h.hexdigest()[:16]
 
 
 _JOB: dict[str, Any] = {}
 
 
-def _budget_job(budget: int) -> dict[str, Any]:
-    """``run_budget`` in a worker process (the conversations are inherited through fork)."""
-    return run_budget(budget, _JOB["convs"], _JOB["work"])
+def _strategy_job(task: tuple[int, str]) -> tuple[list[Score], list[str], float]:
+    """``run_strategy`` in a worker process (the conversations are inherited through fork)."""
+    return run_strategy(task[0], task[1], _JOB["convs"], _JOB["work"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -631,7 +658,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="5 conversations per file (development)")
     ap.add_argument("--budgets", type=lambda s: tuple(int(x) for x in s.split(",")), default=BUDGETS)
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "compare.md")
-    ap.add_argument("--jobs", type=int, default=1, help="budgets run in this many worker processes (default 1)")
+    ap.add_argument("--jobs", type=int, default=1, help="(budget, strategy) runs in this many worker processes (default 1)")
+    ap.add_argument("--peers-cache", type=Path, default=None,
+                    help="reuse the peers' scores from this file when it matches the data (else write it)")
     args = ap.parse_args(argv)
     data = args.data if args.data.is_absolute() else (REPO / args.data).resolve()
 
@@ -646,21 +675,41 @@ def main(argv: list[str] | None = None) -> int:
     failed: dict[int, dict[str, int]] = {}
     timings: dict[str, float] = {}
     notes: list[str] = []
+    notes_head: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ctxwise-bench-") as work:
         _JOB.update(convs=convs, work=work)
-        if args.jobs > 1 and len(args.budgets) > 1:
+        cache: dict[tuple[int, str], Any] = {}
+        key = (str(data), args.quick, len(convs), n_calls, scoring_code_hash())
+        if args.peers_cache and args.peers_cache.exists():
+            saved = pickle.loads(args.peers_cache.read_bytes())
+            if saved.get("key") == key:
+                cache = saved["results"]
+                print(f"peers' scores reused from {args.peers_cache} ({saved['when']})", flush=True)
+                notes_head.append(f"the peers' scores are reused from a run on the same data and scoring code ({', '.join(SCORING_CODE)}) at {saved['when']} "
+                                  f"(`--peers-cache`); ctxwise's are from this run")
+        tasks = [(b, n) for b in args.budgets for n in strategy_names() if (b, n) not in cache]
+        if args.jobs > 1 and len(tasks) > 1:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            with ProcessPoolExecutor(min(args.jobs, len(args.budgets)), mp_context=multiprocessing.get_context("fork")) as ex:
-                outs = list(ex.map(_budget_job, args.budgets))
+            with ProcessPoolExecutor(min(args.jobs, len(tasks)), mp_context=multiprocessing.get_context("fork")) as ex:
+                outs = list(ex.map(_strategy_job, tasks))
         else:
-            outs = [run_budget(b, convs, work) for b in args.budgets]
-        for budget, out in zip(args.budgets, outs):
+            outs = [run_strategy(b, n, convs, work) for b, n in tasks]
+        done = dict(cache)
+        for task, out in zip(tasks, outs):
+            done[task] = out
+        if args.peers_cache:
+            peers_only = {t: o for t, o in done.items() if t[1] in PEERS}
+            args.peers_cache.write_bytes(pickle.dumps({"key": key, "when": started, "results": peers_only}))
+        for budget in args.budgets:
+            results = {n: done[(budget, n)][0] for n in strategy_names()}
+            for n in strategy_names():
+                notes.extend(done[(budget, n)][1])
+                timings[f"{n} @ {budget}"] = done[(budget, n)][2]
+            out = run_budget(budget, convs, results)
             per_budget[budget] = out["scores"]
             failed[budget] = out["failed"]
-            notes.extend(out["notes"])
-            timings.update(out["timings"])
             sections.append(out["section"])
 
     elapsed = time.perf_counter() - t_start
@@ -672,6 +721,7 @@ def main(argv: list[str] | None = None) -> int:
         f"- date: {started}; wall time {elapsed / 60:.1f} min",
         *machine(("langchain-core", "langchain", "autogen-core", "tiktoken", "pydantic", "sqlalchemy")),
         f"- data: `{args.data}`: {len(convs)} conversations, {n_calls:,} recorded model calls",
+        *(f"- {n}" for n in notes_head),
         "",
         "Every strategy gets the full history before each recorded model call and returns what it would send;",
         "all payloads are scored by `ctxwise.replay.metrics` with the o200k counter; validator = `ctxwise.providers.check`; wire errors = `ctxwise.providers.check_wire` on the payload rendered for the provider",
