@@ -25,3 +25,4 @@ bench: $(VENV)/.bench
 	$(PY) bench/scale.py --profile
 	$(PY) bench/memory.py
 	$(PY) bench/store.py
+	$(PY) bench/import_time.py
