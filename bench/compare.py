@@ -306,10 +306,10 @@ class RecordingManager(ContextManager):
 class Ctxwise:
     """A ctxwise preset driven by the replay runner over a temporary SQLite store."""
 
-    def __init__(self, preset: str, budget: int, workdir: str) -> None:
+    def __init__(self, preset: str, budget: int, workdir: str, part: int = 0) -> None:
         self.name = f"ctxwise {preset}"
         self.policy = Policy.preset(preset, budget=budget, unit="tokens", tokenizer=TOKENIZER, provider=PROVIDER)
-        self.manager = RecordingManager(f"sqlite:///{workdir}/{preset}-{budget}.db", self.policy)
+        self.manager = RecordingManager(f"sqlite:///{workdir}/{preset}-{budget}-{part}.db", self.policy)
         self.mismatches: list[str] = []
         self.n = 0
 
@@ -566,9 +566,10 @@ def strategy_names() -> list[str]:
     return [*PEERS, *(f"ctxwise {p}" for p in PRESETS_RUN)]
 
 
-def run_strategy(budget: int, name: str, convs: list[Conversation], work: str) -> tuple[list[Score], list[str], float]:
+def run_strategy(budget: int, name: str, convs: list[Conversation], work: str, part: int = 0) -> tuple[list[Score], list[str], float]:
     """One strategy on every conversation at one budget: per-conversation scores, replay/bench
-    mismatches (ctxwise only) and the wall time in seconds."""
+    mismatches (ctxwise only) and the wall time in seconds. ``part`` numbers a slice of the
+    conversations run on its own (its own store file)."""
     counter = get_counter(TOKENIZER)
     notes: list[str] = []
     t0 = time.perf_counter()
@@ -577,7 +578,7 @@ def run_strategy(budget: int, name: str, convs: list[Conversation], work: str) -
         scores = [run_peer(peer, c, budget, counter) for c in convs]
         getattr(peer, "close", lambda: None)()
     else:
-        cx = Ctxwise(name.removeprefix("ctxwise "), budget, work)
+        cx = Ctxwise(name.removeprefix("ctxwise "), budget, work, part)
         scores = [cx.run(c, budget, counter) for c in convs]
         cx.close()
         notes = [f"{cx.name} at {budget:,}: {x}" for x in cx.mismatches]
@@ -647,9 +648,13 @@ def scoring_code_hash() -> str:
 _JOB: dict[str, Any] = {}
 
 
-def _strategy_job(task: tuple[int, str]) -> tuple[list[Score], list[str], float]:
-    """``run_strategy`` in a worker process (the conversations are inherited through fork)."""
-    return run_strategy(task[0], task[1], _JOB["convs"], _JOB["work"])
+def _strategy_job(task: tuple[int, str, int, int]) -> tuple[list[Score], list[str], float]:
+    """``run_strategy`` on slice ``k`` of ``n`` of the conversations, in a worker process (the
+    conversations are inherited through fork)."""
+    budget, name, k, n = task
+    convs = _JOB["convs"]
+    size = -(-len(convs) // n)
+    return run_strategy(budget, name, convs[k * size:(k + 1) * size], _JOB["work"], k)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -659,6 +664,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budgets", type=lambda s: tuple(int(x) for x in s.split(",")), default=BUDGETS)
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "compare.md")
     ap.add_argument("--jobs", type=int, default=1, help="(budget, strategy) runs in this many worker processes (default 1)")
+    ap.add_argument("--split", type=int, default=1,
+                    help="with --jobs, run each ctxwise preset as this many slices of the conversations (default 1)")
     ap.add_argument("--peers-cache", type=Path, default=None,
                     help="reuse the peers' scores from this file when it matches the data (else write it)")
     args = ap.parse_args(argv)
@@ -687,7 +694,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"peers' scores reused from {args.peers_cache} ({saved['when']})", flush=True)
                 notes_head.append(f"the peers' scores are reused from a run on the same data and scoring code ({', '.join(SCORING_CODE)}) at {saved['when']} "
                                   f"(`--peers-cache`); ctxwise's are from this run")
-        tasks = [(b, n) for b in args.budgets for n in strategy_names() if (b, n) not in cache]
+        todo = [(b, n) for b in args.budgets for n in strategy_names() if (b, n) not in cache]
+        parts = max(1, args.split) if args.jobs > 1 else 1
+        tasks = [(b, n, k, parts if n.startswith("ctxwise") else 1) for b, n in todo
+                 for k in range(parts if n.startswith("ctxwise") else 1)]
         if args.jobs > 1 and len(tasks) > 1:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
@@ -695,11 +705,12 @@ def main(argv: list[str] | None = None) -> int:
             with ProcessPoolExecutor(min(args.jobs, len(tasks)), mp_context=multiprocessing.get_context("fork")) as ex:
                 outs = list(ex.map(_strategy_job, tasks))
         else:
-            outs = [run_strategy(b, n, convs, work) for b, n in tasks]
+            outs = [run_strategy(b, n, convs, work) for b, n, _, _ in tasks]
         done = dict(cache)
-        for task, out in zip(tasks, outs):
-            done[task] = out
-        if args.peers_cache:
+        for (b, n, _, _), (scores_, notes_, took) in zip(tasks, outs):
+            prev = done.get((b, n), ([], [], 0.0))
+            done[(b, n)] = (prev[0] + scores_, prev[1] + notes_, max(prev[2], took))
+        if args.peers_cache and not cache:
             peers_only = {t: o for t, o in done.items() if t[1] in PEERS}
             args.peers_cache.write_bytes(pickle.dumps({"key": key, "when": started, "results": peers_only}))
         for budget in args.budgets:
