@@ -18,6 +18,7 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/ctxwise replay
 
 test: $(VENV)/.installed
+	$(PY) -m mypy
 	bash scripts/with-postgres.sh $(PY) -m pytest -q -n 2
 
 bench: $(VENV)/.bench

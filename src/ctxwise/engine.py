@@ -155,7 +155,8 @@ class Session:
             e["detail"]["key"] for e in (self.manager.store.events(self.user_id, self.session_id) if state.version else [])
             if e.get("stage") == "summarizer_failed" and isinstance(e.get("detail"), dict) and "key" in e["detail"]
         }
-        self.memory.load([r.original for r in sorted(state.rows, key=lambda r: r.seq)], state.created_at)
+        self.memory.load([r.original for r in sorted(state.rows, key=lambda r: r.seq)
+                          if r.original is not None], state.created_at)  # all read: include_hidden
 
     @property
     def messages(self) -> list[Message]:

@@ -288,7 +288,9 @@ class SqlStore:
                        open_from_seq=new_open, transcript_seq=sess.transcript_seq + len(entries))
             if not messages:
                 return version
-            rows, originals, results = [], [], []
+            rows: list[dict[str, Any]] = []
+            originals: list[dict[str, Any]] = []
+            results: list[dict[str, Any]] = []
             for k, (m, body) in enumerate(zip(messages, bodies)):
                 seq = first_seq + k
                 rows.append(dict(session_pk=sess.id, user_id=user_id, seq=seq, anchor_seq=seq,
@@ -477,7 +479,7 @@ class SqlStore:
         with self._read() as conn:
             sess = self._session_row(conn, user_id, session_id)
             return [TranscriptRow(r.seq, r.role, r.text, list(r.blocks), r.status, list(r.message_ids),
-                                  _aware(r.created_at))
+                                  _aware(r.created_at) or r.created_at)
                     for r in conn.execute(select(T).where(T.session_pk == sess.id, T.user_id == user_id)
                                           .order_by(T.seq))]
 

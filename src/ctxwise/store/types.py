@@ -30,13 +30,14 @@ STATES: tuple[str, ...] = VISIBLE_STATES + HIDDEN_STATES + REMOVED_STATES
 class ContextRow:
     """One context message: ``seq`` is its insertion number (1-based, per session);
     ``current`` is what the model reads when ``state`` is visible; ``original`` is the message
-    as first stored (always kept)."""
+    as first stored (always kept in the store; None in a row read without it, when ``current``
+    already differs from it)."""
 
     message_id: str
     seq: int
     state: str
     current: Message
-    original: Message
+    original: Message | None
     size: int | None = None
     """The engine's size of ``current`` in the session's policy unit, as stored (None: not
     stored, count it)."""
