@@ -12,20 +12,26 @@ import re
 
 __all__ = ["salient_values"]
 
-_EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"
+# Every pattern here runs on user text and tool results of any size, so each is linear in the
+# text: a repeat either starts only where a run of its own characters starts (a lookbehind
+# refuses every other start) or has a small bound, so no start re-scans a long run (a 64 KB
+# hash or base64 line used to cost seconds).
+_W = "A-Za-z0-9_\\-"
+_EMAIL = r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}"
 _DATE = (
     r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"
     r"|\d{4}年\d{1,2}月\d{1,2}日"
-    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.? \d{1,2}(?:, \d{4})?"
+    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]{0,6}\.? \d{1,2}(?:, \d{4})?"
 )
 _AMOUNT = (
-    r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?"
-    r"|\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|CNY|RMB|dollars|euros|元|块)"
-    r"|\b\d[\d,]*\.\d{2}\b"
+    r"[$€£¥]\s?(?<![\d,])\d[\d,]{0,30}(?:\.\d{1,12})?"
+    r"|(?<![\d,])\d[\d,]{0,30}(?:\.\d{1,12})?\s?(?:USD|EUR|GBP|CNY|RMB|dollars|euros|元|块)"
+    r"|(?<![\d,])\b\d[\d,]{0,30}\.\d{2}\b"
 )
-_IDENT = r"#?[A-Za-z0-9][A-Za-z0-9_\-]*\d[A-Za-z0-9_\-]*|#?[A-Za-z0-9_\-]*\d[A-Za-z][A-Za-z0-9_\-]*"
+_IDENT = rf"(?:(?<!#)#|(?<![A-Za-z0-9#]))[A-Za-z0-9][{_W}]{{0,127}}(?![{_W}])"
 _PATTERN = re.compile(f"(?P<email>{_EMAIL})|(?P<date>{_DATE})|(?P<amount>{_AMOUNT})|(?P<ident>{_IDENT})")
-_PURE_NUMBER = re.compile(r"^[\d,.]+$")
+_PURE_NUMBER = re.compile(r"^[\d,.]{1,256}$")
+_IDENT_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]{0,127}\d|\d[A-Za-z]")
 
 
 def salient_values(text: str) -> list[str]:
@@ -38,6 +44,10 @@ def salient_values(text: str) -> list[str]:
     for m in _PATTERN.finditer(text):
         v = m.group(0).strip().rstrip(".,")
         if m.lastgroup == "ident":
+            # a whole run (at most 128 characters): an identifier when it holds a digit after an
+            # alphanumeric start, or a digit followed by a letter (``#W2378156``, ``8JX2WO``)
+            if not _IDENT_SHAPE.search(v):
+                continue
             if _PURE_NUMBER.match(v) or len(v) < 3 or not re.search(r"[A-Za-z#_\-]", v):
                 continue
             v = v.lstrip("#") if v.startswith("#") and len(v) > 1 else v

@@ -3,6 +3,11 @@
 Nothing here decides anything; :mod:`ctxwise.memory.facts` and :mod:`ctxwise.memory.user`
 combine these into facts and memory operations. All patterns work on the user's raw text so
 that every match is a verbatim span (same digits, same unit).
+
+Every pattern is linear in the length of the text: each repeat has a small bound (no ``+``,
+``*`` or ``{n,}``), and the patterns that scan runs of letters or digits start only where such
+a run starts (a lookbehind), so a 64 KB hash, base64 or minified line costs one pass, not one
+pass per character (``tests/hostile/test_linear_patterns.py`` holds the rule).
 """
 
 from __future__ import annotations
@@ -13,15 +18,15 @@ I = re.IGNORECASE
 
 # -- splitting ------------------------------------------------------------------------
 
-SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+|(?<=[。！？；;])")
+SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s{1,64}|\n{1,64}|(?<=[。！？；;])")
 """Sentence ends: ``. ! ?`` followed by space, a newline, or a CJK end mark."""
 
-CLAUSE_SPLIT = re.compile(r",\s+(?!(?:19|20)\d\d\b)|，")
+CLAUSE_SPLIT = re.compile(r",\s{1,64}(?!(?:19|20)\d\d\b)|，")
 """Clause breaks: an ASCII comma followed by space (so ``1,200`` stays whole; not before a
 year, so ``May 27, 2024`` stays whole) or ``，``."""
 
 CONDITIONAL_START = re.compile(
-    r"^(?:and\s+|but\s+|so\s+)?(?:if|unless|when|once|as long as|provided(?: that)?|in case|only if)\b"
+    r"^(?:and\s{1,8}|but\s{1,8}|so\s{1,8})?(?:if|unless|when|once|as long as|provided(?: that)?|in case|only if)\b"
     r"|^(?:要是|如果|假如|万一|除非|只要|一旦|若)",
     I,
 )
@@ -29,7 +34,7 @@ CONDITIONAL_END = re.compile(r"的话$")
 
 # -- values ---------------------------------------------------------------------------
 
-NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+NUM = r"(?<![\d,])(?:\d{1,3}(?:,\d{3}){1,8}(?:\.\d{1,12})?|\d{1,30}(?:\.\d{1,12})?)"
 CURRENCY_WORDS = (
     r"USD|EUR|GBP|CNY|RMB|JPY|HKD|CHF|CAD|AUD|dollars?|euros?|bucks|pounds?|yuan|"
     r"万元|元|块钱|块|美元|欧元|英镑|日元|港币"
@@ -55,11 +60,11 @@ WEEKDAY = r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day"
 DATE = re.compile(
     r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}\b"
     r"|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b"
-    rf"|\b{MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b"
-    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTH}\b(?:,?\s+\d{{4}})?"
+    rf"|\b{MONTH}\.?\s{{1,8}}\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s{{1,8}}\d{{4}})?\b"
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s{{1,8}}(?:of\s{{1,8}})?{MONTH}\b(?:,?\s{{1,8}}\d{{4}})?"
     r"|\b\d{1,2}(?::\d{2})?\s?(?:am|pm|a\.m\.|p\.m\.)(?:\s?(?:EST|EDT|PST|PDT|CST|CDT|UTC|GMT))?"
     r"|\b\d{1,2}:\d{2}\b"
-    rf"|\b(?:next|this|last|on|by|until)\s+(?:{WEEKDAY}|week|month|weekend)\b"
+    rf"|\b(?:next|this|last|on|by|until)\s{{1,8}}(?:{WEEKDAY}|week|month|weekend)\b"
     r"|\b(?:tomorrow|tonight|end of (?:the )?(?:day|week|month|year))\b"
     r"|(?:\d{4}年)?\d{1,2}月\d{1,2}[日号]?"
     r"|(?:今天|明天|后天|大后天|昨天|前天|今晚|明晚|[上下这本]个?(?:周|星期|礼拜)[一二三四五六日天]?|月底|月初|年底|周末)"
@@ -70,16 +75,16 @@ DATE = re.compile(
 DEADLINE_WORDS = re.compile(r"\b(?:by|deadline|due|no later than|at the latest)\b|截止|之前|以前|最晚|最迟", I)
 DATE_WORDS = re.compile(r"\bdate\b|日期", I)
 
-EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-PHONE = re.compile(r"(?<![\w#])\+?\d[\d -]{8,}\d(?!\w)")
-USER_HANDLE = re.compile(r"\b[a-z]+(?:_[a-z]+)+_\d+\b")
+EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}")
+PHONE = re.compile(r"(?<![\w#])\+?\d[\d -]{8,30}\d(?!\w)")
+USER_HANDLE = re.compile(r"(?<!\w)[a-z]{1,32}(?:_[a-z]{1,32}){1,6}_\d{1,12}\b")
 TOKEN_WITH_DIGIT = re.compile(
-    r"#[A-Za-z]*\d[\w-]*"
-    r"|\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_-]{3,}\b"
-    r"|(?<![\d,.])\d{4,}(?![\d,.]?\d)"
+    r"#[A-Za-z]{0,16}\d[\w-]{0,64}"
+    r"|(?<![A-Za-z0-9_])(?=[A-Za-z0-9_-]{0,64}\d)(?=[A-Za-z0-9_-]{0,64}[A-Za-z])[A-Za-z0-9][A-Za-z0-9_-]{3,64}\b"
+    r"|(?<![\d,.])\d{4,40}(?![\d,.]?\d)"
 )
-ADDRESS_NUM = re.compile(r"\b(?:suite|room|apt\.?|apartment|unit|floor|building)\s*#?(\d+[A-Za-z]?)\b|(\d+)(?:号楼|室|单元|号房)", re.I)
-NAME = re.compile(r"\b(?i:my name is) ([A-Z][a-z]+(?: [A-Z][a-z]+){0,3})|我叫([\u4e00-\u9fff]{2,4})")
+ADDRESS_NUM = re.compile(r"\b(?:suite|room|apt\.?|apartment|unit|floor|building)\s{0,8}#?(\d{1,8}[A-Za-z]?)\b|(?<!\d)(\d{1,8})(?:号楼|室|单元|号房)", re.I)
+NAME = re.compile(r"\b(?i:my name is) ([A-Z][a-z]{0,40}(?: [A-Z][a-z]{0,40}){0,3})|我叫([\u4e00-\u9fff]{2,4})")
 
 ID_SLOTS: list[tuple[str, re.Pattern[str], bool]] = [
     # (slot, words before the value, single-valued)
@@ -101,8 +106,8 @@ NUMBER_WORDS = {
     "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
 }
 QTY_EN = re.compile(
-    rf"\b({NUM}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+"
-    r"((?:[a-z][a-z-]*\s+)?[a-z][a-z-]*)",
+    rf"\b({NUM}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s{{1,8}}"
+    r"((?:[a-z][a-z-]{0,40}\s{1,8})?[a-z][a-z-]{0,40})",
     I,
 )
 QTY_STOP = {
@@ -117,7 +122,7 @@ QTY_STOP = {
 }
 DISTANCE_UNITS = {"km", "kms", "kilometer", "kilometers", "kilometre", "kilometres", "mile", "miles", "mi", "m", "meters", "metres", "公里", "千米", "米"}
 QTY_ZH = re.compile(
-    rf"({NUM}|[一二两三四五六七八九十百千]+)\s?"
+    rf"({NUM}|(?<![一二两三四五六七八九十百千])[一二两三四五六七八九十百千]{{1,8}})\s?"
     r"(个人|个|人|位|件|台|晚|天|张|次|份|名|间|周|小时|分钟|公里|千米|米|公斤|斤|步|级|层|岁|年|箱|瓶|双|套|条)"
 )
 
@@ -158,8 +163,8 @@ PREFERENCE = re.compile(
     I,
 )
 PROHIBITION = re.compile(
-    r"^(?:(?:and|but|so|also|oh|and also),?\s+)?(?:please\s+)?(?:don['’]?t|do not|never|avoid|stop)\b"
-    r"|\bplease (?:don['’]?t|do not|never|avoid)\b|^no\s+[a-z]+(?:\s+[a-z]+)?(?:,?\s+please)\b"
+    r"^(?:(?:and|but|so|also|oh|and also),?\s{1,8})?(?:please\s{1,8})?(?:don['’]?t|do not|never|avoid|stop)\b"
+    r"|\bplease (?:don['’]?t|do not|never|avoid)\b|^no\s{1,8}[a-z]{1,40}(?:\s{1,8}[a-z]{1,40})?(?:,?\s{1,8}please)\b"
     r"|请勿|禁止|千万别|千万不要|^别|^请不要|不许|不准",
     I,
 )
@@ -169,7 +174,7 @@ NEGATION = re.compile(
     I,
 )
 NEGATION_NOISE = re.compile(
-    r"\b(?:don['’]?t|do not|doesn['’]?t|didn['’]?t|not|can['’]?t|cannot)\s+(?:really\s+)?(?:remember|recall|know|have|think|"
+    r"\b(?:don['’]?t|do not|doesn['’]?t|didn['’]?t|not|can['’]?t|cannot)\s{1,8}(?:really\s{1,8})?(?:remember|recall|know|have|think|"
     r"see|understand|mind|sure|find|seem|worry)\b|\bno (?:problem|worries|rush|need)\b|\bnot sure\b|\bno,? thanks?\b"
     r"|不知道|不记得|不清楚|没关系|不客气|不好意思|不用谢|不错",
     I,

@@ -70,18 +70,18 @@ class Op:
 # -- patterns ---------------------------------------------------------------------------
 
 CLEAR = re.compile(
-    r"\b(?:forget|delete|erase|wipe|remove|clear)\b\s+(?:absolutely\s+)?(?:everything|all)\b"
-    r"(?:\s+(?:you know\s+)?(?:about|on|of)\s+me|\s+(?:of\s+)?my\s+(?:data|info|information|memory|memories|preferences|details))?"
-    r"|\b(?:delete|erase|wipe|clear)\s+(?:all\s+)?my\s+(?:data|memory|memories|profile|preferences)\b"
+    r"\b(?:forget|delete|erase|wipe|remove|clear)\b\s{1,8}(?:absolutely\s{1,8})?(?:everything|all)\b"
+    r"(?:\s{1,8}(?:you know\s{1,8})?(?:about|on|of)\s{1,8}me|\s{1,8}(?:of\s{1,8})?my\s{1,8}(?:data|info|information|memory|memories|preferences|details))?"
+    r"|\b(?:delete|erase|wipe|clear)\s{1,8}(?:all\s{1,8})?my\s{1,8}(?:data|memory|memories|profile|preferences)\b"
     r"|忘[掉记了]?(?:关于)?我的?(?:一切|所有|全部)|(?:清空|清除|删除|删掉)(?:我的)?(?:所有|全部)?(?:记忆|信息|数据|偏好)",
     I,
 )
 INSTRUCTION = re.compile(
     r"\b(?:ignore|disregard|override|bypass|forget|break)\b[^.?!]{0,40}\b(?:rules?|instructions?|"
     r"polic(?:y|ies)|guidelines?|system prompt|prompt|previous|prior|guardrails?|restrictions?)\b"
-    r"|\bremember to\b|\bmake sure (?:you|to)\b|\bfrom now on\b[^.?!]*\b(?:you|always|never|must)\b"
+    r"|\bremember to\b|\bmake sure (?:you|to)\b|\bfrom now on\b[^.?!]{0,200}\b(?:you|always|never|must)\b"
     r"|\byou (?:must|should|shall|have to|need to|will always|will never|are (?:now|required|allowed)|always|never|can always)\b"
-    r"|\b(?:always|never|automatically|just)\s+(?:approve|refund|grant|give|waive|accept|allow|issue|skip|"
+    r"|\b(?:always|never|automatically|just)\s{1,8}(?:approve|refund|grant|give|waive|accept|allow|issue|skip|"
     r"bypass|reveal|share|send|escalate|transfer|cancel|override|trust)\b"
     r"|\byour (?:rules|instructions|system prompt|polic(?:y|ies)|guidelines)\b"
     r"|\b(?:act|pretend|behave|roleplay) (?:as|like)\b|\byou are (?:now )?(?:a|an|my|the)\b"
@@ -92,8 +92,8 @@ INSTRUCTION = re.compile(
     I,
 )
 RETRACT = re.compile(
-    r"\bforget (?:that|about)?\s*(?:i|my|me)\b|\bi (?:no longer|don'?t|do not)\b.*\b(?:anymore|any more)\b"
-    r"|\bi no longer\b|\bi'?m not\b.*\b(?:anymore|any more)\b|\bi am no longer\b|\bnot (?:true|the case) anymore\b"
+    r"\bforget (?:that|about)?\s{0,8}(?:i|my|me)\b|\bi (?:no longer|don'?t|do not)\b.{0,200}\b(?:anymore|any more)\b"
+    r"|\bi no longer\b|\bi'?m not\b.{0,200}\b(?:anymore|any more)\b|\bi am no longer\b|\bnot (?:true|the case) anymore\b"
     r"|忘[掉记了]?(?:我|那个|这个)|我(?:已经)?不再|我(?:已经)?不.{0,8}了$|不用记",
     I,
 )
@@ -103,14 +103,14 @@ RETRACT_NOISE = re.compile(
     I,
 )
 NAME = re.compile(
-    r"\b(?i:please\s+)?(?i:call me) ([A-Z][\w'-]*(?: [A-Z][\w'-]*)?)|\b(?i:my name is) ([A-Z][\w'-]*(?: [A-Z][\w'-]*)?)"
+    r"\b(?i:please\s{1,8})?(?i:call me) ([A-Z][\w'-]{0,40}(?: [A-Z][\w'-]{0,40})?)|\b(?i:my name is) ([A-Z][\w'-]{0,40}(?: [A-Z][\w'-]{0,40})?)"
     r"|(?:请)?叫我([\u4e00-\u9fff\w]{1,6}?)(?:就好|就行|吧)?(?:[。！!.]|$)|我叫([\u4e00-\u9fff]{2,4})",
 )
 PROFILE = [
-    ("diet", re.compile(r"\bi(?:'m| am)\s+(?:a\s+)?(?:strict\s+)?(vegetarian|vegan|pescatarian|halal|kosher)\b|\bi (?:don'?t|do not) eat (?:meat|pork|beef|fish)\b|我(?:是)?(?:吃素|素食|不吃肉|不吃猪肉)", I)),
-    ("allergy", re.compile(r"\bi(?:'m| am) allergic to ([\w -]+)|\bi have an? ([\w -]+) allergy\b|我对(.{1,8})过敏", I)),
-    ("location", re.compile(r"\bi (?:live|am based|'m based) in ([A-Z][\w -]+)|\bi'?m from ([A-Z][\w -]+)|我(?:住在|在)(.{2,8})(?:住|生活|工作)?$", I)),
-    ("language", re.compile(r"\bi (?:speak|prefer to speak|read) ([A-Z]\w+)\b|我(?:说|讲)(.{1,4}语)", I)),
+    ("diet", re.compile(r"\bi(?:'m| am)\s{1,8}(?:a\s{1,8})?(?:strict\s{1,8})?(vegetarian|vegan|pescatarian|halal|kosher)\b|\bi (?:don'?t|do not) eat (?:meat|pork|beef|fish)\b|我(?:是)?(?:吃素|素食|不吃肉|不吃猪肉)", I)),
+    ("allergy", re.compile(r"\bi(?:'m| am) allergic to ([\w -]{1,60})|\bi have an? ([\w -]{1,60}) allergy\b|我对(.{1,8})过敏", I)),
+    ("location", re.compile(r"\bi (?:live|am based|'m based) in ([A-Z][\w -]{0,60})|\bi'?m from ([A-Z][\w -]{0,60})|我(?:住在|在)(.{2,8})(?:住|生活|工作)?$", I)),
+    ("language", re.compile(r"\bi (?:speak|prefer to speak|read) ([A-Z]\w{1,30})\b|我(?:说|讲)(.{1,4}语)", I)),
     ("condition", re.compile(r"\bi(?:'m| am) (?:hard of hearing|deaf|blind|colou?r-?blind|diabetic|left-handed|pregnant)\b|我(?:是)?(?:色盲|左撇子|糖尿病)", I)),
 ]
 PREFERENCE = re.compile(
@@ -132,7 +132,7 @@ STOP = {
     "very", "quite", "more", "most", "actually", "also", "just", "so", "too", "im", "id",
 }
 ANAPHORS = {"", "it", "that", "this", "way", "one", "so", "them", "those", "these", "thi", "tha"}
-LEADING_CONJ = re.compile(r"^(?:and|but|also|so|oh|plus|而且|并且|还有|另外)[,，]?\s*", I)
+LEADING_CONJ = re.compile(r"^(?:and|but|also|so|oh|plus|而且|并且|还有|另外)[,，]?\s{0,8}", I)
 ZH_MARKERS = re.compile(r"我|更|比较|很|特别|一直|通常|平时|喜欢|偏好|倾向于?|习惯|爱|的|了|是|呢|吧|啊|哦")
 
 
@@ -289,7 +289,7 @@ def _best(what: str, entries: list[MemoryEntry], ks: tuple[str, str] | None) -> 
     return max(scored, key=lambda t: t[0])[1]
 
 
-_DISTINCT = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'-]+|\b[\w]+-[\w-]+|\b\w*\d\w*")
+_DISTINCT = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'-]{1,64}|\b\w{1,64}-[\w-]{1,64}|\b\w{0,64}\d\w{0,64}")
 
 
 def _distinct(text: str) -> set[str]:

@@ -1,0 +1,91 @@
+"""Kind of fault: super-linear regular expressions on user text and tool results.
+
+Every pattern applied to text a user or a tool wrote (salient values, the fact and memory
+extractors) must be linear in the length of that text. The rule checked here is structural,
+so it fails on the code, not on a clock: no repeat in these patterns is unbounded (``+``,
+``*``, ``{n,}``), so no match attempt can scan a long run, and the token-shaped patterns only
+start where a run starts. Before this rule, a 64 KB run without spaces cost 15 s per append
+(the e-mail pattern of the facts extractor) and 21 s per ``prepare()`` (the salient-value
+pattern); bench/robustness.py measures the time now.
+"""
+
+from __future__ import annotations
+
+import re
+from re import _constants as sre_constants  # the parser behind re.compile (sre_parse is deprecated)
+from re import _parser as sre_parse
+
+import pytest
+
+from ctxwise import salient
+from ctxwise.memory import facts, patterns, user
+from ctxwise.replay import metrics
+
+MODULES = [salient, patterns, user, facts, metrics]
+BOUND = 256  # the largest repeat bound allowed in a user-text pattern
+
+
+def _compiled(module) -> list[tuple[str, re.Pattern[str]]]:
+    out = []
+    for name, value in vars(module).items():
+        if isinstance(value, re.Pattern):
+            out.append((f"{module.__name__}.{name}", value))
+        elif isinstance(value, list):  # e.g. PROFILE, ID_SLOTS, CURRENCY_NORM: tuples holding patterns
+            for k, item in enumerate(value):
+                for part in item if isinstance(item, tuple) else (item,):
+                    if isinstance(part, re.Pattern):
+                        out.append((f"{module.__name__}.{name}[{k}]", part))
+    return out
+
+
+def _unbounded(tree) -> list[str]:
+    found = []
+    for op, av in tree:
+        if op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT):
+            lo, hi, sub = av
+            if hi == sre_constants.MAXREPEAT or hi > BOUND:
+                found.append(f"{{{lo},{'inf' if hi == sre_constants.MAXREPEAT else hi}}}")
+            found += _unbounded(sub)
+        elif op == sre_constants.SUBPATTERN:
+            found += _unbounded(av[-1])
+        elif op == sre_constants.BRANCH:
+            for alt in av[1]:
+                found += _unbounded(alt)
+        elif op in (sre_constants.ASSERT, sre_constants.ASSERT_NOT):
+            found += _unbounded(av[1])
+    return found
+
+
+PATTERNS = [p for m in MODULES for p in _compiled(m)]
+
+
+def test_the_modules_hold_patterns():
+    assert len(PATTERNS) > 40
+
+
+@pytest.mark.parametrize("name,pattern", PATTERNS, ids=[n for n, _ in PATTERNS])
+def test_no_unbounded_repeat(name, pattern):
+    bad = _unbounded(sre_parse.parse(pattern.pattern, pattern.flags))
+    assert not bad, f"{name} has unbounded repeats {bad}: bound them (at most {BOUND})"
+
+
+RUNS = {
+    "letters": "a" * 20000, "digits": "7" * 20000, "hex": "3f9a" * 5000, "base64": "aB3+/" * 4000,
+    "dash": "a-" * 10000, "underscore": "a_" * 10000, "dots": "a." * 10000, "commas": "1," * 10000,
+    "cjk": "我" * 20000, "cjk-digits": "一" * 20000,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(RUNS))
+def test_long_runs_find_nothing_spurious(kind):
+    """A long unbroken run is one token at most: no value is carved out of its middle, and
+    the extractors return (the salient-value scan and the fact/memory deciders)."""
+    text = f"My order is #W2378156 and {RUNS[kind]} thanks."
+    values = salient.salient_values(text)
+    assert "W2378156" in values
+    assert all(len(v) <= 129 for v in values)
+    from ctxwise.messages import text_message
+
+    fs = facts.extract_facts(text_message("m1", "user", text))
+    assert any(f.value == "#W2378156" for f in fs)
+    assert user.decide(text, [])
