@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from .compaction import Budgeting, CompactionEvent, Pipeline
 from .errors import CtxwiseError, FormatError, PayloadInvalid, Violation
 from .messages import Message, TextBlock, ToolResultBlock
+from .normalize import normalize_batch, omitted, prepare_openai
 from .memory.session import SessionMemory
 from .policy import Policy
 from .providers import check as check_payload
@@ -146,7 +147,7 @@ class Session:
         else:
             state = store.load(self.user_id, self.session_id, include_hidden=True)
         self.version = state.version
-        self._context = [r.current for r in state.rows if r.state in VISIBLE]
+        self._context = [r.current for r in state.rows if r.state in VISIBLE and omitted(r.current) is None]
         self._ids = {r.message_id for r in state.rows}
         self._counter_ids = sum(1 for r in state.rows if r.message_id.startswith("msg-"))
         self._size = sum(self._sz(m) for m in self._context)
@@ -185,11 +186,22 @@ class Session:
         :class:`~ctxwise.errors.SessionConflict` when another writer got in first. Nothing is
         stored when it raises.
         """
-        batch = [mark_empty_result(m) for m in self._coerce(_as_list(messages, "append"))]
+        return self._append(_as_list(messages, "append"))
+
+    def _append(self, items: list[Message | dict], notes: dict[int, list[dict]] | None = None) -> int:
+        batch = [mark_empty_result(m) for m in self._coerce(items)]
         if not batch:
             return self.version
-        self._check_batch(batch)
+        batch, normalized = normalize_batch(batch, len(self._context), notes)
+        visible = [m for m in batch if omitted(m) is None]  # omitted replies stay in the transcript only
+        self._check_batch(visible, batch)
         self.version = self.manager.store.append(self.user_id, self.session_id, batch, expected_version=self.version)
+        if normalized:
+            self._record(CompactionEvent(
+                stage="normalized", trigger="a reply the provider would refuse when sent back", unit=self.policy.unit,
+                size_before=self._size + self.overhead, size_after=self._size + self.overhead,
+                affected_ids=[n["id"] for n in normalized], detail={"messages": normalized}))
+        batch = visible
         self._context.extend(batch)
         self._ids.update(m.id for m in batch)
         self._size += sum(self._sz(m) for m in batch)
@@ -218,11 +230,11 @@ class Session:
         from .formats import from_openai, to_openai
         from .formats.sdk import openai_dicts
 
-        new = openai_dicts(messages)
+        new, notes = prepare_openai(openai_dicts(messages), len(self._context))
         cycle = self._open_cycle()
         prefix = to_openai(cycle, extras=False) if cycle else []
         read = self._read_after(from_openai, prefix, new, len(prefix))
-        return self._append_numbered(read, [("id" in raw) for raw in new])
+        return self._append_numbered(read, [("id" in raw) for raw in new], notes)
 
     def append_anthropic(self, messages: Any) -> int:
         """Append messages in the Anthropic Messages shape: ``{"role", "content"}`` dicts
@@ -273,7 +285,8 @@ class Session:
             raise FormatError(f"{e.place} (the first {len(prefix)} message(s) are the open tool cycle "
                               "already in the session)", e.rule) from None
 
-    def _append_numbered(self, read: list[Message], keep_id: list[bool] | None) -> int:
+    def _append_numbered(self, read: list[Message], keep_id: list[bool] | None,
+                         notes: dict[int, list[dict]] | None = None) -> int:
         """Give the read messages the session's own ids (unless the caller gave one) and
         append them; the numbering advances only when the append succeeds."""
         n = self._counter_ids
@@ -283,9 +296,56 @@ class Session:
                 n += 1
                 m = m.model_copy(update={"id": f"msg-{n:06d}"})
             batch.append(m)
-        version = self.append(batch)
+        version = self._append(batch, notes)
         self._counter_ids = n
         return version
+
+    def close_pending(self, reason: str = "the turn was interrupted") -> int:
+        """Answer every tool call still waiting for its result with an explicit interruption
+        result (state ``error``, text ``"interrupted: <reason>"``), so a turn that crashed or
+        was cancelled between a tool call and its result can go on with new user input.
+
+        One ``tool`` message per unanswered call (ids continue the session's numbering), and
+        one ``interrupted`` event. Returns the number of calls answered (0: nothing pending,
+        nothing written). Raises :class:`~ctxwise.errors.SessionConflict` like :meth:`append`.
+        """
+        pending = self._pending_calls()
+        if not pending:
+            return 0
+        text = f"interrupted: {reason}" if reason else "interrupted"
+        batch = [Message(id="pending", role="tool", blocks=[ToolResultBlock(
+            tool_use_id=u.id, name=u.name, state="error", output=[TextBlock(text=text)])],
+            metadata={"ctxwise": {"interrupted": True}}) for u in pending]
+        self._append_numbered(batch, None)
+        self._record(CompactionEvent(
+            stage="interrupted", trigger=text, unit=self.policy.unit, size_before=self.size, size_after=self.size,
+            affected_ids=[m.id for m in self._context[-len(batch):]], detail={"tool_use_ids": [u.id for u in pending]}))
+        return len(pending)
+
+    def _pending_calls(self) -> list[Any]:
+        """The tool_use blocks of the open tool cycle at the tail that have no result yet."""
+        i = len(self._context) - 1
+        while i >= 0 and self._context[i].role == "tool":
+            i -= 1
+        if i < 0 or self._context[i].role != "assistant" or not self._context[i].tool_uses:
+            return []
+        answered: dict[str, int] = {}
+        for m in self._context[i + 1:]:
+            for r in m.tool_results:
+                answered[r.tool_use_id] = answered.get(r.tool_use_id, 0) + 1
+        out = []
+        for u in self._context[i].tool_uses:
+            if answered.get(u.id, 0) > 0:
+                answered[u.id] -= 1
+            else:
+                out.append(u)
+        return out
+
+    def _record(self, event: CompactionEvent) -> None:
+        """Store one event written at append time (its own small write) and emit it."""
+        self.version = self.manager.store.apply(self.user_id, self.session_id, [], [event.model_dump(mode="json")],
+                                                expected_version=self.version)
+        self.manager.emit(event)
 
     def _coerce(self, items: list[Message | dict]) -> list[Message]:
         out: list[Message] = []
@@ -303,12 +363,13 @@ class Session:
                 raise PayloadInvalid(self.policy.provider, [Violation(base + k, "message-shape", f"{where}: {err.get('msg')}{hint}")]) from None
         return out
 
-    def _check_batch(self, batch: list[Message]) -> None:
-        """Check the new messages against the tail they join (O(batch + last cycle))."""
+    def _check_batch(self, batch: list[Message], stored: list[Message] | None = None) -> None:
+        """Check the new messages against the tail they join (O(batch + last cycle)); ids are
+        checked over everything ``stored`` (omitted replies included)."""
         base = len(self._context)
         seen: set[str] = set()
         problems: list[Violation] = []
-        for k, m in enumerate(batch):
+        for k, m in enumerate(batch if stored is None else stored):
             if m.id in self._ids or m.id in seen:
                 where = "earlier in this batch" if m.id in seen else "in the session"
                 problems.append(Violation(base + k, "duplicate-message-id", f"id {m.id!r} is already {where}"))

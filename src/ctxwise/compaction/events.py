@@ -8,8 +8,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Stage = Literal[
-    "thinking", "clearing", "summarizing", "trimming", "summarizer_failed", "facts_evicted", "budget_exceeded"
+    "thinking", "clearing", "summarizing", "trimming", "summarizer_failed", "facts_evicted", "budget_exceeded",
+    "normalized", "interrupted",
 ]
+"""``normalized``: a reply was made sendable at append (:mod:`ctxwise.normalize`);
+``interrupted``: :meth:`Session.close_pending` answered unanswered tool calls."""
 
 
 class CompactionEvent(BaseModel):

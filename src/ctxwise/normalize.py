@@ -1,0 +1,181 @@
+"""What models really send, made safe at append (before anything is stored).
+
+Real servers return replies the provider rules refuse when sent back, and one such reply used
+to leave a session where every later ``prepare()`` failed. Each rule below fixes a *kind* of
+reply, keeps what arrived in the transcript, and says what it did (the message's
+``metadata["ctxwise"]["normalized"]`` list and one ``normalized`` event):
+
+* **blank text beside tool calls** (vLLM, Qwen and DeepSeek-style servers send
+  ``"content": "\\n\\n"`` with ``tool_calls``): the blank text block is dropped; its text is
+  kept in the note. Anthropic: "text content blocks must contain non-whitespace text".
+* **an empty reply** (Anthropic ``end_turn`` with ``content: []`` after tool results; an
+  OpenAI ``content: ""`` or ``null`` with no calls) and **a refusal-only reply** (OpenAI's
+  ``refusal`` field with no content): the message is stored and shown in the transcript, and
+  left out of the context (``metadata["ctxwise"]["omitted"]`` is ``"empty_reply"`` or
+  ``"refusal"``). Every provider refuses an empty non-final assistant message (Anthropic: "all
+  messages must have non-empty content except for the optional final assistant message";
+  OpenAI: assistant ``content`` is required unless ``tool_calls`` is given), and a
+  consecutive user message is accepted by all of them.
+* **``tool_calls: []`` or ``null``** is no tool calls (OpenAI refuses an empty array when it is
+  sent back: "expected an array with minimum length 1").
+
+And these are refused with a :class:`~ctxwise.errors.FormatError` naming the message index,
+before anything is stored:
+
+* ``tool_calls`` that is not a list (``"nope"``), a call that is not an object;
+* ``arguments`` that are not a JSON object: non-JSON text, ``NaN`` / ``Infinity`` (not JSON,
+  RFC 8259 section 6), a JSON array or string; arguments given as an object (some SDK
+  wrappers and local servers do) are serialized to JSON text first (noted);
+* a tool input (canonical ``tool_use.input``) holding a value JSON cannot carry (a
+  ``datetime``, a set, bytes, NaN).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from .errors import FormatError
+from .messages import ImageBlock, Message, TextBlock, ToolUseBlock
+
+OMITTED_KEY = "omitted"
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _strict_loads(text: str) -> Any:
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def prepare_openai(raw: list[Any], base: int) -> tuple[list[Any], dict[int, list[dict[str, Any]]]]:
+    """Check and normalize OpenAI chat dicts before they are read (``base`` is the session
+    index of ``raw[0]``, used in error places).
+
+    Returns the dicts to read (copies where something changed) and the notes per position.
+    Raises :class:`FormatError` (``message <i>, tool call <j>: ...``) as described in the
+    module docstring. Non-dict items are passed through for the reader to refuse.
+    """
+    out: list[Any] = []
+    notes: dict[int, list[dict[str, Any]]] = {}
+    for k, m in enumerate(raw):
+        if not isinstance(m, dict):
+            out.append(m)
+            continue
+        place = f"message {base + k}"
+        if "tool_calls" not in m:
+            out.append(m)
+            continue
+        calls = m["tool_calls"]
+        if calls is None or (isinstance(calls, list) and not calls):
+            m = {key: v for key, v in m.items() if key != "tool_calls"}
+            notes.setdefault(k, []).append({"rule": "no-tool-calls", "original": {"tool_calls": calls}})
+            out.append(m)
+            continue
+        if not isinstance(calls, list):
+            raise FormatError(place, f"tool_calls must be a list of tool call objects, got {type(calls).__name__}")
+        new_calls = []
+        for j, c in enumerate(calls):
+            where = f"{place}, tool call {j}"
+            if not isinstance(c, dict) or not isinstance(c.get("function"), dict):
+                raise FormatError(where, "a tool call must be an object with a 'function' object")
+            fn = c["function"]
+            args = fn.get("arguments", "")
+            if isinstance(args, dict):
+                text = _dumps_input(args, where)
+                notes.setdefault(k, []).append({"rule": "arguments-object", "call": j, "original": args})
+                c = {**c, "function": {**fn, "arguments": text}}
+            elif isinstance(args, str):
+                if args.strip():
+                    try:
+                        parsed = _strict_loads(args)
+                    except ValueError as e:
+                        raise FormatError(where, f"arguments are not valid JSON ({e})") from None
+                    if not isinstance(parsed, dict):
+                        raise FormatError(where, f"arguments must be a JSON object, got a JSON {type(parsed).__name__}")
+            elif args is not None:
+                raise FormatError(where, f"arguments must be a JSON string or an object, got {type(args).__name__}")
+            new_calls.append(c)
+        out.append({**m, "tool_calls": new_calls})
+    return out, notes
+
+
+def _dumps_input(value: Any, place: str) -> str:
+    try:
+        return json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise FormatError(place, f"tool input is not JSON: {e}") from None
+
+
+def _check_json(value: Any, place: str) -> None:
+    """Raise FormatError unless ``value`` is plain JSON (no NaN, no datetime, no set)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise FormatError(place, f"tool input holds {value!r}, which JSON cannot carry")
+    _dumps_input(value, place)
+
+
+def _blank(b: Any) -> bool:
+    return isinstance(b, TextBlock) and not b.text.strip()
+
+
+def _has_content(blocks: list[Any]) -> bool:
+    return any((isinstance(b, TextBlock) and b.text.strip()) or isinstance(b, (ToolUseBlock, ImageBlock))
+               for b in blocks)
+
+
+def omitted(m: Message) -> str | None:
+    """Why ``m`` is left out of the context (``"empty_reply"``, ``"refusal"``), or None."""
+    mark = m.metadata.get("ctxwise")
+    return mark.get(OMITTED_KEY) if isinstance(mark, dict) else None
+
+
+def _with_notes(m: Message, notes: list[dict[str, Any]], **marks: Any) -> Message:
+    md = dict(m.metadata)
+    mark = dict(md.get("ctxwise") or {})
+    mark["normalized"] = [*mark.get("normalized", []), *notes]
+    mark.update(marks)
+    md["ctxwise"] = mark
+    return m.model_copy(update={"metadata": md})
+
+
+def normalize_batch(batch: list[Message], base: int,
+                    notes: dict[int, list[dict[str, Any]]] | None = None) -> tuple[list[Message], list[dict[str, Any]]]:
+    """Apply the rules of this module to canonical messages about to be appended.
+
+    ``base`` is the session index of ``batch[0]``; ``notes`` are earlier notes per batch
+    position (from :func:`prepare_openai`). Returns the batch to store (same length, same
+    ids) and one record per changed message ``{"index", "id", "rules": [...]}``. Raises
+    :class:`FormatError` naming the message index for a tool input JSON cannot carry.
+    """
+    notes = notes or {}
+    out: list[Message] = []
+    changed: list[dict[str, Any]] = []
+    for k, m in enumerate(batch):
+        place = f"message {base + k}"
+        for j, u in enumerate(m.tool_uses):
+            if not isinstance(u.input, dict):
+                raise FormatError(f"{place}, tool call {j}", "tool input must be an object")
+            for key, v in u.input.items():
+                _check_json(v, f"{place}, tool call {j}, input {key!r}")
+        mine = list(notes.get(k, []))
+        marks: dict[str, Any] = {}
+        if m.role == "assistant" and omitted(m) is None:
+            if not _has_content(m.blocks):
+                refusal = m.metadata.get("refusal")
+                why = "refusal" if isinstance(refusal, str) and refusal.strip() else "empty_reply"
+                marks[OMITTED_KEY] = why
+                mine.append({"rule": why, "note": "kept in the transcript, left out of the context"})
+            elif any(_blank(b) for b in m.blocks):
+                dropped = [b.text for b in m.blocks if _blank(b)]
+                m = m.model_copy(update={"blocks": [b for b in m.blocks if not _blank(b)]})
+                mine.append({"rule": "blank-text-dropped", "original": dropped})
+        if mine or marks:
+            m = _with_notes(m, mine, **marks)
+            changed.append({"index": base + k, "id": m.id, "rules": [n["rule"] for n in mine]})
+        out.append(m)
+    return out, changed
+
+
+__all__ = ["normalize_batch", "prepare_openai", "omitted", "OMITTED_KEY"]
