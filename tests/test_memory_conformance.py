@@ -116,7 +116,7 @@ def test_new_session_block(store) -> None:
     extract_and_store(store, "u1", ["Call me Sam.", "I'm vegetarian."])
     block = user_memory_block(store, "u1", 1000)
     assert block is not None and block.kind == "user_memory"
-    assert block.text.splitlines()[1:] == ["- Call me Sam.", "- I'm vegetarian."]
+    assert block.text.splitlines()[1:] == ['- "Call me Sam."', '- "I\'m vegetarian."']  # quoted data
 
 
 WORKER = textwrap.dedent(

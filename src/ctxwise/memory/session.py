@@ -21,8 +21,8 @@ from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from ..messages import Message
-from ..units import is_user_input
 from .facts import Fact, FactBook
+from .user import user_authored
 
 
 class SessionMemory:
@@ -50,9 +50,8 @@ class SessionMemory:
         reloaded session sends the same block as before."""
         self.book = FactBook()
         if self.policy.facts:
-            for m in originals:
-                if is_user_input(m) and m.kind is None:
-                    self.book.add_message(m)
+            for m in user_authored(originals):
+                self.book.add_message(m)
             # what was already left out before the reload was reported then: not again
             budget = int(self.policy.effective_budget * self.policy.facts_share)
             self._evicted = tuple(f.id for f in self.book.render(budget, self.counter)[1])
@@ -71,7 +70,7 @@ class SessionMemory:
 
     def observe(self, batch: Sequence[Message]) -> None:
         """Take the facts of new user input and update the user's long-term memory."""
-        users = [m for m in batch if is_user_input(m) and m.kind is None]
+        users = user_authored(batch)
         if not users:
             return
         if self.policy.facts:
