@@ -254,6 +254,18 @@ def _store(db: str, *, must_exist: bool = True) -> MemoryStore:
         fail(f"{db}: cannot open the store ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
 
 
+def _db(fn, *args, **kw):
+    """``fn(*args, **kw)``; a database error (a file that is not a ctxwise store, a value the
+    database refuses) is one ``error:`` line and exit 2, never a traceback."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        return fn(*args, **kw)
+    except SQLAlchemyError as e:
+        first = str(getattr(e, "orig", e)).strip().splitlines()
+        fail(f"memory {fn.__name__.split('_')[0]}: the database refused it ({type(e).__name__}: {first[0] if first else ''})")
+
+
 @memory_app.command("list")
 def memory_list(
     user: UserOpt,
@@ -267,7 +279,7 @@ def memory_list(
     """
     from rich.table import Table
 
-    entries = _store(db).list_memory(user, include_inactive=all_)
+    entries = _db(_store(db).list_memory, user, include_inactive=all_)
     if json_out:
         out.print_json(json.dumps([{"id": e.id, "text": e.text, "kind": e.kind, "status": e.status,
                                     "source_session_id": e.source_session_id} for e in entries], default=str))
@@ -292,14 +304,19 @@ def memory_add(
 
     Example: ctxwise memory add "prefers over-ear headphones" --user alice
     """
+    from .memory.user import has_secret, neutralize
+
     if not text.strip():
         fail("memory add: the text is empty")
+    if has_secret(text):
+        fail("memory add: the text holds a secret (card number, CVV, password or key); it is never stored")
+    text = neutralize(text)
     store = _store(db, must_exist=False)
-    same = [e for e in store.list_memory(user) if " ".join(e.text.lower().split()) == " ".join(text.lower().split())]
+    same = [e for e in _db(store.list_memory, user) if " ".join(e.text.lower().split()) == " ".join(text.lower().split())]
     if same:
         out.print(f"already remembered as {same[0].id}: {same[0].text}")
         return
-    e = store.add_memory(user, text.strip(), kind)
+    e = _db(store.add_memory, user, text.strip(), kind)
     out.print(f"added {e.id}: {e.text}")
 
 
@@ -313,8 +330,12 @@ def memory_forget(
 
     Example: ctxwise memory forget 3 --user alice
     """
-    ident: int | str = int(entry_id) if entry_id.isdigit() else entry_id
-    if not _store(db).retract_memory(user, ident):
+    if not entry_id.strip().isdigit():  # ids are integers: 'abc' is a usage error, not a database error
+        fail(f"memory forget: entry ids are whole numbers (see `ctxwise memory list --user {user}`), not {entry_id!r}")
+    ident = int(entry_id.strip())
+    if ident > 2**63 - 1:
+        fail(f"memory forget: user {user!r} has no active entry {entry_id!r}")
+    if not _db(_store(db).retract_memory, user, ident):
         fail(f"memory forget: user {user!r} has no active entry {entry_id!r}")
     out.print(f"forgot {entry_id}")
 
@@ -329,7 +350,7 @@ def memory_clear(
 
     Example: ctxwise memory clear --user alice
     """
-    n = _store(db).clear_memory(user, purge=purge)
+    n = _db(_store(db).clear_memory, user, purge=purge)
     out.print(f"{'deleted' if purge else 'retracted'} {n} entries of {user}")
 
 

@@ -60,6 +60,38 @@ def tool_input_json(block: ToolUseBlock) -> str:
     return json.dumps(block.input, ensure_ascii=False)
 
 
+CHUNK_CHARS = 1 << 16
+"""Text longer than this is counted in pieces of about this many characters (bounded memory)."""
+
+
+def text_chunks(text: str, size: int = CHUNK_CHARS):
+    """``text`` in consecutive pieces of at most ``size`` characters, for counting a huge tool
+    result in bounded memory (a 20 MB result encoded whole held ~1 GB of token ids).
+
+    Each cut is made before a space or newline that follows a letter or digit and precedes a
+    letter: every BPE split pattern used here (o200k, cl100k, Qwen2, DeepSeek) starts a new
+    pre-token there, so the count is exactly the count of the whole text. A piece with no such
+    place (a run without spaces, e.g. base64) is cut at ``size``; each such cut can change the
+    count by a token or so (documented approximation: at most one token per ``size``
+    characters)."""
+    n, start = len(text), 0
+    while n - start > size:
+        end = start + size
+        cut = end
+        lo = start + size // 2
+        i = end
+        while True:
+            i = max(text.rfind(" ", lo, i), text.rfind("\n", lo, i))
+            if i <= lo:
+                break
+            if text[i - 1].isalnum() and text[i + 1: i + 2].isalpha():
+                cut = i
+                break
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
+
+
 class TokenCounter:
     """Sizes text and messages in one unit. Subclasses set ``name``, ``unit`` and ``count_text``.
 

@@ -10,7 +10,7 @@ import unicodedata
 
 from ..messages import ImageBlock
 from . import bpe
-from .base import ChatFrame, TokenCounter
+from .base import CHUNK_CHARS, ChatFrame, TokenCounter, text_chunks
 from .estimate import estimate_tokens
 from .images import anthropic_image_tokens, openai_image_tokens
 
@@ -81,6 +81,8 @@ class TiktokenCounter(TokenCounter):
         self.rules = type(self).__doc__ or ""
 
     def count_text(self, text: str) -> int:
+        if len(text) > CHUNK_CHARS:  # bounded memory for a huge text (see text_chunks)
+            return sum(len(self.encoding.encode_ordinary(c)) for c in text_chunks(text))
         return len(self.encoding.encode_ordinary(text)) if text else 0
 
     def count_image(self, block: ImageBlock) -> int:
@@ -157,6 +159,8 @@ class QwenCounter(TokenCounter):
     def count_text(self, text: str) -> int:
         if not text:
             return 0
+        if len(text) > CHUNK_CHARS:
+            return sum(len(self.encoding.encode_ordinary(unicodedata.normalize("NFC", c))) for c in text_chunks(text))
         return len(self.encoding.encode_ordinary(unicodedata.normalize("NFC", text)))
 
     def count_image(self, block: ImageBlock) -> int:
@@ -181,6 +185,8 @@ class DeepSeekCounter(TokenCounter):
         self.rules = type(self).__doc__ or ""
 
     def count_text(self, text: str) -> int:
+        if len(text) > CHUNK_CHARS:
+            return sum(len(self.tokenizer.encode(c, add_special_tokens=False).ids) for c in text_chunks(text))
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids) if text else 0
 
     def count_image(self, block: ImageBlock) -> int:
