@@ -37,7 +37,7 @@ import math
 from typing import Any
 
 from .errors import FormatError
-from .messages import ImageBlock, Message, TextBlock, ToolUseBlock
+from .messages import ROLES, ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
 OMITTED_KEY = "omitted"
 
@@ -116,6 +116,28 @@ def _check_json(value: Any, place: str) -> None:
     _dumps_input(value, place)
 
 
+def _check_shape(m: Any, place: str) -> None:
+    """Raise FormatError unless ``m`` has the canonical shape. Messages built with pydantic's
+    ``model_construct`` skip validation; one stored with a dict for a block or an unknown
+    role made its session unloadable, so the shape is checked here (cheap: no copy)."""
+    if not isinstance(m.id, str) or not m.id:
+        raise FormatError(place, f"message id must be a non-empty string, got {m.id!r}")
+    if m.role not in ROLES:
+        raise FormatError(place, f"unknown role {m.role!r}; expected one of {', '.join(ROLES)}")
+    if not isinstance(m.blocks, list) or not isinstance(m.metadata, dict):
+        raise FormatError(place, "blocks must be a list and metadata a dict")
+    for j, b in enumerate(m.blocks):
+        ok = (isinstance(b, TextBlock) and isinstance(b.text, str)
+              or isinstance(b, ThinkingBlock) and isinstance(b.thinking, str)
+              or isinstance(b, ToolUseBlock) and isinstance(b.id, str) and isinstance(b.name, str)
+              or isinstance(b, ToolResultBlock) and isinstance(b.tool_use_id, str) and isinstance(b.output, list)
+              and all(isinstance(o, (ImageBlock,)) or (isinstance(o, TextBlock) and isinstance(o.text, str)) for o in b.output)
+              or isinstance(b, ImageBlock))
+        if not ok:
+            raise FormatError(f"{place}, block {j}", f"not a valid block ({type(b).__name__}); build messages with "
+                              "Message(...) or Message.model_validate(...), not model_construct")
+
+
 def _blank(b: Any) -> bool:
     return isinstance(b, TextBlock) and not b.text.strip()
 
@@ -154,6 +176,7 @@ def normalize_batch(batch: list[Message], base: int,
     changed: list[dict[str, Any]] = []
     for k, m in enumerate(batch):
         place = f"message {base + k}"
+        _check_shape(m, place)
         for j, u in enumerate(m.tool_uses):
             if not isinstance(u.input, dict):
                 raise FormatError(f"{place}, tool call {j}", "tool input must be an object")

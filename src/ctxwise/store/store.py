@@ -130,8 +130,12 @@ class SqlStore:
                 yield conn
         except OperationalError as exc:
             if _locked(exc):
+                first = str(exc.orig).splitlines()[0]
+                if "could not obtain lock" in first.lower():  # PostgreSQL FOR UPDATE NOWAIT: no wait happened
+                    raise SessionConflict("session busy: another writer holds its lock and this store does not wait "
+                                          f"(wait=False); reload and retry: {first}") from exc
                 raise SessionConflict(f"session busy: another writer held its lock longer than the wait "
-                                      f"allowed ({self.wait_timeout_s:g}s): {str(exc.orig).splitlines()[0]}") from exc
+                                      f"allowed ({self.wait_timeout_s:g}s): {first}") from exc
             raise
 
     def _session_row(self, conn: Connection, user_id: str, session_id: str, *, lock: bool = False) -> Any:
