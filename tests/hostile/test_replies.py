@@ -187,3 +187,23 @@ def test_all_errors_are_ctxwise_errors(store_url):
         with pytest.raises(CtxwiseError):
             s.append_openai([reply])
     cm.close()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_anthropic_shaped_replies_through_append_anthropic(store_url, provider):
+    """Kind: Anthropic replies as the SDK returns them: whitespace text beside tool_use, and
+    end_turn with content [] after tool results (issue 10 item 3)."""
+    cm = ContextManager(store_url, Policy.preset("default", budget=6000, provider=provider))
+    s = cm.session("u1", "s1")
+    s.append_anthropic({"system": "You are a shop assistant.", "messages": [{"role": "user", "content": "Where is #W1?"}]})
+    s.append_anthropic([{"role": "assistant", "content": [{"type": "text", "text": "  "},
+                                                         {"type": "tool_use", "id": "toolu_1", "name": "get_order", "input": {}}]}])
+    s.append_anthropic([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "shipped"}]}])
+    s.prepare()
+    s.append_anthropic([{"role": "assistant", "content": []}])
+    assert [e["stage"] for e in s.events()].count("normalized") == 2
+    for k in range(10):
+        s.append_anthropic([{"role": "user", "content": f"question {k}"}])
+        assert s.prepare().payload
+        s.append_anthropic([{"role": "assistant", "content": f"answer {k}"}])
+    cm.close()
