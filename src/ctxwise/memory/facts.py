@@ -171,6 +171,11 @@ def _bound(clause: str, start: int, end: int) -> str:
     return "min"
 
 
+MAX_VALUES_PER_CLAUSE = 64
+"""A clause pins at most this many values (a pasted list of thousands of ids is not a set of
+user facts; the cap keeps the work per message linear with a small constant)."""
+
+
 def _overlaps(spans: list[tuple[int, int]], s: int, e: int) -> bool:
     """Whether ``[s, e)`` overlaps a span of ``spans`` (sorted, pairwise disjoint): two
     neighbours checked by bisection, so a clause with thousands of values stays linear-ish."""
@@ -206,7 +211,7 @@ def _values(clause: str) -> list[tuple[str, str, str, bool, int, int]]:
     budget_ctx = bool(P.BUDGET_WORDS.search(clause))
 
     def take(m_start: int, m_end: int) -> bool:
-        if _overlaps(taken, m_start, m_end):
+        if len(taken) >= MAX_VALUES_PER_CLAUSE or _overlaps(taken, m_start, m_end):
             return False
         bisect.insort(taken, (m_start, m_end))
         return True
