@@ -183,10 +183,10 @@ _MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "j
                                            "nov", "dec"))}
 _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _CJK_DATE = re.compile(r"(\d{4})年(\d{1,2})月(\d{1,2})日")
-_MONTH_DATE = re.compile(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.? (\d{1,2})(?:, (\d{4}))?\b")
-_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d[\d,]*(?:\.\d+)?(?![0-9A-Za-z_])")
+_MONTH_DATE = re.compile(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]{0,6}\.? (\d{1,2})(?:, (\d{4}))?\b")
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d[\d,]{0,40}(?:\.\d{1,20})?(?![0-9A-Za-z_])")
 _CURRENCY = re.compile(r"^[$€£¥]\s?|\s?(?:USD|EUR|GBP|CNY|RMB|dollars|euros|元|块)$")
-_PLAIN_AMOUNT = re.compile(r"^\d[\d,]*(?:\.\d+)?$")
+_PLAIN_AMOUNT = re.compile(r"^\d[\d,]{0,40}(?:\.\d{1,20})?$")
 
 
 def _number_key(digits: str) -> str | None:
