@@ -304,13 +304,8 @@ def memory_add(
 
     Example: ctxwise memory add "prefers over-ear headphones" --user alice
     """
-    from .memory.user import has_secret, neutralize
-
     if not text.strip():
         fail("memory add: the text is empty")
-    if has_secret(text):
-        fail("memory add: the text holds a secret (card number, CVV, password or key); it is never stored")
-    text = neutralize(text)
     store = _store(db, must_exist=False)
     same = [e for e in _db(store.list_memory, user) if " ".join(e.text.lower().split()) == " ".join(text.lower().split())]
     if same:
