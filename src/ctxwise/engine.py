@@ -21,7 +21,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from pydantic import ValidationError
 
@@ -188,8 +188,8 @@ class Session:
         """
         return self._append(_as_list(messages, "append"))
 
-    def _append(self, items: list[Message | dict], notes: dict[int, list[dict]] | None = None) -> int:
-        batch = [mark_empty_result(m) for m in self._coerce(items)]
+    def _append(self, items: Sequence[Message | dict], notes: dict[int, list[dict]] | None = None) -> int:
+        batch = [mark_empty_result(m) for m in self._coerce(list(items))]
         if not batch:
             return self.version
         batch, normalized = normalize_batch(batch, len(self._context), notes)

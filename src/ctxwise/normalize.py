@@ -191,7 +191,7 @@ def normalize_batch(batch: list[Message], base: int,
                 marks[OMITTED_KEY] = why
                 mine.append({"rule": why, "note": "kept in the transcript, left out of the context"})
             elif any(_blank(b) for b in m.blocks):
-                dropped = [b.text for b in m.blocks if _blank(b)]
+                dropped = [b.text for b in m.blocks if isinstance(b, TextBlock) and _blank(b)]
                 m = m.model_copy(update={"blocks": [b for b in m.blocks if not _blank(b)]})
                 mine.append({"rule": "blank-text-dropped", "original": dropped})
         if mine or marks:

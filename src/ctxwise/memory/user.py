@@ -364,8 +364,8 @@ def decide(
         for clause in split_clauses(sentence):
             clause = LEADING_CONJ.sub("", clause) or clause
             op = _decide_clause(clause, entries, threshold)
-            if op.text is not None:
-                op = Op(op.op, text=neutralize(op.text), kind=op.kind, target_id=op.target_id, reason=op.reason)
+            if op.text is not None and neutralize(op.text) != op.text.strip():
+                op = Op("NOOP", reason="markup or control characters: not stored")  # stored text stays verbatim
             ops.append(op)
             entries = _apply(entries, op)
     return ops or [Op("NOOP", reason="empty utterance")]
