@@ -82,7 +82,11 @@ class CountingDigest(DigestSummarizer):
 
 
 def policy(**kw: Any) -> Policy:
-    return Policy.preset("default", **kw)
+    # The cases were written for the watermark triggers (clearing above clear_at, summaries at
+    # a turn boundary above summarize_at): they test what a stage keeps, cuts and stores, so
+    # they pin those triggers. When an edit pays is tested in test_clearing_cost.py and
+    # test_summary_segments.py.
+    return Policy.preset("default", **{"edit_when": "watermark", **kw})
 
 
 # -- loading a case and labelling an output --------------------------------------------------

@@ -102,7 +102,9 @@ def test_compact_validates_an_input_that_fires_no_stage():
 @pytest.mark.parametrize("budget", [2_500, 4_000])
 def test_the_stored_context_equals_the_session_context_after_every_prepare(tmp_path, budget):
     url = f"sqlite:///{tmp_path / 'drift.db'}"
-    policy = Policy.preset("default", budget=budget, clearable_tools=["*"])
+    # the watermark triggers (cost-engine: the default waits for the hard limit, where clearing
+    # alone keeps this session under budget) so the changes checked include summaries
+    policy = Policy.preset("default", budget=budget, clearable_tools=["*"], edit_when="watermark")
     cm = ContextManager(url, policy, summarizer=DigestSummarizer())
     s = cm.session("u1", "long")
     s.append([system()])

@@ -157,7 +157,8 @@ class Session:
             if e.get("stage") == "summarizer_failed" and isinstance(e.get("detail"), dict) and "key" in e["detail"]
         }
         self.memory.load([r.original for r in sorted(state.rows, key=lambda r: r.seq)
-                          if r.original is not None], state.created_at)  # all read: include_hidden
+                          if r.original is not None], state.created_at,  # all read: include_hidden
+                         lost={r.message_id for r in state.rows if r.state in ("summarized", "trimmed")})
 
     @property
     def messages(self) -> list[Message]:
@@ -206,7 +207,7 @@ class Session:
         self._ids.update(m.id for m in batch)
         self._size += sum(self._sz(m) for m in batch)
         for m in batch:
-            if (m.role == "system" and self.policy.clear_target > 0
+            if (m.role == "system" and self.policy.clear_target > 0 and self.policy.edit_when == "watermark"
                     and self._sz(m) > self.policy.level(self.policy.clear_target)):
                 log.info(json.dumps({  # logged (not printed unless logging is configured)
                     "event": "ctxwise.policy_warning", "session": self.session_id,
@@ -417,16 +418,23 @@ class Session:
         size_before = self._size + self._extra(head, facts)
         result = self._compact(self._context, head, facts, size_before)
         events = list(result.events)
-        if not self._lossy and any(e.stage in ("summarizing", "trimming") for e in events):
-            # The session just lost user turns: from now on the facts block is sent. Its room
-            # is taken from the same budget, so compact once more with it counted.
+        for _ in range(3):
+            # User input that left the context puts its facts into the facts block (it changes
+            # only here, where a summary or trim already broke the cached prefix). The block's
+            # room comes from the same budget: when it grew past it, compact once more.
+            kept = {m.id for m in result.messages}
+            if not self.memory.lose([m for m in self._context if m.id not in kept]):
+                break
             self._lossy = True
-            facts, evicted, evicted_changed = self.memory.facts_block(True)
-            if facts is not None:
-                again = self._compact(result.messages, head, facts, self._measure(result.messages) + self._extra(head, facts))
-                result.messages = again.messages
-                result.changes = result.changes + again.changes
-                events += again.events
+            facts, more_evicted, more_changed = self.memory.facts_block(True)
+            evicted, evicted_changed = evicted + more_evicted, evicted_changed or more_changed
+            size = self._measure(result.messages) + self._extra(head, facts)
+            if facts is None or size <= self.policy.level(self.policy.hard_limit):
+                break
+            again = self._compact(result.messages, head, facts, size)
+            result.messages = again.messages
+            result.changes = result.changes + again.changes
+            events += again.events
         if evicted_changed:
             size = self._measure(result.messages) + self._extra(head, facts)
             events.append(CompactionEvent(
@@ -475,15 +483,23 @@ class Session:
                                       if e.stage == "summarizer_failed" and "key" in e.detail)
         return result
 
-    @staticmethod
-    def _with_pinned(ctx: list[Message], head: list[Message], facts: Message | None) -> list[Message]:
-        """The payload list: user memory after the system prompt, facts before the current
-        user input (a new list: the session's own list grows with the next append)."""
+    def _with_pinned(self, ctx: list[Message], head: list[Message], facts: Message | None) -> list[Message]:
+        """The payload list (a new list: the session's own list grows with the next append).
+
+        The user-memory block goes right after the system prompt. The facts block goes where
+        additions never move it: right after the last summary, or right after the head when
+        there is none (``facts_mode="when_compacted"``: it changes only when a summary or trim
+        already broke the prefix there); with ``facts_mode="always"`` before the current user
+        input."""
         out = list(ctx)
         if facts is not None:
-            cur = next((i for i in range(len(out) - 1, -1, -1) if is_user_input(out[i]) and out[i].kind is None), None)
-            if cur is not None:
-                out.insert(cur, facts)
+            if self.policy.facts_mode == "always":
+                at = next((i for i in range(len(out) - 1, -1, -1) if is_user_input(out[i]) and out[i].kind is None), None)
+            else:
+                summaries = [i for i, m in enumerate(out) if m.kind == "summary"]
+                at = summaries[-1] + 1 if summaries else (1 if out and out[0].role == "system" else 0)
+            if at is not None:
+                out.insert(at, facts)
         if head:
             at = 1 if out and out[0].role == "system" else 0
             out[at:at] = head

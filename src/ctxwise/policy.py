@@ -83,6 +83,14 @@ class Policy(BaseModel):
     """Watermark above which thinking pruning and tool-result clearing fire (share of the budget)."""
     clear_target: float = Field(0.35, ge=0)
     """Clearing clears in one batch down to this share, so it does not fire again for many calls."""
+    edit_when: Literal["pays", "watermark"] = "pays"
+    """When optional edits fire (prompt caches re-bill a changed prefix): ``pays``, the
+    default: nothing is edited while the context fits unless the edit pays (clearing whose
+    saving over the expected remaining calls exceeds the suffix it re-bills, see
+    ``ctxwise.compaction.cost``); summaries and the clearing before them fire once the context
+    would exceed the hard limit, at a turn boundary or inside a turn (the cut still between
+    whole turns). ``watermark``: Ragent's rule: clearing whenever the context is above
+    ``clear_at``, summaries at a turn boundary above ``summarize_at``."""
     clear_min_batch: float = Field(0.1, ge=0, le=1)
     """Below ``summarize_at``, clearing fires only when it saves at least this share of the
     budget in one batch (fewer, larger batches keep the prompt cache warm longer)."""
@@ -124,6 +132,10 @@ class Policy(BaseModel):
     summary_target: float = Field(0.15, gt=0, le=1)
     """Size to aim a summary at, as a share of the budget."""
     """Target size of a summary, as a fraction of the effective budget."""
+    summary_rollup_share: float = Field(0.2, gt=0, le=1)
+    """A new summary pass appends a segment after the earlier ones (their text stays
+    byte-identical, so the prompt cache keeps them); when the segments together would grow
+    past this share of the budget, they are rolled into one summary instead."""
     summary_keep_recent: float = Field(0.2, ge=0, le=1)
     """Recent turns kept verbatim after a summary cut, as a fraction of the effective budget."""
     summary_min_material: float = Field(0.5, ge=0, le=1)
@@ -340,6 +352,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "budget": 100_000,
         "unit": "chars",
         "clear_at": 0.5,
+        "edit_when": "watermark",
         "clear_target": 0.0,
         "summarize_at": 0.8,
         "hard_limit": 1.0,

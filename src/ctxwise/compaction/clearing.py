@@ -29,6 +29,7 @@ from ..policy import Policy
 from ..units import tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, in_flight_start, mark, with_mark
 from .placeholder import placeholder_text, render_input  # noqa: F401  (render_input: re-exported)
+from .cost import calls_ahead, edit_pays
 from .stage import StageInput
 
 
@@ -89,17 +90,33 @@ def _clear_inputs(m: Message, policy: Policy) -> Message | None:
 def clear_tool_results(
     messages: list[Message], b: Budgeting, size: int, *, last_resort: bool = False, over_hard: bool = False
 ) -> StageResult:
-    """Clear eligible tool results oldest first, in one batch, down to ``clear_target``.
+    """Clear eligible tool results oldest first, in one batch.
 
-    Fires only above ``clear_at``, and below ``summarize_at`` only when the batch saves at
-    least ``clear_min_batch`` of the budget (each batch re-bills the prompt cache from the
-    first edited message on, so small batches are held back). With ``over_hard=True`` (used by the pipeline above the
-    hard limit, before whole turns are dropped) the old turns' recent cycles that
-    ``keep_recent_cycles`` protects are cleared too, down to the hard limit: a placeholder
-    keeps the call and the way back to its result, a dropped turn keeps nothing (case B10).
-    With ``last_resort=True`` (used only when nothing else makes the call fit) it also clears
-    completed cycles of the current turn, except the in-flight one, regardless of
-    ``keep_recent_cycles`` and ``min_clear_chars``, down to the hard limit.
+    Optional clearing (the context is above ``clear_at`` but under the hard limit) fires only
+    when it is worth a prompt-cache break:
+
+    * a costlier stage would fire on this call (a summary is due, see
+      :func:`~ctxwise.compaction.summarizing.summary_due`): the break happens anyway, and a
+      clearing that brings the context under ``summarize_at`` keeps whole turns a summary
+      would fold; or
+    * the batch pays for itself: its saving over the expected remaining calls exceeds the
+      suffix it re-bills, under the policy's price model (:func:`ctxwise.compaction.cost.edit_pays`).
+
+    Either way the batch must save at least ``clear_min_batch`` of the budget (small batches
+    are held back: each re-bills the prompt cache from its first edited message on). When it
+    fires it clears down to ``clear_target``, or everything clearing can remove when that
+    target lies below what it cannot touch (the system prompt, pinned blocks, the current
+    turn, the protected cycles): the target is reached on every clearing, so it does not
+    re-fire for the same pressure on the next call. Nothing is edited when the context fits
+    and no edit pays.
+
+    With ``over_hard=True`` (used by the pipeline above the hard limit, before whole turns
+    are dropped) the old turns' recent cycles that ``keep_recent_cycles`` protects are
+    cleared too, down to the hard limit: a placeholder keeps the call and the way back to its
+    result, a dropped turn keeps nothing (case B10). With ``last_resort=True`` (used only when
+    nothing else makes the call fit) it also clears completed cycles of the current turn,
+    except the in-flight one, regardless of ``keep_recent_cycles`` and ``min_clear_chars``,
+    down to the hard limit. Sizes are in the policy unit, overhead included.
     """
     p = b.policy
     t0 = time.perf_counter()
@@ -108,7 +125,8 @@ def clear_tool_results(
         return StageResult(messages)
     if size <= b.level(p.clear_at) and not last_resort:
         return StageResult(messages)
-    target = hard if (last_resort or over_hard) else b.level(p.clear_target)
+    optional = not (last_resort or over_hard)
+    target = b.level(p.clear_target) if optional else hard
     cycles = [c for c in tool_cycles(messages) if c.complete]
     limit = in_flight_start(messages)
     if last_resort:
@@ -121,6 +139,7 @@ def clear_tool_results(
     out = list(messages)
     now = size
     affected: list[str] = []
+    first = len(messages)
     edited: list[int] = []
     for c in cycles:
         if c.end > protected_from or now <= target:
@@ -133,6 +152,7 @@ def clear_tool_results(
                 out[i] = new
                 affected.append(new.id)
                 edited.append(i)
+                first = min(first, i)
         if p.clear_tool_inputs and now > target:
             new = _clear_inputs(out[c.start], p)
             if new is not None and b.size_of(new) < b.size_of(out[c.start]):
@@ -140,23 +160,54 @@ def clear_tool_results(
                 out[c.start] = new
                 affected.append(new.id)
                 edited.append(c.start)
+                first = min(first, c.start)
+    if optional and now > hard:
+        # Above the hard limit the old turns' protected cycles go too, in the same batch
+        # (as the pipeline's over_hard pass would, after the summary had decided on a
+        # context that was about to change: one batch, one decision).
+        more = clear_tool_results(out, b, now, over_hard=True)
+        if more.changed:
+            out, now = more.messages, more.events[-1].size_after
+            done = set(affected)
+            for k, m in enumerate(out):
+                if m.id in more.events[-1].affected_ids and m.id not in done:
+                    affected.append(m.id)
+                    edited.append(k)
+                    first = min(first, k)
     if not affected:
         return StageResult(messages)
-    if (not (last_resort or over_hard) and size - now < b.level(p.clear_min_batch)
-            and size <= b.level(p.summarize_at)):
-        # Too little to clear for a batch worth breaking the prompt cache for: wait until
-        # more results are eligible (the context may sit between clear_at and summarize_at).
-        return StageResult(messages)
+    why = ""
+    if optional:
+        from .summarizing import summary_due
+
+        saved = size - now
+        suffix = sum(b.size_of(m) for m in messages[first:])
+        if size > hard:
+            why = "the hard limit is crossed"  # something must go: a placeholder loses least
+        elif saved < b.level(p.clear_min_batch):
+            # Too little for a batch worth breaking the prompt cache for: wait until more
+            # results are eligible, or let the costlier stage do its larger cut.
+            return StageResult(messages)
+        elif summary_due(messages, b, size):
+            why = "a summary is due"
+        elif p.edit_when == "watermark":
+            why = "edit_when is watermark"
+        elif edit_pays(saved, suffix, calls_ahead(messages), p):
+            why = "the saving over the calls ahead exceeds the re-billed suffix"
+        else:
+            return StageResult(messages)
     ev = b.event(
         "clearing",
         (f"last resort: size {size} > hard_limit {hard}" if last_resort
                  else b.trigger(size, "hard_limit", p.hard_limit) if over_hard
-                 else b.trigger(size, "clear_at", p.clear_at)),
+                 else f"{b.trigger(size, 'clear_at', p.clear_at)}; {why}"),
         size,
         now,
         affected,
         t0,
-        detail={"cleared": len(affected), "last_resort": last_resort, "over_hard": over_hard},
+        detail={"cleared": len(affected), "last_resort": last_resort, "over_hard": over_hard,
+                # the target as reached: clear_target, or all that could be cleared when that lies lower
+                "target": max(target, now)},
     )
     return StageResult(messages, [ev], [Replace(out[i].id, out[i], "cleared") for i in sorted(set(edited))])
 

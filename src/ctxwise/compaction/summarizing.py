@@ -3,14 +3,18 @@
 Fires above ``summarize_at``, and only at a turn boundary (the last message is the user's
 new input). The cut keeps the most recent turns verbatim, at least ``summary_keep_recent``
 of the budget (always the current turn); everything from the first turn after the pinned
-head (or the previous summary, which is rolled in) up to the cut is the material. The cut
+head and the earlier summary segments up to the cut is the material. The cut
 falls between whole turns; when no such cut works (the keep point is inside the oldest
 turn, one long tool loop), it falls between the tool cycles of that turn, never inside one
 (a parallel batch is one cycle), moving past the one cycle that straddles the keep point
 when keeping it would leave too little to summarize (cases B02, B08). A DeepSeek tool-using
 span with reasoning is never split. The summary is one user-role message with a header saying it is
 background, not a new instruction (a system message mid-list is rejected by some
-providers); it stands exactly where the material stood. Skipped when the material is under
+providers); it stands exactly where the material stood. Summaries are incremental (the
+fourth seed's segments of turns): a new pass appends one segment right after the earlier
+ones, whose text stays byte-identical, so the prompt cache keeps serving them; only when the
+segments together would outgrow ``summary_rollup_share`` of the budget are they rolled into
+one summary with the new material. Skipped when the material is under
 ``summary_min_material`` of the compactable context. A summary that does not make the
 context smaller is discarded with a ``summarizer_failed`` event (progress or stop).
 """
@@ -25,7 +29,7 @@ from ..changes import Hide, InsertSummary
 from ..messages import Message, TextBlock
 from ..summarizers.base import SUMMARY_HEADER, Summarizer, SummarizerError
 from ..units import is_user_input, tool_cycles
-from .context import Budgeting, StageResult, body_turns, inner_cuts, pinned_indices
+from .context import Budgeting, StageResult, body_turns, current_turn_start, inner_cuts, pinned_indices
 from .events import CompactionEvent
 from .stage import StageInput
 
@@ -33,6 +37,19 @@ from .stage import StageInput
 def summary_id(replaced: Sequence[str]) -> str:
     """A deterministic id for the summary replacing ``replaced`` message ids."""
     return "summary-" + hashlib.sha256("\n".join(replaced).encode()).hexdigest()[:12]
+
+
+def summary_due(messages: list[Message], b: Budgeting, size: int) -> bool:
+    """Whether the summarizing stage looks for a cut on this call (``size`` in the policy
+    unit, overhead included): with ``edit_when="pays"`` once the context is over the hard
+    limit, at a turn boundary or inside a turn; with ``"watermark"`` above ``summarize_at``
+    at a turn boundary (the last message is the user's new input)."""
+    p = b.policy
+    if not p.summarize or not messages:
+        return False
+    if p.edit_when == "pays":
+        return size > b.level(p.hard_limit)
+    return size > b.level(p.summarize_at) and is_user_input(messages[-1]) and messages[-1].kind is None
 
 
 def summarize_old_turns(
@@ -53,41 +70,54 @@ def summarize_old_turns(
     not sent to the summarizer again until the history changes (no repeated paid calls).
     """
     p = b.policy
-    if not p.summarize or size <= b.level(p.summarize_at) or not messages:
-        return StageResult(messages)
-    if not is_user_input(messages[-1]) or messages[-1].kind is not None:
+    if not summary_due(messages, b, size):
         return StageResult(messages)
     t0 = time.perf_counter()
     spans = body_turns(messages)
     pinned = pinned_indices(messages)
-    # Turns before the current one, after the pinned head; a leading summary is rolled in.
-    older = [t for t in spans if t.end <= len(messages) - 1]
+    # Turns before the current one (which may be in flight), after the pinned head.
+    current = current_turn_start(messages)
+    older = [t for t in spans if t.end <= current]
     if not older:
         return StageResult(messages)
     keep_level = b.level(p.summary_keep_recent)
-    start = older[0].start
-    previous = messages[start] if messages[start].kind == "summary" else None
+    # Earlier summary segments stand together right after the head; a new pass appends one
+    # after them and leaves their text byte-identical (the cached prefix stays warm up to
+    # there), unless together they outgrow summary_rollup_share (then all are rolled into one).
+    first = older[0].start
+    start = first
+    while start < len(messages) and messages[start].kind == "summary":
+        start += 1
+    segments = messages[first:start]
+    older = [t for t in older if t.end > start or t.start == start - 1]  # all but the last segment's turn go
+    if not older:
+        return StageResult(messages)
     compactable = size - b.overhead - sum(b.size_of(messages[i]) for i in pinned)
-    # A summary is never smaller than its header (nor than the previous summary it rolls in):
-    # a range not clearly larger than that cannot shrink, and calling the summarizer would
-    # only fail again on every call.
+    # A summary is never smaller than its header: a range not clearly larger than that cannot
+    # shrink, and calling the summarizer would only fail again on every call.
     header = b.size_of(Message(id="summary-floor", role="user", blocks=[TextBlock(text=SUMMARY_HEADER)]))
-    floor = max(header, b.size_of(previous) if previous is not None else 0)
     sizes = [b.size_of(m) for m in messages]
     tail = [0] * (len(messages) + 1)
     for i in range(len(messages) - 1, -1, -1):
         tail[i] = tail[i + 1] + sizes[i]
 
+    # Over the hard limit whatever is not summarized now is trimmed with no trace: fold it.
+    hard = b.level(p.hard_limit)
+    over = size > hard
+    seg_total = sum(sizes[first:start])
+    roll = bool(segments) and seg_total + header > b.level(p.summary_rollup_share)
+    lo, floor = (first, max(header, seg_total)) if roll else (start, header)
+
     def new_material(c: int) -> int:
-        return sum(sizes[i] for i in range(start, c) if messages[i] is not previous)
+        return sum(sizes[start:c]) if c > start else 0
 
     def worth(c: int, margin: int = 1) -> bool:
-        """Summarizing ``[start, c)`` has enough material and can make the context smaller
-        (by more than ``margin`` summary headers)."""
+        """Summarizing ``[start, c)`` (with the segments when they are rolled in) has enough
+        material and can make the context smaller (by more than ``margin`` summary headers)."""
         material_size = new_material(c)
-        if material_size == 0 or material_size < p.summary_min_material * max(compactable, 1):
+        if material_size == 0 or (material_size < p.summary_min_material * max(compactable, 1) and not over):
             return False
-        return sum(sizes[start:c]) - floor > margin * header
+        return sum(sizes[lo:c]) - floor > margin * header
 
     # Whole turns first: the latest turn start that keeps at least keep_level verbatim.
     turn_cuts = [t.start for t in older[1:]] + [older[-1].end]
@@ -98,6 +128,11 @@ def summarize_old_turns(
         straddle = older[0]  # the keep point falls inside the oldest turn (B02, B08)
     elif worth(back[-1]):
         cut = back[-1]
+        if over and size - new_material(cut) + b.level(p.summary_target) > hard:
+            # keeping summary_keep_recent verbatim would still leave the call over the hard
+            # limit, and the hard trim would drop those turns whole: fold them in too
+            fits = [c for c in turn_cuts if c > cut and size - new_material(c) + b.level(p.summary_target) <= hard]
+            cut = fits[0] if fits else turn_cuts[-1]
     elif new_material(back[-1]) > 0 and back[-1] < older[-1].end:
         straddle = next(t for t in older if t.start == back[-1])
     if straddle is not None:
@@ -119,28 +154,32 @@ def summarize_old_turns(
             cut = fwd[0] if fwd and worth(fwd[0], 3) else None
     if cut is None:
         return StageResult(messages)
-    material = [m for m in messages[start:cut] if m is not previous]
-    material_size = sum(b.size_of(m) for m in material)
-    replaced = [m.id for m in messages[start:cut]]
+    material = messages[start:cut]
+    material_size = sum(sizes[start:cut])
+    replaced = [m.id for m in material]
     material_chars = sum(len(m.model_dump_json()) for m in material) or 1
     chars_per_unit = max(material_chars / max(material_size, 1), 1.0) if p.unit == "tokens" else 1.0
     target_chars = int(b.level(p.summary_target) * chars_per_unit)
-    if summary_id(replaced) in skip:
+    if not roll and summary_id(replaced) in skip:
         return StageResult(messages)
-    prev_text = _body(previous) if previous else None
+    if roll:  # the segments outgrew their share: they and the material become one summary
+        replaced = [m.id for m in segments] + replaced
+        material_size += seg_total
+        if summary_id(replaced) in skip:
+            return StageResult(messages)
+    prev_text = "\n".join(_body(m) for m in segments) if roll else None
+    if not roll:  # a segment quotes the facts its own material stated, not every fact again
+        said = "\n".join(m.text for m in material if is_user_input(m))
+        facts = [f for f in facts if f in said]
     try:
         result = summarizer.summarize(material, prev_text, target_chars, facts=facts)
     except SummarizerError as e:
         return StageResult(messages, [_failed(b, size, replaced, str(e), t0)])
-    rounds = _rounds(previous, material)
-    sid = summary_id(replaced)
-    summary = Message(
-        id=sid,
-        role="user",
-        blocks=[TextBlock(text=f"{SUMMARY_HEADER}\n{result.text}")],
-        metadata={"ctxwise": {"kind": "summary", "replaced": replaced, "rounds": rounds, "summarizer": summarizer.name}},
-    )
-    new_size = size - sum(b.size_of(m) for m in messages[start:cut]) + b.size_of(summary)
+    summary = _summary_message(replaced, result.text, _rounds(segments if roll else [], material), summarizer.name)
+    rolled = roll
+    sid = summary.id
+    rounds = summary.metadata["ctxwise"]["rounds"]
+    new_size = size - material_size + b.size_of(summary)
     if new_size >= size:
         return StageResult(messages, [_failed(b, size, replaced, f"no progress: summary made the context {new_size} >= {size}", t0)])
     ev = b.event(
@@ -152,12 +191,24 @@ def summarize_old_turns(
         t0,
         summary_id=sid,
         usage=result.usage,
-        detail={"summarizer": summarizer.name, "rounds": rounds, "rolled_previous": previous is not None,
+        detail={"summarizer": summarizer.name, "rounds": rounds, "rolled_previous": rolled,
+                "segments": 1 if rolled else len(segments) + 1,
                 "summary_chars": len(summary.text), "target_chars": target_chars},
     )
     # The summary stands where the material stood: inserted at its first message, which the
-    # same change set hides with the rest (a previous summary rolled in is hidden too).
+    # same change set hides with the rest (earlier segments rolled in are hidden too; an
+    # appended segment is anchored after them, which stay as they are).
     return StageResult(messages, [ev], [InsertSummary(summary, replaced[0]), Hide(replaced, "summarized")])
+
+
+def _summary_message(replaced: list[str], text: str, rounds: int, summarizer: str) -> Message:
+    """One summary segment standing for the ``replaced`` message ids."""
+    return Message(
+        id=summary_id(replaced),
+        role="user",
+        blocks=[TextBlock(text=f"{SUMMARY_HEADER}\n{text}")],
+        metadata={"ctxwise": {"kind": "summary", "replaced": replaced, "rounds": rounds, "summarizer": summarizer}},
+    )
 
 
 def _body(summary: Message) -> str:
@@ -165,9 +216,10 @@ def _body(summary: Message) -> str:
     return text[len(SUMMARY_HEADER) + 1 :] if text.startswith(SUMMARY_HEADER) else text
 
 
-def _rounds(previous: Message | None, material: list[Message]) -> int:
-    """How many user rounds the summary now stands for (previous summary's included)."""
-    before = previous.metadata["ctxwise"].get("rounds", 0) if previous else 0
+def _rounds(segments: Sequence[Message], material: list[Message]) -> int:
+    """How many user rounds a summary stands for: those of the ``segments`` it rolls in and
+    of its material."""
+    before = sum(m.metadata["ctxwise"].get("rounds", 0) for m in segments)
     return before + sum(1 for m in material if is_user_input(m))
 
 

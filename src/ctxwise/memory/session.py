@@ -1,14 +1,18 @@
 """A session's memory: its pinned facts and its user's long-term memory, as the engine uses them.
 
-Placement is chosen for prompt caches:
+Placement is chosen for prompt caches: neither block moves or changes while only new
+messages are appended, so neither breaks the cache on its own.
 
 * the **user-memory block** is read once when the session opens and sent right after the
   system prompt, unchanged for the whole session;
-* the **facts block** is sent right before the current user input, so a new fact re-bills only
-  the last turn, not the whole history. It is sent once the session has lost something
-  (a summary or a trim happened; ``facts_mode="when_compacted"``, the default), because
-  before that every fact is still in the context verbatim; ``facts_mode="always"`` sends it on
-  every call, as the third seed describes.
+* the **facts block** (``facts_mode="when_compacted"``, the default) holds the facts of the
+  user inputs the context has lost (summarized or trimmed away): before a loss every fact is
+  still in the context verbatim. It changes only when a summary or trim hides more user
+  input, and it stands right after the last summary (or right after the head when there is
+  none), the position where that summary or trim already broke the cached prefix; so a new
+  user turn moves nothing. With ``facts_mode="always"`` every fact is sent on every call,
+  right before the current user input (the third seed's layout; a new fact then re-bills only
+  the last turn).
 
 Facts come from user input only and are rebuilt deterministically from the stored original
 messages when a session is reloaded. Long-term memory is updated from each new user input
@@ -39,23 +43,30 @@ class SessionMemory:
         self.policy = policy
         self.counter = counter
         self.book = FactBook()
+        self.lost = FactBook()
+        """The facts of the user inputs no longer in the context (``when_compacted`` block)."""
         self._memory_block: Message | None = None
         self._evicted: tuple[str, ...] = ()
         self._evicted_version = -1
 
-    def load(self, originals: Sequence[Message], started: datetime | None = None) -> None:
-        """Rebuild the facts from the session's original messages (in order) and read the
-        user's long-term memory block as it was when the session started (``started``, UTC):
-        entries this session wrote itself, or that came later, are not shown to it, so a
-        reloaded session sends the same block as before."""
+    def load(self, originals: Sequence[Message], started: datetime | None = None,
+             lost: frozenset[str] | set[str] = frozenset()) -> None:
+        """Rebuild the facts from the session's original messages (in order; ``lost``: the ids
+        of those no longer in the context, summarized or trimmed) and read the user's long-term
+        memory block as it was when the session started (``started``, UTC): entries this
+        session wrote itself, or that came later, are not shown to it, so a reloaded session
+        sends the same blocks as before."""
         self.book = FactBook()
+        self.lost = FactBook()
         if self.policy.facts:
             for m in user_authored(originals):
                 self.book.add_message(m)
+                if m.id in lost:
+                    self.lost.add_message(m)
             # what was already left out before the reload was reported then: not again
             budget = int(self.policy.effective_budget * self.policy.facts_share)
-            self._evicted = tuple(f.id for f in self.book.render(budget, self.counter)[1])
-            self._evicted_version = self.book.version
+            self._evicted = tuple(f.id for f in self._shown().render(budget, self.counter)[1])
+            self._evicted_version = self._shown().version
         if self.policy.user_memory:
             from .repo import list_memory
             from .user import render_user_memory
@@ -81,20 +92,37 @@ class SessionMemory:
 
             extract_and_store(self.store, self.user_id, users, session_id=self.session_id)
 
+    def lose(self, messages: Sequence[Message]) -> bool:
+        """Note messages that left the context (summarized or trimmed): their user inputs'
+        facts go into the ``when_compacted`` block. Returns whether that block gained a fact."""
+        if not self.policy.facts:
+            return False
+        before = self.lost.version
+        for m in user_authored(messages):
+            self.lost.add_message(m)
+        return self.lost.version != before
+
+    def _shown(self) -> FactBook:
+        """The book the facts block is rendered from: every fact (``always``) or the lost ones."""
+        return self.book if self.policy.facts_mode == "always" else self.lost
+
     def head_blocks(self) -> list[Message]:
         """Blocks sent right after the system prompt (the user-memory block)."""
         return [self._memory_block] if self._memory_block is not None else []
 
-    def facts_block(self, lossy: bool) -> tuple[Message | None, list[Fact], bool]:
-        """The facts block to send before the current user input (or None), the facts *newly*
-        left out to fit its budget since the last call (for the ``facts_evicted`` event; the
-        event never re-lists earlier evictions, so its size does not grow with the session),
-        and whether there are any."""
+    def facts_block(self, lossy: bool = True) -> tuple[Message | None, list[Fact], bool]:
+        """The facts block to send (or None; where it goes: see the module doc), the facts
+        *newly* left out to fit its budget since the last call (for the ``facts_evicted``
+        event; the event never re-lists earlier evictions, so its size does not grow with the
+        session), and whether there are any. The ``when_compacted`` block holds the facts of
+        lost user input only (see :meth:`lose`), so it is None until something is lost;
+        ``lossy=False`` forces None there too."""
         if not self.policy.facts or (self.policy.facts_mode == "when_compacted" and not lossy):
             return None, [], False
+        book = self._shown()
         budget = int(self.policy.effective_budget * self.policy.facts_share)
-        version = self.book.version
-        block, evicted = self.book.render(budget, self.counter)
+        version = book.version
+        block, evicted = book.render(budget, self.counter)
         if version == self._evicted_version:
             return block, [], False
         self._evicted_version = version

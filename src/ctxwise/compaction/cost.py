@@ -1,0 +1,53 @@
+"""Whether an edit of the context pays for itself under a prompt-cache price model.
+
+A prompt cache serves the longest unchanged prefix of the previous request at the cached
+(read) price. An edit at position ``i`` makes every token from ``i`` on a miss on the next
+call (written to the cache again, at the write price), and from then on the edited suffix is
+cached again, now smaller by what the edit ``saved``. So, over the next ``calls`` calls, with
+``suffix`` the tokens from the first edited message to the end before the edit::
+
+    no edit:  calls * read * suffix
+    edit:     write * (suffix - saved) + (calls - 1) * read * (suffix - saved)
+
+and the edit pays when the second is smaller. Prices are multiples of an uncached input
+token (``Policy.prices`` when the policy has a price model: read / write; otherwise a flat
+cached ratio of 0.1 and no write premium, the measure ``bench/compare.py`` reports).
+
+How many calls are ahead is not known; :func:`calls_ahead` takes as many as the session has
+made so far (assistant messages in the context), a session that has run long tends to run on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..messages import Message
+
+FLAT_READ = 0.1
+"""The cached-token price used when the policy has no price model (a multiple of a miss)."""
+
+
+def cache_prices(policy: Any) -> tuple[float, float]:
+    """``(read, write)`` prices of a cached and a re-written input token, as multiples of an
+    uncached one: the policy's price model when it has one, else ``(0.1, 1.0)``."""
+    prices = getattr(policy, "prices", None)
+    if prices is None:
+        return FLAT_READ, 1.0
+    return float(prices.read), float(getattr(prices, "write", 1.0))
+
+
+def calls_ahead(messages: Sequence[Message]) -> int:
+    """The expected number of model calls still to come: the calls made so far (assistant
+    messages in the context, at least 1)."""
+    return max(1, sum(1 for m in messages if m.role == "assistant"))
+
+
+def edit_pays(saved: int, suffix: int, calls: int, policy: Any) -> bool:
+    """Whether an edit that makes the context ``saved`` smaller and re-bills ``suffix`` (the
+    size from the first edited message to the end, before the edit; policy unit) costs less
+    than leaving the context alone over the next ``calls`` calls (see the module doc)."""
+    if saved <= 0 or calls <= 0:
+        return False
+    read, write = cache_prices(policy)
+    after = max(suffix - saved, 0)
+    return write * after + (calls - 1) * read * after < calls * read * suffix

@@ -1,0 +1,124 @@
+"""Clearing only when it pays (issue 11, item 2), measured with the real chars counter.
+
+Kind of fault covered: an edit that re-bills the prompt cache for less than it saves (clearing
+below the hard limit when no costlier stage fires and the batch does not pay), and clearing
+that re-fires every call because its target lies below what it can never remove.
+"""
+
+from __future__ import annotations
+
+from builders import assistant, results, system, tool_turn, user
+from ctxwise.compaction import Budgeting, clear_tool_results, compact
+from ctxwise.compaction.cost import calls_ahead, edit_pays
+from ctxwise.policy import Policy
+from ctxwise.summarizers import DigestSummarizer
+from ctxwise.tokens import get_counter
+
+CHARS = get_counter("chars")
+
+
+def budgeting(**kw) -> Budgeting:
+    return Budgeting(Policy.preset("default", **kw), CHARS)
+
+
+def two_turns_then_a_tool_loop(body: int = 500) -> list:
+    """Two answered turns with one tool result each and long answers, then a current turn in
+    flight: clearing saves the two results but re-bills the long answers after them."""
+    msgs = [system()]
+    for k in range(2):
+        msgs += tool_turn(f"Round {k}: order #W{k} status?", [("lookup", {"order": k}, f"order {k} " + "x" * body)],
+                          f"Order {k} is on its way. " + "w" * 1200)
+    msgs.append(user("And the third order?"))
+    a = assistant(calls=[("lookup", {"order": 2})])
+    msgs += [a, *results(a, ["order 2 " + "y" * 300])]
+    return msgs
+
+
+def test_edit_pays_weighs_the_saving_over_the_calls_ahead_against_the_rebilled_suffix():
+    p = Policy.preset("default")
+    # cached at 0.1: saving 100 of a 1,000 suffix re-bills 900 at full price; 100 x 0.1 per call
+    assert not edit_pays(100, 1000, 10, p)
+    # nearly the whole suffix goes: 50 re-billed, 950 x 0.1 saved per call
+    assert edit_pays(950, 1000, 3, p)
+    assert not edit_pays(0, 1000, 100, p)
+
+
+def test_optional_clearing_does_not_fire_when_no_summary_is_due_and_it_does_not_pay():
+    msgs = two_turns_then_a_tool_loop()
+    b = budgeting(budget=6_000, keep_recent_cycles=1)
+    size = b.size(msgs)
+    assert b.level(0.5) < size < b.level(0.8)  # above clear_at, below summarize_at, mid-turn
+    out = clear_tool_results(msgs, b, size)
+    assert out.events == [] and out.messages is msgs
+    # Ragent's rule (edit_when="watermark") clears the same context: the decision, not the
+    # eligibility, is what changed.
+    wb = budgeting(budget=6_000, keep_recent_cycles=1, edit_when="watermark")
+    assert [e.stage for e in clear_tool_results(msgs, wb, size).events] == ["clearing"]
+
+
+def test_optional_clearing_fires_when_it_pays():
+    # The same shape after many calls: the saving is repaid many times over.
+    msgs = [system()]
+    for k in range(12):
+        msgs += tool_turn(f"Round {k}: order #W{k} status?", [("lookup", {"order": k}, f"order {k} short")],
+                          f"Order {k} is fine.")
+    big = assistant(calls=[("manual", {"part": "all"})])
+    msgs += [user("Load the manual."), big, *results(big, ["manual " + "z" * 3000]), assistant("Loaded."),
+             user("Thanks."), assistant("You are welcome."), user("One more: the warranty?")]
+    a = assistant(calls=[("warranty", {})])
+    msgs += [a, *results(a, ["warranty: 2 years"])]
+    b = budgeting(budget=7_000, keep_recent_cycles=1)
+    size = b.size(msgs)
+    assert b.level(0.5) < size < b.level(0.8) and calls_ahead(msgs) > 12
+    out = clear_tool_results(msgs, b, size)
+    assert [e.stage for e in out.events] == ["clearing"]
+    assert "saving over the calls ahead" in out.events[0].trigger
+
+
+def test_clearing_over_the_hard_limit_reaches_its_target_and_does_not_refire():
+    b = budgeting(budget=5_500, keep_recent_cycles=1)
+    ctx = [system()]
+    for k in range(4):
+        ctx += tool_turn(f"Round {k}: order #W{k}?", [("lookup", {"order": k}, f"order {k} " + "x" * 1400)], f"Answer {k}.")
+    ctx.append(user("next"))
+    size = b.size(ctx)
+    assert size > b.level(1.0)
+    out = compact(ctx, b, DigestSummarizer())
+    clears = [e for e in out.events if e.stage == "clearing"]
+    assert clears and "hard limit is crossed" in clears[0].trigger
+    assert clears[0].size_after <= clears[0].detail["target"]
+    # the next calls add small turns: no clearing fires again on them
+    ctx = out.messages
+    for k in range(3):
+        ctx = ctx + [assistant(f"Reply {k}."), user(f"small follow-up {k}")]
+        again = compact(ctx, b, DigestSummarizer())
+        assert again.events == [], k
+        ctx = again.messages
+
+
+def test_nothing_is_edited_between_the_watermarks_when_no_edit_pays():
+    # Above summarize_at at a turn boundary, under the hard limit: the context fits, so neither
+    # a summary nor the clearing before it fires (the watermark rule would do both).
+    b = budgeting(budget=9_000, keep_recent_cycles=1)
+    ctx = [system()]
+    for k in range(4):
+        ctx += tool_turn(f"Round {k}: order #W{k}?", [("lookup", {"order": k}, f"order {k} " + "x" * 1400)], f"Answer {k}. " + "w" * 600)
+    ctx.append(user("next"))
+    assert b.level(0.8) < b.size(ctx) <= b.level(1.0)
+    assert compact(ctx, b, DigestSummarizer()).events == []
+    wb = budgeting(budget=9_000, keep_recent_cycles=1, edit_when="watermark")
+    assert compact(ctx, wb, DigestSummarizer()).events != []
+
+
+def test_a_small_batch_is_held_back_above_summarize_at_too():
+    # Only one short result is eligible: clearing it saves under clear_min_batch of the
+    # budget, so it is not worth a cache break even with a summary due (the summary cuts more).
+    msgs = [system("s" * 2000)]
+    msgs += tool_turn("Round 0: order #W0?", [("lookup", {"order": 0}, "order 0 " + "x" * 400)], "Answer 0. " + "a" * 2000)
+    msgs += tool_turn("Round 1: order #W1?", [("lookup", {"order": 1}, "order 1 ok")], "Answer 1. " + "b" * 2000)
+    msgs.append(user("next"))
+    b = budgeting(budget=8_000, keep_recent_cycles=1)
+    size = b.size(msgs)
+    assert size > b.level(0.8)
+    out = clear_tool_results(msgs, b, size)
+    assert out.events == []
