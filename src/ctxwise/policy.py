@@ -347,6 +347,19 @@ def _policy_error(e: ValidationError) -> PolicyError:
 
 PRESETS: dict[str, dict[str, Any]] = {
     "default": {"name": "default"},
+    # Fewest tokens and cache breaks for small budgets: when something must go, everything
+    # before the current turn is folded into the summary and every clearable result is
+    # cleared, so the context restarts small and the next break comes late; no user-memory
+    # block (its room goes to the conversation).
+    "lean": {
+        "name": "lean",
+        "clear_target": 0.0,
+        "keep_recent_cycles": 1,
+        "summary_keep_recent": 0.0,
+        "summary_target": 0.1,
+        "summary_min_material": 0.0,
+        "user_memory": False,
+    },
     "ragent": {
         "name": "ragent",
         "budget": 100_000,
