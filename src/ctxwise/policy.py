@@ -4,13 +4,16 @@ Sizes are in the policy's ``unit``: ``chars`` (Ragent's rule, see :mod:`ctxwise.
 ``tokens`` counted with ``tokenizer``. Watermarks are fractions of the *effective budget*
 (``budget - reserve_output``):
 
-* ``clear_at`` (0.5): thinking pruning and tool-result clearing fire above it, and clear in one
-  batch down to ``clear_target`` so they do not fire again for many calls (prompt caches bill
-  a changed prefix again);
-* ``summarize_at`` (0.8): old turns are summarized, at a turn boundary only;
+* ``clear_at`` (0.5): thinking pruning and tool-result clearing may fire above it, and clear in
+  one batch down to ``clear_target`` so they do not fire again for many calls (prompt caches
+  bill a changed prefix again); with ``edit_when="pays"`` (the default) clearing below the
+  hard limit fires only when the batch pays for its cache break;
+* ``summarize_at`` (0.8): old turns are summarized, at a turn boundary only
+  (``edit_when="watermark"``; by default summaries wait for the hard limit);
 * ``hard_limit`` (1.0): whole old turns are trimmed.
 
-Presets: ``default`` and ``ragent`` (Ragent's published behaviour, from the first seed: a
+Presets: ``default``, ``lean`` (small budgets: deep cuts, few cache breaks) and ``ragent``
+(Ragent's published behaviour, from the first seed: a
 100,000-character budget, 50 % / 80 %, the last 2 tool cycles protected, only
 ``search_knowledge`` cleared, a Chinese placeholder with the input as ``{key=value, ...}``
 cut to 120 characters).
@@ -92,7 +95,7 @@ class Policy(BaseModel):
     whole turns). ``watermark``: Ragent's rule: clearing whenever the context is above
     ``clear_at``, summaries at a turn boundary above ``summarize_at``."""
     clear_min_batch: float = Field(0.1, ge=0, le=1)
-    """Below ``summarize_at``, clearing fires only when it saves at least this share of the
+    """Below the hard limit, clearing fires only when it saves at least this share of the
     budget in one batch (fewer, larger batches keep the prompt cache warm longer)."""
     summarize_at: float = Field(0.8, gt=0)
     """Watermark above which old turns are summarized (at a turn boundary only)."""
@@ -267,7 +270,7 @@ class Policy(BaseModel):
 
     @classmethod
     def preset(cls, name: str, **update: Any) -> "Policy":
-        """A named preset (``default``, ``ragent``) with optional overrides."""
+        """A named preset (``default``, ``lean``, ``ragent``) with optional overrides."""
         try:
             base = PRESETS[name]
         except KeyError:
