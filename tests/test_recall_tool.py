@@ -36,7 +36,8 @@ def test_schema_matches_each_sdk_tool_type():
 @pytest.fixture
 def cleared_session(tmp_path):
     """A session small enough that clearing fires: the prepared context holds placeholders."""
-    policy = Policy.preset("default", budget=4000, unit="chars", clear_min_batch=0.0)
+    # the watermark trigger (clearing above clear_at): the test is about recall, not when clearing pays
+    policy = Policy.preset("default", budget=4000, unit="chars", clear_min_batch=0.0, edit_when="watermark")
     cm = ContextManager(f"sqlite:///{tmp_path / 'r.db'}", policy)
     s = cm.session("alice", "chat-1")
     msgs = [system()]
