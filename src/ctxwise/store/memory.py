@@ -182,9 +182,7 @@ class InMemoryStore:
               expected_version: int, sizes: dict[str, int] | None = None,
               state: dict[str, Any] | None = None) -> int:
         prepared = _prepare_changes(changes)
-        event_rows = [_event_row(i, ev)["data"] for i, ev in enumerate(events)]
-        if state is not None:
-            checks.json_doc(state, "session state")
+        event_rows = _checked_writes(events, state)
         with self._lock:
             s = self._get(user_id, session_id)
             self._check(s, expected_version)
@@ -227,9 +225,7 @@ class InMemoryStore:
     def pop(self, user_id: str, session_id: str, *, expected_version: int,
             events: list[dict[str, Any]] | None = None,
             state: dict[str, Any] | None = None) -> tuple[int, Message | None]:
-        event_rows = [_event_row(i, ev)["data"] for i, ev in enumerate(events or [])]
-        if state is not None:
-            checks.json_doc(state, "session state")
+        event_rows = _checked_writes(events, state)
         with self._lock:
             s = self._get(user_id, session_id)
             self._check(s, expected_version)
@@ -247,9 +243,7 @@ class InMemoryStore:
 
     def clear(self, user_id: str, session_id: str, *, expected_version: int,
               events: list[dict[str, Any]] | None = None, state: dict[str, Any] | None = None) -> int:
-        event_rows = [_event_row(i, ev)["data"] for i, ev in enumerate(events or [])]
-        if state is not None:
-            checks.json_doc(state, "session state")
+        event_rows = _checked_writes(events, state)
         with self._lock:
             s = self._get(user_id, session_id)
             self._check(s, expected_version)
@@ -265,9 +259,7 @@ class InMemoryStore:
                    expected_version: int, events: list[dict[str, Any]] | None = None,
                    sizes: dict[str, int] | None = None, state: dict[str, Any] | None = None) -> int:
         policy_json = checks.json_doc(policy, "policy")
-        event_rows = [_event_row(i, ev)["data"] for i, ev in enumerate(events or [])]
-        if state is not None:
-            checks.json_doc(state, "session state")
+        event_rows = _checked_writes(events, state)
         with self._lock:
             s = self._get(user_id, session_id)
             self._check(s, expected_version)
@@ -426,3 +418,11 @@ class InMemoryStore:
 
 
 __all__ = ["InMemoryStore"]
+
+
+def _checked_writes(events: list[dict[str, Any]] | None, state: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The event rows to store and a checked session state, both validated before any lock is
+    taken (what the SQL store refuses, this store refuses too: same errors, nothing written)."""
+    if state is not None:
+        checks.json_doc(state, "session state")
+    return [_event_row(i, ev)["data"] for i, ev in enumerate(events or [])]
