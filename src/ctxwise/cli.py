@@ -99,7 +99,7 @@ def replay(
     paths: Annotated[Optional[list[Path]], typer.Argument(
         help="Recorded sessions: files or directories in any supported format. Default: the built-in demo.",
         show_default=False)] = None,
-    preset: Annotated[str, typer.Option(help="Policy preset: default or ragent.")] = "default",
+    preset: Annotated[str, typer.Option(help="Policy preset: default, lean or ragent.")] = "default",
     budget: Annotated[Optional[int], typer.Option(help="Context budget, in --unit.", min=1)] = None,
     unit: Annotated[Optional[UnitName], typer.Option(help="Budget unit.")] = None,
     tokenizer: Annotated[Optional[str], typer.Option(help="Tokenizer (o200k_base, cl100k_base, deepseek, qwen, "
