@@ -140,6 +140,10 @@ def replay(
         if unit is not None and budget is None:
             demo.pop("budget")  # a unit alone: the preset's budget in that unit
         overrides = {**demo, **overrides}
+    if paths and config is None and unit is None and preset != "ragent":
+        # recordings are measured in tokens, as the picked budget and the demo are: a --budget
+        # given alone means tokens too (ragent counts characters, as the seeds' system does)
+        overrides.setdefault("unit", "tokens")
     loaded = None
     notes: list[str] = []
     try:

@@ -81,9 +81,15 @@ def recording_defaults(conversations: Sequence[Any], *, provider: str | None = N
                   f"{median:,.0f} {what}, so compaction has work to do")
         if chosen > _round_up(BUDGET_SHARE * median):
             reason = f"twice the largest system prompt ({system:,} {what}), so the pinned content fits"
+        if chosen >= median:
+            reason += (f"; the recordings are small (median peak {median:,.0f} {what}): at this budget most calls "
+                       "need no compaction, pass --budget to force it")
         out.notes.append(f"budget {chosen:,} {'chars' if unit == 'chars' else 'tokens'}: {reason}")
     return out
 
 
 def _round_up(x: float) -> int:
-    return max(ROUND_TO, int(math.ceil(x / ROUND_TO)) * ROUND_TO)
+    """``x`` rounded up to a round number: to ROUND_TO for budgets of thousands, to 50 below that
+    (a small recording must not get a budget above its own peak by rounding alone)."""
+    step = ROUND_TO if x >= 4 * ROUND_TO else 50
+    return max(step, int(math.ceil(x / step)) * step)
