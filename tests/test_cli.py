@@ -181,3 +181,21 @@ def test_console_script_bad_file_exit_2(tmp_path):
     r = subprocess.run([str(CTXWISE), "inspect", str(f)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and "x.json" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_replay_file_budget_alone_counts_tokens_like_the_picked_budget(tmp_path):
+    """Kind: an option whose meaning silently changes with another option's absence. Before the
+    fix, `replay FILE --budget 4000` counted characters while the picked budget (no --budget) and
+    the demo counted tokens, so the same number meant a 4x smaller context."""
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    given = runner.invoke(app, ["replay", str(RETAIL), "--budget", "4000", "--limit", "1", "--db", db, "--no-baseline"])
+    assert given.exit_code == 0, given.output
+    assert "budget 4,000 tokens" in given.output
+    picked = runner.invoke(app, ["replay", str(RETAIL), "--limit", "1", "--db", db, "--no-baseline"])
+    assert picked.exit_code == 0, picked.output
+    header = next(line for line in picked.output.splitlines() if line.lstrip().startswith("budget "))
+    assert " tokens" in header, header
+    chars = runner.invoke(app, ["replay", str(RETAIL), "--budget", "40000", "--unit", "chars", "--limit", "1",
+                                "--db", db, "--no-baseline"])
+    assert chars.exit_code == 0, chars.output
+    assert "budget 40,000 chars" in chars.output
