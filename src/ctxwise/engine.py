@@ -129,6 +129,7 @@ class Session:
         self._ids: set[str] = set()
         self._size = 0
         self._lossy = False
+        self._thinking_seen: bool | None = None
         self._counter_ids = 0
         self._failed_summaries: set[str] = set()
         self.version = 0
@@ -152,6 +153,7 @@ class Session:
         self._counter_ids = sum(1 for r in state.rows if r.message_id.startswith("msg-"))
         self._size = sum(self._sz(m) for m in self._context)
         self._lossy = any(r.state in ("summarized", "trimmed") for r in state.rows)
+        self._thinking_seen = None
         self._failed_summaries = {
             e["detail"]["key"] for e in (self.manager.store.events(self.user_id, self.session_id) if state.version else [])
             if e.get("stage") == "summarizer_failed" and isinstance(e.get("detail"), dict) and "key" in e["detail"]
@@ -204,6 +206,8 @@ class Session:
                 affected_ids=[n["id"] for n in normalized], detail={"messages": normalized}))
         batch = visible
         self._context.extend(batch)
+        if any(m.thinking for m in batch):
+            self._thinking_seen = True
         self._ids.update(m.id for m in batch)
         self._size += sum(self._sz(m) for m in batch)
         for m in batch:
@@ -395,8 +399,31 @@ class Session:
         for k, m in enumerate(batch):
             if m.role == "system" and base + k > 0:
                 problems.append(Violation(base + k, provider_rules.SYSTEM_NOT_FIRST, "a system message may only be the first message"))
+        problems += self._missing_reasoning(batch, profile)
         if problems:
             raise PayloadInvalid(self.policy.provider, sorted(problems, key=lambda v: v.index))
+
+    def _missing_reasoning(self, batch: list[Message], profile: Any) -> list[Violation]:
+        """DeepSeek thinking mode: a reply of a tool-using span without ``reasoning_content`` is
+        refused at append, before it is stored (else every later ``prepare()`` raises
+        ``reasoning-content-missing`` and the session is stuck). Thinking mode is on once any
+        message of the session carried reasoning. Checks the current user-to-user span only
+        (O(span + batch)). Source: api-docs.deepseek.com/guides/thinking_mode."""
+        if profile.reasoning_passback != "tool_spans" or not any(m.role == "assistant" for m in batch):
+            return []
+        if self._thinking_seen is None:
+            self._thinking_seen = any(m.thinking for m in self._context)
+        if not (self._thinking_seen or any(m.thinking for m in batch)):
+            return []
+        from .providers.reasoning import check_deepseek_reasoning
+        from .units import last_user_index
+
+        base = len(self._context)
+        u = last_user_index(self._context)
+        start = 0 if u is None else u
+        window = self._context[start:] + batch
+        return [Violation(v.index + start, v.rule, v.message, v.provider_error)
+                for v in check_deepseek_reasoning(window, profile, thinking=True) if v.index + start >= base]
 
     # -- prepare ----------------------------------------------------------------------------
 
