@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 from pydantic import ValidationError
 
 from .compaction import Budgeting, CompactionEvent, Pipeline
-from .errors import CtxwiseError, FormatError, PayloadInvalid, Violation
+from .errors import SessionConflict, CtxwiseError, FormatError, PayloadInvalid, Violation
 from .messages import Message, TextBlock, ToolResultBlock
 from .normalize import normalize_batch, omitted, prepare_openai
 from .memory.session import SessionMemory
@@ -440,6 +440,10 @@ class Session:
         if not self._context:
             raise PayloadInvalid(self.policy.provider, [Violation(0, "empty-payload",
                                  "the session has no messages yet: append() the system prompt and user input first")])
+        stored = self.manager.store.version(self.user_id, self.session_id)  # one indexed read
+        if stored != self.version:  # another writer got in: this object's context is stale
+            raise SessionConflict(f"session {self.session_id!r} is at version {stored}, this Session read version "
+                                  f"{self.version}: another writer got in first; call reload() and retry")
         head = self.memory.head_blocks()
         facts, evicted, evicted_changed = self.memory.facts_block(self._lossy)
         size_before = self._size + self._extra(head, facts)
