@@ -26,7 +26,7 @@ PINNED = [
     "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
     "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
     "RECALL_TOOL_NAME", "Replace", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState",
-    "SessionStore", "SqlStore", "StoreSchemaError", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
+    "SessionStore", "SqlStore", "StoreSchemaError", "StoreUnavailable", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
     "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolResultNotFound", "ToolUseBlock", "TranscriptRow",
     "Violation", "__version__", "get_counter", "open_store", "recall_tool_output", "recall_tool_schema",
     "text_message",

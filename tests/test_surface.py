@@ -202,3 +202,22 @@ def test_provider_guess_reads_the_reasoning_in_the_recording():
     assert guess_provider(load(CLAUDE)[:1])[0] == "anthropic"
     assert guess_provider(load(builtin("demo")))[0] == "deepseek"
     assert guess_provider(load(RETAIL)[:1])[0] == "openai"
+
+
+def test_contextmanager_bad_store_url_and_policy_type_are_ctxwise_errors(tmp_path):
+    """Kind: a user mistake at construction surfacing as another library's exception (a raw
+    SQLAlchemy NoSuchModuleError for a URL scheme with no driver, an AttributeError for a dict
+    policy). Now: StoreUnavailable naming the scheme with a hint; a mapping policy is validated
+    as a Policy (a bad setting is a PolicyError); any other type is a PolicyError."""
+    import pytest
+
+    from ctxwise import ContextManager, Policy, PolicyError, StoreUnavailable
+
+    with pytest.raises(StoreUnavailable, match="nope://"):
+        ContextManager("nope://x")
+    cm = ContextManager(f"sqlite:///{tmp_path / 'p.db'}", {"budget": 9000, "unit": "chars"})
+    assert isinstance(cm.policy, Policy) and cm.policy.budget == 9000
+    with pytest.raises(PolicyError, match="budgte"):
+        ContextManager(f"sqlite:///{tmp_path / 'p.db'}", {"budgte": 1})
+    with pytest.raises(PolicyError, match="got int"):
+        ContextManager(f"sqlite:///{tmp_path / 'p.db'}", 5)  # type: ignore[arg-type]

@@ -47,7 +47,7 @@ _EXPORTS: dict[str, str] = {
     "FormatError": "errors", "PayloadInvalid": "errors", "Violation": "errors", "PolicyError": "errors",
     "SessionConflict": "errors", "SessionNotFound": "errors", "MissingExtra": "errors",
     "SummarizerError": "errors", "MemoryBusy": "errors", "MemoryEntryNotFound": "errors",
-    "NotStorable": "errors", "MessageNotStorable": "errors", "PolicyMismatch": "errors", "StoreSchemaError": "errors",
+    "NotStorable": "errors", "MessageNotStorable": "errors", "PolicyMismatch": "errors", "StoreSchemaError": "errors", "StoreUnavailable": "errors",
     "ToolResultNotFound": "errors",
 }
 
@@ -57,7 +57,7 @@ __all__ = [
     "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
     "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
     "RECALL_TOOL_NAME", "Replace", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState",
-    "SessionStore", "SqlStore", "StoreSchemaError", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
+    "SessionStore", "SqlStore", "StoreSchemaError", "StoreUnavailable", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
     "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolResultNotFound", "ToolUseBlock", "TranscriptRow",
     "Violation", "__version__", "get_counter", "open_store", "recall_tool_output", "recall_tool_schema",
     "text_message",
@@ -98,6 +98,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         SessionConflict,
         SessionNotFound,
         StoreSchemaError,
+        StoreUnavailable,
         SummarizerError,
         ToolResultNotFound,
         Violation,

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 from pydantic import ValidationError
 
 from .compaction import Budgeting, CompactionEvent, Pipeline
-from .errors import SessionConflict, CtxwiseError, FormatError, PayloadInvalid, Violation
+from .errors import PolicyError, SessionConflict, StoreUnavailable, CtxwiseError, FormatError, PayloadInvalid, Violation
 from .messages import Message, TextBlock, ToolResultBlock
 from .normalize import normalize_batch, omitted, prepare_openai
 from .memory.session import SessionMemory
@@ -583,18 +583,31 @@ class ContextManager:
     def __init__(
         self,
         store_url: str = "sqlite:///ctxwise.db",
-        policy: Policy | None = None,
+        policy: Policy | Mapping[str, Any] | None = None,
         *,
         summarizer: Summarizer | None = None,
         on_event: Callable[[CompactionEvent], None] | None = None,
         store: Store | None = None,
         pipeline: Pipeline | None = None,
     ) -> None:
+        if policy is not None and not isinstance(policy, Policy):
+            if not isinstance(policy, Mapping):
+                raise PolicyError(f"policy must be a ctxwise.Policy or a mapping of its settings, got {type(policy).__name__}")
+            policy = Policy.model_validate(dict(policy))  # PolicyError names a bad setting
         self.policy = policy or Policy.preset("default")
         if store is None:
             from .store import Store  # SQLAlchemy and Alembic load here, not at import
 
-            store = Store(store_url)
+            try:
+                store = Store(store_url)
+            except CtxwiseError:
+                raise
+            except Exception as e:
+                if not type(e).__module__.startswith(("sqlalchemy", "psycopg", "sqlite3")):
+                    raise
+                scheme = str(store_url).split(":", 1)[0]
+                raise StoreUnavailable(f"cannot open the store {scheme}://...: {type(e).__name__}: "
+                                       f"{str(e).splitlines()[0] if str(e) else ''}") from None
         self.store = store
         self.summarizer = summarizer or from_policy(self.policy)
         self.on_event = on_event

@@ -234,3 +234,12 @@ class StoreSchemaError(CtxwiseError):
     or a table in the way)."""
 
     hint = "upgrade ctxwise (pip install -U ctxwise), or point --db (or the schema option) at another database"
+
+
+class StoreUnavailable(CtxwiseError):
+    """The store could not be opened: a URL SQLAlchemy cannot parse or has no driver for, or a
+    database that refuses the connection. The message names the URL's scheme and the cause."""
+
+    hint = ("give a SQLAlchemy URL such as sqlite:///ctxwise.db or postgresql+psycopg://user@host/db "
+            "(pip install 'ctxwise[postgres]' for PostgreSQL), or pass store=InMemoryStore()")
+
