@@ -19,37 +19,20 @@ import pytest
 
 from builders import assistant, system, user
 from conftest import TRAJECTORIES
+from test_engine_acceptance import drive
 from ctxwise.compaction import Budgeting, prune_thinking
 from ctxwise.engine import ContextManager
-from ctxwise.errors import ContextBudgetExceeded
 from ctxwise.formats import load
 from ctxwise.messages import ThinkingBlock
 from ctxwise.policy import Policy
 from ctxwise.providers import check, droppable_thinking
 from ctxwise.tokens import get_counter
-from ctxwise.units import is_user_input
 
 CLAUDE = TRAJECTORIES / "tau2-bench" / "airline_claude-sonnet-4-5-thinking_subset.json"
 
 
 def latest_assistant(messages):
     return next((m for m in reversed(messages) if m.role == "assistant"), None)
-
-
-def _drive(session, messages):
-    """Append what arrived before each recorded model call, then prepare (the replay's loop)."""
-    pending, seen_user = [], False
-    for m in messages:
-        seen_user = seen_user or is_user_input(m)
-        if m.role == "assistant" and seen_user:
-            if pending:
-                session.append(pending)
-                pending = []
-            try:
-                yield session.prepare()
-            except ContextBudgetExceeded:
-                yield None
-        pending.append(m)
 
 
 @pytest.mark.parametrize("budget", [3_000, 6_000, 12_000])
@@ -61,7 +44,7 @@ def test_claude_recording_replayed_as_anthropic_never_changes_the_latest_assista
     for conv in load(CLAUDE):
         recorded = {m.id: m for m in conv.messages}
         s = cm.session("u", conv.id)
-        for k, prepared in enumerate(_drive(s, conv.messages)):
+        for k, (prepared, _) in enumerate(drive(s, conv.messages, none_over_budget=True)):
             if prepared is None:
                 continue
             calls += 1

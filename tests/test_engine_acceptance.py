@@ -33,10 +33,11 @@ FILES = {
 PROVIDER = {"airline_claude": "anthropic"}
 
 
-def drive(session, messages, *, tolerate_over_budget=False):
+def drive(session, messages, *, tolerate_over_budget=False, none_over_budget=False):
     """Replay like the agent ran: before each model call, append what arrived and prepare.
     Yields (prepared, history so far). With ``tolerate_over_budget`` a call whose pinned
-    content cannot fit (ContextBudgetExceeded) is passed over, as an agent would stop."""
+    content cannot fit (ContextBudgetExceeded) is passed over, as an agent would stop; with
+    ``none_over_budget`` it is yielded as ``(None, history)``."""
     pending, history, seen_user = [], [], False
     for m in messages:
         seen_user = seen_user or is_user_input(m)
@@ -47,7 +48,9 @@ def drive(session, messages, *, tolerate_over_budget=False):
             try:
                 prepared = session.prepare()
             except ContextBudgetExceeded:
-                if not tolerate_over_budget:
+                if none_over_budget:
+                    yield None, list(history)
+                elif not tolerate_over_budget:
                     raise
             else:
                 yield prepared, list(history)
