@@ -27,7 +27,8 @@ def test_append_openai_continues_ids_and_pairs_results_sent_alone(store_url):
     assert [m["role"] for m in p.payload] == ["system", "user", "assistant", "tool"]
     assert p.payload[2]["reasoning_content"] == "Look it up."
     reloaded = manager(store_url, provider="deepseek").session("u", "s")
-    reloaded.append_openai([{"role": "assistant", "content": "Delivered."}])
+    # DeepSeek thinking mode: the final reply of a tool-using span carries its reasoning too
+    reloaded.append_openai([{"role": "assistant", "content": "Delivered.", "reasoning_content": "Tell them."}])
     assert [m.id for m in reloaded.messages] == [f"msg-{i:06d}" for i in range(1, 6)]
 
 
