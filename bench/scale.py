@@ -3,6 +3,7 @@
     python bench/scale.py              # 10, 100, 1,000 and 10,000 messages
     python bench/scale.py --quick      # 10, 100 and 1,000
     python bench/scale.py --profile    # also cProfile ctxwise and list what grows with the history
+    python bench/scale.py --reopen-only  # only the reopen section (session open cost vs history)
 
 Synthetic sessions repeat the real tau2-bench retail turns
 (../shared/data/trajectories/tau2-bench/retail_gpt-4.1_1trial.json, the first system prompt,
@@ -19,7 +20,13 @@ trims a copy per call), both with the o200k counter and the same budget. Time is
 call; memory is the tracemalloc peak of one call above what was allocated before it (a separate
 pass, since tracing slows the code). Ratios are against each strategy's own 10-message row.
 
-Writes bench/results/scale.md.
+Reopen: at each history length, the time to open the stored session again in a new
+``ContextManager`` (what a stateless server does on every request), median of ``--calls``
+opens, against the 10-message row. The contract (issue 14) is a ratio of at most 1.5x from 10
+to 10,000 messages: a reopen reads the visible context and the engine's stored state, never
+the whole history.
+
+Writes bench/results/scale.md (the reopen section between its markers with ``--reopen-only``).
 """
 
 from __future__ import annotations
@@ -236,6 +243,67 @@ def run(driver: Any, lengths: tuple[int, ...], n: int, path: Path, profile: bool
     return rows
 
 
+def reopen_rows(preset: str, budget: int, lengths: tuple[int, ...], n: int, path: Path, work: str) -> list[dict[str, Any]]:
+    """Grow one session through ``lengths``; at each, open it ``n`` times in a new
+    ContextManager (cold: a new store and engine each time) and time the open."""
+    driver = CtxwiseDriver(preset, budget, work, "-reopen")
+    url, policy = driver.manager.store.url, driver.manager.policy
+    rows, appended = [], 0
+    it = steps(path)
+    for length in lengths:
+        while appended < length:
+            batch, _ = next(it)
+            appended += len(batch)
+            driver.call(batch)
+        times, cpu = [], []
+        for _ in range(n + 1):
+            c0, t0 = time.process_time(), time.perf_counter()
+            cm = ContextManager(url, policy)
+            s = cm.session("scale", preset)
+            times.append((time.perf_counter() - t0) * 1000)
+            cpu.append((time.process_time() - c0) * 1000)
+            assert s.version == driver.session.version
+            cm.close()
+        times, cpu = times[1:], cpu[1:]  # the first open warms the import and connection caches
+        rows.append({"length": appended, "context": len(driver.session.messages), "p50_ms": statistics.median(times),
+                     "cpu_p50_ms": statistics.median(cpu), "min_ms": min(times)})
+    driver.close()
+    return rows
+
+
+def reopen_section(results: dict[str, list[dict[str, Any]]], n: int) -> list[str]:
+    out = [REOPEN_START, "## Reopen cost against history length", "",
+           f"Open the stored session again in a new `ContextManager` (new store and engine), median of {n} opens "
+           "after one warm-up open; the ratio is against the 10-message row. Contract: at most 1.5x at 10,000 messages.", "",
+           "| preset | history (messages) | context (messages) | open ms (p50) | CPU ms (p50) | min ms | x 10-msg p50 | x 10-msg CPU |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    verdict = []
+    for name, rows in results.items():
+        base = rows[0]
+        for r in rows:
+            out.append(f"| {name} | {r['length']:,} | {r['context']:,} | {r['p50_ms']:.2f} | {r['cpu_p50_ms']:.2f} | "
+                       f"{r['min_ms']:.2f} | {r['p50_ms'] / base['p50_ms']:.2f} | {r['cpu_p50_ms'] / base['cpu_p50_ms']:.2f} |")
+        ratio = min(rows[-1]["p50_ms"] / base["p50_ms"], rows[-1]["cpu_p50_ms"] / base["cpu_p50_ms"])
+        verdict.append(f"- **{name}**: reopen at {rows[-1]['length']:,} messages is x{ratio:.2f} the 10-message reopen "
+                       f"(the lower of the wall and CPU ratios): " + ("within 1.5x." if ratio <= 1.5 else "**over 1.5x**."))
+    return out + ["", *verdict, REOPEN_END]
+
+
+REOPEN_START, REOPEN_END = "<!-- reopen:start -->", "<!-- reopen:end -->"
+
+
+def write_reopen(out_path: Path, section: list[str]) -> None:
+    """Put the reopen section into the report (replacing an older one, or appended)."""
+    text = out_path.read_text(encoding="utf-8") if out_path.exists() else "# prepare() cost against history length\n"
+    block = "\n".join(section)
+    if REOPEN_START in text and REOPEN_END in text:
+        head, rest = text.split(REOPEN_START, 1)
+        text = head + block + rest.split(REOPEN_END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    out_path.write_text(text, encoding="utf-8")
+
+
 def merge(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """One row per length over several sessions: samples pooled, sizes as ranges or maxima."""
     out = []
@@ -299,12 +367,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=int, default=BUDGET, help="o200k tokens (default %(default)s)")
     ap.add_argument("--presets", default="default,ragent")
     ap.add_argument("--profile", action="store_true", help="cProfile ctxwise's timed calls and list what grew between the two largest lengths")
+    ap.add_argument("--reopen-only", action="store_true", help="measure only the reopen cost and update its section")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "scale.md")
     args = ap.parse_args(argv)
     path = args.data if args.data.is_absolute() else (REPO / args.data).resolve()
     lengths = LENGTHS[:3] if args.quick else LENGTHS
     started = now()
     t_start = time.perf_counter()
+    presets = [p for p in args.presets.split(",") if p]
+    with tempfile.TemporaryDirectory(prefix="ctxwise-reopen-") as work:
+        reopen = {f"ctxwise {p}": reopen_rows(p, args.budget, lengths, args.calls, path, work) for p in presets}
+    section = reopen_section(reopen, args.calls)
+    cmd = "python bench/scale.py" + ("".join(" " + a for a in (argv if argv is not None else sys.argv[1:])))
+    section[1:1] = ["", f"- command: `{cmd}`; date: {started}", *machine(("sqlalchemy", "pydantic")), ""]
+    print("\n".join(section))
+    if args.reopen_only:
+        write_reopen(args.out, section)
+        print(f"\nwrote the reopen section of {args.out}")
+        return 0
 
     results: dict[str, list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="ctxwise-scale-") as work:
@@ -352,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
            *lines, "", "## Verdict (computed from the rows above)", "", *verdicts(results), *grown, "", NOTES]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(doc) + "\n", encoding="utf-8")
+    write_reopen(args.out, section)
     print(f"\nwrote {args.out} in {elapsed:.0f}s")
     return 0
 

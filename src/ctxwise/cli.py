@@ -353,6 +353,44 @@ def memory_clear(
     out.print(f"{'deleted' if purge else 'retracted'} {n} entries of {user}")
 
 
+db_app = typer.Typer(help="The ctxwise database: create or upgrade its tables.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+
+@db_app.command("upgrade")
+def db_upgrade(
+    db: DbOpt = "sqlite:///ctxwise.db",
+    schema: Annotated[Optional[str], typer.Option(help="PostgreSQL schema for ctxwise's tables (created if missing).")] = None,
+) -> None:
+    """Create ctxwise's tables, or upgrade them to this version's schema (every open does this
+    too; run it ahead of a deploy). The revision is kept in ctxwise_alembic_version, so an
+    application's own Alembic table is never touched.
+
+    Example: ctxwise db upgrade --db postgresql+psycopg://app@db/app --schema ctxwise
+    """
+    from .errors import with_hint
+    from .store import SqlStore, migrate
+
+    try:
+        store = SqlStore(db, schema=schema, upgrade=False)
+    except Exception as e:  # a bad URL, a schema option on SQLite
+        fail(f"{db}: cannot open the store ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
+    try:
+        before = migrate.current(store.engine)
+        head = migrate.head()
+        if before == head:
+            out.print(f"{db}: already at ctxwise schema {head}")
+            return
+        migrate.upgrade(store.engine)
+    except CtxwiseError as e:
+        fail(f"{db}: {with_hint(e)}")
+    except Exception as e:  # an unreachable server: one line, no traceback
+        fail(f"{db}: cannot upgrade ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
+    finally:
+        store.close()
+    out.print(f"{db}: ctxwise schema {before or 'none'} -> {head}")
+
+
 def main() -> None:  # pragma: no cover - console script entry
     app()
 

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 from pydantic import ValidationError
 
 from .compaction import Budgeting, CompactionEvent, Pipeline
-from .errors import PolicyError, SessionConflict, StoreUnavailable, CtxwiseError, FormatError, PayloadInvalid, Violation
+from .errors import (CtxwiseError, FormatError, MessageNotStorable, PayloadInvalid, PolicyError, PolicyMismatch,
+                     SessionConflict, StoreUnavailable, Violation)
 from .messages import Message, TextBlock, ToolResultBlock
 from .normalize import normalize_batch, omitted, prepare_openai
 from .memory.session import SessionMemory
@@ -34,12 +35,13 @@ from .policy import Policy
 from .providers import check as check_payload
 from .providers import check_wire, get_profile, render
 from .providers import rules as provider_rules
+from .changes import InsertSummary, Replace
 from .summarizers import Summarizer, from_policy
-from .tokens import get_counter
+from .tokens import TokenCounter, get_counter
 from .units import is_user_input, tool_cycles
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .store import SessionStore
 
 log = logging.getLogger("ctxwise")
 
@@ -115,52 +117,111 @@ class Session:
     """
 
     def __init__(self, manager: "ContextManager", user_id: str, session_id: str, *, tools: list[dict] | None = None,
-                 create: bool = True) -> None:
+                 create: bool = True, policy: Policy | None = None, migrate_policy: bool = False) -> None:
         self.manager = manager
         self.user_id = user_id
         self.session_id = session_id
-        self.policy = manager.policy
-        self.counter = get_counter(self.policy.counter_name)
-        self.chars_counter = get_counter("chars")
         self.tools = tools or []
-        self._sizer = Budgeting(self.policy, self.counter)
-        self.overhead = self.policy.tools_size + self.counter.count_tools(self.tools) + self.counter.frame.reply_priming
+        self.chars_counter = get_counter("chars")
+        self.version = 0
         self._context: list[Message] = []
+        self._sizes: dict[str, int] = {}
         self._ids: set[str] = set()
         self._size = 0
         self._lossy = False
         self._thinking_seen: bool | None = None
         self._counter_ids = 0
         self._failed_summaries: set[str] = set()
-        self.version = 0
-        self.memory = SessionMemory(manager.store, user_id, session_id, self.policy, self.counter)
-        self.reload(create=create)
+        self._saved_state: str | None = None
+        store = manager.store
+        given = policy or manager.policy
+        if create:
+            state = store.open_session(user_id, session_id, provider=given.provider,
+                                       policy=given.model_dump(mode="json"))
+        else:
+            state = store.load(user_id, session_id)
+        explicit = policy is not None or manager.policy_given
+        self._use_policy(_stored_policy(state.policy, state.provider, given))
+        diff = _policy_diff(state.policy, state.provider, given)
+        if diff and explicit:
+            if not migrate_policy:
+                raise PolicyMismatch(session_id, diff)
+            self._use_policy(given)
+        self._load(state)
+        if diff and explicit:
+            sizes = {m.id: self._sizes[m.id] for m in self._context}
+            event = {"stage": "policy_migrated", "trigger": "migrate_policy=True", "at": _now(),
+                     "detail": {k: {"stored": a, "given": b} for k, (a, b) in diff.items()}}
+            self.version = store.set_policy(user_id, session_id, provider=given.provider,
+                                            policy=given.model_dump(mode="json"), expected_version=self.version,
+                                            events=[event], sizes=sizes, state=self._state())
+            self._saved_state = _dump(self._state())
+
+    def _use_policy(self, policy: Policy) -> None:
+        """Set the policy and everything derived from it (counter, sizer, overhead, memory)."""
+        self.policy = policy
+        self.counter = self.manager.counter or get_counter(policy.counter_name)
+        self._sizer = Budgeting(policy, self.counter)
+        self.overhead = policy.tools_size + self.counter.count_tools(self.tools) + self.counter.frame.reply_priming
+        self.memory = SessionMemory(self.manager.memory_store, self.user_id, self.session_id, policy, self.counter,
+                                    self.manager.fact_extractor)
 
     # -- state ---------------------------------------------------------------------------
 
+    def _size_key(self) -> str:
+        """What the stored sizes were measured with (a size measured otherwise is recounted)."""
+        name = getattr(self.counter, "name", None) or self.policy.counter_name
+        return f"{self.policy.unit}|{name}|{self.policy.provider}|{int(self.policy.count_system)}"
+
+    def _state(self) -> dict[str, Any]:
+        """The engine's session state the store keeps (small; restored by :meth:`reload`)."""
+        return {"v": 1, "next_id": self._counter_ids, "lossy": self._lossy,
+                "failed_summaries": sorted(self._failed_summaries), "size_key": self._size_key(),
+                "facts": self.memory.state(), "thinking_seen": self._thinking_seen is True}
+
+    def _state_if_changed(self) -> dict[str, Any] | None:
+        st = self._state()
+        return None if _dump(st) == self._saved_state else st
+
     def reload(self, *, create: bool = False) -> None:
-        """Read the session back from the store (after a SessionConflict, say)."""
+        """Read the session back from the store (after a SessionConflict, say). Costs
+        O(visible context): the stored sizes, fact book, failed-summary keys and id counter
+        are used as stored; nothing is counted again and no hidden row or event is read."""
         store = self.manager.store
-        if create:
-            store.open_session(self.user_id, self.session_id, provider=self.policy.provider,
-                               policy=self.policy.model_dump(mode="json"))
-            state = store.load(self.user_id, self.session_id, include_hidden=True)
-        else:
-            state = store.load(self.user_id, self.session_id, include_hidden=True)
+        state = store.load(self.user_id, self.session_id)
+        self._load(state)
+
+    def _load(self, state: Any) -> None:
         self.version = state.version
-        self._context = [r.current for r in state.rows if r.state in VISIBLE and omitted(r.current) is None]
+        st = state.state or {}
+        self._context = [r.current for r in state.rows if omitted(r.current) is None]  # omitted replies: transcript only
         self._ids = {r.message_id for r in state.rows}
-        self._counter_ids = sum(1 for r in state.rows if r.message_id.startswith("msg-"))
-        self._size = sum(self._sz(m) for m in self._context)
-        self._lossy = any(r.state in ("summarized", "trimmed") for r in state.rows)
-        self._thinking_seen = None
-        self._failed_summaries = {
-            e["detail"]["key"] for e in (self.manager.store.events(self.user_id, self.session_id) if state.version else [])
-            if e.get("stage") == "summarizer_failed" and isinstance(e.get("detail"), dict) and "key" in e["detail"]
-        }
-        self.memory.load([r.original for r in sorted(state.rows, key=lambda r: r.seq)
-                          if r.original is not None], state.created_at,  # all read: include_hidden
-                         lost={r.message_id for r in state.rows if r.state in ("summarized", "trimmed")})
+        if st.get("v") == 1:
+            same_sizes = st.get("size_key") == self._size_key()
+            self._sizes = {r.message_id: (r.size if same_sizes and r.size is not None else self._sz(r.current))
+                           for r in state.rows}
+            self._counter_ids = int(st.get("next_id", 0))
+            self._lossy = bool(st.get("lossy", False))
+            self._failed_summaries = set(st.get("failed_summaries", []))
+            self._thinking_seen = True if st.get("thinking_seen") else None
+            self.memory.load(None, state.created_at, book=st.get("facts"))
+            self._saved_state = _dump(st)
+        else:  # stored before the engine kept its state: rebuild once from the whole history
+            full = self.manager.store.load(self.user_id, self.session_id, include_hidden=True)
+            self._sizes = {r.message_id: self._sz(r.current) for r in state.rows}
+            self._ids = {r.message_id for r in full.rows}
+            self._counter_ids = sum(1 for r in full.rows if r.message_id.startswith("msg-"))
+            self._lossy = any(r.state in ("summarized", "trimmed") for r in full.rows)
+            self._failed_summaries = {
+                e["detail"]["key"] for e in (self.manager.store.events(self.user_id, self.session_id) if state.version else [])
+                if e.get("stage") == "summarizer_failed" and isinstance(e.get("detail"), dict) and "key" in e["detail"]
+            }
+            self._thinking_seen = None
+            self.memory.load([r.original for r in sorted(full.rows, key=lambda r: r.seq)
+                              if r.state not in ("popped", "reset") and r.original is not None], state.created_at,
+                             lost={r.message_id for r in full.rows if r.state in ("summarized", "trimmed")})
+            self._saved_state = None
+        self._size = sum(self._sizes[m.id] for m in self._context)
 
     @property
     def messages(self) -> list[Message]:
@@ -176,6 +237,13 @@ class Session:
         """A message's size in the policy unit, as the stages count it (one rule)."""
         return self._sizer.size_of(m)
 
+    def _check_version(self) -> None:
+        """Raise SessionConflict when another writer changed the session (one indexed read)."""
+        stored = self.manager.store.version(self.user_id, self.session_id)
+        if stored != self.version:
+            raise SessionConflict(f"session {self.session_id!r} is at version {stored}, this Session object "
+                                  f"read version {self.version}: another writer got in first; reload() and retry")
+
     # -- append ----------------------------------------------------------------------------
 
     def append(self, messages: Iterable[Message | dict]) -> int:
@@ -185,9 +253,13 @@ class Session:
         Accepts :class:`Message` objects or dicts in the canonical shape. Raises
         :class:`~ctxwise.errors.PayloadInvalid` naming the message index (position in the
         session) and the rule when the batch breaks the message rules (a tool result with no
-        call, a system message after the first, empty content, a repeated id), and
+        call, a system message after the first, empty content, a repeated id),
+        :class:`~ctxwise.errors.MessageNotStorable` (same index) for what the store cannot
+        hold (an id over 255 characters, a NUL character, a lone surrogate), and
         :class:`~ctxwise.errors.SessionConflict` when another writer got in first. Nothing is
-        stored when it raises.
+        stored when it raises, and it raises nothing once stored: the user's long-term memory
+        is updated after the commit, and a failure there (e.g. ``MemoryBusy``) is recorded as
+        a ``memory_failed`` event, logged, and not raised.
         """
         return self._append(_as_list(messages, "append"))
 
@@ -198,18 +270,41 @@ class Session:
         batch, normalized = normalize_batch(batch, len(self._context), notes)
         visible = [m for m in batch if omitted(m) is None]  # omitted replies stay in the transcript only
         self._check_batch(visible, batch)
-        self.version = self.manager.store.append(self.user_id, self.session_id, batch, expected_version=self.version)
+        base = len(self._context)
+        sizes = [self._sz(m) for m in batch]
+        book = self.memory.state() if self.policy.facts else None
+        self.memory.observe_facts(visible)
+        numbered = self._counter_ids
+        for m in batch:  # the session's own numbering (msg-000001, ...) is stored with the batch
+            if m.id.startswith("msg-") and m.id[4:].isdigit():
+                self._counter_ids = max(self._counter_ids, int(m.id[4:]))
+        thinking_before = self._thinking_seen
+        if any(m.thinking for m in visible):
+            self._thinking_seen = True
+        try:
+            self.version = self.manager.store.append(self.user_id, self.session_id, batch, expected_version=self.version,
+                                                     sizes=sizes, state=self._state_if_changed())
+        except MessageNotStorable as e:
+            self._undo_append(book, numbered, thinking_before)
+            if e.rule == "duplicate-message-id":
+                raise PayloadInvalid(self.policy.provider, [Violation(base + e.index, e.rule, e.detail)]) from None
+            raise e.at(base) from None
+        except BaseException:
+            self._undo_append(book, numbered, thinking_before)
+            raise
+        self._saved_state = _dump(self._state())
         if normalized:
             self._record(CompactionEvent(
                 stage="normalized", trigger="a reply the provider would refuse when sent back", unit=self.policy.unit,
                 size_before=self._size + self.overhead, size_after=self._size + self.overhead,
                 affected_ids=[n["id"] for n in normalized], detail={"messages": normalized}))
+        size_of = {m.id: n for m, n in zip(batch, sizes)}
         batch = visible
+        sizes = [size_of[m.id] for m in batch]
         self._context.extend(batch)
-        if any(m.thinking for m in batch):
-            self._thinking_seen = True
         self._ids.update(m.id for m in batch)
-        self._size += sum(self._sz(m) for m in batch)
+        self._sizes.update((m.id, n) for m, n in zip(batch, sizes))
+        self._size += sum(sizes)
         for m in batch:
             if (m.role == "system" and self.policy.clear_target > 0 and self.policy.edit_when == "watermark"
                     and self._sz(m) > self.policy.level(self.policy.clear_target)):
@@ -218,7 +313,82 @@ class Session:
                     "message": (f"the system prompt alone ({self._sz(m)} {self.policy.unit}) is above clear_target "
                                 f"({self.policy.level(self.policy.clear_target)}): clearing can never reach its target, "
                                 "so it will fire in small batches; raise the budget or lower clear_target's share")}))
-        self.memory.observe(batch)
+        self._update_user_memory(batch)
+        return self.version
+
+    def _undo_append(self, book: dict[str, Any] | None, numbered: int, thinking: bool | None) -> None:
+        """Put the in-memory state back as it was before an append that raised."""
+        if book is not None:
+            self.memory.restore(book)
+        self._counter_ids = numbered
+        self._thinking_seen = thinking
+
+    def _update_user_memory(self, batch: list[Message]) -> None:
+        """Long-term memory from the committed batch; a failure becomes an event, never an
+        exception of append() (which has already stored the batch)."""
+        try:
+            self.memory.observe_memory(batch)
+        except Exception as exc:  # noqa: BLE001 - reported, not raised: the append is committed
+            event = {"stage": "memory_failed", "trigger": type(exc).__name__, "at": _now(),
+                     "affected_ids": [m.id for m in batch], "detail": {"error": str(exc)[:500]}}
+            log.warning(json.dumps({"event": "ctxwise.memory_failed", "session": self.session_id,
+                                    "user": self.user_id, "error": f"{type(exc).__name__}: {exc}"[:500]}))
+            try:
+                self.version = self.manager.store.apply(self.user_id, self.session_id, [], [event],
+                                                        expected_version=self.version)
+            except CtxwiseError as store_exc:  # another writer got in: the log line stays the record
+                log.warning(json.dumps({"event": "ctxwise.memory_failed_unrecorded", "session": self.session_id,
+                                        "error": str(store_exc)[:300]}))
+
+    def pop(self) -> Message | None:
+        """Remove the last message appended (one message: the newest one still in the
+        context, e.g. the final reply, or the last tool result of a batch) and return it;
+        None when the context is empty. Durable and recorded: the store keeps the message
+        (state ``popped``), the transcript gets a ``retracted`` row, the events a ``popped``
+        event; its id stays taken. Facts taken from it are forgotten. Raises SessionConflict
+        when another writer got in first (nothing changes then)."""
+        if not self._context:
+            return None
+        last = self._context[-1]
+        book = self.memory.state() if self.policy.facts else None
+        self.memory.forget(last.id)
+        event = {"stage": "popped", "trigger": "pop()", "at": _now(), "affected_ids": [last.id],
+                 "size_before": self.size, "size_after": self.size - self._sizes.get(last.id, 0), "unit": self.policy.unit}
+        try:
+            version, msg = self.manager.store.pop(self.user_id, self.session_id, expected_version=self.version,
+                                                  events=[event], state=self._state(), message_id=last.id)
+        except BaseException:
+            if book is not None:
+                self.memory.restore(book)
+            raise
+        self.version = version
+        self._saved_state = _dump(self._state())
+        self._context.pop()
+        self._size -= self._sizes.pop(last.id, 0)
+        return msg
+
+    def clear(self) -> int:
+        """Reset the context to empty (the system prompt too; append it again). Durable and
+        recorded: the rows are kept as ``reset``, the transcript gets a ``cleared`` row, the
+        events a ``cleared`` event; the fact book starts empty. Message ids stay taken.
+        Returns the new version; raises SessionConflict when another writer got in first."""
+        ids = [m.id for m in self._context]
+        event = {"stage": "cleared", "trigger": "clear()", "at": _now(), "affected_ids": ids,
+                 "size_before": self.size, "size_after": self.overhead, "unit": self.policy.unit}
+        book = self.memory.state() if self.policy.facts else None
+        lossy, failed = self._lossy, set(self._failed_summaries)
+        self.memory.reset()
+        self._lossy, self._failed_summaries = False, set()
+        try:
+            self.version = self.manager.store.clear(self.user_id, self.session_id, expected_version=self.version,
+                                                    events=[event], state=self._state())
+        except BaseException:
+            if book is not None:
+                self.memory.restore(book)
+            self._lossy, self._failed_summaries = lossy, failed
+            raise
+        self._saved_state = _dump(self._state())
+        self._context, self._sizes, self._size = [], {}, 0
         return self.version
 
     def append_openai(self, messages: Any) -> int:
@@ -437,6 +607,7 @@ class Session:
         another writer changed the session meanwhile.
         """
         t0 = time.perf_counter()
+        self._check_version()
         if not self._context:
             raise PayloadInvalid(self.policy.provider, [Violation(0, "empty-payload",
                                  "the session has no messages yet: append() the system prompt and user input first")])
@@ -475,7 +646,7 @@ class Session:
         if events:
             changes = result.changes
             records = [e.model_dump(mode="json") for e in events]
-            self.version = self.manager.store.apply(self.user_id, self.session_id, changes, records, expected_version=self.version)
+            self.version = self._persist(changes, records, result.messages)
             self._context = result.messages
             self._ids.update(m.id for m in result.messages)
             self._size = self._measure(self._context)
@@ -498,6 +669,20 @@ class Session:
             events=events,
             latency_ms=(time.perf_counter() - t0) * 1000,
         )
+
+    def _persist(self, changes: list[Any], records: list[dict], new_context: list[Message]) -> int:
+        """Store what compaction returned, with the new sizes of the rows it wrote and the
+        engine state when it changed; keeps ``_sizes`` in step. Returns the new version."""
+        written = {c.message_id for c in changes if isinstance(c, Replace)}
+        written |= {c.summary.id for c in changes if isinstance(c, InsertSummary)}
+        fresh = {m.id: self._sz(m) for m in new_context if m.id in written or m.id not in self._sizes}
+        version = self.manager.store.apply(self.user_id, self.session_id, changes, records,
+                                           expected_version=self.version,
+                                           sizes={k: v for k, v in fresh.items() if k in written},
+                                           state=self._state_if_changed())
+        self._saved_state = _dump(self._state())
+        self._sizes = {m.id: fresh[m.id] if m.id in fresh else self._sizes[m.id] for m in new_context}
+        return version
 
     def _extra(self, head: list[Message], facts: Message | None) -> int:
         """Fixed overhead plus the pinned blocks, in the policy unit."""
@@ -546,8 +731,13 @@ class Session:
         """Every compaction event of the session, oldest first (JSON dicts)."""
         return self.manager.store.events(self.user_id, self.session_id)
 
-    def original(self, tool_use_id: str) -> Message | None:
-        """The original, uncleared message holding the result of ``tool_use_id``."""
+    def original(self, tool_use_id: str | None = None, *, message_id: str | None = None) -> Message | None:
+        """The original, uncleared message holding the result of ``tool_use_id`` (or the
+        message ``message_id``). When the session reused a call id, the one in the current
+        context is meant (a cleared one first: that is the body a placeholder points to), never
+        another call's result. None when there is none."""
+        if message_id is not None:
+            return self.manager.store.original(self.user_id, self.session_id, message_id=message_id)
         return self.manager.store.original(self.user_id, self.session_id, tool_use_id)
 
     # -- async -------------------------------------------------------------------------------
@@ -566,60 +756,91 @@ class Session:
     async def aevents(self) -> list[dict]:
         return await asyncio.to_thread(self.events)
 
-    async def aoriginal(self, tool_use_id: str) -> Message | None:
-        return await asyncio.to_thread(self.original, tool_use_id)
+    async def aoriginal(self, tool_use_id: str | None = None, *, message_id: str | None = None) -> Message | None:
+        return await asyncio.to_thread(lambda: self.original(tool_use_id, message_id=message_id))
+
+    async def apop(self) -> Message | None:
+        """Async :meth:`pop`."""
+        return await asyncio.to_thread(self.pop)
+
+    async def aclear(self) -> int:
+        """Async :meth:`clear`."""
+        return await asyncio.to_thread(self.clear)
 
 
 class ContextManager:
     """Entry point: a store, a policy and a summarizer shared by many sessions.
 
-    ``store_url`` is a SQLAlchemy URL (``sqlite:///ctxwise.db`` by default,
-    ``postgresql+psycopg://...`` in production). ``summarizer`` defaults to the one the
-    policy names. ``on_event`` is called with every :class:`CompactionEvent`. ``pipeline`` is
-    the compaction :class:`~ctxwise.compaction.Pipeline` every session runs
-    (default :meth:`Pipeline.default`); the engine stores exactly the changes its stages return.
+    ``store``: a :class:`~ctxwise.store.SessionStore` instance (``SqlStore``,
+    ``InMemoryStore``, your own), or a URL (``sqlite:///ctxwise.db`` by default,
+    ``postgresql+psycopg://...`` in production, ``memory://`` for an in-memory store).
+    ``policy``: for new sessions; an existing session keeps the policy it was created with
+    (see :meth:`session`). ``counter``: the :class:`~ctxwise.tokens.TokenCounter` measuring the
+    policy unit (default: the one the policy names). ``summarizer``: default the one the
+    policy names. ``fact_extractor``: ``Message -> list[Fact]`` for the pinned facts (default
+    the rules; e.g. an :class:`~ctxwise.memory.LLMFactExtractor`). ``memory_store``: where
+    long-term user memory lives (default ``store``). ``on_event`` is called with every
+    :class:`CompactionEvent`. ``pipeline`` is the compaction
+    :class:`~ctxwise.compaction.Pipeline` every session runs (default :meth:`Pipeline.default`);
+    the engine stores exactly the changes its stages return. Usable as a context manager
+    (``with ContextManager(...) as cm:``; closes the store).
     """
 
     def __init__(
         self,
-        store_url: str = "sqlite:///ctxwise.db",
+        store_url: "str | SessionStore" = "sqlite:///ctxwise.db",
         policy: Policy | Mapping[str, Any] | None = None,
         *,
+        counter: TokenCounter | None = None,
         summarizer: Summarizer | None = None,
+        fact_extractor: Callable[[Message], list[Any]] | None = None,
+        memory_store: Any = None,
         on_event: Callable[[CompactionEvent], None] | None = None,
-        store: Store | None = None,
+        store: "SessionStore | None" = None,
         pipeline: Pipeline | None = None,
     ) -> None:
         if policy is not None and not isinstance(policy, Policy):
             if not isinstance(policy, Mapping):
                 raise PolicyError(f"policy must be a ctxwise.Policy or a mapping of its settings, got {type(policy).__name__}")
             policy = Policy.model_validate(dict(policy))  # PolicyError names a bad setting
+        self.policy_given = policy is not None
         self.policy = policy or Policy.preset("default")
-        if store is None:
-            from .store import Store  # SQLAlchemy and Alembic load here, not at import
+        from .store import open_store  # SQLAlchemy and Alembic load here, not at import
 
-            try:
-                store = Store(store_url)
-            except CtxwiseError:
+        target = store if store is not None else store_url
+        self._owns_store = isinstance(target, str)
+        try:
+            self.store: Any = open_store(target)
+        except CtxwiseError:
+            raise
+        except Exception as e:
+            if not self._owns_store or not type(e).__module__.startswith(("sqlalchemy", "psycopg", "sqlite3")):
                 raise
-            except Exception as e:
-                if not type(e).__module__.startswith(("sqlalchemy", "psycopg", "sqlite3")):
-                    raise
-                scheme = str(store_url).split(":", 1)[0]
-                raise StoreUnavailable(f"cannot open the store {scheme}://...: {type(e).__name__}: "
-                                       f"{str(e).splitlines()[0] if str(e) else ''}") from None
-        self.store = store
+            scheme = str(target).split(":", 1)[0]
+            raise StoreUnavailable(f"cannot open the store {scheme}://...: {type(e).__name__}: "
+                                   f"{str(e).splitlines()[0] if str(e) else ''}") from None
+        self.memory_store: Any = memory_store if memory_store is not None else self.store
+        self.counter = counter
         self.summarizer = summarizer or from_policy(self.policy)
+        self.fact_extractor = fact_extractor
         self.on_event = on_event
         self.pipeline = pipeline or Pipeline.default()
 
     def session(self, user_id: str, session_id: str, *, tools: list[dict] | None = None,
-                create: bool = True) -> Session:
+                create: bool = True, policy: Policy | None = None, migrate_policy: bool = False) -> Session:
         """Open the session ``(user_id, session_id)``, creating it if missing; with
         ``create=False`` raise :class:`~ctxwise.errors.SessionNotFound` instead (sessions are
         scoped by user: another user's session id is not found). ``tools`` are the tool schemas
-        sent with every call (counted inside the budget)."""
-        return Session(self, user_id, session_id, tools=tools, create=create)
+        sent with every call (counted inside the budget).
+
+        A session keeps the policy it was created with. Reopening it with a different one
+        (``policy``, or the manager's when one was given) raises
+        :class:`~ctxwise.errors.PolicyMismatch` naming the differing fields, unless
+        ``migrate_policy=True``: then the session switches to the new policy, recorded as a
+        ``policy_migrated`` event. A manager built without a policy opens existing sessions
+        with their stored one."""
+        return Session(self, user_id, session_id, tools=tools, create=create, policy=policy,
+                       migrate_policy=migrate_policy)
 
     def emit(self, event: CompactionEvent) -> None:
         """Log ``event`` as one JSON line and hand it to ``on_event``."""
@@ -632,11 +853,43 @@ class ContextManager:
         self.store.close()
 
     def __enter__(self) -> "ContextManager":
-        """``with ContextManager(...) as cm:`` closes the store on the way out."""
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _normalized(policy: dict[str, Any]) -> dict[str, Any]:
+    """A stored policy dict with today's defaults filled in (raw when it no longer validates)."""
+    try:
+        return Policy.model_validate(policy).model_dump(mode="json")
+    except Exception:  # noqa: BLE001 - a policy stored by another version: compare as stored
+        return dict(policy)
+
+
+def _stored_policy(stored: dict[str, Any], provider: str, fallback: Policy) -> Policy:
+    """The policy a session was stored with (``fallback`` when it no longer validates)."""
+    try:
+        return Policy.model_validate({**stored, "provider": stored.get("provider", provider)})
+    except Exception:  # noqa: BLE001
+        return fallback
+
+
+def _policy_diff(stored: dict[str, Any], provider: str, given: Policy) -> dict[str, tuple[Any, Any]]:
+    """``{field: (stored, given)}`` for every policy field that differs (provider included)."""
+    old, new = _normalized(stored), given.model_dump(mode="json")
+    old.setdefault("provider", provider)
+    return {k: (old.get(k), new.get(k)) for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)}
 
 
 __all__ = ["ContextManager", "Prepared", "Session", "CtxwiseError"]

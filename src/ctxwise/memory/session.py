@@ -14,9 +14,11 @@ messages are appended, so neither breaks the cache on its own.
   right before the current user input (the third seed's layout; a new fact then re-bills only
   the last turn).
 
-Facts come from user input only and are rebuilt deterministically from the stored original
-messages when a session is reloaded. Long-term memory is updated from each new user input
-under the store's database-level claim (two extractions for one user never run at once).
+Facts come from user input only. The fact book is persisted with the session (the engine
+hands :meth:`SessionMemory.state` to the store with each write that changed it) and restored
+on reopen without reading the history; a session stored before that is rebuilt once from its
+original messages. Long-term memory is updated from each new user input under the store's
+claim (two extractions for one user never run at once), after the append has committed.
 """
 
 from __future__ import annotations
@@ -32,34 +34,40 @@ from .user import user_authored
 class SessionMemory:
     """Facts and user memory for one ``(user_id, session_id)``.
 
-    ``store`` is a :class:`ctxwise.store.Store`; ``counter`` measures the policy unit;
-    block budgets are ``facts_share`` / ``user_memory_share`` of the effective budget.
+    ``store`` is a :class:`~ctxwise.store.MemoryStore`; ``counter`` measures the policy unit;
+    block budgets are ``facts_share`` / ``user_memory_share`` of the effective budget;
+    ``extractor`` is the fact extractor (default: the rules of :func:`extract_facts`).
     """
 
-    def __init__(self, store: Any, user_id: str, session_id: str, policy: Any, counter: Any) -> None:
+    def __init__(self, store: Any, user_id: str, session_id: str, policy: Any, counter: Any,
+                 extractor: Any = None) -> None:
         self.store = store
         self.user_id = user_id
         self.session_id = session_id
         self.policy = policy
         self.counter = counter
-        self.book = FactBook()
-        self.lost = FactBook()
+        self.extractor = extractor
+        self.book = FactBook(extractor)
+        self.lost = FactBook(extractor)
         """The facts of the user inputs no longer in the context (``when_compacted`` block)."""
         self._memory_block: Message | None = None
         self._evicted: tuple[str, ...] = ()
         self._evicted_version = -1
 
-    def load(self, originals: Sequence[Message], started: datetime | None = None,
-             lost: frozenset[str] | set[str] = frozenset()) -> None:
-        """Rebuild the facts from the session's original messages (in order; ``lost``: the ids
-        of those no longer in the context, summarized or trimmed) and read the user's long-term
-        memory block as it was when the session started (``started``, UTC): entries this
-        session wrote itself, or that came later, are not shown to it, so a reloaded session
-        sends the same blocks as before."""
-        self.book = FactBook()
-        self.lost = FactBook()
+    def load(self, originals: Sequence[Message] | None, started: datetime | None = None,
+             book: dict[str, Any] | None = None, lost: frozenset[str] | set[str] = frozenset()) -> None:
+        """Restore the facts from ``book`` (what :meth:`state` returned: every fact, and the
+        facts of lost user input), or rebuild them from the session's original messages (in
+        order; ``lost``: the ids of those no longer in the context, summarized or trimmed)
+        when there is none, and read the user's long-term memory block as it was when the
+        session started (``started``, UTC): entries this session wrote itself, or that came
+        later, are not shown to it, so a reloaded session sends the same blocks as before."""
+        self.book = FactBook(self.extractor)
+        self.lost = FactBook(self.extractor)
         if self.policy.facts:
-            for m in user_authored(originals):
+            if book is not None:
+                self.restore(book)
+            for m in user_authored(originals or []):
                 self.book.add_message(m)
                 if m.id in lost:
                     self.lost.add_message(m)
@@ -79,18 +87,60 @@ class SessionMemory:
             budget = int(self.policy.effective_budget * self.policy.user_memory_share)
             self._memory_block = render_user_memory(entries, budget, self.counter)
 
+    def state(self) -> dict[str, Any]:
+        """The fact books as JSON (for the store): every fact, and the facts of lost user
+        input; without the ids of every message seen, which grow with the history (the engine
+        never hands a book one message twice)."""
+        return {"facts": self.book.to_dict()["facts"], "lost": self.lost.to_dict()["facts"]}
+
+    def observe_facts(self, batch: Sequence[Message]) -> bool:
+        """Take the facts of new user input into the book (pure, no I/O; the engine persists
+        the book with the append). True when the book changed."""
+        before = self.book.version
+        if self.policy.facts:
+            for m in user_authored(batch):
+                self.book.add_message(m)
+        return self.book.version != before
+
+    def restore(self, book: dict[str, Any]) -> None:
+        """Put back the books saved with :meth:`state` (on reopen, or after an append that failed)."""
+        self.book = FactBook.from_dict({"facts": book.get("facts", [])}, self.extractor)
+        self.lost = FactBook.from_dict({"facts": book.get("lost", [])}, self.extractor)
+
+    def forget(self, message_id: str) -> None:
+        """Drop the facts taken from ``message_id`` (a popped message); a fact it had
+        superseded is active again."""
+        data = self.book.to_dict()
+        dropped = {f["id"] for f in data["facts"] if f.get("source_message_id") == message_id}
+        if not dropped and message_id not in data.get("seen_messages", []):
+            return
+        facts = [dict(f) for f in data["facts"] if f["id"] not in dropped]
+        for f in facts:
+            if f.get("superseded_by") in dropped:
+                f["status"], f["superseded_by"] = "active", None
+        seen = [i for i in data.get("seen_messages", []) if i != message_id]
+        self.book = FactBook.from_dict({"facts": facts, "seen_messages": seen}, self.extractor)
+
+    def reset(self) -> None:
+        """Empty books (the session was cleared)."""
+        self.book = FactBook(self.extractor)
+        self.lost = FactBook(self.extractor)
+
+    def observe_memory(self, batch: Sequence[Message]) -> Any:
+        """Update the user's long-term memory from new user input (after the append committed).
+        Returns what :func:`~ctxwise.memory.repo.extract_and_store` did (None when nothing to
+        do); raises what it raises (e.g. :class:`~ctxwise.memory.repo.MemoryBusy`)."""
+        users = user_authored(batch)
+        if not users or not self.policy.user_memory:
+            return None
+        from .repo import extract_and_store
+
+        return extract_and_store(self.store, self.user_id, users, session_id=self.session_id)
+
     def observe(self, batch: Sequence[Message]) -> None:
         """Take the facts of new user input and update the user's long-term memory."""
-        users = user_authored(batch)
-        if not users:
-            return
-        if self.policy.facts:
-            for m in users:
-                self.book.add_message(m)
-        if self.policy.user_memory:
-            from .repo import extract_and_store
-
-            extract_and_store(self.store, self.user_id, users, session_id=self.session_id)
+        self.observe_facts(batch)
+        self.observe_memory(batch)
 
     def lose(self, messages: Sequence[Message]) -> bool:
         """Note messages that left the context (summarized or trimmed): their user inputs'

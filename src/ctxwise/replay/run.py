@@ -102,7 +102,7 @@ def run(
     for c in conversations:
         per_source[str(c.source)] = per_source.get(str(c.source), 0) + 1
     on = ContextManager(db, policy)
-    off = ContextManager(db, policy.with_(enabled=False), store=on.store) if baseline else None
+    off = ContextManager(on.store, policy.with_(enabled=False)) if baseline else None
     total = len(conversations)
     try:
         for i, conv in enumerate(conversations):

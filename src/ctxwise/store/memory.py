@@ -20,7 +20,7 @@ from ..errors import MessageNotStorable, SessionConflict, SessionNotFound
 from ..messages import Message
 from ..transcript import Entry, derive
 from . import checks
-from .store import _entry_id, _event_row, _open_from, _prepare_changes
+from .store import _entry_id, _event_row, _open_from, _pick_original, _prepare_changes
 from .types import REMOVED_STATES, VISIBLE_STATES, ContextRow, SessionInfo, SessionState, TranscriptRow
 
 
@@ -223,8 +223,8 @@ class InMemoryStore:
             return self._bump(s, expected_version, state)
 
     def pop(self, user_id: str, session_id: str, *, expected_version: int,
-            events: list[dict[str, Any]] | None = None,
-            state: dict[str, Any] | None = None) -> tuple[int, Message | None]:
+            events: list[dict[str, Any]] | None = None, state: dict[str, Any] | None = None,
+            message_id: str | None = None) -> tuple[int, Message | None]:
         event_rows = _checked_writes(events, state)
         with self._lock:
             s = self._get(user_id, session_id)
@@ -233,6 +233,8 @@ class InMemoryStore:
                        key=lambda r: r.seq, default=None)
             if last is None:
                 return expected_version, None
+            if message_id is not None and last.message_id != message_id:
+                raise ValueError(f"pop: the last appended message is {last.message_id!r}, not {message_id!r}")
             msg = Message.model_validate(last.original)
             last.state = "popped"
             if s.open_from_seq is not None and s.open_from_seq >= last.seq:
@@ -290,7 +292,8 @@ class InMemoryStore:
                 row = s.by_id.get(message_id)
             else:
                 found = sorted((r for r in s.rows if tool_use_id in r.tool_use_ids), key=lambda r: -r.seq)
-                row = next((r for r in found if r.state in VISIBLE_STATES), found[0] if found else None)
+                seq = _pick_original([(r.seq, r.state) for r in found])
+                row = next((r for r in found if r.seq == seq), None)
             return Message.model_validate(row.original) if row is not None else None
 
     # -- user memory -------------------------------------------------------------------

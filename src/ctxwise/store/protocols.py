@@ -70,11 +70,12 @@ class SessionStore(Protocol):
         ...
 
     def pop(self, user_id: str, session_id: str, *, expected_version: int,
-            events: list[dict[str, Any]] | None = None,
-            state: dict[str, Any] | None = None) -> tuple[int, Message | None]:
+            events: list[dict[str, Any]] | None = None, state: dict[str, Any] | None = None,
+            message_id: str | None = None) -> tuple[int, Message | None]:
         """Retract the last appended message still in the context (state ``popped``; its id
         stays taken). The transcript gets a ``retracted`` row naming it. Returns ``(version,
-        message)``; ``(version, None)`` and no write when there is nothing to pop."""
+        message)``; ``(version, None)`` and no write when there is nothing to pop. With
+        ``message_id``, raises ValueError (nothing written) unless that is the message."""
         ...
 
     def clear(self, user_id: str, session_id: str, *, expected_version: int,

@@ -373,13 +373,14 @@ class SqlStore:
             return self._bump(conn, sess, expected_version, state, last_seq=seq)
 
     def pop(self, user_id: str, session_id: str, *, expected_version: int,
-            events: list[dict[str, Any]] | None = None,
-            state: dict[str, Any] | None = None) -> tuple[int, Message | None]:
+            events: list[dict[str, Any]] | None = None, state: dict[str, Any] | None = None,
+            message_id: str | None = None) -> tuple[int, Message | None]:
         """Retract the newest appended message still in the context: its row becomes
         ``popped`` (original kept, id stays taken), the transcript gets a ``retracted`` row
         naming it, ``events`` are stored. Returns ``(new version, message)``, or
         ``(expected_version, None)`` without writing when nothing is left to pop.
-        Raises SessionConflict, SessionNotFound."""
+        Raises SessionConflict, SessionNotFound, ValueError (``message_id`` given and not the
+        message that would be popped)."""
         event_rows = [_event_row(i, ev) for i, ev in enumerate(events or [])]
         with self._write() as conn:
             sess = self._session_row(conn, user_id, session_id, lock=True)
@@ -392,6 +393,8 @@ class SqlStore:
             if last is None:
                 return expected_version, None
             seq, mid, _ = last
+            if message_id is not None and mid != message_id:
+                raise ValueError(f"pop: the last appended message is {mid!r}, not {message_id!r}")
             body = conn.execute(select(O.body).where(O.session_pk == sess.id, O.user_id == user_id,
                                                      O.seq == seq)).scalar_one()
             msg = Message.model_validate(body)
@@ -453,8 +456,9 @@ class SqlStore:
     def original(self, user_id: str, session_id: str, tool_use_id: str | None = None, *,
                  message_id: str | None = None) -> Message | None:
         """The original (uncleared) message: by ``message_id``, or the one holding the
-        ``tool_result`` for ``tool_use_id`` — when a session reuses a call id, the one in the
-        current context (the newest of those), else the newest. None if there is none."""
+        ``tool_result`` for ``tool_use_id``. When a session reuses a call id: the newest one
+        in the current context whose body was cleared (the body a placeholder points to), else
+        the newest in the context, else the newest. None if there is none."""
         if (tool_use_id is None) == (message_id is None):
             raise ValueError("original(): give exactly one of tool_use_id and message_id")
         with self._read() as conn:
@@ -469,7 +473,7 @@ class SqlStore:
                     .where(ToolResultRow.session_pk == sess.id, ToolResultRow.user_id == user_id,
                            ToolResultRow.tool_use_id == tool_use_id)
                     .order_by(ToolResultRow.seq.desc())))
-                seq = next((s for s, st in found if st in VISIBLE_STATES), found[0][0] if found else None)
+                seq = _pick_original(found)
             if seq is None:
                 return None
             body = conn.execute(select(O.body).where(O.session_pk == sess.id, O.user_id == user_id,
@@ -615,6 +619,16 @@ def _open_from(open_msgs: list[Message], open_seqs: list[int], new: list[Message
         if m is first:
             return first_seq + k
     raise AssertionError("open message not found")  # pragma: no cover
+
+
+def _pick_original(found: list[tuple[int, str]]) -> int | None:
+    """Of ``(seq, state)`` rows holding one call id (newest first), the one ``original()``
+    means: a cleared one in the context, else one in the context, else the newest."""
+    for wanted in (("cleared",), VISIBLE_STATES):
+        hit = next((seq for seq, st in found if st in wanted), None)
+        if hit is not None:
+            return hit
+    return found[0][0] if found else None
 
 
 def _prepare_changes(changes: list[Change]) -> list[tuple[Change, Any]]:
