@@ -254,6 +254,8 @@ def _store(db: str, *, must_exist: bool = True) -> MemoryStore:
         fail(f"{db}: no such database (nothing stored there yet)")
     try:
         return SqlStore(db)
+    except CtxwiseError as e:  # a schema from a newer ctxwise, a foreign table: its one line
+        fail(f"{db}: {with_hint(e)}")
     except Exception as e:  # a bad URL or an unreachable server: one line, no traceback
         fail(f"{db}: cannot open the store ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
 
@@ -368,20 +370,17 @@ def db_upgrade(
 
     Example: ctxwise db upgrade --db postgresql+psycopg://app@db/app --schema ctxwise
     """
-    from .errors import with_hint
-    from .store import SqlStore, migrate
+    from . import SqlStore
 
     try:
         store = SqlStore(db, schema=schema, upgrade=False)
     except Exception as e:  # a bad URL, a schema option on SQLite
         fail(f"{db}: cannot open the store ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
     try:
-        before = migrate.current(store.engine)
-        head = migrate.head()
+        before, head = store.upgrade()
         if before == head:
             out.print(f"{db}: already at ctxwise schema {head}")
             return
-        migrate.upgrade(store.engine)
     except CtxwiseError as e:
         fail(f"{db}: {with_hint(e)}")
     except Exception as e:  # an unreachable server: one line, no traceback

@@ -114,6 +114,14 @@ class SqlStore:
                 self.engine.dispose()
                 raise
 
+    def upgrade(self) -> tuple[str | None, str]:
+        """Bring the schema to this ctxwise's newest revision (what opening does unless
+        ``upgrade=False``). Returns ``(revision before, revision now)``; raises
+        :class:`~ctxwise.errors.StoreSchemaError` (one line) when it cannot."""
+        before = migrate.current(self.engine)
+        migrate.upgrade(self.engine)
+        return before, migrate.head()
+
     # -- plumbing ----------------------------------------------------------------------
 
     @contextmanager
