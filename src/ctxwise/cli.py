@@ -366,9 +366,10 @@ def db_upgrade(
 ) -> None:
     """Create ctxwise's tables, or upgrade them to this version's schema (every open does this
     too; run it ahead of a deploy). The revision is kept in ctxwise_alembic_version, so an
-    application's own Alembic table is never touched.
+    application's own Alembic table is never touched. On PostgreSQL, --schema NAME keeps
+    the tables in their own schema (e.g. --db postgresql+psycopg://app@db/app --schema ctxwise).
 
-    Example: ctxwise db upgrade --db postgresql+psycopg://app@db/app --schema ctxwise
+    Example: ctxwise db upgrade --db sqlite:///ctxwise.db
     """
     from . import SqlStore
 

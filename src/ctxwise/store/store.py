@@ -629,7 +629,7 @@ def _open_from(open_msgs: list[Message], open_seqs: list[int], new: list[Message
     raise AssertionError("open message not found")  # pragma: no cover
 
 
-def _pick_original(found: list[tuple[int, str]]) -> int | None:
+def _pick_original(found: "Sequence[Any]") -> int | None:
     """Of ``(seq, state)`` rows holding one call id (newest first), the one ``original()``
     means: a cleared one in the context, else one in the context, else the newest."""
     for wanted in (("cleared",), VISIBLE_STATES):
