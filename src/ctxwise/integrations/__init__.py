@@ -1,0 +1,2 @@
+"""Drop-in integrations with agent frameworks, one module per framework, each an optional extra
+(``pip install 'ctxwise[langchain]'``, ...). Nothing here is imported by ``import ctxwise``."""

@@ -1,0 +1,286 @@
+"""LangChain v1 middleware: ctxwise keeps a ``create_agent`` agent's context inside a budget.
+
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+    from ctxwise import ContextManager, Policy
+    from ctxwise.integrations.langchain import CtxwiseMiddleware
+
+    cm = ContextManager("sqlite:///ctxwise.db", Policy(budget=60_000, unit="tokens"))
+    agent = create_agent(model, tools, system_prompt=PROMPT, middleware=[CtxwiseMiddleware(cm)],
+                         checkpointer=InMemorySaver())
+    agent.invoke({"messages": [{"role": "user", "content": "hi"}]}, {"configurable": {"thread_id": "t1"}})
+
+How it works (``pip install 'ctxwise[langchain]'``):
+
+* The agent's own record, ``state["messages"]``, is never edited: every message stays there.
+* Before each model call (``wrap_model_call`` / ``awrap_model_call``) the messages the state
+  gained since the last call are appended to a ctxwise session (ids: the LangChain message
+  ids), ``prepare()`` compacts and checks the context, and the model gets that view through
+  ``request.override(messages=...)``. A message ctxwise did not change is passed as the very
+  LangChain object the state holds; a cleared result, a summary or a pinned block is rebuilt
+  from ctxwise's checked chat payload.
+* ctxwise's record (which session, the last message appended, the store version) is written
+  back through the model call's state update (``ExtendedModelResponse`` with a ``Command``),
+  into a private state field keyed by the middleware's ``key``; the context itself (clears,
+  summaries) lives in the ctxwise store. So clears survive turns and stay byte-identical from
+  call to call, unlike ``ContextEditingMiddleware``, which re-edits a throwaway copy on every
+  call and persists nothing (langchain-ai/langchain#37815). With a LangGraph checkpointer the
+  same ``thread_id`` resumes the same ctxwise session; a new process on the same checkpoint and
+  the same ctxwise store sends the same next request, byte for byte.
+* The recall tool (:data:`ctxwise.RECALL_TOOL_NAME`) is registered with the agent (``recall=True``),
+  so the model can fetch a cleared result back by the ``tool_use_id`` its placeholder names.
+
+Importing this module needs ``langchain`` (v1) and ``langgraph``; without them it raises
+:class:`~ctxwise.MissingExtra` (``pip install 'ctxwise[langchain]'``). ``import ctxwise`` never
+imports them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import threading
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Annotated, Any, NotRequired
+
+from .. import MissingExtra, SessionConflict
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+    from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
+    from langchain.tools import InjectedState, tool
+    from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+    from langchain_core.messages import convert_to_messages, convert_to_openai_messages
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+    from langgraph.config import get_config
+    from langgraph.types import Command
+except ModuleNotFoundError as e:  # pragma: no cover - exercised by tests/integrations/test_extras.py
+    raise MissingExtra("ctxwise.integrations.langchain", "langchain", (e.name or "langchain").split(".")[0]) from None
+
+from .. import RECALL_TOOL_NAME, ContextManager, Message, Session, recall_tool_output, recall_tool_schema
+from ..formats import from_openai
+from ..providers import render
+
+__all__ = ["CtxwiseMiddleware", "CtxwiseState", "STATE_FIELD"]
+
+STATE_FIELD = "ctxwise"
+"""The private agent-state field: ``{middleware key: record}``, one record per middleware
+instance (see :meth:`CtxwiseMiddleware.record`)."""
+
+
+def _merge_records(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
+    """Reducer of :data:`STATE_FIELD`: records are merged key by key, so two ctxwise middlewares
+    in one agent never overwrite each other's record."""
+    return {**(old or {}), **(new or {})}
+
+
+class CtxwiseState(AgentState[Any]):
+    """The agent state with ctxwise's private field (not part of the agent's input or output)."""
+
+    ctxwise: NotRequired[Annotated[dict[str, dict[str, Any]], PrivateStateAttr, _merge_records]]
+
+
+def _to_chat(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    """LangChain messages as OpenAI chat dicts carrying the LangChain ids (``id`` key)."""
+    out = []
+    for m, d in zip(messages, convert_to_openai_messages(list(messages)), strict=True):
+        d = dict(d)
+        if m.id:
+            d["id"] = m.id
+        out.append(d)
+    return out
+
+
+def _canonical(messages: Sequence[BaseMessage], prefix: Sequence[BaseMessage]) -> list[Message]:
+    """``messages`` as canonical ctxwise messages; ``prefix`` (the assistant message whose calls
+    the first results answer) is read for pairing and dropped."""
+    return from_openai(_to_chat([*prefix, *messages]), strict=False)[len(prefix):]
+
+
+def _from_canonical(m: Message) -> BaseMessage:
+    """One canonical message ctxwise changed (a placeholder, a summary, a pinned block) as a
+    LangChain message, through ctxwise's own chat rendering."""
+    rendered = render([m], "openai")
+    built = convert_to_messages(rendered)
+    if len(built) != 1:  # a tool message holding several results: LangChain has one per result
+        return built[0] if built else SystemMessage(content="")
+    msg = built[0]
+    msg.id = m.id
+    return msg
+
+
+class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
+    """Keeps the context a ``create_agent`` agent sends to its model inside ctxwise's budget.
+
+    ``manager`` is a :class:`ctxwise.ContextManager` (its policy, store and summarizer are
+    used; ``Policy(budget=..., unit="tokens", provider="openai")`` is the usual choice).
+    ``user_id`` scopes the sessions (``config["configurable"]["user_id"]`` overrides it per run).
+    ``key`` names this instance: its record is ``state["ctxwise"][key]`` and its sessions are
+    ``"<thread_id>:<key>"`` (a run without a ``thread_id`` gets a fresh id, kept in its record);
+    two instances in one agent need different keys. ``recall`` registers the recall tool.
+
+    Raises, from the model call: :class:`~ctxwise.PayloadInvalid` (a message breaks a
+    provider rule; nothing is stored), :class:`~ctxwise.ContextBudgetExceeded` (the pinned
+    content alone does not fit), :class:`~ctxwise.SessionConflict` when the ctxwise session
+    holds messages the thread's state does not (the thread was rewound to an older checkpoint,
+    or a thread id reused after its checkpoints were deleted): use a new ``thread_id`` or key.
+    """
+
+    state_schema = CtxwiseState
+
+    def __init__(self, manager: ContextManager, *, user_id: str = "default", key: str = "ctxwise",
+                 recall: bool = True) -> None:
+        if not isinstance(manager, ContextManager):
+            raise TypeError(f"CtxwiseMiddleware needs a ctxwise.ContextManager, got {type(manager).__name__}")
+        self.manager = manager
+        self.user_id = user_id
+        self.key = key
+        self._sessions: dict[tuple[str, str, str], Session] = {}
+        self._lock = threading.Lock()
+        self.tools = [self._recall_tool()] if recall else []
+        self.last_prepared: Any = None
+        """The :class:`ctxwise.Prepared` of the latest model call (its ``size``, ``events``, ...)."""
+
+    @property
+    def name(self) -> str:
+        """Unique per key, so several instances can sit in one agent."""
+        return "CtxwiseMiddleware" if self.key == "ctxwise" else f"CtxwiseMiddleware[{self.key}]"
+
+    # -- the model call ------------------------------------------------------------------
+
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
+        """Send the model ctxwise's view; return its reply with ctxwise's record as a state update."""
+        view, record = self._prepare(request)
+        return self._respond(handler(request.override(messages=view)), record)
+
+    async def awrap_model_call(self, request: ModelRequest,
+                               handler: Callable[[ModelRequest], Awaitable[Any]]) -> Any:
+        """The async form of :meth:`wrap_model_call` (the store work runs in a worker thread)."""
+        view, record = await asyncio.to_thread(self._prepare, request)
+        return self._respond(await handler(request.override(messages=view)), record)
+
+    def _respond(self, response: Any, record: dict[str, Any]) -> ExtendedModelResponse:
+        if isinstance(response, AIMessage):
+            response = ModelResponse(result=[response])
+        return ExtendedModelResponse(model_response=response,
+                                     command=Command(update={STATE_FIELD: {self.key: record}}))
+
+    # -- ctxwise's side ------------------------------------------------------------------
+
+    def record(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """This instance's record in an agent ``state``: ``{"user_id", "session_id", "last"
+        (the id of the last LangChain message appended), "version" (the ctxwise store version
+        after the call's prepare), "payload_sha256" (of the chat payload ctxwise checked)}``,
+        or None before the first model call."""
+        return (state.get(STATE_FIELD) or {}).get(self.key)
+
+    def session(self, state: Mapping[str, Any], tools: list[dict[str, Any]] | None = None) -> Session:
+        """The ctxwise session behind a thread's ``state`` (to read its ``events()``,
+        ``transcript()``, ``original(...)``). Raises KeyError before the first model call."""
+        rec = self.record(state)
+        if rec is None:
+            raise KeyError(f"no ctxwise record {self.key!r} in this state yet (no model call so far)")
+        return self._session(rec["user_id"], rec["session_id"], tools or [])
+
+    def _session(self, user_id: str, session_id: str, tools: list[dict[str, Any]]) -> Session:
+        tkey = hashlib.sha256(json.dumps(tools, sort_keys=True, default=str).encode()).hexdigest()
+        with self._lock:
+            s = self._sessions.get((user_id, session_id, tkey))
+            if s is None:
+                s = self.manager.session(user_id, session_id, tools=tools)
+                self._sessions[(user_id, session_id, tkey)] = s
+            elif s.version != self.manager.store.version(user_id, session_id):
+                s.reload()  # another process (or a resumed run) wrote since
+            return s
+
+    def _prepare(self, request: ModelRequest) -> tuple[list[Any], dict[str, Any]]:
+        configurable = (get_config() or {}).get("configurable") or {}
+        rec = self.record(dict(request.state or {}))
+        thread = configurable.get("thread_id")
+        user_id = rec["user_id"] if rec else str(configurable.get("user_id") or self.user_id)
+        session_id = rec["session_id"] if rec else f"{thread if thread else uuid.uuid4()}:{self.key}"
+        tools = [_tool_schema(t) for t in request.tools]
+        session = self._session(user_id, session_id, [t for t in tools if t is not None])
+
+        history = list(request.messages)
+        start = self._start(history, rec, session)
+        new = history[start:]
+        if request.system_message is not None and not session.messages:
+            # the system prompt opens the session, under an id of ours (it is not in the state)
+            system = request.system_message.model_copy(update={"id": f"{self.key}-system"})
+            session.append(_canonical([system], []))
+        if new:
+            prefix = [m for m in history[:start] if isinstance(m, AIMessage) and m.tool_calls][-1:] \
+                if isinstance(new[0], ToolMessage) else []
+            session.append(_canonical(new, prefix))
+        prepared = session.prepare()
+        self.last_prepared = prepared
+
+        by_id = {m.id: m for m in history if m.id}
+        view: list[Any] = []
+        for m in prepared.messages:
+            if m.id == f"{self.key}-system":
+                continue  # the system prompt travels as request.system_message
+            lc = by_id.get(m.id)
+            view.append(lc if lc is not None and _same(lc, m) else _from_canonical(m))
+        record = {"user_id": user_id, "session_id": session_id,
+                  "last": history[-1].id if history else None, "version": session.version,
+                  "payload_sha256": hashlib.sha256(json.dumps(prepared.payload, ensure_ascii=False).encode()).hexdigest()}
+        return view, record
+
+    def _start(self, history: Sequence[BaseMessage], rec: dict[str, Any] | None, session: Session) -> int:
+        """Index in ``history`` of the first message ctxwise has not seen."""
+        for m in history:
+            if not m.id:  # a state always holds ids (add_messages sets them); a bare request may not
+                m.id = str(uuid.uuid4())
+        ids = [m.id for m in history]
+        start = 0
+        if rec is not None and rec.get("last") is not None:
+            if rec["last"] not in ids:
+                raise SessionConflict(
+                    f"ctxwise session {rec['session_id']!r}: the message {rec['last']!r} it last appended is no "
+                    "longer in the agent state (messages were removed, or the thread was rewound); "
+                    "start a new thread_id")
+            start = ids.index(rec["last"]) + 1
+        known = {m.id for m in session.messages}
+        ahead = [i for i in range(start, len(ids)) if ids[i] in known]
+        if ahead:  # the store is ahead of the checkpoint: a model call failed after the append
+            start = ahead[-1] + 1
+        elif rec is None and session.messages:
+            raise SessionConflict(
+                f"ctxwise session {session.session_id!r} already holds {len(session.messages)} messages but this "
+                "thread's state has no ctxwise record (its checkpoints were deleted?); use a new thread_id or key")
+        return start
+
+    # -- the recall tool -----------------------------------------------------------------
+
+    def _recall_tool(self) -> Any:
+        middleware = self
+
+        @tool(RECALL_TOOL_NAME, description=recall_tool_schema("openai")["function"]["description"])
+        def recall_tool_result(tool_use_id: str, state: Annotated[dict, InjectedState]) -> str:
+            """Fetch a cleared tool result back by the tool_use_id its placeholder names."""
+            rec = middleware.record(state)
+            if rec is None:
+                return f"no ctxwise session in this thread yet; nothing to recall for {tool_use_id!r}"
+            session = middleware._session(rec["user_id"], rec["session_id"], [])
+            return recall_tool_output(session, {"tool_use_id": tool_use_id})[0]
+
+        return recall_tool_result
+
+
+def _tool_schema(t: Any) -> dict[str, Any] | None:
+    """A tool as the Chat Completions schema ctxwise counts inside the budget (None: a
+    provider built-in tool it cannot express)."""
+    try:
+        return dict(convert_to_openai_tool(t))
+    except Exception:  # noqa: BLE001 - a provider-specific built-in tool dict: not counted
+        return None
+
+
+def _same(lc: BaseMessage, m: Message) -> bool:
+    """Whether ctxwise sends ``lc`` as the state holds it (then the object itself is passed on)."""
+    return m.role == _canonical([lc], [])[0].role and \
+        [b.model_dump() for b in m.blocks] == [b.model_dump() for b in _canonical([lc], [])[0].blocks]

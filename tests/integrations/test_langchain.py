@@ -1,0 +1,189 @@
+"""LangChain v1: CtxwiseMiddleware inside create_agent, driven by the agent's own loop.
+
+The model is scripted (it plays back the assistant turns recorded in tau2-bench retail
+sessions, tool calls included) and the tools return the recorded results; the rest is the real
+LangChain agent loop and LangGraph checkpointers, at a 4,000-token (o200k) budget. Kinds of
+fault covered: compaction that never fires inside a framework; a request the provider would
+reject (wire shape and pairing); the framework's record losing messages; clears that are
+re-done differently on every call (langchain#37815, ContextEditingMiddleware persists nothing);
+a resumed checkpoint sending a different request than the uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "examples"))
+
+from langchain.agents import create_agent  # noqa: E402
+from langchain_core.messages import BaseMessage, ToolMessage, convert_to_openai_messages  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
+
+from ctxwise import ContextManager, Policy  # noqa: E402
+from ctxwise.integrations.langchain import CtxwiseMiddleware  # noqa: E402
+from ctxwise.providers import check_wire  # noqa: E402
+from ctxwise.tokens import get_counter  # noqa: E402
+from langchain_agent import ScriptedChatModel, as_ai_message, recorded_tools, run_turns  # noqa: E402
+from playback import recordings  # noqa: E402
+
+BUDGET = 4000
+
+
+def policy() -> Policy:
+    return Policy.preset("default", budget=BUDGET, unit="tokens", tokenizer="o200k_base", provider="openai")
+
+
+def to_wire(messages: list[BaseMessage]) -> list[dict[str, Any]]:
+    """What an OpenAI chat model integration sends for these LangChain messages: LangChain's
+    OpenAI conversion, with tool messages reduced to role / content / tool_call_id as
+    langchain-openai sends them (it drops ``name`` there)."""
+    out = []
+    for d in convert_to_openai_messages(messages):
+        if d.get("role") == "tool":
+            d = {k: d[k] for k in ("role", "content", "tool_call_id")}
+        out.append(d)
+    return out
+
+
+def build(rec, tmp_path: Path, *, checkpointer=None, name: str = "ctx"):
+    cm = ContextManager(f"sqlite:///{tmp_path / (name + '.db')}", policy())
+    mw = CtxwiseMiddleware(cm, user_id="u1")
+    model = ScriptedChatModel()
+    agent = create_agent(model, recorded_tools(rec), system_prompt=rec.system, middleware=[mw],
+                         checkpointer=checkpointer or InMemorySaver())
+    return cm, mw, model, agent
+
+
+@pytest.fixture
+def recs():
+    return recordings(n=2)
+
+
+def test_compaction_fires_every_request_valid_and_the_state_keeps_every_message(recs, tmp_path):
+    # kinds: compaction inside the framework; wire validity of what the model receives; nothing lost
+    rec = recs[0]
+    cm, mw, model, agent = build(rec, tmp_path)
+    config = {"configurable": {"thread_id": "t-main"}}
+    run_turns(agent, model, rec, config)
+    state = agent.get_state(config).values
+    session = mw.session(state)
+    stages = {e["stage"] for e in session.events()}
+    assert {"clearing", "summarizing"} <= stages, stages
+
+    counter = get_counter("o200k_base")
+    assert len(model.seen) == sum(len(t.assistant) for t in rec.turns)
+    sizes = []
+    for call, sent in enumerate(model.seen):
+        wire = to_wire(sent)
+        assert check_wire(wire, "openai") == [], call
+        sizes.append(counter.count_text(json.dumps(wire, ensure_ascii=False)))
+    full = counter.count_text(json.dumps(to_wire([model.seen[0][0], *state["messages"]]), ensure_ascii=False))
+    assert max(sizes) < full  # what was sent is smaller than the uncompacted history
+
+    # the agent's own record: every recorded message, tool results verbatim
+    msgs = state["messages"]
+    expected = len(rec.opening) + sum(1 + len(t.assistant) + sum(len(m.tool_uses) for m in t.assistant)
+                                      for t in rec.turns)
+    assert len(msgs) == expected
+    results = [m for m in msgs if isinstance(m, ToolMessage)]
+    assert results and all(m.content in rec.results.texts for m in results)
+    last_sent = {c.tool_call_id: c.content for s in model.seen for c in s if isinstance(c, ToolMessage)}
+    assert any(last_sent.get(m.tool_call_id) != m.content for m in results)  # the model got a placeholder
+
+
+def test_a_cleared_result_is_sent_byte_identical_on_every_later_call(recs, tmp_path):
+    # kind: clears re-done on every call (langchain#37815): ctxwise's clear is persisted once
+    rec = recs[0]
+    cm, mw, model, agent = build(rec, tmp_path)
+    run_turns(agent, model, rec, {"configurable": {"thread_id": "t-stable"}})
+    history: dict[str, list[str]] = {}
+    for sent in model.seen:
+        for m in sent:
+            if isinstance(m, ToolMessage):
+                h = history.setdefault(m.tool_call_id, [])
+                if not h or h[-1] != m.content:
+                    h.append(m.content)
+    changed = {k: v for k, v in history.items() if len(v) > 1}
+    assert changed, "a 4,000-token budget must clear some results"
+    assert all(len(v) == 2 for v in changed.values()), changed  # cleared once, then the same bytes
+
+
+def _first_request_of_next_turn(agent, model, rec, config, k) -> str:
+    before = len(model.seen)
+    run_turns(agent, model, rec, config, first=False, turns=slice(k, k + 1))
+    return json.dumps(to_wire(model.seen[before]), ensure_ascii=False)
+
+
+def _snapshot(src: Path, dst: Path) -> None:
+    """A consistent copy of a SQLite database, committed WAL content included."""
+    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
+        a.backup(b)
+
+
+def test_sqlite_checkpoint_resume_sends_the_same_next_request(recs, tmp_path):
+    # kind: a resumed thread (new process objects, same checkpoint and store) diverging
+    rec = recs[1]
+    k = len(rec.turns) - 2
+    ckpt = tmp_path / "ckpt.sqlite"
+    conn = sqlite3.connect(ckpt, check_same_thread=False)
+    cm, mw, model, agent = build(rec, tmp_path, checkpointer=SqliteSaver(conn), name="run")
+    config = {"configurable": {"thread_id": "t-resume"}}
+    run_turns(agent, model, rec, config, turns=slice(0, k))
+    assert any(e["stage"] in ("clearing", "summarizing", "trimming") for e in mw.session(agent.get_state(config).values).events())
+    # snapshot both records (checkpoints and ctxwise store) as a crash right here would leave them
+    _snapshot(ckpt, tmp_path / "ckpt2.sqlite")
+    _snapshot(tmp_path / "run.db", tmp_path / "resumed.db")
+    expected = _first_request_of_next_turn(agent, model, rec, config, k)
+    conn.close()
+    cm.close()
+
+    conn2 = sqlite3.connect(tmp_path / "ckpt2.sqlite", check_same_thread=False)
+    rec = recordings(n=2)[1]  # its own recorded results
+    cm2, mw2, model2, agent2 = build(rec, tmp_path, checkpointer=SqliteSaver(conn2), name="resumed")
+    got = _first_request_of_next_turn(agent2, model2, rec, config, k)
+    assert got == expected
+    conn2.close()
+    cm2.close()
+
+
+def test_async_agent_sends_the_same_requests_as_the_sync_agent(recs, tmp_path):
+    # kind: awrap_model_call drifting from wrap_model_call
+    rec = recs[1]
+    _, _, model_a, agent_a = build(rec, tmp_path, name="sync")
+    run_turns(agent_a, model_a, rec, {"configurable": {"thread_id": "t"}}, turns=slice(0, 6))
+
+    rec = recordings(n=2)[1]  # its own recorded results (the sync run consumed the first copy's)
+    _, _, model_b, agent_b = build(rec, tmp_path, name="async")
+
+    async def drive() -> None:
+        for k, turn in enumerate(rec.turns[:6]):
+            model_b.script = [as_ai_message(m) for m in turn.assistant]
+            new: list[Any] = [as_ai_message(m) for m in rec.opening] if k == 0 else []
+            new.append({"role": "user", "content": turn.user})
+            await agent_b.ainvoke({"messages": new}, {"configurable": {"thread_id": "t"}})
+
+    asyncio.run(drive())
+    assert [json.dumps(to_wire(s)) for s in model_b.seen] == [json.dumps(to_wire(s)) for s in model_a.seen]
+
+
+def test_import_ctxwise_does_not_import_langchain_and_a_missing_extra_is_named():
+    # kind: an optional framework made mandatory, or a raw ImportError for a missing extra
+    code = ("import sys, ctxwise\n"
+            "assert 'langchain' not in sys.modules and 'langgraph' not in sys.modules\n"
+            "sys.modules['langchain'] = None\n"
+            "try:\n    import ctxwise.integrations.langchain\n"
+            "except ctxwise.MissingExtra as e:\n    print(e.hint)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "pip install 'ctxwise[langchain]'"
