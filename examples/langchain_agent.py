@@ -28,7 +28,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 from langchain_core.tools import StructuredTool, ToolException  # noqa: E402
 
 from ctxwise.formats import to_openai  # noqa: E402
-from playback import Recording, recordings  # noqa: E402
+from playback import Recording, merged, recordings  # noqa: E402
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -112,9 +112,8 @@ def main(turns_wanted: int = 30) -> None:
     cm = ContextManager(f"sqlite:///{db}", policy)
     middleware = CtxwiseMiddleware(cm, user_id="example")
     model = ScriptedChatModel()
-    tools = [t for rec in recs for t in recorded_tools(rec)]
-    tools = list({t.name: t for t in tools}.values())
-    agent = create_agent(model, tools, system_prompt=recs[0].system, middleware=[middleware],
+    rec = merged(recs)  # the recordings continue one another: a long chat of one user
+    agent = create_agent(model, recorded_tools(rec), system_prompt=rec.system, middleware=[middleware],
                          checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "example-thread"}}
     count, seen_events, peak = [0], [0], [0]
@@ -131,12 +130,7 @@ def main(turns_wanted: int = 30) -> None:
         print(f"turn {count[0]:>2}  {turn.user[:38]:<38}  state {len(state['messages']):>3} msgs, "
               f"model got {len(sent):>2}  ({session.size:>5} tokens)  {', '.join(acts) or '-'}")
 
-    for i, rec in enumerate(recs):
-        # each recording continues the same thread: a long chat of one user
-        run_turns(agent, model, rec, config, first=(i == 0), turns=slice(None, turns_wanted - count[0]),
-                  on_turn=report)
-        if count[0] >= turns_wanted:
-            break
+    run_turns(agent, model, rec, config, turns=slice(None, turns_wanted), on_turn=report)
     state = agent.get_state(config).values
     session = middleware.session(state)
     stages: dict[str, int] = {}

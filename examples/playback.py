@@ -109,3 +109,19 @@ def recordings(path: Path = RETAIL, n: int = 1, *, longest: bool = True) -> list
     if longest:
         recs.sort(key=lambda r: (-len(r.turns), r.id))
     return recs[:n]
+
+
+def merged(recs: list[Recording]) -> Recording:
+    """Several recordings as one long session of one user: the first one's system prompt and
+    opening, every turn in order, all recorded results (asked in recorded order) and tools."""
+    results = RecordedResults()
+    tools: dict[str, list[str]] = {}
+    for r in recs:
+        for k, q in r.results._queue.items():
+            results._queue[k].extend(q)
+        results.texts.extend(r.results.texts)
+        for name, params in r.tools.items():
+            names = tools.setdefault(name, [])
+            names.extend(p for p in params if p not in names)
+    return Recording("+".join(r.id[:8] for r in recs), recs[0].system, recs[0].opening,
+                     [t for r in recs for t in r.turns], results, tools)

@@ -32,6 +32,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "llm": ("openai", "httpx"),
     "cli": ("typer", "rich"),
     "langchain": ("langchain", "langchain_core", "langgraph"),
+    "agentscope": ("agentscope",),
 }
 """The import names each extra provides (pyproject.toml's ``[project.optional-dependencies]``)."""
 

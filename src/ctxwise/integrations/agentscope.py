@@ -1,0 +1,305 @@
+"""AgentScope 2.x middleware: ctxwise keeps an ``agentscope.agent.Agent``'s context inside a budget.
+
+    from agentscope.agent import Agent
+    from agentscope.tool import Toolkit
+    from ctxwise import ContextManager, Policy
+    from ctxwise.integrations.agentscope import CtxwiseMiddleware
+
+    cm = ContextManager("sqlite:///ctxwise.db", Policy(budget=60_000, unit="tokens"))
+    mw = CtxwiseMiddleware(cm, user_id="user-42")
+    agent = Agent(name="agent", system_prompt=PROMPT, model=model,
+                  toolkit=Toolkit(tools=[*tools, *await mw.list_tools()]), middlewares=[mw])
+    await agent.reply(UserMsg("user", "Hi"))
+
+How it works (``pip install 'ctxwise[agentscope]'``, AgentScope 2.0.x's ``MiddlewareBase``):
+
+* The agent's own record, ``agent.state.context``, is never edited: every message stays there
+  and AgentScope's built-in compressor does not run (:meth:`~CtxwiseMiddleware.on_compress_context`
+  stands in for it and leaves the record alone; two compactors never fight over one context).
+* ``on_model_call``: what the record gained since the last call is appended to the ctxwise
+  session (an AgentScope assistant message carries its tool calls *and* their results; it is
+  read as the chat messages it is sent as, ids ``<Msg id>/<k>``, so a message that grows within
+  a reply adds new parts only), ``prepare()`` compacts and checks the context, and the model gets
+  that view instead of the record. Unchanged messages keep their AgentScope blocks byte for byte;
+  a cleared result or a summary is rebuilt from ctxwise's canonical message.
+* ``on_system_prompt`` appends ctxwise's user-memory block (the user's long-term memory, quoted
+  as data) to the system prompt; ``list_tools`` offers the recall tool
+  (:data:`ctxwise.RECALL_TOOL_NAME`), which the agent's ``Toolkit`` must include.
+* ctxwise's record (session, last part appended, store version) is kept under
+  :meth:`get_middleware_key` in ``agent.state.middle_context``, so an agent rebuilt from a saved
+  ``AgentState`` (and the same ctxwise store) sends the same next request, byte for byte.
+* Tool calls still open (awaiting a user confirmation or an external result, or unfinished)
+  stay in the in-flight cycle ctxwise pins: they are never cleared or summarized.
+
+Importing this module needs ``agentscope`` 2.x; without it it raises :class:`~ctxwise.MissingExtra`
+(``pip install 'ctxwise[agentscope]'``). ``import ctxwise`` never imports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from typing import Any, Callable, Literal
+
+from .. import (
+    RECALL_TOOL_NAME,
+    ContextManager,
+    Message,
+    MissingExtra,
+    Session,
+    SessionConflict,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    recall_tool_output,
+    recall_tool_schema,
+)
+
+try:
+    from agentscope import message as asm
+    from agentscope.middleware import MiddlewareBase
+    from agentscope.permission import PermissionBehavior, PermissionDecision
+    from agentscope.tool import FunctionTool, ToolBase, ToolChunk
+except ModuleNotFoundError as e:  # pragma: no cover - exercised by tests/integrations/test_agentscope.py
+    raise MissingExtra("ctxwise.integrations.agentscope", "agentscope", (e.name or "agentscope").split(".")[0]) from None
+
+__all__ = ["CtxwiseMiddleware", "to_canonical"]
+
+_SYSTEM = "system"
+
+
+def _output_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    return "\n".join(b.text for b in output if isinstance(b, asm.TextBlock))
+
+
+def _parts(msg: Any) -> list[tuple[Message, list[Any]]]:
+    """One AgentScope ``Msg`` as the canonical messages it is sent as (the order of OpenAI's
+    formatter: text and tool calls, then one tool message per result, hints as user text), each
+    with the AgentScope blocks it came from. Ids: ``<Msg id>/<k>``."""
+    out: list[tuple[Message, list[Any]]] = []
+    blocks: list[Any] = []
+    src: list[Any] = []
+
+    def flush() -> None:
+        nonlocal blocks, src
+        if blocks:
+            role: Literal["system", "user", "assistant"] = msg.role
+            out.append((Message(id=f"{msg.id}/{len(out)}", role=role,
+                                name=msg.name if role != "system" else None, blocks=blocks), src))
+        blocks, src = [], []
+
+    for b in msg.content:
+        if isinstance(b, asm.TextBlock):
+            if blocks and isinstance(blocks[-1], ToolUseBlock):
+                flush()  # text after a call starts the next assistant message, as it is sent
+            blocks.append(TextBlock(text=b.text))
+            src.append(b)
+        elif isinstance(b, asm.ThinkingBlock):
+            blocks.append(ThinkingBlock(thinking=b.thinking))
+            src.append(b)
+        elif isinstance(b, asm.ToolCallBlock):
+            try:
+                args = json.loads(b.input) if b.input else {}
+            except ValueError:
+                args = {"_raw": b.input}
+            blocks.append(ToolUseBlock(id=b.id, name=b.name, input=args if isinstance(args, dict) else {"_": args}))
+            src.append(b)
+        elif isinstance(b, asm.ToolResultBlock):
+            flush()
+            state: Literal["success", "error"] = \
+                "error" if str(b.state) in ("error", "denied", "interrupted") else "success"
+            out.append((Message(id=f"{msg.id}/{len(out)}", role="tool", blocks=[ToolResultBlock(
+                tool_use_id=b.id, name=b.name, output=[TextBlock(text=_output_text(b.output))], state=state)]), [b]))
+        elif isinstance(b, asm.HintBlock):
+            flush()
+            text = b.hint if isinstance(b.hint, str) else _output_text(b.hint)
+            out.append((Message(id=f"{msg.id}/{len(out)}", role="user", blocks=[TextBlock(text=text)]), [b]))
+        # DataBlocks (images, audio, files) are not read yet: they go to the model only when
+        # the record's message is passed through unchanged
+    flush()
+    return out
+
+
+def to_canonical(context: list[Any]) -> list[Message]:
+    """AgentScope ``Msg`` objects (``agent.state.context``) as canonical ctxwise messages."""
+    return [m for msg in context for m, _ in _parts(msg)]
+
+
+class CtxwiseMiddleware(MiddlewareBase):
+    """ctxwise as an AgentScope 2 middleware (see the module docstring).
+
+    ``manager`` is a :class:`ctxwise.ContextManager` (policy, store, summarizer). ``user_id``
+    scopes the sessions; the session id is ``"<AgentState.session_id>:<key>"``. ``key`` is what
+    :meth:`get_middleware_key` returns (two instances on one agent need different keys).
+
+    Raises, from the model call: :class:`~ctxwise.PayloadInvalid`,
+    :class:`~ctxwise.ContextBudgetExceeded`, and :class:`~ctxwise.SessionConflict` when the
+    agent's context no longer holds the part ctxwise appended last (something else rewrote
+    ``agent.state.context``).
+    """
+
+    def __init__(self, manager: ContextManager, *, user_id: str = "default", key: str = "ctxwise") -> None:
+        if not isinstance(manager, ContextManager):
+            raise TypeError(f"CtxwiseMiddleware needs a ctxwise.ContextManager, got {type(manager).__name__}")
+        self.manager = manager
+        self.user_id = user_id
+        self.key = key
+        self._sessions: dict[tuple[str, str, str], Session] = {}
+        self.last_prepared: Any = None
+        """The :class:`ctxwise.Prepared` of the latest model call."""
+
+    async def get_middleware_key(self) -> str:
+        """Where this instance's record lives in ``AgentState.middle_context``."""
+        return self.key
+
+    # -- records and sessions ------------------------------------------------------------
+
+    def record(self, state: Any) -> dict[str, Any] | None:
+        """This instance's record in an ``AgentState``: ``{"user_id", "session_id", "last" (the
+        id of the last part appended), "version", "payload_sha256"}``, or None before the first
+        model call."""
+        return (state.middle_context or {}).get(self.key)
+
+    def session(self, state: Any, tools: list[dict[str, Any]] | None = None) -> Session:
+        """The ctxwise session behind an ``AgentState`` (its ``events()``, ``transcript()``, ...)."""
+        rec = self.record(state) or {}
+        return self._session(rec.get("user_id", self.user_id),
+                             rec.get("session_id", f"{state.session_id}:{self.key}"), tools or [])
+
+    def _session(self, user_id: str, session_id: str, tools: list[dict[str, Any]]) -> Session:
+        tkey = hashlib.sha256(json.dumps(tools, sort_keys=True, default=str).encode()).hexdigest()
+        s = self._sessions.get((user_id, session_id, tkey))
+        if s is None:
+            s = self._sessions[(user_id, session_id, tkey)] = self.manager.session(user_id, session_id, tools=tools)
+        elif s.version != self.manager.store.version(user_id, session_id):
+            s.reload()  # another process (or a restored agent) wrote since
+        return s
+
+    def _memory_text(self, session: Session) -> str:
+        return "\n".join(m.text for m in session.memory.head_blocks())
+
+    # -- the hooks -----------------------------------------------------------------------
+
+    async def on_system_prompt(self, agent: Any, current_prompt: str) -> str:
+        """The system prompt with ctxwise's user-memory block after it (when the user has one)."""
+        session = await asyncio.to_thread(self.session, agent.state)
+        memory = self._memory_text(session)
+        return f"{current_prompt}\n\n{memory}" if memory else current_prompt
+
+    async def on_compress_context(self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]) -> None:
+        """Stands in for AgentScope's compressor, which would rewrite ``agent.state.context``
+        (dropping what it summarized) and fight ctxwise's edits: ctxwise compacts the view at
+        every model call and leaves the record whole, so there is nothing to do here."""
+        return None
+
+    async def on_model_call(self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]) -> Any:
+        """Send the model ctxwise's compacted, checked view of the agent's context."""
+        messages = list(input_kwargs["messages"])
+        view, record = await asyncio.to_thread(self._prepare, agent, messages, list(input_kwargs.get("tools") or []))
+        agent.state.middle_context[self.key] = record
+        return await next_handler(messages=view)
+
+    async def list_tools(self) -> list[ToolBase]:
+        """The recall tool (fetch a cleared result back by its ``tool_use_id``); add it to the
+        agent's ``Toolkit``."""
+        middleware = self
+        schema = recall_tool_schema("openai")["function"]
+
+        async def recall(tool_use_id: str, _agent_state: Any = None) -> ToolChunk:
+            session = await asyncio.to_thread(middleware.session, _agent_state)
+            text, is_error = recall_tool_output(session, {"tool_use_id": tool_use_id})
+            return ToolChunk(content=[asm.TextBlock(text=text)],
+                             state=asm.ToolResultState.ERROR if is_error else asm.ToolResultState.SUCCESS)
+
+        return [FunctionTool(recall, name=RECALL_TOOL_NAME, description=schema["description"],
+                             input_schema=schema["parameters"], is_read_only=True, is_state_injected=True,
+                             permission=PermissionDecision(behavior=PermissionBehavior.ALLOW,
+                                                           message="reading the session's own tool results"))]
+
+    # -- ctxwise's side ------------------------------------------------------------------
+
+    def _prepare(self, agent: Any, messages: list[Any], tools: list[dict[str, Any]]) -> tuple[list[Any], dict[str, Any]]:
+        state = agent.state
+        rec = self.record(state)
+        user_id = rec["user_id"] if rec else self.user_id
+        session_id = rec["session_id"] if rec else f"{state.session_id}:{self.key}"
+        session = self._session(user_id, session_id, tools)
+
+        system = messages[0] if messages and messages[0].role == "system" else None
+        parts = [p for msg in state.context for p in _parts(msg)]
+        ids = [m.id for m, _ in parts]
+        start = 0
+        if rec is not None and rec.get("last") is not None:
+            if rec["last"] not in ids:
+                raise SessionConflict(
+                    f"ctxwise session {session_id!r}: the part {rec['last']!r} it last appended is no longer in "
+                    "agent.state.context (something else rewrote the context); start a new AgentState session")
+            start = ids.index(rec["last"]) + 1
+        elif session.messages:
+            raise SessionConflict(f"ctxwise session {session_id!r} already holds messages but this AgentState has "
+                                  "no ctxwise record; use a new AgentState session_id or middleware key")
+        batch: list[Message] = []
+        if system is not None and not session.messages:
+            memory = self._memory_text(session)
+            text = _output_text(system.content) if not isinstance(system.content, str) else system.content
+            if memory and text.endswith("\n\n" + memory):
+                text = text[: -len(memory) - 2]  # the memory block is counted as ctxwise's own message
+            batch.append(Message(id=f"{self.key}-{_SYSTEM}", role="system", blocks=[TextBlock(text=text)]))
+        batch += [m for m, _ in parts[start:]]
+        if batch:
+            session.append(batch)
+        prepared = session.prepare()
+        self.last_prepared = prepared
+
+        by_id = {m.id: (m, src) for m, src in parts}
+        view: list[Any] = [system] if system is not None else []
+        for m in prepared.messages:
+            if m.id == f"{self.key}-{_SYSTEM}" or m.kind == "user_memory":
+                continue  # the system prompt (with the memory block) travels as it came
+            orig = by_id.get(m.id)
+            same = orig is not None and orig[0].role == m.role and \
+                [b.model_dump() for b in orig[0].blocks] == [b.model_dump() for b in m.blocks]
+            blocks = list(orig[1]) if same and orig is not None else _blocks(m)
+            if m.role == "tool":
+                last = view[-1] if view else None
+                if last is not None and last.role == "assistant" and last.metadata.get("ctxwise_view"):
+                    last.content.extend(blocks)
+                    continue
+                view.append(asm.Msg(name=agent.name, role="assistant", content=blocks, id=m.id,
+                                    metadata={"ctxwise_view": True}))
+            elif m.role == "assistant":
+                view.append(asm.Msg(name=agent.name, role="assistant", content=blocks, id=m.id,
+                                    metadata={"ctxwise_view": True}))
+            elif blocks and all(isinstance(b, asm.HintBlock) for b in blocks):
+                # a hint (runtime state, reminders) lives in the agent's own message and is sent
+                # as user text; AgentScope refuses it in a user message
+                view.append(asm.Msg(name=agent.name, role="assistant", content=blocks, id=m.id))
+            else:
+                view.append(asm.Msg(name=m.name or "user", role="user", content=blocks, id=m.id))
+        record = {"user_id": user_id, "session_id": session_id, "last": ids[-1] if ids else None,
+                  "version": session.version,
+                  "payload_sha256": hashlib.sha256(json.dumps(prepared.payload, ensure_ascii=False).encode()).hexdigest()}
+        return view, record
+
+
+def _blocks(m: Message) -> list[Any]:
+    """AgentScope blocks for a canonical message ctxwise changed or made (a placeholder, a summary,
+    the facts block)."""
+    out: list[Any] = []
+    for b in m.blocks:
+        if isinstance(b, TextBlock):
+            out.append(asm.TextBlock(text=b.text))
+        elif isinstance(b, ToolUseBlock):
+            out.append(asm.ToolCallBlock(id=b.id, name=b.name, input=json.dumps(b.input, ensure_ascii=False),
+                                         state=asm.ToolCallState.FINISHED))
+        elif isinstance(b, ToolResultBlock):
+            out.append(asm.ToolResultBlock(id=b.tool_use_id, name=b.name or "", output=[asm.TextBlock(text=b.text)],
+                                           state=asm.ToolResultState.ERROR if b.state == "error"
+                                           else asm.ToolResultState.SUCCESS))
+        elif isinstance(b, ThinkingBlock):
+            out.append(asm.ThinkingBlock(thinking=b.thinking))
+    return out

@@ -1,0 +1,167 @@
+"""AgentScope 2: CtxwiseMiddleware inside an ``agentscope.agent.Agent``, driven by its reply loop.
+
+The model is a ``ChatModelBase`` subclass playing back the assistant turns recorded in tau2-bench
+retail sessions (tool calls included); the tools are ``FunctionTool``s returning the recorded
+results; the reply loop, permission checks, acting and the OpenAI chat formatter are
+AgentScope's own. Budget: 4,000 o200k tokens. Kinds of fault covered: compaction that never
+fires inside a framework; a request the provider would reject; the framework's record losing
+messages (AgentScope's compressor drops what it summarizes from ``state.context``); two
+compactors fighting; an agent restored from saved state sending a different request; the
+user-memory block and the recall tool not reaching the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "examples"))
+
+from agentscope.state import AgentState  # noqa: E402
+
+from agentscope_agent import ScriptedModel, build_agent, run_turns  # noqa: E402
+from ctxwise import ContextManager, Policy  # noqa: E402
+from ctxwise.integrations.agentscope import CtxwiseMiddleware, to_canonical  # noqa: E402
+from ctxwise.providers import check_wire  # noqa: E402
+from playback import recordings  # noqa: E402
+
+BUDGET = 4000
+
+
+def policy() -> Policy:
+    return Policy.preset("default", budget=BUDGET, unit="tokens", tokenizer="o200k_base", provider="openai")
+
+
+def wire(seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """AgentScope's OpenAI chat formatter output as the OpenAI SDK types declare it: the
+    formatter also writes ``name`` on tool messages, a key those types do not have."""
+    return [{k: v for k, v in m.items() if not (m.get("role") == "tool" and k == "name")} for m in seen]
+
+
+def build(rec, tmp_path: Path, name: str = "ctx", **kwargs):
+    cm = ContextManager(f"sqlite:///{tmp_path / (name + '.db')}", policy())
+    mw = CtxwiseMiddleware(cm, user_id="u1")
+    model = ScriptedModel()
+    agent = build_agent(rec, model, [mw], extra_tools=asyncio.run(mw.list_tools()), **kwargs)
+    return cm, mw, model, agent
+
+
+@pytest.mark.parametrize("runtime_state", [False, True], ids=["plain", "time-hints"])
+def test_compaction_fires_every_request_valid_and_the_record_keeps_every_message(runtime_state, tmp_path):
+    # kinds: compaction inside the framework; wire validity; nothing lost from the agent's record.
+    # time-hints: AgentScope's default runtime-state injection (hint blocks in the agent's message)
+    from agentscope.agent import InjectionConfig
+
+    rec = recordings(n=1)[0]
+    cm, mw, model, agent = build(rec, tmp_path)
+    agent.injection_config = InjectionConfig(inject_runtime_state=runtime_state)
+    asyncio.run(run_turns(agent, model, rec))
+    stages = {e["stage"] for e in mw.session(agent.state).events()}
+    assert {"clearing", "summarizing"} <= stages, stages
+    assert len(model.seen) == sum(len(t.assistant) for t in rec.turns)
+    for call, sent in enumerate(model.seen):
+        assert check_wire(wire(sent), "openai") == [], call
+    assert model.summaries == []  # AgentScope's own compressor never ran
+
+    # the record: every recorded user message, reply and tool result, results verbatim
+    parts = to_canonical(agent.state.context)
+    results = [r for m in parts for r in m.tool_results]
+    assert len(results) == sum(len(m.tool_uses) for t in rec.turns for m in t.assistant)
+    assert all(r.text in rec.results.texts for r in results)
+    users = [m.text for m in parts if m.role == "user" and not m.text.startswith("<system-reminder>")]
+    assert users == [t.user for t in rec.turns]
+    sent_results = {m["tool_call_id"]: m["content"] for s in model.seen for m in s if m["role"] == "tool"}
+    assert any(sent_results[r.tool_use_id] != r.text for r in results)  # the model got placeholders
+
+
+def test_the_builtin_compressor_is_stood_in_for(tmp_path):
+    # kind: two compactors on one context (AgentScope's would drop messages from the record)
+    rec = recordings(n=1)[0]
+    cm, mw, model, agent = build(rec, tmp_path)
+    agent.model.context_size = 1_000  # far past AgentScope's 80 % trigger
+    asyncio.run(run_turns(agent, model, rec, turns=slice(0, 4)))
+    before = agent.state.model_dump_json()
+    asyncio.run(agent.compress_context())
+    assert agent.state.model_dump_json() == before and agent.state.summary == ""
+    assert model.summaries == []
+
+
+def _snapshot(src: Path, dst: Path) -> None:
+    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
+        a.backup(b)
+
+
+def test_an_agent_restored_from_saved_state_sends_the_same_next_request(tmp_path):
+    # kind: a restart from saved AgentState (+ the same ctxwise store) diverging
+    rec = recordings(n=2)[1]
+    k = len(rec.turns) - 2
+    cm, mw, model, agent = build(rec, tmp_path, name="run")
+    asyncio.run(run_turns(agent, model, rec, turns=slice(0, k)))
+    assert any(e["stage"] in ("clearing", "summarizing", "trimming") for e in mw.session(agent.state).events())
+    saved = agent.state.model_dump_json()
+    _snapshot(tmp_path / "run.db", tmp_path / "restored.db")
+    n = len(model.seen)
+    asyncio.run(run_turns(agent, model, rec, first=False, turns=slice(k, k + 1)))
+    expected = json.dumps(model.seen[n], ensure_ascii=False)
+    cm.close()
+
+    rec = recordings(n=2)[1]  # its own recorded results
+    cm2, mw2, model2, agent2 = build(rec, tmp_path, name="restored", state=AgentState.model_validate_json(saved))
+    asyncio.run(run_turns(agent2, model2, rec, first=False, turns=slice(k, k + 1)))
+    assert json.dumps(model2.seen[0], ensure_ascii=False) == expected
+    cm2.close()
+
+
+def test_user_memory_goes_into_the_system_prompt_once_and_recall_fetches_a_cleared_result(tmp_path):
+    # kinds: the user-memory block missing (or sent twice); the recall tool not reaching the agent
+    rec = recordings(n=1)[0]
+    cm = ContextManager(f"sqlite:///{tmp_path / 'm.db'}", policy())
+    cm.store.add_memory("u1", "The user prefers to be contacted by e-mail.", "preference")
+    mw = CtxwiseMiddleware(cm, user_id="u1")
+    model = ScriptedModel()
+    tools = asyncio.run(mw.list_tools())
+    agent = build_agent(rec, model, [mw], extra_tools=tools)
+    asyncio.run(run_turns(agent, model, rec))
+    for sent in model.seen:
+        text = json.dumps(sent, ensure_ascii=False)
+        assert text.count("prefers to be contacted by e-mail") == 1
+        assert sent[0]["role"] == "system" and "prefers to be contacted by e-mail" in json.dumps(sent[0])
+
+    assert any(e["stage"] == "clearing" for e in mw.session(agent.state).events())
+    last = model.seen[-1]
+    placeholder = next(m for m in last if m["role"] == "tool" and "recall" in m["content"])
+    (recall,) = tools
+    chunk = asyncio.run(recall.call(tool_use_id=placeholder["tool_call_id"], _agent_state=agent.state))
+    text = chunk.content[0].text
+    assert text != placeholder["content"] and text in rec.results.texts
+
+
+def test_import_ctxwise_does_not_import_agentscope_and_a_missing_extra_is_named():
+    # kind: an optional framework made mandatory, or a raw ImportError for a missing extra
+    code = ("import sys, ctxwise\n"
+            "assert 'agentscope' not in sys.modules\n"
+            "sys.modules['agentscope'] = None\n"
+            "try:\n    import ctxwise.integrations.agentscope\n"
+            "except ctxwise.MissingExtra as e:\n    print(e.hint)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "pip install 'ctxwise[agentscope]'"
+
+
+@pytest.mark.parametrize("turns", [12])
+def test_agentscope_example_runs_and_reports_compaction(turns, capsys):
+    from agentscope_agent import main
+
+    asyncio.run(main(turns_wanted=turns))
+    out = capsys.readouterr().out
+    assert f"{turns} turns" in out and "agent.state.context keeps all" in out
+    assert "clearing" in out and "summarizing" in out
