@@ -35,6 +35,7 @@ NOT_RUN_HERE = {
     "make test": "the quick start: this suite is what it runs",
     "pip install": "installs from the package index",
     ".venv/bin/python -m pytest": "runs part of this suite",
+    "curl": "needs the running server and a key; tests/server/test_api.py makes these calls against a real server",
 }
 
 
@@ -190,6 +191,11 @@ def test_readme_ctxwise_lines_run(tmp_path, line):
     command, _, pipe = line.partition(" | ")
     args = shlex.split(command.replace("../shared", str(SHARED)))[1:]
     args = [str(RETAIL) if a == "session.json" else (str(tmp_path / a) if a.endswith(".html") else a) for a in args]
+    if args[0] == "serve":
+        serve_answers(args, f"sqlite:///{tmp_path / 'r.db'}")
+        return
+    if args[0] == "keys":
+        args += ["--db", f"sqlite:///{tmp_path / 'r.db'}"]
     if args[0] == "replay":
         args += ["--db", f"sqlite:///{tmp_path / 'r.db'}"]
         if any(Path(a).is_dir() for a in args[1:]) or "session.json" in line:
@@ -259,9 +265,47 @@ def test_help_examples_run(tmp_path):
     for _ in range(3):  # entries for `memory forget 3` to find
         CliRunner().invoke(app, ["memory", "add", f"seed {_}", "--user", "alice", "--db", db])
     assert len(examples) == len(commands())
+    created = None
     for args in examples:
-        extra = ["--db", db] if args[0] in ("replay", "memory") else []
+        if args[0] == "serve":
+            serve_answers(args, db)
+            continue
+        if args[:2] == ["keys", "revoke"]:  # the key the create example made
+            assert created is not None, "keys create runs before keys revoke"
+            args = [*args[:2], created]
+        extra = ["--db", db] if args[0] in ("replay", "memory", "keys") else []
         if args[0] == "replay":
             extra += ["--limit", "1"]
         r = CliRunner().invoke(app, [*args, *extra])
         assert r.exit_code == 0, (args, r.output)
+        if args[:2] == ["keys", "create"]:
+            created = re.search(r"created key ([0-9a-f]+) ", r.output).group(1)  # type: ignore[union-attr]
+
+
+def serve_answers(args: list[str], db: str) -> None:
+    """Run a `ctxwise serve` example on ``db`` and a free port until /healthz answers, then stop it."""
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    opts = dict(zip(args[1::2], args[2::2]))
+    opts.update({"--db": db, "--port": str(port)})
+    cmd = [str(REPO / ".venv" / "bin" / "ctxwise"), "serve", *[x for kv in opts.items() for x in kv]]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert proc.poll() is None, (cmd, proc.stdout.read() if proc.stdout else "")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as r:
+                    assert json.loads(r.read()) == {"status": "ok"}
+                    return
+            except OSError:
+                assert time.monotonic() < deadline, f"{cmd} did not answer /healthz in 90 s"
+                time.sleep(0.3)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -42,7 +42,8 @@ FRONTS = ("ctxwise.cli", "ctxwise.replay", "ctxwise.server", "ctxwise.integratio
 """Front ends (DESIGN.md: cli, server, integrations; replay drives recordings through the same
 API): they use only the public surface."""
 
-HEAVY = ("sqlalchemy", "alembic", "tiktoken", "tokenizers", "openai", "httpx", "typer", "rich", "psycopg")
+HEAVY = ("sqlalchemy", "alembic", "tiktoken", "tokenizers", "openai", "httpx", "typer", "rich", "psycopg", "fastapi",
+         "starlette", "uvicorn")
 
 
 # -- the public surface -------------------------------------------------------------------------
@@ -242,6 +243,8 @@ with ContextManager("sqlite:///{tmp_path / 'core.db'}", Policy(budget=2000, unit
     (("psycopg",), "from ctxwise import ContextManager; ContextManager('postgresql+psycopg://u@127.0.0.1:1/x')",
      "postgres"),
     (("openai",), "from ctxwise import OpenAISummarizer; OpenAISummarizer('gpt-4.1-mini')", "llm"),
+    (("fastapi",), "from ctxwise.server import create_app", "server"),
+    (("uvicorn",), "import ctxwise.server", "server"),
 ])
 def test_a_missing_extra_is_one_line_naming_it(blocked, code, extra):
     r = run_without(blocked, "from ctxwise import MissingExtra\ntry:\n    " + code +
@@ -256,6 +259,15 @@ def test_the_command_without_the_cli_extra_says_what_to_install():
     assert r.returncode == 2
     assert r.stderr.strip().startswith("error: the ctxwise command needs 'typer'")
     assert r.stderr.strip().endswith("(hint: pip install 'ctxwise[cli]')") and r.stderr.count("\n") == 1
+
+
+def test_serve_without_the_server_extra_says_what_to_install():
+    """Kind: a front end whose optional dependency is missing answering with a traceback."""
+    r = run_without(("fastapi",), "import sys\nsys.argv = ['ctxwise', 'serve', '--port', '1']\n"
+                                  "from ctxwise.__main__ import main\nmain()")
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+    assert "needs 'fastapi'" in r.stderr and "pip install 'ctxwise[server]'" in r.stderr
 
 
 def test_demo_generator_is_not_in_the_package():

@@ -27,6 +27,7 @@ from .errors import CtxwiseError, with_hint
 
 if TYPE_CHECKING:
     from . import MemoryStore
+    from .server.keys import KeyStore
 
 app = typer.Typer(
     help="Keep the working context of tool-using LLM agents inside a budget.",
@@ -389,6 +390,127 @@ def db_upgrade(
     finally:
         store.close()
     out.print(f"{db}: ctxwise schema {before or 'none'} -> {head}")
+
+
+KeysDb = Annotated[str, typer.Option(help="Store URL (SQLAlchemy); default $CTXWISE_DB or sqlite:///ctxwise.db.",
+                                     envvar="CTXWISE_DB")]
+
+
+@app.command()
+def serve(
+    db: KeysDb = "sqlite:///ctxwise.db",
+    config: Annotated[Optional[Path], typer.Option(help="Policy TOML file for new sessions (default: "
+                                                        "$CTXWISE_CONFIG, else the CTXWISE_* settings).")] = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.", min=0, max=65535)] = 8000,
+    workers: Annotated[int, typer.Option(help="Worker processes (each serves every session).", min=1)] = 1,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+) -> None:
+    """Serve the HTTP API (and the /ui inspector) over a ctxwise database. Needs the server extra.
+
+    Every /v1 call needs an API key (`ctxwise keys create --tenant NAME`). Any number of
+    processes, on one machine or many, may serve the same PostgreSQL database.
+
+    Example: ctxwise serve --db sqlite:///ctxwise.db --port 8000 --workers 2
+    """
+    from .errors import MissingExtra
+
+    try:
+        import uvicorn
+
+        from .server import create_app_from_env
+    except MissingExtra as e:
+        fail(e)
+    os.environ["CTXWISE_DB"] = db
+    if config is not None:
+        os.environ["CTXWISE_CONFIG"] = str(config)
+    try:
+        create_app_from_env()  # fail here, with one line, on a bad policy or an unreachable store
+    except CtxwiseError as e:
+        fail(e)
+    except Exception as e:
+        fail(f"cannot open the store ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
+    uvicorn.run("ctxwise.server:create_app_from_env", factory=True, host=host, port=port, workers=workers,
+                log_level=log_level)
+
+
+keys_app = typer.Typer(help="API keys of the server: create, list, revoke.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+
+
+def _keys(db: str) -> "KeyStore":
+    """The key store at ``db`` (opening a store on it first creates the table)."""
+    from .errors import MissingExtra
+
+    try:
+        from .server.keys import KeyStore
+    except MissingExtra as e:
+        fail(e)
+    _store(db, must_exist=False).close()  # type: ignore[attr-defined]
+    return KeyStore(db)
+
+
+@keys_app.command("create")
+def keys_create(
+    tenant: Annotated[str, typer.Option(help="The tenant the key belongs to (letters, digits, - and _).")],
+    name: Annotated[str, typer.Option(help="A note saying what the key is for.")] = "",
+    db: KeysDb = "sqlite:///ctxwise.db",
+) -> None:
+    """Create an API key for a tenant and print it (shown only now; only its hash is stored).
+
+    Example: ctxwise keys create --tenant acme --name "support bot"
+    """
+    from .server.keys import KeyError_
+
+    try:
+        key, record = _keys(db).create(tenant, name)
+    except KeyError_ as e:
+        fail(str(e))
+    out.print(f"created key {record.key_id} for tenant {record.tenant} (shown once, store it now):", highlight=False)
+    print(key)
+
+
+@keys_app.command("list")
+def keys_list(
+    tenant: Annotated[Optional[str], typer.Option(help="Only this tenant's keys.")] = None,
+    db: KeysDb = "sqlite:///ctxwise.db",
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List API keys (ids, tenants, names, times; never the keys).
+
+    Example: ctxwise keys list --tenant acme
+    """
+    from rich.table import Table
+
+    found = _keys(db).list(tenant)
+    if json_out:
+        out.print_json(json.dumps([k.as_dict() for k in found]))
+        return
+    t = Table(title=f"API keys ({len(found)})")
+    for col in ("key id", "tenant", "name", "created", "revoked"):
+        t.add_column(col)
+    for k in found:
+        d = k.as_dict()
+        t.add_row(k.key_id, k.tenant, k.name, d["created_at"] or "", d["revoked_at"] or "")
+    out.print(t)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="The key id (see `ctxwise keys list`).")],
+    db: KeysDb = "sqlite:///ctxwise.db",
+) -> None:
+    """Revoke an API key: every server process refuses it from the next request on.
+
+    Example: ctxwise keys revoke 3f2a9c01d4e5
+    """
+    from .server.keys import KeyError_
+
+    try:
+        record = _keys(db).revoke(key_id.strip())
+    except KeyError_ as e:
+        fail(str(e))
+    out.print(f"revoked key {record.key_id} of tenant {record.tenant}", highlight=False)
 
 
 def main() -> None:  # pragma: no cover - console script entry

@@ -309,7 +309,7 @@ class Policy(BaseModel):
         env = os.environ if environ is None else environ
         data: dict[str, Any] = {}
         for var, raw in env.items():
-            if not var.startswith("CTXWISE_") or var in NOT_POLICY_VARIABLES:
+            if not var.startswith("CTXWISE_") or var in NOT_POLICY_VARIABLES or var.startswith("CTXWISE_SERVER_"):
                 continue
             key = var.removeprefix("CTXWISE_").lower()
             field = cls.model_fields.get(key)
@@ -325,8 +325,10 @@ class Policy(BaseModel):
             raise PolicyError(f"{var}: {e}") from None
 
 
-NOT_POLICY_VARIABLES = frozenset({"CTXWISE_PRESET", "CTXWISE_SHARED", "CTXWISE_TEST_PG_URL", "CTXWISE_DB"})
-"""``CTXWISE_`` variables that are not policy settings (the preset, test and tool settings)."""
+NOT_POLICY_VARIABLES = frozenset({"CTXWISE_PRESET", "CTXWISE_SHARED", "CTXWISE_TEST_PG_URL", "CTXWISE_DB",
+                                  "CTXWISE_CONFIG"})
+"""``CTXWISE_`` variables that are not policy settings (the preset, test and tool settings, the
+policy file ``ctxwise serve`` reads); ``CTXWISE_SERVER_*`` are the server's own settings."""
 
 
 def _build(data: dict[str, Any]) -> Policy:

@@ -137,9 +137,11 @@ class InMemoryStore:
         with self._lock:
             return self._get(user_id, session_id).version
 
-    def list_sessions(self, user_id: str | None = None, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
+    def list_sessions(self, user_id: str | None = None, *, limit: int = 100, offset: int = 0,
+                      user_prefix: str | None = None) -> list[SessionInfo]:
         with self._lock:
-            found = [s for s in self._sessions.values() if user_id is None or s.user_id == user_id]
+            found = [s for s in self._sessions.values() if (user_id is None or s.user_id == user_id)
+                     and (user_prefix is None or s.user_id.startswith(user_prefix))]
             order = {k: i for i, k in enumerate(self._sessions)}
             found.sort(key=lambda s: (s.updated_at, order[(s.user_id, s.session_id)]), reverse=True)
             page = found[max(0, int(offset)):max(0, int(offset)) + max(0, int(limit))]

@@ -106,9 +106,10 @@ class SessionStore(Protocol):
         ...
 
     def list_sessions(self, user_id: str | None = None, *, limit: int = 100,
-                      offset: int = 0) -> list[SessionInfo]:
+                      offset: int = 0, user_prefix: str | None = None) -> list[SessionInfo]:
         """Sessions, most recently updated first, ``limit`` from ``offset``; one user's only
-        when ``user_id`` is given."""
+        when ``user_id`` is given; only users whose id starts with ``user_prefix`` (taken
+        literally, no wildcards) when that is given."""
         ...
 
     def close(self) -> None:

@@ -255,12 +255,16 @@ class SqlStore:
                 raise SessionNotFound(f"no session {session_id!r} for user {user_id!r}")
             return int(v)
 
-    def list_sessions(self, user_id: str | None = None, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
+    def list_sessions(self, user_id: str | None = None, *, limit: int = 100, offset: int = 0,
+                      user_prefix: str | None = None) -> list[SessionInfo]:
         """Sessions, most recently updated first (``limit`` from ``offset``), one user's only
-        when ``user_id`` is given."""
+        when ``user_id`` is given, those of users whose id starts with ``user_prefix`` when
+        that is given (the server's tenants)."""
         q = select(S.user_id, S.session_id, S.provider, S.version, S.created_at, S.updated_at)
         if user_id is not None:
             q = q.where(S.user_id == user_id)
+        if user_prefix is not None:
+            q = q.where(S.user_id.startswith(user_prefix, autoescape=True))
         q = q.order_by(S.updated_at.desc(), S.id.desc()).limit(max(0, int(limit))).offset(max(0, int(offset)))
         with self._read() as conn:
             return [SessionInfo(u, s, p, v, _aware(c), _aware(t)) for u, s, p, v, c, t in conn.execute(q)]

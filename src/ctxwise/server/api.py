@@ -1,0 +1,231 @@
+"""The ``/v1`` JSON API over the engine. Every route needs an API key; the key's tenant scopes
+every user id (``<tenant>:<user_id>`` in the store), so another tenant's session, tool result or
+memory entry is 404 with the text of one that never existed.
+
+Sessions are ``(user_id, session_id)``, as in the library; the session routes take the user as
+the ``user_id`` query parameter::
+
+    POST   /v1/sessions/{session_id}/messages?user_id=U   append (opens the session, or creates it)
+    POST   /v1/sessions/{session_id}/prepare?user_id=U    compact, check, render: payload, sizes, events
+    GET    /v1/sessions/{session_id}/transcript?user_id=U the record a person sees
+    GET    /v1/sessions/{session_id}/context?user_id=U    the context the model reads now
+    GET    /v1/sessions/{session_id}/events?user_id=U     every compaction event
+    GET    /v1/sessions/{session_id}/tool-results/{tool_use_id}?user_id=U   a cleared result's original
+    DELETE /v1/sessions/{session_id}/messages/last?user_id=U   retract the last appended message
+    GET    /v1/sessions?user_id=U&limit=50&offset=0      the tenant's sessions, newest first
+    GET/POST/DELETE /v1/users/{user_id}/memory[/{entry_id}]    long-term user memory
+
+Writes take an optional ``expected_version`` (the ``version`` a previous response returned):
+when the session moved on since, the call is 409 and changes nothing, so a client that does not
+know whether a request went through (a timeout, a server that died) can retry it safely.
+Each request reads the session from the store; nothing is kept in the process between requests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.security import APIKeyHeader, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+
+from .. import MemoryEntryNotFound, Session, SessionConflict, ToolResultNotFound
+from .app import Server
+
+ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"
+"""A user, session or tool_use id: 1-190 characters, no control characters (the store holds
+255 with the tenant prefix)."""
+
+UserId = Query(..., min_length=1, max_length=190, pattern=ID_PATTERN, description="The session's user.")
+
+
+class AppendRequest(BaseModel):
+    """What arrived since the last model call, in the shape ``format`` names."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["openai", "anthropic", "canonical"] = Field(
+        description="`openai`: chat messages (`{role, content, tool_calls?, reasoning_content?}`, tool results as "
+                    "`{role: tool, tool_call_id, content}`); `anthropic`: Messages API messages (content blocks), "
+                    "with `system` beside them; `canonical`: ctxwise Message dicts `{id, role, blocks, metadata}`.")
+    messages: list[dict[str, Any]] = Field(description="The messages, oldest first.")
+    system: str | list[dict[str, Any]] | None = Field(
+        default=None, description="Anthropic only: the system prompt (first append of a session).")
+    expected_version: int | None = Field(
+        default=None, ge=0, description="Refuse (409) unless the session is at this version.")
+
+
+class AppendResponse(BaseModel):
+    user_id: str
+    session_id: str
+    version: int = Field(description="The session's version after the append.")
+    context_messages: int = Field(description="Messages in the context now.")
+
+
+class PrepareRequest(BaseModel):
+    """Optional: the tool schemas sent with the call (counted inside the budget)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tools: list[dict[str, Any]] | None = Field(default=None, description="Tool schemas, in the provider's shape.")
+    expected_version: int | None = Field(default=None, ge=0)
+
+
+class PrepareResponse(BaseModel):
+    payload: Any = Field(description="The provider's JSON, byte for byte what the library's prepare() returns.")
+    provider: str
+    size: int = Field(description="Context size after compaction, in `unit` (tool schemas included).")
+    size_before: int = Field(description="Context size before compaction, in `unit`.")
+    chars: int = Field(description="Context size by the chars rule.")
+    unit: str
+    events: list[dict[str, Any]] = Field(description="The compaction events this call fired.")
+    version: int
+    latency_ms: float
+
+
+class MemoryAdd(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=4000)
+    kind: Literal["preference", "profile"] = "preference"
+
+
+def _iso(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _dump(message: Any) -> dict[str, Any]:
+    return message.model_dump(mode="json")
+
+
+def make_router(server: Server) -> APIRouter:
+    """The ``/v1`` routes over ``server``'s store and policy."""
+    bearer = HTTPBearer(auto_error=False, description="An API key from `ctxwise keys create`.")
+    header = APIKeyHeader(name="X-API-Key", auto_error=False)
+
+    def tenant_of(request: Request, _b: Any = Depends(bearer), _h: Any = Depends(header)) -> str:
+        return server.authenticate(request)
+
+    router = APIRouter(prefix="/v1", dependencies=[Depends(tenant_of)])
+    store = server.manager.store
+
+    def open_session(tenant: str, user_id: str, session_id: str, *, create: bool = False,
+                     tools: list[dict[str, Any]] | None = None, expected: int | None = None) -> Session:
+        s = server.manager.session(server.store_user(tenant, user_id), session_id, tools=tools, create=create)
+        if expected is not None and s.version != expected:
+            raise SessionConflict(f"session {session_id!r} is at version {s.version}, the request expected version "
+                                  f"{expected}: read it again (GET .../context) and retry")
+        return s
+
+    Sid = Path(..., min_length=1, max_length=190, pattern=ID_PATTERN)
+
+    @router.post("/sessions/{session_id}/messages", response_model=AppendResponse, tags=["sessions"],
+                 summary="Append what arrived since the last model call (creates the session).")
+    def append(body: AppendRequest, request: Request, session_id: str = Sid, user_id: str = UserId) -> AppendResponse:
+        tenant = request.state.tenant
+        s = open_session(tenant, user_id, session_id, create=True, expected=body.expected_version)
+        if body.format == "openai":
+            version = s.append_openai(body.messages)
+        elif body.format == "anthropic":
+            version = s.append_anthropic({"system": body.system, "messages": body.messages}
+                                         if body.system is not None else body.messages)
+        else:
+            version = s.append(body.messages)
+        return AppendResponse(user_id=user_id, session_id=session_id, version=version,
+                              context_messages=len(s.messages))
+
+    @router.post("/sessions/{session_id}/prepare", response_model=PrepareResponse, tags=["sessions"],
+                 summary="Compact if needed, check, and render the provider payload.")
+    def prepare(request: Request, body: PrepareRequest | None = None, session_id: str = Sid,
+                user_id: str = UserId) -> PrepareResponse:
+        body = body or PrepareRequest()
+        s = open_session(request.state.tenant, user_id, session_id, tools=body.tools, expected=body.expected_version)
+        p = s.prepare()
+        return PrepareResponse(payload=p.payload, provider=s.policy.provider, size=p.size, size_before=p.size_before,
+                               chars=p.chars, unit=p.unit, events=[e.model_dump(mode="json") for e in p.events],
+                               version=s.version, latency_ms=round(p.latency_ms, 3))
+
+    @router.get("/sessions/{session_id}/transcript", tags=["sessions"],
+                summary="The transcript: one row per user message and per final reply (never compacted).")
+    def transcript(request: Request, session_id: str = Sid, user_id: str = UserId) -> dict[str, Any]:
+        rows = store.transcript(server.store_user(request.state.tenant, user_id), session_id)
+        return {"user_id": user_id, "session_id": session_id,
+                "rows": [{k: _iso(v) for k, v in asdict(r).items()} for r in rows]}
+
+    @router.get("/sessions/{session_id}/context", tags=["sessions"],
+                summary="The context the model reads now (canonical messages), its size and version.")
+    def context(request: Request, session_id: str = Sid, user_id: str = UserId) -> dict[str, Any]:
+        s = open_session(request.state.tenant, user_id, session_id)
+        return {"user_id": user_id, "session_id": session_id, "version": s.version, "provider": s.policy.provider,
+                "size": s.size, "unit": s.policy.unit, "messages": [_dump(m) for m in s.messages]}
+
+    @router.get("/sessions/{session_id}/events", tags=["sessions"], summary="Every compaction event, oldest first.")
+    def events(request: Request, session_id: str = Sid, user_id: str = UserId) -> dict[str, Any]:
+        return {"user_id": user_id, "session_id": session_id,
+                "events": store.events(server.store_user(request.state.tenant, user_id), session_id)}
+
+    @router.get("/sessions/{session_id}/tool-results/{tool_use_id}", tags=["sessions"],
+                summary="The original message holding a tool result (before clearing).")
+    def tool_result(request: Request, session_id: str = Sid,
+                    tool_use_id: str = Path(..., min_length=1, max_length=255, pattern=ID_PATTERN),
+                    user_id: str = UserId) -> dict[str, Any]:
+        found = store.original(server.store_user(request.state.tenant, user_id), session_id, tool_use_id)
+        if found is None:
+            raise ToolResultNotFound(f"no tool result {tool_use_id!r} in session {session_id!r}")
+        return {"user_id": user_id, "session_id": session_id, "tool_use_id": tool_use_id, "message": _dump(found)}
+
+    @router.delete("/sessions/{session_id}/messages/last", tags=["sessions"],
+                   summary="Retract the last appended message (kept in the store, out of the context).")
+    def pop(request: Request, session_id: str = Sid, user_id: str = UserId,
+            expected_version: int | None = Query(None, ge=0)) -> dict[str, Any]:
+        s = open_session(request.state.tenant, user_id, session_id, expected=expected_version)
+        popped = s.pop()  # type: ignore[attr-defined]
+        return {"user_id": user_id, "session_id": session_id, "version": s.version,
+                "message": _dump(popped) if popped is not None else None}
+
+    @router.get("/sessions", tags=["sessions"], summary="The tenant's sessions, most recently updated first.")
+    def sessions(request: Request, user_id: str | None = Query(None, min_length=1, max_length=190, pattern=ID_PATTERN),
+                 limit: int = Query(50, ge=1, le=500), offset: int = Query(0, ge=0)) -> dict[str, Any]:
+        tenant = request.state.tenant
+        if user_id is not None:
+            found = store.list_sessions(server.store_user(tenant, user_id), limit=limit, offset=offset)
+        else:
+            found = store.list_sessions(None, limit=limit, offset=offset,
+                                        user_prefix=server.store_user(tenant, ""))
+        return {"limit": limit, "offset": offset, "sessions": [
+            {"user_id": server.api_user(tenant, i.user_id), "session_id": i.session_id, "provider": i.provider,
+             "version": i.version, "created_at": _iso(i.created_at), "updated_at": _iso(i.updated_at)} for i in found]}
+
+    # -- long-term user memory ------------------------------------------------------------
+
+    def _entry(e: Any) -> dict[str, Any]:
+        return {"id": e.id, "text": e.text, "kind": e.kind, "status": e.status, "supersedes_id": e.supersedes_id,
+                "source_session_id": e.source_session_id, "created_at": _iso(e.created_at)}
+
+    MemUser = Path(..., min_length=1, max_length=190, pattern=ID_PATTERN)
+
+    @router.get("/users/{user_id}/memory", tags=["memory"], summary="The user's long-term memory entries.")
+    def memory_list(request: Request, user_id: str = MemUser,
+                    include_inactive: bool = Query(False)) -> dict[str, Any]:
+        found = store.list_memory(server.store_user(request.state.tenant, user_id), include_inactive=include_inactive)
+        return {"user_id": user_id, "entries": [_entry(e) for e in found]}
+
+    @router.post("/users/{user_id}/memory", tags=["memory"], status_code=201, summary="Add one entry as given.")
+    def memory_add(body: MemoryAdd, request: Request, user_id: str = MemUser) -> dict[str, Any]:
+        e = store.add_memory(server.store_user(request.state.tenant, user_id), body.text.strip(), body.kind)
+        return {"user_id": user_id, "entry": _entry(e)}
+
+    @router.delete("/users/{user_id}/memory/{entry_id}", tags=["memory"], summary="Retract one entry.")
+    def memory_forget(request: Request, user_id: str = MemUser, entry_id: str = Path(..., max_length=32)) -> dict[str, Any]:
+        if not store.retract_memory(server.store_user(request.state.tenant, user_id), entry_id):
+            raise MemoryEntryNotFound(f"user {user_id!r} has no active memory entry {entry_id!r}")
+        return {"user_id": user_id, "retracted": entry_id}
+
+    @router.delete("/users/{user_id}/memory", tags=["memory"], summary="Retract every entry of the user.")
+    def memory_clear(request: Request, user_id: str = MemUser) -> dict[str, Any]:
+        n = store.clear_memory(server.store_user(request.state.tenant, user_id))
+        return {"user_id": user_id, "retracted": n}
+
+    return router

@@ -1,0 +1,287 @@
+"""The ASGI app: ``create_app(store_url, policy=...) -> FastAPI``.
+
+    create_app(store_url: str = "sqlite:///ctxwise.db",
+               policy: Policy | Mapping[str, Any] | None = None,
+               *, summarizer: Summarizer | None = None,
+               max_body_bytes: int = 16 * 2**20) -> fastapi.FastAPI
+
+``store_url`` is the SQLAlchemy URL of the ctxwise database (SQLite file or
+``postgresql+psycopg://``); it is upgraded to the newest schema when the app is built, which
+also creates the API keys table. ``policy`` is the policy new sessions get (default: the
+``default`` preset; a reopened session keeps its stored one). ``max_body_bytes`` caps a
+request body (413 above it). :func:`create_app_from_env` builds the same app from the
+environment the CLI reads (``CTXWISE_DB``, ``CTXWISE_CONFIG`` a policy TOML file, else
+``CTXWISE_PRESET`` / ``CTXWISE_BUDGET`` / ... as ``Policy.from_env``; ``CTXWISE_SERVER_MAX_BODY``);
+``ctxwise serve`` runs it under uvicorn, one or more worker processes.
+
+Routes: ``GET /healthz`` (the process is up), ``GET /readyz`` (the database answers),
+``/v1/...`` (:mod:`.api`, every call needs an API key), OpenAPI at ``/docs`` and
+``/openapi.json``, and ``/ui`` when :mod:`ctxwise.server.ui` exists: the app includes
+``ui.make_router(server)`` (a :class:`fastapi.APIRouter` whose paths carry their own ``/ui``
+prefix), ``server`` being the :class:`Server` below, also at ``app.state.server``.
+
+Several processes may serve one database: nothing about a session is kept in a process between
+requests (each request reads the session from the store; a write carries the version it read,
+and the loser of a race gets 409), and keys are checked against the database on every request.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Mapping
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .. import ContextManager, CtxwiseError, Policy, Summarizer, __version__
+from .errors import ctxwise_error_response, error_response, log
+from .keys import KeyStore
+
+DEFAULT_MAX_BODY = 16 * 2**20
+"""16 MiB: a batch with a large tool result fits; a runaway client does not."""
+
+TENANT_SEP = ":"
+
+
+class Unauthorized(Exception):
+    """No API key, or one that is malformed, unknown or revoked (401, one text for all)."""
+
+
+@dataclass
+class Server:
+    """What the routes share in one process: the store URL, the policy for new sessions, the
+    :class:`~ctxwise.ContextManager` (a connection pool, no session state) and the keys.
+
+    The inspector (``ui``) gets this object too."""
+
+    store_url: str
+    policy: Policy
+    manager: ContextManager
+    keys: KeyStore
+    max_body_bytes: int = DEFAULT_MAX_BODY
+
+    def authenticate(self, request: Request) -> str:
+        """The tenant of the request's API key (``Authorization: Bearer <key>`` or
+        ``X-API-Key: <key>``); :class:`Unauthorized` otherwise. Also kept on
+        ``request.state.tenant`` so error texts can be scrubbed of the tenant prefix."""
+        key = request.headers.get("x-api-key")
+        auth = request.headers.get("authorization", "")
+        if key is None and auth[:7].lower() == "bearer ":
+            key = auth[7:].strip()
+        tenant = self.keys.tenant_of(key)
+        if tenant is None:
+            raise Unauthorized()
+        request.state.tenant = tenant
+        return tenant
+
+    @staticmethod
+    def store_user(tenant: str, user_id: str) -> str:
+        """The user id as the store holds it: ``<tenant>:<user_id>`` (tenant scoping: every
+        store call is scoped by user id)."""
+        return f"{tenant}{TENANT_SEP}{user_id}"
+
+    @staticmethod
+    def api_user(tenant: str, stored: str) -> str:
+        """The inverse of :meth:`store_user`."""
+        return stored.removeprefix(f"{tenant}{TENANT_SEP}")
+
+    def close(self) -> None:
+        self.manager.close()
+        self.keys.close()
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over ``max_bytes`` is answered 413 with one line,
+    before the app reads it (by ``Content-Length``, and by counting a chunked body)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_bytes:
+            await self._too_large(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._too_large(scope, receive, send, more=message.get("more_body", False))
+                return
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send, more: bool = True) -> None:
+        # Read the rest of the body (discarding it) before answering: closing a connection with
+        # unread data makes the kernel reset it, and the client would never see the 413.
+        drained = 0
+        while more and drained < 16 * self.max_bytes:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            drained += len(message.get("body", b""))
+            more = message.get("more_body", False)
+        response = error_response(413, "RequestTooLarge",
+                                  f"the request body is larger than this server accepts ({self.max_bytes:,} bytes)",
+                                  "send less per request (append in smaller batches), or raise CTXWISE_SERVER_MAX_BODY",
+                                  headers={"Connection": "close"})
+        await response(scope, receive, send)
+
+
+def _one_line(exc: RequestValidationError) -> str:
+    """A validation error as one line: the non-JSON body, or the first field and what is wrong."""
+    errors = exc.errors()
+    if not errors:
+        return "the request is not valid"
+    e = errors[0]
+    if e.get("type") == "json_invalid":
+        ctx = e.get("ctx") or {}
+        return f"the body is not JSON ({ctx.get('error', 'invalid JSON')})"
+    loc = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
+    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{loc}: {e.get('msg', 'invalid')}{more}"
+
+
+def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping[str, Any] | None = None, *,
+               summarizer: Summarizer | None = None, max_body_bytes: int = DEFAULT_MAX_BODY) -> FastAPI:
+    """The ctxwise service over the database at ``store_url`` (see the module docstring).
+
+    Raises :class:`~ctxwise.StoreUnavailable` / :class:`~ctxwise.StoreSchemaError` when the
+    database cannot be opened or migrated, :class:`~ctxwise.PolicyError` for a bad policy."""
+    manager = ContextManager(store_url, policy, summarizer=summarizer)  # opens and migrates the store
+    server = Server(store_url=store_url, policy=manager.policy, manager=manager, keys=KeyStore(store_url),
+                    max_body_bytes=max_body_bytes)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            server.close()
+
+    app = FastAPI(title="ctxwise", version=__version__, lifespan=lifespan,
+                  summary="Context management for tool-using LLM agents: sessions, payloads, transcripts, events.",
+                  description="Every /v1 call needs an API key (`Authorization: Bearer ctxw_...`); create one with "
+                              "`ctxwise keys create --tenant NAME`. Errors are `{\"error\": {\"type\", \"message\", "
+                              "\"hint\", ...}}` with the library's text.")
+    app.state.server = server
+
+    @app.exception_handler(CtxwiseError)
+    async def _ctxwise(request: Request, exc: CtxwiseError) -> JSONResponse:
+        tenant = getattr(request.state, "tenant", None)
+        return ctxwise_error_response(exc, scrub=f"{tenant}{TENANT_SEP}" if tenant else None)
+
+    @app.exception_handler(Unauthorized)
+    async def _unauthorized(_request: Request, _exc: Unauthorized) -> JSONResponse:
+        return error_response(401, "Unauthorized", "missing, unknown or revoked API key",
+                              "send 'Authorization: Bearer <key>' with a key from `ctxwise keys create`",
+                              headers={"WWW-Authenticate": "Bearer"})
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = (exc.errors() or [{}])[0]
+        ctype = request.headers.get("content-type", "")
+        if tuple(first.get("loc", ())) == ("body",) and "json" not in ctype.lower():
+            return error_response(422, "RequestInvalid",
+                                  f"the body is not JSON (Content-Type {ctype.split(';')[0] or 'missing'})",
+                                  "send JSON with 'Content-Type: application/json'")
+        return error_response(422, "RequestInvalid", _one_line(exc), "see the request schema at /docs")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        text = exc.detail if isinstance(exc.detail, str) else "request refused"
+        return error_response(exc.status_code, "HTTPError", text, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+        if type(exc).__module__.split(".")[0] in ("sqlalchemy", "psycopg", "sqlite3"):
+            log.warning("store error on %s %s: %s", request.method, request.url.path, type(exc).__name__)
+            return error_response(503, "StoreUnavailable", "the store did not answer; retry",
+                                  "retry later; the server's log has the details", headers={"Retry-After": "1"})
+        log.exception("internal error on %s %s", request.method, request.url.path)
+        return error_response(500, "InternalError", "internal error; the server's log has the details")
+
+    @app.get("/healthz", tags=["health"], summary="Liveness: the process answers.")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"], summary="Readiness: the database answers.")
+    def readyz() -> JSONResponse:
+        try:
+            server.keys.ping()
+        except Exception as e:  # a database that is down: 503, one line, no URL
+            log.warning("readiness check failed: %s", type(e).__name__)
+            return error_response(503, "NotReady", "the database does not answer")
+        return JSONResponse({"status": "ready"})
+
+    from .api import make_router
+
+    app.include_router(make_router(server))
+    _mount_ui(app, server)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    return app
+
+
+def _mount_ui(app: FastAPI, server: Server) -> None:
+    """Include the inspector's router when ``ctxwise.server.ui`` exists."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("ctxwise.server.ui") is None:
+        return
+    ui = importlib.import_module("ctxwise.server.ui")
+
+    make_router = getattr(ui, "make_router", None)
+    if make_router is not None:
+        app.include_router(make_router(server))
+
+
+def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:
+    """:func:`create_app` configured like the CLI: ``CTXWISE_DB`` (default
+    ``sqlite:///ctxwise.db``), the policy from the TOML file ``CTXWISE_CONFIG`` when set, else
+    from ``CTXWISE_*`` settings (:meth:`~ctxwise.Policy.from_env`), ``CTXWISE_SERVER_MAX_BODY``
+    (bytes). The factory ``ctxwise serve`` hands to uvicorn (``--factory``)."""
+    env = dict(os.environ if environ is None else environ)
+    url = env.get("CTXWISE_DB") or "sqlite:///ctxwise.db"
+    config = env.get("CTXWISE_CONFIG")
+    policy = Policy.from_toml(config, default_preset=env.get("CTXWISE_PRESET", "default")) if config \
+        else Policy.from_env(env)
+    max_body = env.get("CTXWISE_SERVER_MAX_BODY")
+    return create_app(url, policy, max_body_bytes=int(max_body) if max_body else DEFAULT_MAX_BODY)
+
+
+def dumps(value: Any) -> str:
+    """JSON as the responses send it (UTF-8, no NaN)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+logging.getLogger("ctxwise.server").addHandler(logging.NullHandler())
+__all__ = ["create_app", "create_app_from_env", "Server", "DEFAULT_MAX_BODY"]

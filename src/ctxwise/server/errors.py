@@ -1,0 +1,104 @@
+"""ctxwise errors as JSON responses: the library's own text, a status code, never a traceback.
+
+Every error response has one shape::
+
+    {"error": {"type": "PayloadInvalid", "message": "1 openai rule violation(s): message 3: [tool-result-orphan] ...",
+               "hint": "fix the messages named by index ...",
+               "violations": [{"index": 3, "rule": "tool-result-orphan", "message": "..."}]}}
+
+``violations`` only for :class:`~ctxwise.PayloadInvalid`, ``report`` (the sizes) only for
+:class:`~ctxwise.ContextBudgetExceeded`. Status codes: 404 for what the caller's tenant does
+not have (a session, a tool result, a memory entry: another tenant's is 404 too, with the same
+text as one that never existed), 409 for a version conflict (reload and retry), 422 for input
+the library refuses, 503 when the store is unavailable or busy, 500 (logged, with no detail
+in the response) for anything else.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi.responses import JSONResponse
+
+from .. import (
+    ContextBudgetExceeded,
+    CtxwiseError,
+    FormatError,
+    MemoryBusy,
+    MemoryEntryNotFound,
+    MessageNotStorable,
+    NotStorable,
+    PayloadInvalid,
+    PolicyError,
+    PolicyMismatch,
+    SessionConflict,
+    SessionNotFound,
+    StoreSchemaError,
+    StoreUnavailable,
+    ToolResultNotFound,
+)
+
+log = logging.getLogger("ctxwise.server")
+
+STATUS: list[tuple[type[BaseException], int]] = [
+    (SessionNotFound, 404), (ToolResultNotFound, 404), (MemoryEntryNotFound, 404),
+    (SessionConflict, 409), (PolicyMismatch, 409),
+    (PayloadInvalid, 422), (FormatError, 422), (MessageNotStorable, 422), (NotStorable, 422),
+    (ContextBudgetExceeded, 422), (PolicyError, 422),
+    (MemoryBusy, 503), (StoreUnavailable, 503), (StoreSchemaError, 503),
+]
+"""The status code of each ctxwise error (first match); any other CtxwiseError is 400."""
+
+
+def status_of(exc: BaseException) -> int:
+    for cls, code in STATUS:
+        if isinstance(exc, cls):
+            return code
+    return 400 if isinstance(exc, CtxwiseError) else 500
+
+
+def error_body(kind: str, message: str, hint: str | None = None, **extra: Any) -> dict[str, Any]:
+    """The one error shape: ``{"error": {"type", "message", "hint"?, ...}}``."""
+    body: dict[str, Any] = {"type": kind, "message": message}
+    if hint:
+        body["hint"] = hint
+    body.update({k: v for k, v in extra.items() if v is not None})
+    return {"error": body}
+
+
+def error_response(status: int, kind: str, message: str, hint: str | None = None,
+                   headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
+    return JSONResponse(error_body(kind, message, hint, **extra), status_code=status, headers=headers)
+
+
+def ctxwise_error_response(exc: CtxwiseError, scrub: str | None = None) -> JSONResponse:
+    """``exc`` as JSON with its status; ``scrub`` (the caller's tenant prefix, ``acme:``) is
+    removed from the text, so a stored user id reads as the caller wrote it."""
+
+    def clean(text: str) -> str:
+        return text.replace(scrub, "") if scrub else text
+
+    extra: dict[str, Any] = {}
+    if isinstance(exc, PayloadInvalid):
+        extra["violations"] = [{"index": v.index, "rule": v.rule, "message": clean(v.message),
+                                "provider_error": v.provider_error} for v in exc.violations]
+    if isinstance(exc, ContextBudgetExceeded) and getattr(exc, "report", None) is not None:
+        r = exc.report
+        extra["report"] = {"budget": r.budget, "pinned": r.pinned, "total": r.total, "unit": r.unit}
+    for attr in ("index", "rule"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, (int, str)) and not isinstance(value, bool):
+            extra[attr] = value
+    headers = {"Retry-After": "1"} if status_of(exc) in (409, 503) else None
+    hint = HTTP_HINTS.get(type(exc).__name__, exc.hint)
+    return error_response(status_of(exc), type(exc).__name__, clean(str(exc)), clean(hint), headers=headers, **extra)
+
+
+HTTP_HINTS = {
+    "SessionConflict": "another writer changed this session since it was read: read it again and retry the request "
+                       "(with expected_version: the version you read)",
+    "SessionNotFound": "check user_id and session_id (sessions are scoped by user and by the key's tenant); "
+                       "POST .../messages creates a session",
+}
+"""Hints that name HTTP calls where the library's name Python ones."""
