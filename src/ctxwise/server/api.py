@@ -125,7 +125,8 @@ def make_router(server: Server) -> APIRouter:
                  summary="Append what arrived since the last model call (creates the session).")
     def append(body: AppendRequest, request: Request, session_id: str = Sid, user_id: str = UserId) -> AppendResponse:
         tenant = request.state.tenant
-        s = open_session(tenant, user_id, session_id, create=True, expected=body.expected_version)
+        # expected_version > 0 names a session that exists: never create one to refuse the call
+        s = open_session(tenant, user_id, session_id, create=not body.expected_version, expected=body.expected_version)
         if body.format == "openai":
             version = s.append_openai(body.messages)
         elif body.format == "anthropic":

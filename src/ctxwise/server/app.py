@@ -73,8 +73,11 @@ class Server:
         ``request.state.tenant`` so error texts can be scrubbed of the tenant prefix."""
         key = request.headers.get("x-api-key")
         auth = request.headers.get("authorization", "")
-        if key is None and auth[:7].lower() == "bearer ":
-            key = auth[7:].strip()
+        if auth[:7].lower() == "bearer ":
+            bearer = auth[7:].strip()
+            if key is not None and key != bearer:
+                raise Unauthorized()  # two different keys: neither is trusted
+            key = bearer
         tenant = self.keys.tenant_of(key)
         if tenant is None:
             raise Unauthorized()
