@@ -231,3 +231,53 @@ def test_two_keys_of_one_tenant_see_the_same_sessions(live: Live, key: str):
     assert a.post("/v1/sessions/shared/messages", params={"user_id": "u"},
                   json={"format": "openai", "messages": [{"role": "user", "content": "hi"}]}).status_code == 200
     assert other.get("/v1/sessions/shared/context", params={"user_id": "u"}).status_code == 200
+
+
+def test_delete_last_message_retracts_it_and_a_retry_with_the_old_version_is_409(live: Live):
+    """Kind: an undo that is not durable or not exactly once (DELETE retried after a timeout
+    must not retract a second message)."""
+    http = live.client()
+    q = {"user_id": "u"}
+    v = http.post("/v1/sessions/p/messages", params=q, json={"format": "openai", "messages": [
+        {"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"}]}).json()["version"]
+    r = http.delete("/v1/sessions/p/messages/last", params={**q, "expected_version": v})
+    assert r.status_code == 200, raw(r)
+    assert r.json()["message"]["role"] == "assistant" and r.json()["version"] == v + 1
+    again = http.delete("/v1/sessions/p/messages/last", params={**q, "expected_version": v})
+    assert again.status_code == 409
+    ctx = http.get("/v1/sessions/p/context", params=q).json()
+    assert [m["role"] for m in ctx["messages"]] == ["system", "user"]
+    rows = http.get("/v1/sessions/p/transcript", params=q).json()["rows"]
+    assert rows[-1]["status"] == "retracted" and rows[-1]["text"] == "hello"  # the transcript keeps it, marked
+    assert [e["stage"] for e in http.get("/v1/sessions/p/events", params=q).json()["events"]] == ["popped"]
+
+
+def test_a_server_with_another_policy_serves_old_sessions_with_their_stored_policy(live: Live, tmp_path):
+    """Kind: a restarted server (new policy file) that cannot serve the sessions it stored, or
+    serves them under the new policy without a word."""
+    from .conftest import start_server, stop_server
+
+    http = live.client()
+    conv = load(RETAIL)[0]
+    msgs = to_openai(conv.messages, extras=False)
+    batches = model_calls(msgs)
+    http.post("/v1/sessions/old/messages", params={"user_id": "u"}, json={"format": "openai", "messages": batches[0]})
+    other = POLICY.with_(budget=9000, provider="deepseek")
+    server, thread, url = start_server(live.store_url, other)
+    try:
+        import httpx
+
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {live.keys['a']}"}, timeout=60) as h2:
+            p = h2.post("/v1/sessions/old/prepare", params={"user_id": "u"})
+            assert p.status_code == 200, raw(p)
+            assert p.json()["provider"] == POLICY.provider  # the stored one, not deepseek
+            with ContextManager(f"sqlite:///{tmp_path / 'lib.db'}", POLICY) as cm:
+                lib = cm.session("u", "old")
+                lib.append_openai(batches[0])
+                assert canonical_json(p.json()["payload"]) == canonical_json(lib.prepare().payload)
+            assert h2.post("/v1/sessions/new/messages", params={"user_id": "u"},
+                           json={"format": "openai", "messages": batches[0]}).status_code == 200
+            assert h2.get("/v1/sessions/new/context", params={"user_id": "u"}).json()["provider"] == "deepseek"
+    finally:
+        stop_server(server, thread)

@@ -113,7 +113,7 @@ def make_router(server: Server) -> APIRouter:
 
     def open_session(tenant: str, user_id: str, session_id: str, *, create: bool = False,
                      tools: list[dict[str, Any]] | None = None, expected: int | None = None) -> Session:
-        s = server.manager.session(server.store_user(tenant, user_id), session_id, tools=tools, create=create)
+        s = server.open(tenant, user_id, session_id, tools=tools, create=create)
         if expected is not None and s.version != expected:
             raise SessionConflict(f"session {session_id!r} is at version {s.version}, the request expected version "
                                   f"{expected}: read it again (GET .../context) and retry")
@@ -182,7 +182,7 @@ def make_router(server: Server) -> APIRouter:
     def pop(request: Request, session_id: str = Sid, user_id: str = UserId,
             expected_version: int | None = Query(None, ge=0)) -> dict[str, Any]:
         s = open_session(request.state.tenant, user_id, session_id, expected=expected_version)
-        popped = s.pop()  # type: ignore[attr-defined]
+        popped = s.pop()
         return {"user_id": user_id, "session_id": session_id, "version": s.version,
                 "message": _dump(popped) if popped is not None else None}
 

@@ -40,7 +40,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .. import ContextManager, CtxwiseError, Policy, Summarizer, __version__
+from .. import ContextManager, CtxwiseError, Policy, Session, SessionNotFound, Summarizer, __version__
 from .errors import ctxwise_error_response, error_response, log
 from .keys import KeyStore
 
@@ -66,6 +66,25 @@ class Server:
     manager: ContextManager
     keys: KeyStore
     max_body_bytes: int = DEFAULT_MAX_BODY
+    opener: ContextManager | None = None
+    """The same store and summarizer, built without a policy: it opens an existing session with
+    the policy the session was created with (set by :func:`create_app`)."""
+
+    def open(self, tenant: str, user_id: str, session_id: str, *, create: bool = False,
+             tools: list[dict[str, Any]] | None = None) -> Session:
+        """The session ``(user_id, session_id)`` of ``tenant``, read from the store now.
+
+        An existing session keeps the policy it was created with (a server started with
+        another policy file still serves it); a missing one is created with :attr:`policy`
+        when ``create``, else :class:`~ctxwise.SessionNotFound`."""
+        user = self.store_user(tenant, user_id)
+        opener = self.opener or self.manager
+        try:
+            return opener.session(user, session_id, tools=tools, create=False)
+        except SessionNotFound:
+            if not create:
+                raise
+        return self.manager.session(user, session_id, tools=tools, create=True)
 
     def authenticate(self, request: Request) -> str:
         """The tenant of the request's API key (``Authorization: Bearer <key>`` or
@@ -180,8 +199,9 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
     Raises :class:`~ctxwise.StoreUnavailable` / :class:`~ctxwise.StoreSchemaError` when the
     database cannot be opened or migrated, :class:`~ctxwise.PolicyError` for a bad policy."""
     manager = ContextManager(store_url, policy, summarizer=summarizer)  # opens and migrates the store
+    opener = ContextManager(store=manager.store, summarizer=manager.summarizer)
     server = Server(store_url=store_url, policy=manager.policy, manager=manager, keys=KeyStore(store_url),
-                    max_body_bytes=max_body_bytes)
+                    max_body_bytes=max_body_bytes, opener=opener)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
