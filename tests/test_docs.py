@@ -191,6 +191,8 @@ def test_readme_ctxwise_lines_run(tmp_path, line):
     command, _, pipe = line.partition(" | ")
     args = shlex.split(command.replace("../shared", str(SHARED)))[1:]
     args = [str(RETAIL) if a == "session.json" else (str(tmp_path / a) if a.endswith(".html") else a) for a in args]
+    if "--db" in args and args[args.index("--db") + 1].startswith("postgresql"):  # a deploy example: run it on SQLite
+        args[args.index("--db") + 1] = f"sqlite:///{tmp_path / 'r.db'}"
     if args[0] == "serve":
         serve_answers(args, f"sqlite:///{tmp_path / 'r.db'}")
         return

@@ -162,8 +162,8 @@ def test_upgrade_from_base_keeps_data(store_url: str) -> None:
     engine.dispose()
     store = Store(store_url)
     try:
-        assert migrate.current(store.engine) == migrate.head() == "0003"
-        assert {"user_memory", "memory_claims"} <= set(inspect(store.engine).get_table_names())
+        assert migrate.current(store.engine) == migrate.head() == "0004"
+        assert {"user_memory", "memory_claims", "ctxwise_api_keys"} <= set(inspect(store.engine).get_table_names())
         assert store.append("old", "s", [text_message("m", "user", "hi")], expected_version=0) == 1
     finally:
         store.close()

@@ -425,7 +425,7 @@ def serve(
     if config is not None:
         os.environ["CTXWISE_CONFIG"] = str(config)
     try:
-        create_app_from_env()  # fail here, with one line, on a bad policy or an unreachable store
+        create_app_from_env().state.server.close()  # fail here, with one line, on a bad policy or store
     except CtxwiseError as e:
         fail(e)
     except Exception as e:

@@ -1,0 +1,596 @@
+"""ctxwise as a service under load: 2 server processes on one PostgreSQL, 32 concurrent clients.
+
+    bash scripts/with-postgres.sh .venv/bin/python bench/service.py        # -> bench/results/service.md
+    bash scripts/with-postgres.sh .venv/bin/python bench/service.py --sessions 16 --calls 8 --out /tmp/s.md
+
+The workload: ``--sessions`` sessions (200) of ``--calls`` model calls each (30), made of recorded
+turns (the OpenAI-shaped tau-bench / tau2-bench recordings in ``../shared/data/trajectories``,
+one recording after another, ids prefixed per part, until the session has its calls). For each
+model call a client appends what arrived since the last call (canonical messages, with the
+recording's ids) and prepares; after the last call it appends the model's output.
+
+1. **In-process**: the same work through the library, in 2 processes x 16 threads (as 2 server
+   processes with 32 clients), each session kept open in its thread as a library user would,
+   on its own PostgreSQL database. Latency of every ``append()`` and ``prepare()``.
+2. **HTTP**: 2 ``ctxwise serve`` processes on one PostgreSQL database, 32 asyncio clients
+   (httpx); every request goes to the next live server in turn (a load balancer without
+   stickiness: consecutive requests of one session land on different processes). Appends carry
+   ``expected_version``; every 8th session sends each append to both servers at once (a hedged
+   request: exactly one may win, the other gets 409). A 409 is resolved by reading the
+   session's version and resending: 200, or 422 ``duplicate-message-id`` when the first
+   attempt was stored, which counts as the acknowledgement. Halfway through, one server is
+   killed with SIGKILL; requests that die with it are retried on the other.
+3. **Final check**: every session's stored messages (hidden ones included) are read back and
+   compared with the recorded ids in order: each acknowledged append stored exactly once,
+   nothing lost; every HTTP payload is compared with the in-process payload of the same call.
+
+Latencies are per request (client side, the successful attempt); throughput is model calls per
+second of wall time. The machine has 2 cores shared with other work, which the client, both
+servers and PostgreSQL share too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import multiprocessing as mp
+import os
+import queue
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _machine import REPO, machine, now  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data" / "trajectories"
+FILES = ["tau-bench/gpt-4o-airline_subset.json", "tau2-bench/retail_gpt-4.1_1trial.json",
+         "tau2-bench/retail_ft-gpt-4.1_1trial.json"]
+POLICY_ENV = {"CTXWISE_BUDGET": "4000", "CTXWISE_UNIT": "tokens", "CTXWISE_TOKENIZER": "o200k_base"}
+TENANT = "bench"
+CLIENTS = 32
+HEDGE_EVERY = 8
+
+
+def policy():  # type: ignore[no-untyped-def]
+    from ctxwise import Policy
+
+    return Policy.from_env(POLICY_ENV)
+
+
+# -- the workload --------------------------------------------------------------------------------
+
+
+@dataclass
+class Work:
+    """One session: its id, user, and the batches to append; ``prepare[k]`` says whether a model
+    call follows batch k."""
+
+    session_id: str
+    user_id: str
+    batches: list[list[dict[str, Any]]]
+    prepare: list[bool]
+
+    @property
+    def ids(self) -> list[str]:
+        return [m["id"] for b in self.batches for m in b]
+
+
+def workload(data: Path, sessions: int, calls: int) -> list[Work]:
+    from ctxwise.formats import load
+
+    convs = [c for f in FILES for c in load(data / f)]
+    out = []
+    for i in range(sessions):
+        msgs: list[dict[str, Any]] = []
+        k, part = i * 7, 0
+        while True:
+            conv = convs[k % len(convs)]
+            k, part = k + 1, part + 1
+            body = conv.messages
+            last_final = max(j for j, m in enumerate(body) if m.role == "assistant" and not m.tool_uses)
+            for m in body[: last_final + 1]:
+                if m.role == "system" and part > 1:
+                    continue
+                d = m.model_dump(mode="json")
+                d["id"] = f"p{part}-{m.id}"
+                msgs.append(d)
+            batches, prep = split(msgs)
+            if sum(prep) >= calls:
+                break
+        n, cut = 0, len(batches)
+        for j, p in enumerate(prep):
+            n += p
+            if n == calls:
+                cut = j + 2  # the batch after the last call: the model's output
+                break
+        batches, prep = batches[:cut], prep[:cut]
+        prep[-1] = False
+        out.append(Work(f"bench-{i:04d}", f"user-{i % 50:02d}", batches, prep))
+    return out
+
+
+def split(msgs: list[dict[str, Any]]) -> tuple[list[list[dict[str, Any]]], list[bool]]:
+    """Batches ending right before each model call (an assistant message after the first user
+    input); a model call follows a batch unless that batch ends with the assistant's own reply."""
+    batches: list[list[dict[str, Any]]] = [[]]
+    seen_user = False
+    for m in msgs:
+        seen_user = seen_user or m["role"] == "user"
+        if m["role"] == "assistant" and seen_user and batches[-1]:
+            batches.append([])
+        batches[-1].append(m)
+    prep = [b[-1]["role"] != "assistant" for b in batches]
+    return batches, prep
+
+
+def digest(payload: Any) -> str:
+    return hashlib.sha1(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
+
+
+# -- 1. in-process --------------------------------------------------------------------------------
+
+
+def inproc_worker(url: str, works: list[Work], threads: int, results: Any) -> None:
+    from ctxwise import ContextManager
+
+    cm = ContextManager(url, policy())
+    todo: queue.Queue[Work] = queue.Queue()
+    for w in works:
+        todo.put(w)
+    lat: dict[str, list[float]] = {"append": [], "prepare": []}
+    hashes: dict[str, str] = {}
+    errors: list[str] = []
+    lock = threading.Lock()
+
+    def run() -> None:
+        while True:
+            try:
+                w = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                s = cm.session(w.user_id, w.session_id)
+                for k, batch in enumerate(w.batches):
+                    t0 = time.perf_counter()
+                    s.append(batch)
+                    t1 = time.perf_counter()
+                    with lock:
+                        lat["append"].append(t1 - t0)
+                    if w.prepare[k]:
+                        t0 = time.perf_counter()
+                        p = s.prepare()
+                        t1 = time.perf_counter()
+                        with lock:
+                            lat["prepare"].append(t1 - t0)
+                            hashes[f"{w.session_id}/{k}"] = digest(p.payload)
+            except Exception as e:  # reported, never hidden
+                with lock:
+                    errors.append(f"{w.session_id}: {type(e).__name__}: {e}")
+
+    ts = [threading.Thread(target=run) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    cm.close()
+    results.put({"lat": lat, "hashes": hashes, "errors": errors})
+
+
+def run_inproc(url: str, works: list[Work]) -> dict[str, Any]:
+    ctx = mp.get_context("fork")
+    results = ctx.Queue()
+    procs = [ctx.Process(target=inproc_worker, args=(url, works[p::2], CLIENTS // 2, results)) for p in range(2)]
+    t0 = time.perf_counter()
+    for p in procs:
+        p.start()
+    parts = [results.get() for _ in procs]
+    wall = time.perf_counter() - t0
+    for p in procs:
+        p.join()
+    lat = {k: [x for part in parts for x in part["lat"][k]] for k in ("append", "prepare")}
+    hashes = {k: v for part in parts for k, v in part["hashes"].items()}
+    return {"wall": wall, "lat": lat, "hashes": hashes, "errors": [e for part in parts for e in part["errors"]]}
+
+
+# -- 2. HTTP ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Stats:
+    requests: int = 0
+    s5xx: int = 0
+    c409: int = 0
+    resolved_409: int = 0
+    found_stored: int = 0
+    transport_errors: int = 0
+    other_errors: list[str] = field(default_factory=list)
+    lat: dict[str, list[tuple[float, float]]] = field(default_factory=lambda: {"append": [], "prepare": []})
+    hashes: dict[str, str] = field(default_factory=dict)
+    acked: set[str] = field(default_factory=set)
+    calls_done: int = 0
+    after_kill_ok: int = 0
+    killed_at: float | None = None
+
+
+class Servers:
+    """The two server processes as a client sees them: round robin over the live ones."""
+
+    def __init__(self, urls: list[str], key: str, stats: Stats) -> None:
+        import httpx
+
+        limits = httpx.Limits(max_connections=CLIENTS * 2, max_keepalive_connections=CLIENTS * 2)
+        self.clients = [httpx.AsyncClient(base_url=u, headers={"Authorization": f"Bearer {key}"}, timeout=120,
+                                          limits=limits) for u in urls]
+        self.alive = [True] * len(urls)
+        self.turn = 0
+        self.stats = stats
+
+    def pick(self) -> int:
+        live = [i for i, a in enumerate(self.alive) if a]
+        self.turn += 1
+        return live[self.turn % len(live)]
+
+    async def send(self, method: str, path: str, *, params: dict[str, Any], body: Any = None,
+                   server: int | None = None) -> tuple[Any, float]:
+        import httpx
+
+        for _attempt in range(100):
+            i = server if server is not None and self.alive[server] else self.pick()
+            server = None
+            t0 = time.perf_counter()
+            try:
+                r = await self.clients[i].request(method, path, params=params, json=body)
+            except httpx.TransportError as e:  # the server died under the request, or is gone
+                self.stats.transport_errors += 1
+                if isinstance(e, httpx.ConnectError):
+                    self.alive[i] = False
+                await asyncio.sleep(0.05)
+                continue
+            dt = time.perf_counter() - t0
+            self.stats.requests += 1
+            if self.stats.killed_at is not None and r.status_code < 500:
+                self.stats.after_kill_ok += 1
+            if r.status_code >= 500:
+                self.stats.s5xx += 1
+                self.stats.other_errors.append(f"{r.status_code} {path}: {r.text[:200]}")
+                await asyncio.sleep(0.1)
+                continue
+            return r, dt
+        raise RuntimeError(f"{method} {path}: no server answered")
+
+    async def close(self) -> None:
+        for c in self.clients:
+            await c.aclose()
+
+
+async def http_session(w: Work, srv: Servers, stats: Stats, hedge: bool, t_start: float) -> None:
+    q = {"user_id": w.user_id}
+    base = f"/v1/sessions/{w.session_id}"
+    version = 0
+    for k, batch in enumerate(w.batches):
+        body = {"format": "canonical", "messages": batch, "expected_version": version}
+        if hedge and all(srv.alive):
+            (r1, d1), (r2, d2) = await asyncio.gather(srv.send("POST", base + "/messages", params=q, body=body, server=0),
+                                                      srv.send("POST", base + "/messages", params=q, body=body, server=1))
+            wins = [(r, d) for r, d in ((r1, d1), (r2, d2)) if r.status_code == 200]
+            losers = [r for r in (r1, r2) if r.status_code != 200]
+            if len(wins) != 1 or any(r.status_code != 409 for r in losers):
+                stats.other_errors.append(f"hedged append {w.session_id}/{k}: {r1.status_code} {r2.status_code}")
+            if wins:
+                version = wins[0][0].json()["version"]
+                stats.lat["append"].append((time.perf_counter() - t_start, wins[0][1]))
+                stats.acked.add(f"{w.session_id}/{k}")
+            for _ in losers:
+                stats.c409 += 1
+                version = await resolve(w, k, batch, srv, stats)
+        else:
+            r, d = await srv.send("POST", base + "/messages", params=q, body=body)
+            if r.status_code == 200:
+                version = r.json()["version"]
+                stats.lat["append"].append((time.perf_counter() - t_start, d))
+                stats.acked.add(f"{w.session_id}/{k}")
+            elif r.status_code == 409:
+                stats.c409 += 1
+                version = await resolve(w, k, batch, srv, stats)
+            else:
+                stats.other_errors.append(f"append {w.session_id}/{k}: {r.status_code} {r.text[:300]}")
+                return
+        if w.prepare[k]:
+            for _ in range(50):
+                r, d = await srv.send("POST", base + "/prepare", params=q, body={})
+                if r.status_code == 409:
+                    stats.c409 += 1
+                    stats.resolved_409 += 1
+                    continue
+                break
+            if r.status_code != 200:
+                stats.other_errors.append(f"prepare {w.session_id}/{k}: {r.status_code} {r.text[:300]}")
+                return
+            body_json = r.json()
+            version = body_json["version"]
+            stats.lat["prepare"].append((time.perf_counter() - t_start, d))
+            stats.hashes[f"{w.session_id}/{k}"] = digest(body_json["payload"])
+            stats.calls_done += 1
+
+
+async def resolve(w: Work, k: int, batch: list[dict[str, Any]], srv: Servers, stats: Stats) -> int:
+    """After a 409 on an append: read the version, resend; 422 duplicate-message-id means the
+    first attempt was stored (its acknowledgement was lost or went to the other request)."""
+    q = {"user_id": w.user_id}
+    base = f"/v1/sessions/{w.session_id}"
+    for _ in range(50):
+        ctx, _d = await srv.send("GET", base + "/context", params=q)
+        if ctx.status_code == 404:  # the first append of the session never went through
+            version = 0
+        else:
+            version = ctx.json()["version"]
+        r, _d = await srv.send("POST", base + "/messages", params=q,
+                               body={"format": "canonical", "messages": batch, "expected_version": version})
+        if r.status_code == 200:
+            stats.resolved_409 += 1
+            stats.acked.add(f"{w.session_id}/{k}")
+            return int(r.json()["version"])
+        if r.status_code == 422 and any(v.get("rule") == "duplicate-message-id"
+                                        for v in r.json()["error"].get("violations", [])):
+            stats.resolved_409 += 1
+            stats.found_stored += 1
+            stats.acked.add(f"{w.session_id}/{k}")
+            return version
+        if r.status_code != 409:
+            stats.other_errors.append(f"resolve {w.session_id}/{k}: {r.status_code} {r.text[:300]}")
+            return version
+        stats.c409 += 1
+    raise RuntimeError(f"{w.session_id}/{k}: 409 fifty times")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_servers(url: str, n: int) -> tuple[list[subprocess.Popen], list[str]]:
+    env = {**os.environ, **POLICY_ENV, "CTXWISE_DB": url}
+    procs, urls = [], []
+    for _ in range(n):
+        port = free_port()
+        procs.append(subprocess.Popen([sys.executable, "-m", "ctxwise", "serve", "--db", url, "--port", str(port),
+                                       "--log-level", "warning"], env=env, stdout=subprocess.DEVNULL,
+                                      stderr=open(f"/tmp/ctxwise-bench-server-{port}.log", "w")))
+        urls.append(f"http://127.0.0.1:{port}")
+    import httpx
+
+    deadline = time.monotonic() + 120
+    for u, p in zip(urls, procs):
+        while True:
+            assert p.poll() is None, f"server {u} exited ({p.returncode})"
+            try:
+                if httpx.get(u + "/readyz", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, f"server {u} did not become ready"
+            time.sleep(0.2)
+    return procs, urls
+
+
+async def run_http_clients(works: list[Work], urls: list[str], key: str, procs: list[subprocess.Popen],
+                           kill_after_calls: int) -> tuple[Stats, float]:
+    stats = Stats()
+    srv = Servers(urls, key, stats)
+    todo: asyncio.Queue[tuple[int, Work]] = asyncio.Queue()
+    for i, w in enumerate(works):
+        todo.put_nowait((i, w))
+    t0 = time.perf_counter()
+
+    async def client() -> None:
+        while True:
+            try:
+                i, w = todo.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            await http_session(w, srv, stats, hedge=i % HEDGE_EVERY == 0, t_start=t0)
+
+    async def killer() -> None:
+        while stats.calls_done < kill_after_calls:
+            await asyncio.sleep(0.05)
+        procs[0].send_signal(signal.SIGKILL)
+        stats.killed_at = time.perf_counter() - t0
+
+    kill = asyncio.create_task(killer())
+    await asyncio.gather(*(client() for _ in range(CLIENTS)))
+    wall = time.perf_counter() - t0
+    if not kill.done():
+        kill.cancel()
+    await srv.close()
+    return stats, wall
+
+
+# -- 3. the final check ------------------------------------------------------------------------------
+
+
+def final_check(url: str, works: list[Work]) -> dict[str, int]:
+    from ctxwise import SqlStore
+
+    store = SqlStore(url)
+    out = {"sessions": 0, "expected": 0, "stored": 0, "lost": 0, "duplicated": 0, "out_of_order": 0}
+    try:
+        for w in works:
+            state = store.load(f"{TENANT}:{w.user_id}", w.session_id, include_hidden=True)
+            stored = [r.message_id for r in sorted(state.rows, key=lambda r: r.seq)
+                      if not (r.original or r.current).kind]  # ctxwise's own rows (summaries) are not appends
+            expected = w.ids
+            out["sessions"] += 1
+            out["expected"] += len(expected)
+            out["stored"] += len(stored)
+            out["lost"] += len(set(expected) - set(stored))
+            out["duplicated"] += len(stored) - len(set(stored)) + len(set(stored) - set(expected))
+            out["out_of_order"] += int(stored != expected and set(stored) == set(expected))
+    finally:
+        store.close()
+    return out
+
+
+# -- the report ----------------------------------------------------------------------------------------
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    xs = sorted(values)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] * 1000
+
+
+def new_database(base: str, name: str) -> str:
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return make_url(base).set(database=name).render_as_string(hide_password=False)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sessions", type=int, default=200)
+    ap.add_argument("--calls", type=int, default=30)
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--pg", default=os.environ.get("CTXWISE_TEST_PG_URL"),
+                    help="PostgreSQL server URL (default $CTXWISE_TEST_PG_URL, set by scripts/with-postgres.sh)")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "service.md")
+    args = ap.parse_args()
+    if not args.pg:
+        sys.exit("error: no PostgreSQL (run through `bash scripts/with-postgres.sh .venv/bin/python bench/service.py`)")
+    started = time.perf_counter()
+    works = workload(args.data, args.sessions, args.calls)
+    n_calls = sum(sum(w.prepare) for w in works)
+    n_appends = sum(len(w.batches) for w in works)
+    n_msgs = sum(len(w.ids) for w in works)
+    print(f"workload: {len(works)} sessions, {n_calls} model calls, {n_appends} appends, {n_msgs} messages", flush=True)
+
+    inproc_url = new_database(args.pg, "bench_service_inproc")
+    http_url = new_database(args.pg, "bench_service_http")
+    from ctxwise import SqlStore
+
+    SqlStore(inproc_url).close()  # create the tables before the workers race to
+    inproc = run_inproc(inproc_url, works)
+    print(f"in-process: {inproc['wall']:.1f} s, errors {len(inproc['errors'])}", flush=True)
+
+    SqlStore(http_url).close()
+    from ctxwise.server.keys import KeyStore
+
+    ks = KeyStore(http_url)
+    key, _rec = ks.create(TENANT, "bench")
+    ks.close()
+    procs, urls = start_servers(http_url, 2)
+    try:
+        stats, wall = asyncio.run(run_http_clients(works, urls, key, procs, kill_after_calls=n_calls // 2))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    killed = procs[0].returncode
+    print(f"http: {wall:.1f} s, killed server exit {killed}, 5xx {stats.s5xx}, 409 {stats.c409}", flush=True)
+    check = final_check(http_url, works)
+    mismatched = sum(1 for k, h in stats.hashes.items() if inproc["hashes"].get(k) != h)
+    missing_calls = len(set(inproc["hashes"]) ^ set(stats.hashes))
+    acked_never = n_appends - len(stats.acked)
+
+    kill_t = stats.killed_at if stats.killed_at is not None else float("inf")
+    before = {k: [d for t, d in v if t <= kill_t] for k, v in stats.lat.items()}
+    whole = {k: [d for _t, d in v] for k, v in stats.lat.items()}
+    calls_before = sum(1 for t, _d in stats.lat["prepare"] if t <= kill_t)
+    rows = []
+    for name in ("append", "prepare"):
+        ip50, ip99 = pct(inproc["lat"][name], 50), pct(inproc["lat"][name], 99)
+        b50, b99 = pct(before[name], 50), pct(before[name], 99)
+        w50, w99 = pct(whole[name], 50), pct(whole[name], 99)
+        rows.append(f"| {name} | {len(inproc['lat'][name]):,} | {ip50:.1f} | {ip99:.1f} | {len(before[name]):,} | "
+                    f"{b50:.1f} | {b99:.1f} | **{b50 / ip50:.2f}x** | {w50:.1f} | {w99:.1f} | {w50 / ip50:.2f}x |")
+    tp_in = n_calls / inproc["wall"]
+    tp_before = calls_before / kill_t if stats.killed_at else float("nan")
+    tp_whole = n_calls / wall
+    p50_ok = all(pct(before[n], 50) <= 2 * pct(inproc["lat"][n], 50) for n in ("append", "prepare"))
+    ok = (stats.s5xx == 0 and check["lost"] == 0 and check["duplicated"] == 0 and check["out_of_order"] == 0
+          and acked_never == 0 and not stats.other_errors and not inproc["errors"]
+          and killed == -signal.SIGKILL and stats.after_kill_ok > 0)
+
+    lines = [
+        "# ctxwise as a service: 2 server processes on one PostgreSQL, 32 concurrent clients",
+        "",
+        "- command: `bash scripts/with-postgres.sh .venv/bin/python bench/service.py`"
+        + (f" --sessions {args.sessions} --calls {args.calls}" if (args.sessions, args.calls) != (200, 30) else ""),
+        f"- date: {now()}; wall time {(time.perf_counter() - started) / 60:.1f} min",
+        *machine(("fastapi", "uvicorn", "httpx", "psycopg", "sqlalchemy")),
+        f"- workload: {len(works)} sessions x {args.calls} model calls of recorded turns ({', '.join(FILES)}), "
+        f"{n_calls:,} model calls, {n_appends:,} appends, {n_msgs:,} messages; policy default preset, "
+        "4,000 o200k tokens, provider openai (compaction fires along the way)",
+        "- in-process: the library in 2 processes x 16 threads on its own PostgreSQL database, one open Session per "
+        "session; HTTP: 2 `ctxwise serve` processes (one uvicorn worker each) on one PostgreSQL database, 32 asyncio "
+        "httpx clients in one process, each request to the next live server (no stickiness); every "
+        f"{HEDGE_EVERY}th session sends each append to both servers at once (hedged: one wins, the other is 409); "
+        "server 1 killed with SIGKILL when half the model calls were done",
+        "",
+        "## Latency (ms per request, client side) and throughput",
+        "",
+        "| op | in-process n | p50 | p99 | HTTP n (both up) | p50 | p99 | HTTP p50 / in-process p50 | "
+        "HTTP whole run p50 | p99 | ratio |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *rows,
+        "",
+        f"- throughput (model calls / s, each an append and a prepare): in-process {tp_in:.1f}; HTTP with both servers "
+        f"{tp_before:.1f} ({tp_before / tp_in:.2f}x); HTTP whole run, one server after the kill {tp_whole:.1f}",
+        f"- target HTTP p50 <= 2x in-process p50 (both servers up): **{'met' if p50_ok else 'not met'}**",
+        "",
+        "## Correctness",
+        "",
+        "| measure | value |",
+        "| --- | ---: |",
+        f"| HTTP requests answered | {stats.requests:,} |",
+        f"| 5xx responses | {stats.s5xx} |",
+        f"| 409 responses (hedged losers, retries after the kill) | {stats.c409} |",
+        f"| 409s retried to success | {stats.resolved_409} (of which the append was found already stored: "
+        f"{stats.found_stored}) |",
+        f"| requests that died with the killed server or hit it afterwards (retried on the other) | "
+        f"{stats.transport_errors} |",
+        f"| server killed at | {kill_t:.1f} s of {wall:.1f} s (exit {killed}) |",
+        f"| requests the other server answered after the kill | {stats.after_kill_ok:,} |",
+        f"| appends acknowledged (200, or 422 duplicate-message-id after a 409) | {len(stats.acked):,} of {n_appends:,} |",
+        f"| messages expected / stored | {check['expected']:,} / {check['stored']:,} |",
+        f"| lost / duplicated / out of order (sessions) | {check['lost']} / {check['duplicated']} / "
+        f"{check['out_of_order']} |",
+        f"| HTTP payloads differing from the in-process payload of the same call | {mismatched} "
+        f"(calls missing on one side: {missing_calls}) |",
+        f"| other errors | {len(stats.other_errors) + len(inproc['errors'])} |",
+        "",
+        f"**Verdict: {'all correctness checks pass' if ok else 'FAILED: see the table'}.**",
+    ]
+    errs = stats.other_errors + inproc["errors"]
+    if errs:
+        lines += ["", "Errors (first 10):", "", *[f"- `{e[:300]}`" for e in errs[:10]]]
+    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+    print(f"written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
