@@ -31,6 +31,9 @@ class Turn:
 
     user: str
     assistant: list[Message]
+    messages: list[Message] = field(default_factory=list)
+    """The recorded messages the turn plays: the user message, the assistant messages and
+    their tool results."""
 
 
 @dataclass
@@ -45,6 +48,13 @@ class Recording:
     results: "RecordedResults"
     tools: dict[str, list[str]] = field(default_factory=dict)
     """Tool name -> the argument names it was called with (a schema for the scripted tools)."""
+    head: list[Message] = field(default_factory=list)
+    """The recorded system message and opening."""
+
+    def played(self) -> list[Message]:
+        """The recorded messages a full playback goes through, in order (for scoring the calls
+        against what was recorded)."""
+        return [*self.head, *(m for t in self.turns for m in t.messages)]
 
 
 class RecordedResults:
@@ -75,7 +85,7 @@ def recording(conv: Any, prefix: str = "") -> Recording:
     """A loaded :class:`ctxwise.formats.Conversation` as a :class:`Recording`. Message ids get
     ``prefix`` so several recordings can share one thread. A turn keeps its assistant messages
     up to the first one without tool calls (the answer that ends an agent run)."""
-    system, opening, turns = "", [], []
+    system, opening, turns, head = "", [], [], []
     results = RecordedResults()
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
     tools: dict[str, list[str]] = {}
@@ -83,8 +93,9 @@ def recording(conv: Any, prefix: str = "") -> Recording:
         m = m.model_copy(update={"id": f"{prefix}{m.id}"})
         if m.role == "system":
             system = m.text
+            head.append(m)
         elif m.role == "user" and not m.tool_results:
-            turns.append(Turn(m.text, []))
+            turns.append(Turn(m.text, [], [m]))
         elif m.role == "assistant":
             for u in m.tool_uses:
                 calls[u.id] = (u.name, u.input)
@@ -92,14 +103,20 @@ def recording(conv: Any, prefix: str = "") -> Recording:
                 names.extend(k for k in u.input if k not in names)
             if not turns:
                 opening.append(m)
+                head.append(m)
             elif not turns[-1].assistant or turns[-1].assistant[-1].tool_uses:
                 turns[-1].assistant.append(m)
+                turns[-1].messages.append(m)
+        elif m.role == "tool" and turns and turns[-1].assistant and turns[-1].assistant[-1].tool_uses:
+            asked = {u.id for u in turns[-1].assistant[-1].tool_uses}
+            if all(r.tool_use_id in asked for r in m.tool_results):
+                turns[-1].messages.append(m)
         for r in m.tool_results:
             if r.tool_use_id in calls:
                 name, args = calls[r.tool_use_id]
                 results.add(name, args, r.text, r.state == "error")
     turns = [t for t in turns if t.assistant and not t.assistant[-1].tool_uses]
-    return Recording(conv.id, system, opening, turns, results, tools)
+    return Recording(conv.id, system, opening, turns, results, tools, head)
 
 
 def recordings(path: Path = RETAIL, n: int = 1, *, longest: bool = True) -> list[Recording]:
@@ -124,4 +141,4 @@ def merged(recs: list[Recording]) -> Recording:
             names = tools.setdefault(name, [])
             names.extend(p for p in params if p not in names)
     return Recording("+".join(r.id[:8] for r in recs), recs[0].system, recs[0].opening,
-                     [t for r in recs for t in r.turns], results, tools)
+                     [t for r in recs for t in r.turns], results, tools, recs[0].head)

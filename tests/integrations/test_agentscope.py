@@ -165,3 +165,63 @@ def test_agentscope_example_runs_and_reports_compaction(turns, capsys):
     out = capsys.readouterr().out
     assert f"{turns} turns" in out and "agent.state.context keeps all" in out
     assert "clearing" in out and "summarizing" in out
+
+
+def test_a_saved_state_opened_on_another_store_is_refused(tmp_path):
+    # kind: a restored agent silently continuing on a ctxwise store that lacks its history
+    from ctxwise import SessionConflict
+
+    rec = recordings(n=1)[0]
+    cm, mw, model, agent = build(rec, tmp_path, name="first")
+    asyncio.run(run_turns(agent, model, rec, turns=slice(0, 3)))
+    saved = agent.state.model_dump_json()
+    rec = recordings(n=1)[0]
+    cm2, mw2, model2, agent2 = build(rec, tmp_path, name="empty", state=AgentState.model_validate_json(saved))
+    with pytest.raises(SessionConflict, match="not the one the state was saved with"):
+        asyncio.run(run_turns(agent2, model2, rec, first=False, turns=slice(3, 4)))
+    assert model2.seen == []  # nothing was sent
+
+
+def test_a_call_awaiting_confirmation_is_kept_whole_until_answered(tmp_path):
+    # kind: compaction touching an open tool call (awaiting a user confirmation)
+    from agentscope.event import ConfirmResult, UserConfirmResultEvent
+    from agentscope.message import TextBlock, ToolCallBlock, UserMsg
+    from agentscope.model import ChatResponse
+    from agentscope.tool import FunctionTool
+
+    rec = recordings(n=1)[0]
+    long_result = "REFUND-OK " + json.dumps([{"order": f"#W{i:07d}", "amount": f"{i}.99"} for i in range(60)])
+
+    def refund_all(order_id: str) -> str:
+        """Refund every item of an order.
+
+        Args:
+            order_id (str): the order id
+        """
+        return long_result
+
+    cm = ContextManager(f"sqlite:///{tmp_path / 'hitl.db'}", policy())
+    mw = CtxwiseMiddleware(cm, user_id="u1")
+    model = ScriptedModel()
+    agent = build_agent(rec, model, [mw], extra_tools=[FunctionTool(refund_all)])  # asks for confirmation
+    asyncio.run(run_turns(agent, model, rec, turns=slice(0, 6)))
+    call = ToolCallBlock(id="call_refund_1", name="refund_all", input=json.dumps({"order_id": "#W0000001"}))
+    model.script = [ChatResponse(content=[TextBlock(text="I will refund it."), call], is_last=True)]
+    asyncio.run(agent.reply(UserMsg("user", "Please refund everything on #W0000001.")))
+    assert [c.id for c in agent.state.get_awaiting_tool_calls(agent.name)] == ["call_refund_1"]
+    assert {"clearing", "summarizing"} & {e["stage"] for e in mw.session(agent.state).events()}
+
+    before = agent.state.model_dump_json()
+    asyncio.run(agent.compress_context())  # the stand-in: the open call and the record stay as they are
+    assert agent.state.model_dump_json() == before
+
+    n = len(model.seen)
+    model.script = [ChatResponse(content=[TextBlock(text="Refunded.")], is_last=True)]
+    asyncio.run(agent.reply(UserConfirmResultEvent(reply_id=agent.state.reply_id, confirm_results=[
+        ConfirmResult(confirmed=True, tool_call=agent.state.get_awaiting_tool_calls(agent.name)[0])])))
+    sent = model.seen[n]
+    (asked,) = [m for m in sent if m.get("tool_calls") and m["tool_calls"][0]["id"] == "call_refund_1"]
+    (answer,) = [m for m in sent if m.get("role") == "tool" and m["tool_call_id"] == "call_refund_1"]
+    assert answer["content"] == long_result  # the fresh result whole
+    assert check_wire(wire(sent), "openai") == []
+    assert "Please refund everything on #W0000001." in json.dumps(sent)

@@ -187,3 +187,65 @@ def test_import_ctxwise_does_not_import_langchain_and_a_missing_extra_is_named()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "pip install 'ctxwise[langchain]'"
+
+
+def test_a_thread_whose_record_does_not_match_the_store_is_refused(recs, tmp_path):
+    # kind: a checkpoint resumed on a ctxwise store that lacks its history, or a thread id reused
+    # after its checkpoints were deleted: both would silently send a wrong context
+    from ctxwise import SessionConflict
+
+    rec = recs[0]
+    conn = sqlite3.connect(tmp_path / "ckpt.sqlite", check_same_thread=False)
+    cm, mw, model, agent = build(rec, tmp_path, checkpointer=SqliteSaver(conn), name="a")
+    config = {"configurable": {"thread_id": "t"}}
+    run_turns(agent, model, rec, config, turns=slice(0, 3))
+
+    # the same checkpoints, an empty ctxwise store
+    cm2, mw2, model2, agent2 = build(recordings(n=1)[0], tmp_path, checkpointer=SqliteSaver(conn), name="b")
+    with pytest.raises(SessionConflict, match="not the one this checkpoint was written with"):
+        run_turns(agent2, model2, rec, config, first=False, turns=slice(3, 4))
+    assert model2.seen == []
+
+    # the same ctxwise store, the thread's checkpoints gone
+    mw3 = CtxwiseMiddleware(cm, user_id="u1")
+    model3 = ScriptedChatModel()
+    agent3 = create_agent(model3, recorded_tools(rec), system_prompt=rec.system, middleware=[mw3],
+                          checkpointer=InMemorySaver())
+    with pytest.raises(SessionConflict, match="has no ctxwise record"):
+        run_turns(agent3, model3, rec, config, turns=slice(0, 1))
+    assert model3.seen == []
+    conn.close()
+
+
+def test_a_model_call_that_fails_after_the_append_is_retried_with_the_same_request(tmp_path):
+    # kind: the ctxwise store ahead of the checkpoint (the model call failed after ctxwise stored
+    # the new messages): the retried call must not append them twice nor send another request
+    rec = recordings(n=2)[1]
+    cm, mw, model, agent = build(rec, tmp_path, name="ok")
+    run_turns(agent, model, rec, {"configurable": {"thread_id": "t"}}, turns=slice(0, 4))
+
+    class Flaky(ScriptedChatModel):
+        fail_at: int = -1
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            if len(self.seen) == self.fail_at:
+                self.fail_at = -1
+                self.seen.append(list(messages))
+                raise ConnectionError("the provider hung up")
+            return super()._generate(messages, stop, run_manager, **kwargs)
+
+    rec2 = recordings(n=2)[1]
+    cm2 = ContextManager(f"sqlite:///{tmp_path / 'flaky.db'}", policy())
+    flaky = Flaky(fail_at=len(model.seen) - 2)
+    agent2 = create_agent(flaky, recorded_tools(rec2), system_prompt=rec2.system,
+                          middleware=[CtxwiseMiddleware(cm2, user_id="u1")], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    with pytest.raises(ConnectionError):
+        run_turns(agent2, flaky, rec2, config, turns=slice(0, 4))
+    failed_at = len(flaky.seen)
+    script = flaky.script
+    agent2.invoke(None, config)  # LangGraph resumes the failed step from the last checkpoint
+    retried = flaky.seen[failed_at]
+    assert json.dumps(to_wire(retried)) == json.dumps(to_wire(flaky.seen[failed_at - 1]))  # same request again
+    assert json.dumps(to_wire(retried)) == json.dumps(to_wire(model.seen[failed_at - 1]))  # as the run without failure
+    assert script is flaky.script

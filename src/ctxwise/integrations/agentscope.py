@@ -233,6 +233,11 @@ class CtxwiseMiddleware(MiddlewareBase):
         parts = [p for msg in state.context for p in _parts(msg)]
         ids = [m.id for m, _ in parts]
         start = 0
+        if rec is not None and session.version < int(rec.get("version") or 0):
+            raise SessionConflict(
+                f"ctxwise session {session_id!r} is at version {session.version} but this AgentState was saved at "
+                f"version {rec['version']}: the ctxwise store is not the one the state was saved with (or an older "
+                "copy of it); open the same store")
         if rec is not None and rec.get("last") is not None:
             if rec["last"] not in ids:
                 raise SessionConflict(

@@ -237,6 +237,11 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
                 m.id = str(uuid.uuid4())
         ids = [m.id for m in history]
         start = 0
+        if rec is not None and session.version < int(rec.get("version") or 0):
+            raise SessionConflict(
+                f"ctxwise session {rec['session_id']!r} is at version {session.version} but this thread's state "
+                f"was written at version {rec['version']}: the ctxwise store is not the one this checkpoint "
+                "was written with (or was restored from an older copy); open the same store")
         if rec is not None and rec.get("last") is not None:
             if rec["last"] not in ids:
                 raise SessionConflict(
@@ -244,14 +249,14 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
                     "longer in the agent state (messages were removed, or the thread was rewound); "
                     "start a new thread_id")
             start = ids.index(rec["last"]) + 1
-        known = {m.id for m in session.messages}
-        ahead = [i for i in range(start, len(ids)) if ids[i] in known]
-        if ahead:  # the store is ahead of the checkpoint: a model call failed after the append
-            start = ahead[-1] + 1
-        elif rec is None and session.messages:
+        known = {m.id for m in session.messages if m.kind is None and m.id != f"{self.key}-system"}
+        if rec is None and known - set(ids):
             raise SessionConflict(
                 f"ctxwise session {session.session_id!r} already holds {len(session.messages)} messages but this "
                 "thread's state has no ctxwise record (its checkpoints were deleted?); use a new thread_id or key")
+        ahead = [i for i in range(start, len(ids)) if ids[i] in known]
+        if ahead:  # the store is ahead of the checkpoint: a model call failed after the append
+            start = ahead[-1] + 1
         return start
 
     # -- the recall tool -----------------------------------------------------------------
