@@ -260,3 +260,20 @@ def test_import_ctxwise_does_not_import_the_sdk_and_a_missing_extra_says_what_to
                        cwd=str(Path(REPO)))
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "openai-agents | pip install 'ctxwise[openai-agents]'"
+
+
+def test_the_sdks_own_requests_pass_the_wire_check(tmp_path):
+    """Kind: a wire check stricter than the API it models (a false invalid on what the API
+    accepts): the SDK sends user messages as ``{"role", "content"}`` (``EasyInputMessageParam``,
+    ``type`` optional) and function calls with ``status``."""
+    from agents import SQLiteSession
+
+    conv = load(RETAIL)[0]
+    rec = split(conv.messages)
+    model = PlaybackModel()
+    asyncio.run(play(rec, agent_for(rec, model), model, session=SQLiteSession("w", str(tmp_path / "w.db"))))
+    assert len(model.requests) == rec.calls
+    for r in model.requests:
+        assert check_wire(r["input"], "openai_responses") == []
+    assert any("type" not in i for r in model.requests for i in r["input"])
+    assert any(i.get("status") for r in model.requests for i in r["input"] if i.get("type") == "function_call")

@@ -193,12 +193,13 @@ class RInputImage(TypedDict):
 RInputPart = Annotated[Union[RInputText, RInputImage], Field(discriminator="type")]
 
 
-class RMessage(TypedDict):
-    """``EasyInputMessageParam``."""
+class RMessage(TypedDict, total=False):
+    """``EasyInputMessageParam`` (``type`` may be left out: the SDK's own user messages are
+    ``{"role", "content"}``)."""
 
     type: Literal["message"]
-    role: Literal["user", "assistant", "system", "developer"]
-    content: Union[str, List[RInputPart]]
+    role: Required[Literal["user", "assistant", "system", "developer"]]
+    content: Required[Union[str, List[RInputPart]]]
 
 
 class ROutputText(TypedDict):
@@ -243,6 +244,7 @@ class RFunctionCall(TypedDict, total=False):
     name: Required[str]
     arguments: Required[str]
     id: str
+    status: Literal["in_progress", "completed", "incomplete"]
 
 
 class RFunctionCallOutput(TypedDict):
