@@ -277,3 +277,39 @@ def test_the_sdks_own_requests_pass_the_wire_check(tmp_path):
         assert check_wire(r["input"], "openai_responses") == []
     assert any("type" not in i for r in model.requests for i in r["input"])
     assert any(i.get("status") for r in model.requests for i in r["input"] if i.get("type") == "function_call")
+
+
+def test_readme_agents_sdk_block_runs_against_the_real_responses_model(tmp_path, monkeypatch):
+    """The README's Agents SDK block, as written, with the SDK's own OpenAI Responses model
+    over a scripted HTTP transport: the body the SDK puts on the wire passes the wire check."""
+    import ast
+    import re
+
+    import httpx
+    from agents import set_default_openai_client
+    from openai import AsyncOpenAI
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "CtxwiseSession" in b]
+    bodies: list[dict] = []
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return httpx.Response(200, json={
+            "id": f"resp_{len(bodies)}", "object": "response", "created_at": 0, "model": "gpt-4.1",
+            "status": "completed", "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+            "output": [{"type": "message", "id": f"msg_{len(bodies)}", "role": "assistant", "status": "completed",
+                        "content": [{"type": "output_text", "text": "Order W1 shipped.", "annotations": []}]}]})
+
+    set_default_openai_client(AsyncOpenAI(api_key="x", base_url="http://offline.invalid/v1",
+                                          http_client=httpx.AsyncClient(transport=httpx.MockTransport(reply))))
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {"SYSTEM_PROMPT": "You are a support agent.", "TOOLS": []}
+    for _ in range(2):  # the second run resumes the stored session
+        code = compile(block, "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        asyncio.run(eval(code, scope))  # noqa: S307 - the README's own code
+    assert scope["result"].final_output == "Order W1 shipped."
+    assert len(bodies) == 2 and [i.get("role") for i in bodies[1]["input"]] == ["user", "assistant", "user"]
+    for body in bodies:
+        assert check_wire(body["input"], "openai_responses") == []
+    scope["cm"].close()
