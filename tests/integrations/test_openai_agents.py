@@ -180,6 +180,8 @@ def test_pop_inside_an_assistant_message_and_a_call_whose_output_comes_later(tmp
         assert stored.tool_results[0].name == "get_order"    # matched to its call by call_id
         view = await s.get_items()
         assert check_wire(view, "openai_responses") == [] and view[-1] == out
+        tail = await s.get_items(limit=1)
+        assert tail == [out] and list(tail[0]) == list(out)  # as written, key order too
         assert await s.pop_item() == out
         assert await s.pop_item() == turn[2]                 # the call alone; reasoning + text stay
         assert await s.get_items(limit=2) == turn[:2]
@@ -313,3 +315,16 @@ def test_readme_agents_sdk_block_runs_against_the_real_responses_model(tmp_path,
     for body in bodies:
         assert check_wire(body["input"], "openai_responses") == []
     scope["cm"].close()
+
+
+@pytest.mark.parametrize("example", ["openai_agents_loop.py", "raw_openai_loop.py", "raw_anthropic_loop.py"])
+def test_examples_run_offline_and_show_what_ctxwise_did(example):
+    """The examples run as shipped (no network: a scripted model) and report clearing and
+    summarizing over their 30 turns."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    r = subprocess.run([sys.executable, str(REPO / "examples" / example)], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert sum(ln.lstrip().startswith(("30 ", "turn 30")) or ln.startswith("  30") for ln in lines) == 1, r.stdout
+    assert "clearing" in r.stdout and "summarizing" in r.stdout

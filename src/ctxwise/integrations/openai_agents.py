@@ -282,12 +282,17 @@ class CtxwiseSession:
 
     @staticmethod
     def _untouched(m: Message, items: list[dict[str, Any]]) -> bool:
-        """Whether ``m`` still holds what ``items`` say (no compaction or normalization since)."""
+        """Whether ``m`` still holds what ``items`` say (no compaction or normalization since;
+        the tool name a result was given at append does not count)."""
         try:
             read = from_responses(items, strict=False)
         except FormatError:
             return False
-        return len(read) == 1 and read[0].blocks == m.blocks
+
+        def bare(blocks: list[Any]) -> list[Any]:
+            return [b.model_copy(update={"name": None}) if isinstance(b, ToolResultBlock) else b for b in blocks]
+
+        return len(read) == 1 and bare(read[0].blocks) == bare(m.blocks)
 
     def _to_messages(self, items: list[dict[str, Any]]) -> list[Message]:
         names = {b.id: b.name for m in self.ctx.messages for b in m.blocks if isinstance(b, ToolUseBlock)}
