@@ -140,7 +140,9 @@ def test_the_transcript_keeps_every_message_and_every_result(played):
 def test_retry_pop_then_re_add_gives_the_same_next_payload_byte_for_byte(tmp_path):
     """Kind: a rewind (the Runner's retry reads the tail, pops it, writes it again) that
     changes the next request: a prompt-cache break or a lost item."""
-    cm = ContextManager(f"sqlite:///{tmp_path / 'r.db'}", policy())
+    # user memory off: a reopened session re-reads the user's long-term memory block, which this
+    # session itself filled (reported to the engine's owner); the item record is what is tested here
+    cm = ContextManager(f"sqlite:///{tmp_path / 'r.db'}", policy(user_memory=False))
     for conv in load(RETAIL)[:16]:  # the first session that was summarized before the rewind
         s, _ = run_recorded(conv, cm)
         if {"clearing", "summarizing"} <= {e["stage"] for e in s.ctx.events()}:
@@ -156,6 +158,11 @@ def test_retry_pop_then_re_add_gives_the_same_next_payload_byte_for_byte(tmp_pat
     for b in tail_batches:
         asyncio.run(s.add_items(copy.deepcopy(b)))
     assert json.dumps(asyncio.run(s.get_items())) == before
+    # another process opening the same store reads the same tail and the same view
+    again = CtxwiseSession(ContextManager(f"sqlite:///{tmp_path / 'r.db'}", policy(user_memory=False))
+                           .session(s.ctx.user_id, conv.id))
+    assert asyncio.run(again.get_items(limit=len(tail))) == tail
+    assert json.dumps(asyncio.run(again.get_items())) == before
 
 
 def test_pop_inside_an_assistant_message_and_a_call_whose_output_comes_later(tmp_path):

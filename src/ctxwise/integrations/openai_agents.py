@@ -22,9 +22,10 @@ openai-agents 0.24, ``src/agents/memory/session.py``; the Runner's use of it is
 * ``get_items()`` (no limit): the ctxwise **context view**, what the model should read: the
   session is prepared (compacted if the policy says so, checked) and its Responses payload
   returned. The transcript keeps every message.
-* ``get_items(limit=N)``: the newest N items, read without compacting or writing anything; an
-  item compaction has not touched comes back exactly as it was written (the Runner compares
-  the tail it wrote with what it reads when it settles or rewinds a write).
+* ``get_items(limit=N)``: the newest N items of the record **as they were written** (a cleared
+  result too: its original), read without compacting or writing anything. The Runner compares
+  the tail it wrote with what it reads back when it settles or rewinds a write, so the tail must
+  be what it wrote; a summary standing for older items is rendered as it is sent.
 * ``pop_item()``: removes and returns the item appended last (``Session.pop()``; the transcript
   records the retraction). When that item shared its assistant message with earlier items,
   those are appended again as they were written.
@@ -44,7 +45,7 @@ The ctxwise policy must use ``provider="openai_responses"`` (the wire shape the 
 ``tools=`` on ``cm.session(...)`` counts tool schemas inside the budget. Agent instructions go
 to the model beside the input and are not counted: keep them out of the budget with
 ``reserve_output`` or a smaller ``budget``. ``session_settings.limit`` is not needed (the budget
-does its job); if set, the Runner reads only that many items of the view's tail.
+does its job); if set, the Runner reads that many items as written, uncompacted: leave it unset.
 """
 
 from __future__ import annotations
@@ -167,9 +168,9 @@ class CtxwiseSession:
     # -- the Session protocol ---------------------------------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """The context view as Responses input items. ``limit=None``: the whole view, prepared
-        (compaction may fire and is persisted). ``limit=N``: the newest N items, read without
-        compacting or writing; untouched items exactly as written."""
+        """``limit=None``: the context view as Responses input items, prepared (compaction may
+        fire and is persisted). ``limit=N``: the newest N items of the record exactly as written
+        (cleared results with their original body), read without compacting or writing."""
         async with self._lock:
             if limit is not None:
                 return await asyncio.to_thread(self._tail, limit)
@@ -272,27 +273,10 @@ class CtxwiseSession:
             return []
         out: list[dict[str, Any]] = []
         for m in reversed(self.ctx.messages):
-            items = self._written(m)
-            if items is None or not self._untouched(m, items):
-                items = self._rendered([m])
-            out[:0] = items
+            out[:0] = self._written(m) or self._rendered([m])
             if len(out) >= limit:
                 break
         return out[-limit:]
-
-    @staticmethod
-    def _untouched(m: Message, items: list[dict[str, Any]]) -> bool:
-        """Whether ``m`` still holds what ``items`` say (no compaction or normalization since;
-        the tool name a result was given at append does not count)."""
-        try:
-            read = from_responses(items, strict=False)
-        except FormatError:
-            return False
-
-        def bare(blocks: list[Any]) -> list[Any]:
-            return [b.model_copy(update={"name": None}) if isinstance(b, ToolResultBlock) else b for b in blocks]
-
-        return len(read) == 1 and bare(read[0].blocks) == bare(m.blocks)
 
     def _to_messages(self, items: list[dict[str, Any]]) -> list[Message]:
         names = {b.id: b.name for m in self.ctx.messages for b in m.blocks if isinstance(b, ToolUseBlock)}
