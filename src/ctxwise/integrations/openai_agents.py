@@ -31,9 +31,12 @@ openai-agents 0.24, ``src/agents/memory/session.py``; the Runner's use of it is
   those are appended again as they were written.
 * ``clear_session()``: ``Session.clear()`` (the transcript keeps everything, with a record of
   the reset).
-* ``run_compaction(args)``: the post-turn hook the Runner calls after it persisted a turn that
-  ended with a model response (openai-agents >= 0.6): ctxwise prepares the session, so any
-  compaction due happens between turns and is recorded as events. Nothing is sent anywhere.
+* ``run_compaction(args)``: the post-turn hook (``OpenAIResponsesCompactionAwareSession``). In
+  0.24 the Runner calls it with ``{"response_id", "force", "store"?}`` after a write that holds a
+  model response and no local tool output, i.e. when a run ends with the answer (a write with
+  tool outputs goes to an optional ``_defer_compaction``, which this class does not have).
+  ctxwise prepares the session then, so compaction due after the turn happens between turns and
+  is recorded as events. Nothing is sent anywhere.
 
 The Runner reads the session once per ``Runner.run``; the model calls inside one run (a tool loop)
 see the items it generated since. Pass ``run_config=session.run_config()`` (or
