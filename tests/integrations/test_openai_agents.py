@@ -210,6 +210,10 @@ def test_bad_items_raise_ctxwise_errors_and_store_nothing(tmp_path):
     version = s.ctx.version
     with pytest.raises(FormatError, match="item 1"):
         asyncio.run(s.add_items([{"role": "user", "content": "a"}, {"type": "web_search_call", "id": "ws_1"}]))
+    with pytest.raises(FormatError, match="item 3"):  # the place counts the whole batch
+        asyncio.run(s.add_items([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+                                 {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+                                 {"type": "message", "role": "robot", "content": "x"}]))
     with pytest.raises(PayloadInvalid):
         asyncio.run(s.add_items([{"type": "function_call_output", "call_id": "nope", "output": "x"}]))
     assert s.ctx.version == version and len(s.ctx.messages) == 1

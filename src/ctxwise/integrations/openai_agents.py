@@ -58,6 +58,7 @@ import copy
 import importlib
 import json
 import logging
+import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -289,7 +290,8 @@ class CtxwiseSession:
             try:
                 read = from_responses(group, strict=False)
             except FormatError as e:
-                raise FormatError(f"add_items {e.place.replace('item 0', f'item {done}')}", e.rule) from None
+                place = re.sub(r"^item (\d+)", lambda g: f"item {done + int(g.group(1))}", e.place)
+                raise FormatError(f"add_items {place}", e.rule) from None
             done += len(group)
             (m,) = read  # a group is one message by construction
             for b in m.blocks:
