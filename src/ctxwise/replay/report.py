@@ -115,8 +115,11 @@ def scale_top(rounds: list[RoundRecord], policy: Any) -> float:
     return step * math.ceil(top_value / step)
 
 
-def chart(s: SessionResult, policy: Any, index: int, width: int = 1060, height: int = 320) -> str:
-    """The stacked bar chart of one session as an ``<svg class="chart">`` element."""
+def chart(s: SessionResult, policy: Any, index: int, width: int = 1060, height: int = 320, *,
+          axis: str = "round (user turn)") -> str:
+    """The stacked bar chart of one session as an ``<svg class="chart">`` element: one bar per
+    record of ``s.rounds`` (a user turn here; the web inspector passes one per model call and
+    ``axis="model call"``)."""
     rounds = s.rounds
     left, right, top, bottom = 56, 112, 30, 40
     pw, ph = width - left - right, height - top - bottom
@@ -130,9 +133,10 @@ def chart(s: SessionResult, policy: Any, index: int, width: int = 1060, height: 
     slot = pw / max(len(rounds), 1)
     bw = max(min(slot * 0.62, 56), 3)
     unit = escape(policy.unit)
+    what = escape(axis.split(" (")[0])  # "round", "model call": the word the tooltips use
     out = [f'<svg class="chart" id="chart-{index}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
            f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-           f'aria-label="context size per round for {escape(s.name)}">']
+           f'aria-label="context size per {escape(axis)} for {escape(s.name)}">']
     for i in range(int(round(ymax / step)) + 1):  # grid and y labels
         v = step * i
         out.append(f'<line class="gr" x1="{left}" x2="{width - right}" y1="{_f(y(v))}" y2="{_f(y(v))}"/>'
@@ -145,10 +149,10 @@ def chart(s: SessionResult, policy: Any, index: int, width: int = 1060, height: 
         out.append(f'<text class="rn" x="{cx}" y="{_f(y(0) + 15)}">{r.round}</text>')
         # one tooltip per round (not per segment): what was sent, by category, and the record
         if r.size is None:
-            tip = f"round {r.round}: no model call (no recorded answer)"
+            tip = f"{what} {r.round}: no model call (no recorded answer)"
         else:
             parts = " · ".join(f"{cat} {_n(r.categories[cat])}" for cat in CATEGORIES if r.categories.get(cat))
-            tip = f"round {r.round}: sent {_n(r.size)} {unit} ({parts})"
+            tip = f"{what} {r.round}: sent {_n(r.size)} {unit} ({parts})"
         out.append(f"<g><title>{tip}; uncompacted record {_n(r.full)} {unit}</title>")
         # the uncompacted record: an outline, open at the top and labelled when off the scale
         if r.full > ymax:
@@ -184,7 +188,7 @@ def chart(s: SessionResult, policy: Any, index: int, width: int = 1060, height: 
             tip = escape("; ".join(describe([e for e in r.events if e["stage"] == st])) or st)
             out.append(f'<g class="marker"><circle class="{STAGE_CLASS.get(st, "")}" cx="{cx}" cy="{_f(cy)}" '
                        f'r="7.5"/><text x="{cx}" y="{_f(cy + 3.8)}">{letter}</text>'
-                       f'<title>round {r.round}: {tip}</title></g>')
+                       f'<title>{what} {r.round}: {tip}</title></g>')
     # watermarks: lines across the plot, labels in the right margin (never behind a bar)
     marks = [(policy.clear_at, "clear"), (policy.summarize_at, "summarize"), (policy.hard_limit, "budget")]
     label_y: list[float] = []
@@ -199,12 +203,13 @@ def chart(s: SessionResult, policy: Any, index: int, width: int = 1060, height: 
                    f'y1="{_f(y(v))}" y2="{_f(y(v))}"/>'
                    f'<text class="{cls}" x="{width - right + 6}" y="{_f(ly)}">{label} {_n(v)}</text>')
     out.append(f'<line class="ax" x1="{left}" x2="{width - right}" y1="{_f(y(0))}" y2="{_f(y(0))}"/>'
-               f'<text x="{left + pw / 2:.0f}" y="{height - 6}" text-anchor="middle">round (user turn)</text>')
+               f'<text x="{left + pw / 2:.0f}" y="{height - 6}" text-anchor="middle">{escape(axis)}</text>')
     out.append("</svg>")
     return "".join(out)
 
 
-def _legend() -> str:
+def legend() -> str:
+    """The chart's legend: categories, the uncompacted outline, the markers."""
     items = [f'<span><i class="{CAT_CLASS[k]}"></i>{escape(k)}</span>' for k in COLORS]
     items.append('<span><i class="o"></i>uncompacted record (↑ size when off the scale)</span>')
     items += [f'<span><i class="m {STAGE_CLASS[st]}"></i>{escape(letter)} = {escape(st.replace("_", " "))}</span>'
@@ -312,7 +317,7 @@ def render_html(run: RunResult) -> str:
         parts.append("<h3 class='err'>Failed</h3><ul>" + "".join(f"<li class='err'>{escape(str(e))}</li>" for e in run.errors) + "</ul>")
     unit = escape(p.unit)
     if run.sessions:
-        parts.append(_legend())  # once, and it stays in view (sticky) over every session's chart
+        parts.append(legend())  # once, and it stays in view (sticky) over every session's chart
     for i, s in enumerate(run.sessions):
         parts.append(f"<section class='session' id='s{i}'><h2><a href='#s{i}'>{escape(s.name)}</a></h2>")
         parts.append(f"<p class='sub'>{escape(s.format)} · {s.messages} messages · {len(s.rounds)} rounds · "

@@ -1,0 +1,205 @@
+"""The context size per model call of a stored session, rebuilt from the store for the chart.
+
+The store keeps every message (original and current body, state), the transcript and the
+compaction events, but no row per ``prepare()``: a call that fires no stage writes nothing
+(DESIGN.md decision 7). So the inspector rebuilds what each call sent:
+
+* a **model call** is an assistant message appended after the first user input (the recorded
+  output of the call); call ``k`` read every message stored before it, plus a last bar for
+  the call still to come when messages wait after the last reply;
+* the **events** are grouped into the ``prepare()`` that fired them (a chain where one event's
+  ``size_after`` is the next one's ``size_before``) and each group goes to the earliest call it
+  can belong to: after every message it names (a summary after its own row), in the user turn
+  whose transcript row precedes the event's time;
+* at each call the visible messages are counted with the session's own counter (the stored
+  policy's unit and tokenizer), edits applied as their events say (cleared results and pruned
+  thinking count their current body, summarized and trimmed messages are gone, a summary
+  counts from its call on). What the messages do not hold (tool schemas, pinned blocks, the
+  counter's reply priming) is the median gap between the rebuilt size and the exact
+  ``size_after`` of the calls that fired events, added to every bar; a call that fired events
+  shows their exact sizes.
+
+Sizes are in the policy unit. The result feeds :func:`ctxwise.replay.report.chart`, one bar
+per call, so the inspector draws exactly what ``ctxwise replay --report`` draws.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .. import ContextRow, Message, Policy, SessionState, TranscriptRow, get_counter
+from ..replay.breakdown import CATEGORIES, message_breakdown
+from ..replay.runner import RoundRecord
+from ..units import is_user_input
+
+APPEND_STAGES = ("normalized", "interrupted")
+"""Events written at append, not by a ``prepare()``: they belong to no call."""
+OVERHEAD_STAGES = ("summarizing", "trimming", "facts_evicted")
+"""Stages after which the pinned facts block (not a stored row) may change size."""
+
+
+@dataclass
+class CallView:
+    """One model call as rebuilt: ``number`` (1-based), ``message_id`` of its recorded output
+    (None for the call still to come), the sizes, and the events its ``prepare()`` fired.
+
+    ``exact`` is True when ``size_before`` / ``size`` come from the events themselves."""
+
+    number: int
+    message_id: str | None
+    seq: int
+    turn: int
+    size_before: int = 0
+    size: int = 0
+    full: int = 0
+    exact: bool = False
+    categories: dict[str, int] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _when(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+
+
+def _groups(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Events of one ``prepare()`` together, in order (append-time events left out)."""
+    out: list[list[dict[str, Any]]] = []
+    for e in events:
+        if e.get("stage") in APPEND_STAGES:
+            continue
+        if out and out[-1][-1].get("size_after") == e.get("size_before"):
+            out[-1].append(e)
+        else:
+            out.append([e])
+    return out
+
+
+def session_calls(state: SessionState, events: list[dict[str, Any]],
+                  transcript: list[TranscriptRow]) -> list[CallView]:
+    """Every model call of the session with its rebuilt sizes (see the module docstring).
+
+    ``state`` must be loaded with ``include_hidden=True``. Returns an empty list when no user
+    input was stored yet.
+    """
+    policy = Policy(**state.policy)
+    counter = get_counter(policy.tokenizer if policy.unit == "tokens" else "chars")
+    rows = sorted((r for r in state.rows if r.state != "popped"), key=lambda r: r.seq)
+    seq_of = {r.message_id: r.seq for r in rows}
+
+    def body(r: ContextRow, edited: bool) -> Message:
+        return r.current if edited or r.original is None else r.original
+
+    # turns: the user-input rows, with the transcript time of each
+    user_rows = [r for r in rows if r.current.kind is None and is_user_input(body(r, False))]
+    if not user_rows:
+        return []
+    asked_at = {}
+    for t in transcript:
+        if t.role == "user" and t.message_ids:
+            asked_at[t.message_ids[0]] = t.created_at
+    turn_starts = [r.seq for r in user_rows]
+
+    def turn_of(seq: int) -> int:
+        return sum(1 for s in turn_starts if s <= seq)
+
+    calls = [CallView(number=0, message_id=r.message_id, seq=r.seq, turn=turn_of(r.seq)) for r in rows
+             if r.current.kind is None and r.current.role == "assistant" and r.seq > turn_starts[0]]
+    last_seq = max(r.seq for r in rows if r.current.kind is None)
+    if not calls or last_seq > calls[-1].seq:  # messages wait for the next call
+        calls.append(CallView(number=0, message_id=None, seq=last_seq + 1, turn=turn_of(last_seq)))
+    for i, c in enumerate(calls):
+        c.number = i + 1
+
+    summary_rows = {r.message_id for r in rows if r.current.kind is not None}
+    edited: set[str] = set()
+    hidden: set[str] = set()
+    summaries: set[str] = set()
+
+    def measure(upto: int) -> dict[str, int]:
+        """The visible messages stored before ``upto`` by category, edits so far applied."""
+        cats = dict.fromkeys(CATEGORIES, 0)
+        for r in rows:
+            if r.seq >= upto or r.message_id in hidden:
+                continue
+            if r.message_id in summary_rows and r.message_id not in summaries:
+                continue
+            for cat, n in message_breakdown(body(r, r.message_id in edited), counter).items():
+                cats[cat] += n
+        return cats
+
+    def apply(group: list[dict[str, Any]]) -> None:
+        for e in group:
+            ids = e.get("affected_ids") or []
+            if e.get("stage") in ("thinking", "clearing"):
+                edited.update(ids)
+            elif e.get("stage") in ("summarizing", "trimming"):
+                hidden.update(i for i in ids if i != e.get("summary_id"))
+            if e.get("summary_id"):
+                summaries.add(e["summary_id"])
+
+    # which call each prepare() belongs to: in its turn, after what it names, and the call whose
+    # rebuilt size (plus the last measured gap) is nearest the size the event measured
+    turn_times = [(turn_of(r.seq), _when(asked_at.get(r.message_id))) for r in user_rows]
+    groups = _groups(events)
+    owner: list[int] = []
+    gap_before: list[int] = []
+    pointer, gap, unsure = 0, 0, False
+    for group in groups:
+        needed = [seq_of[i] for e in group for i in (e.get("affected_ids") or []) if i in seq_of]
+        needed += [seq_of[e["summary_id"]] for e in group if e.get("summary_id") in seq_of]
+        floor = max(needed, default=0)
+        at = _when(group[0].get("at"))
+        turn = max((t for t, when in turn_times if when is not None and at is not None and when <= at), default=None)
+        feasible = [k for k in range(pointer, len(calls)) if calls[k].seq > floor]
+        in_turn = [k for k in feasible if turn is None or calls[k].turn == turn]
+        candidates = (in_turn or feasible[:8] or [len(calls) - 1])
+        measured = {k: sum(measure(calls[k].seq).values()) for k in candidates}
+        if unsure:  # a summary or trim changed what the rows do not hold (the facts block): no gap yet
+            pick = candidates[0]
+        else:
+            pick = min(candidates, key=lambda k: (abs(measured[k] + gap - group[0]["size_before"]), k))
+        unsure = any(e.get("stage") in OVERHEAD_STAGES for e in group)
+        gap = group[0]["size_before"] - measured[pick]
+        owner.append(pick)
+        gap_before.append(gap)
+        calls[pick].events.extend(group)
+        apply(group)
+        pointer = pick
+
+    # sizes call by call; what the rows do not hold is the gap the next prepare() measured
+    def gap_from(k: int) -> int:
+        later = [g for o, g in zip(owner, gap_before) if o >= k]
+        return later[0] if later else (gap_before[-1] if gap_before else 0)
+
+    for done in (edited, hidden, summaries):
+        done.clear()
+    base = gap_before[0] if gap_before else 0
+    at_call: dict[int, list[list[dict[str, Any]]]] = {}
+    for o, group in zip(owner, groups):
+        at_call.setdefault(o, []).append(group)
+    for k, c in enumerate(calls):
+        before = sum(measure(c.seq).values())
+        for group in at_call.get(k, []):
+            apply(group)
+        cats = measure(c.seq)
+        c.categories = cats
+        c.size_before = before + gap_from(k)
+        c.size = sum(cats.values()) + (gap_from(k + 1) if k in at_call else gap_from(k))
+        c.exact = k in at_call
+        c.full = base + sum(sum(message_breakdown(body(r, False), counter).values()) for r in rows
+                            if r.seq < c.seq and r.message_id not in summary_rows)
+    return calls
+
+
+def chart_records(calls: list[CallView]) -> list[RoundRecord]:
+    """The calls as the replay chart's bars: one :class:`RoundRecord` per call (``round`` is
+    the call number)."""
+    return [RoundRecord(round=c.number, user_text="", calls=1, size_before=c.size_before, size=c.size,
+                        full=c.full, events=c.events, categories=c.categories) for c in calls]
