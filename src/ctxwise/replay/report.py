@@ -132,6 +132,7 @@ def chart(s: SessionResult, policy: Any, index: int, width: int = 1060, height: 
 
     slot = pw / max(len(rounds), 1)
     bw = max(min(slot * 0.62, 56), 3)
+    label_every = max(1, math.ceil(40 / slot))  # a "↑14.8k" label is about 40 px wide
     unit = escape(policy.unit)
     what = escape(axis.split(" (")[0])  # "round", "model call": the word the tooltips use
     out = [f'<svg class="chart" id="chart-{index}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
@@ -157,8 +158,9 @@ def chart(s: SessionResult, policy: Any, index: int, width: int = 1060, height: 
         # the uncompacted record: an outline, open at the top and labelled when off the scale
         if r.full > ymax:
             x0, x1 = _f(x - 2), _f(x + bw + 2)
-            out.append(f'<path class="full" d="M{x0} {_f(y(0))}V{top}M{x1} {_f(y(0))}V{top}"/>'
-                       f'<text class="clip" x="{cx}" y="{top - 5}">↑{_k(r.full)}</text>')
+            out.append(f'<path class="full" d="M{x0} {_f(y(0))}V{top}M{x1} {_f(y(0))}V{top}"/>')
+            if r_i % label_every == 0 or r_i == len(rounds) - 1:  # narrow slots: labels never overlap
+                out.append(f'<text class="clip" x="{cx}" y="{top - 5}">↑{_k(r.full)}</text>')
         elif r.full > 0:
             out.append(f'<rect class="full" x="{_f(x - 2)}" y="{_f(y(r.full))}" width="{_f(bw + 4)}" '
                        f'height="{_f(y(0) - y(r.full))}"/>')

@@ -117,6 +117,9 @@ def session_calls(state: SessionState, events: list[dict[str, Any]],
     for i, c in enumerate(calls):
         c.number = i + 1
 
+    first = rows[0].current
+    priming = counter.count([first]) - counter.count_message(first)  # the counter's per-request tokens
+
     summary_rows = {r.message_id for r in rows if r.current.kind is not None}
     edited: set[str] = set()
     hidden: set[str] = set()
@@ -150,7 +153,7 @@ def session_calls(state: SessionState, events: list[dict[str, Any]],
     groups = _groups(events)
     owner: list[int] = []
     gap_before: list[int] = []
-    pointer, gap, unsure = 0, 0, False
+    pointer, gap, unsure = 0, priming, False
     for group in groups:
         needed = [seq_of[i] for e in group for i in (e.get("affected_ids") or []) if i in seq_of]
         needed += [seq_of[e["summary_id"]] for e in group if e.get("summary_id") in seq_of]
@@ -161,8 +164,8 @@ def session_calls(state: SessionState, events: list[dict[str, Any]],
         in_turn = [k for k in feasible if turn is None or calls[k].turn == turn]
         candidates = (in_turn or feasible[:8] or [len(calls) - 1])
         measured = {k: sum(measure(calls[k].seq).values()) for k in candidates}
-        if unsure:  # a summary or trim changed what the rows do not hold (the facts block): no gap yet
-            pick = candidates[0]
+        if unsure:  # a summary or trim changed what the rows do not hold (the facts block): no gap yet,
+            pick = next((k for k in candidates if k > pointer), candidates[0])  # and a later prepare()
         else:
             pick = min(candidates, key=lambda k: (abs(measured[k] + gap - group[0]["size_before"]), k))
         unsure = any(e.get("stage") in OVERHEAD_STAGES for e in group)
@@ -176,11 +179,11 @@ def session_calls(state: SessionState, events: list[dict[str, Any]],
     # sizes call by call; what the rows do not hold is the gap the next prepare() measured
     def gap_from(k: int) -> int:
         later = [g for o, g in zip(owner, gap_before) if o >= k]
-        return later[0] if later else (gap_before[-1] if gap_before else 0)
+        return later[0] if later else (gap_before[-1] if gap_before else priming)
 
     for done in (edited, hidden, summaries):
         done.clear()
-    base = gap_before[0] if gap_before else 0
+    base = gap_before[0] if gap_before else priming
     at_call: dict[int, list[list[dict[str, Any]]]] = {}
     for o, group in zip(owner, groups):
         at_call.setdefault(o, []).append(group)

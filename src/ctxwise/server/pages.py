@@ -265,7 +265,8 @@ def policy_table(state: SessionState) -> str:
 
     def row(k: str) -> str:
         v = p.get(k)
-        return f"<tr><td class='l'>{e(k)}</td><td class='l'>{e(_json(v) if isinstance(v, (list, dict)) else v)}</td></tr>"
+        shown = json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else v
+        return f"<div class='kv'><span>{e(k)}</span> <b>{e(shown)}</b></div>"
 
     main = "".join(row(k) for k in POLICY_KEYS if k in p)
     rest = "".join(row(k) for k in p if k not in POLICY_KEYS)
@@ -274,8 +275,8 @@ def policy_table(state: SessionState) -> str:
              f"{e(policy.unit)}")
     return (f"<p class='sub'>Provider <b>{e(state.provider)}</b>, policy <b>{e(p.get('name', ''))}</b>: budget "
             f"{_n(policy.effective_budget)} {e(policy.unit)} after the reserve; {marks}.</p>"
-            f"<table class='policy'>{main}</table><details><summary>every setting</summary>"
-            f"<table class='policy'>{rest}</table></details>")
+            f"<div class='policy'>{main}</div><details><summary>every other setting</summary>"
+            f"<div class='policy'>{rest}</div></details>")
 
 
 def session_live(state: SessionState, transcript: list[TranscriptRow], events: list[dict[str, Any]],
@@ -288,7 +289,7 @@ def session_live(state: SessionState, transcript: list[TranscriptRow], events: l
     pending = " (the last bar: what the next call reads before compaction)" if calls and calls[-1].message_id is None else ""
     result = SessionResult(name=f"{user} / {state.session_id}", source="store", format="stored",
                            messages=len(state.rows), rounds=chart_records(calls))
-    graph = (chart(result, policy, 0, axis="model call") if calls else
+    graph = (chart(result, policy, 0, width=1360, height=340, axis="model call") if calls else
              "<p class='dim'>No model call yet.</p>")
     rebuilt = sum(1 for c in calls if not c.exact)
     return (f"<h1 class='sname'>{e(state.session_id)}</h1>"
