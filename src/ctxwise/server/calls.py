@@ -25,6 +25,7 @@ per call, so the inspector draws exactly what ``ctxwise replay --report`` draws.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -121,23 +122,25 @@ def session_calls(state: SessionState, events: list[dict[str, Any]],
     priming = counter.count([first]) - counter.count_message(first)  # the counter's per-request tokens
 
     summary_rows = {r.message_id for r in rows if r.current.kind is not None}
+    index = {r.message_id: i for i, r in enumerate(rows)}
+    seqs = [r.seq for r in rows]
     edited: set[str] = set()
     hidden: set[str] = set()
     summaries: set[str] = set()
 
-    def measure(upto: int) -> dict[str, int]:
-        """The visible messages stored before ``upto`` by category, edits so far applied."""
-        cats = dict.fromkeys(CATEGORIES, 0)
-        for r in rows:
-            if r.seq >= upto or r.message_id in hidden:
-                continue
-            if r.message_id in summary_rows and r.message_id not in summaries:
-                continue
-            for cat, n in message_breakdown(body(r, r.message_id in edited), counter).items():
-                cats[cat] += n
-        return cats
+    def cats_of(i: int) -> dict[str, int]:
+        """Row ``i``'s size by category as the model read it under the edits so far (empty
+        when it was not sent)."""
+        r = rows[i]
+        if r.message_id in hidden or (r.message_id in summary_rows and r.message_id not in summaries):
+            return {}
+        return message_breakdown(body(r, r.message_id in edited), counter)
 
-    def apply(group: list[dict[str, Any]]) -> None:
+    def apply(group: list[dict[str, Any]], on_change: Any) -> None:
+        """Apply one prepare()'s edits; ``on_change(i, old, new)`` for every row they touch."""
+        touched = sorted({index[i] for e in group for i in [*(e.get("affected_ids") or []), e.get("summary_id")]
+                          if i in index})
+        old = {i: cats_of(i) for i in touched}
         for e in group:
             ids = e.get("affected_ids") or []
             if e.get("stage") in ("thinking", "clearing"):
@@ -146,9 +149,29 @@ def session_calls(state: SessionState, events: list[dict[str, Any]],
                 hidden.update(i for i in ids if i != e.get("summary_id"))
             if e.get("summary_id"):
                 summaries.add(e["summary_id"])
+        for i in touched:
+            on_change(i, old[i], cats_of(i))
 
     # which call each prepare() belongs to: in its turn, after what it names, and the call whose
-    # rebuilt size (plus the last measured gap) is nearest the size the event measured
+    # rebuilt size (plus the last measured gap) is nearest the size the event measured. Sizes
+    # before a call are prefix sums over the rows in seq order (a Fenwick tree: O(log n) each).
+    tree = [0] * (len(rows) + 1)
+
+    def add(i: int, delta: int) -> None:
+        i += 1
+        while i < len(tree):
+            tree[i] += delta
+            i += i & -i
+
+    def before(k: int) -> int:
+        i, total = bisect_left(seqs, calls[k].seq), 0
+        while i > 0:
+            total += tree[i]
+            i -= i & -i
+        return total
+
+    for i in range(len(rows)):
+        add(i, sum(cats_of(i).values()))
     turn_times = [(turn_of(r.seq), _when(asked_at.get(r.message_id))) for r in user_rows]
     groups = _groups(events)
     owner: list[int] = []
@@ -163,7 +186,7 @@ def session_calls(state: SessionState, events: list[dict[str, Any]],
         feasible = [k for k in range(pointer, len(calls)) if calls[k].seq > floor]
         in_turn = [k for k in feasible if turn is None or calls[k].turn == turn]
         candidates = (in_turn or feasible[:8] or [len(calls) - 1])
-        measured = {k: sum(measure(calls[k].seq).values()) for k in candidates}
+        measured = {k: before(k) for k in candidates}
         if unsure:  # a summary or trim changed what the rows do not hold (the facts block): no gap yet,
             pick = next((k for k in candidates if k > pointer), candidates[0])  # and a later prepare()
         else:
@@ -173,31 +196,51 @@ def session_calls(state: SessionState, events: list[dict[str, Any]],
         owner.append(pick)
         gap_before.append(gap)
         calls[pick].events.extend(group)
-        apply(group)
+        apply(group, lambda i, old, new: add(i, sum(new.values()) - sum(old.values())))
         pointer = pick
 
     # sizes call by call; what the rows do not hold is the gap the next prepare() measured
-    def gap_from(k: int) -> int:
-        later = [g for o, g in zip(owner, gap_before) if o >= k]
-        return later[0] if later else (gap_before[-1] if gap_before else priming)
-
+    first_gap: dict[int, int] = {}
+    for o, g in zip(owner, gap_before):
+        first_gap.setdefault(o, g)
+    next_gap = [0] * (len(calls) + 1)  # next_gap[k]: the gap of the first prepare() at call k or later
+    current = gap_before[-1] if gap_before else priming
+    for k in range(len(calls), -1, -1):
+        current = first_gap.get(k, current)
+        next_gap[k] = current
     for done in (edited, hidden, summaries):
         done.clear()
     base = gap_before[0] if gap_before else priming
     at_call: dict[int, list[list[dict[str, Any]]]] = {}
     for o, group in zip(owner, groups):
         at_call.setdefault(o, []).append(group)
+    running = dict.fromkeys(CATEGORIES, 0)
+    included = 0  # rows[:included] are before the current call
+    full = 0
+
+    def change(i: int, old: dict[str, int], new: dict[str, int]) -> None:
+        if i < included:
+            for cat, n in old.items():
+                running[cat] -= n
+            for cat, n in new.items():
+                running[cat] += n
+
     for k, c in enumerate(calls):
-        before = sum(measure(c.seq).values())
+        upto = bisect_left(seqs, c.seq)
+        while included < upto:
+            for cat, n in cats_of(included).items():
+                running[cat] += n
+            if rows[included].message_id not in summary_rows:
+                full += sum(message_breakdown(body(rows[included], False), counter).values())
+            included += 1
+        size_before = sum(running.values())
         for group in at_call.get(k, []):
-            apply(group)
-        cats = measure(c.seq)
-        c.categories = cats
-        c.size_before = before + gap_from(k)
-        c.size = sum(cats.values()) + (gap_from(k + 1) if k in at_call else gap_from(k))
+            apply(group, change)
+        c.categories = dict(running)
+        c.size_before = size_before + next_gap[k]
+        c.size = sum(running.values()) + (next_gap[k + 1] if k in at_call else next_gap[k])
         c.exact = k in at_call
-        c.full = base + sum(sum(message_breakdown(body(r, False), counter).values()) for r in rows
-                            if r.seq < c.seq and r.message_id not in summary_rows)
+        c.full = base + full
     return calls
 
 
