@@ -6,7 +6,7 @@
 keys). Pages:
 
 * ``GET /ui``: the sessions, most recently updated first, 50 a page; ``?q=`` keeps those whose
-  user or session id contains the text (case-insensitive; among the 5,000 most recent);
+  user or session id contains the text (case-insensitive; among the 5,000 most recently updated);
 * ``GET /ui/session?user=U&id=S``: one session: the context size per model call with the
   watermarks (the replay report's chart, :mod:`.calls`), the policy in force, the event
   timeline, and the transcript beside the context, aligned by message id; a cleared result,
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import hashlib
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request
@@ -42,12 +42,16 @@ from ..replay.report import CSS as REPORT_CSS
 from . import pages
 from .calls import session_calls
 
+if TYPE_CHECKING:
+    from .app import Server
+
 COOKIE = "ctxwise_ui_key"
 """The cookie that carries the API key of an inspector login."""
 PAGE = 50
 """Sessions per page of the list."""
 SCAN = 5000
-"""How many of the most recently updated sessions a search or a tenant's list looks at."""
+"""How many of the most recently updated sessions (of the tenant's, behind a key) a search
+looks at."""
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
@@ -89,7 +93,7 @@ def _html(body: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(body, status_code=status, headers={"Content-Security-Policy": CSP, "Cache-Control": "no-store"})
 
 
-def make_router(server: Any) -> APIRouter:
+def make_router(server: "Server") -> APIRouter:
     """The inspector's routes over ``server`` (the app's ``Server``; see the module docstring).
 
     Reads ``server.manager.store`` and ``server.keys`` (``list(include_revoked=False)``,
@@ -100,8 +104,8 @@ def make_router(server: Any) -> APIRouter:
         return server.manager.store
 
     def viewer(request: Request) -> Viewer:
-        keys = getattr(server, "keys", None)
-        if keys is None or not keys.list(include_revoked=False):
+        keys = server.keys
+        if not keys.list(include_revoked=False):
             host = request.client.host if request.client else ""
             if host not in LOOPBACK:
                 raise Denied(403, "this server has no API key configured: the inspector answers on the loopback "
@@ -133,8 +137,9 @@ def make_router(server: Any) -> APIRouter:
         needle = query.strip().lower()
         out: list[SessionInfo] = []
         offset = 0
+        prefix = None if v.tenant is None else f"{v.tenant}:"
         while offset < SCAN:
-            batch = store().list_sessions(limit=500, offset=offset)
+            batch = store().list_sessions(limit=500, offset=offset, user_prefix=prefix)
             for s in batch:
                 if v.owns(s.user_id) and (not needle or needle in v.shown(s.user_id).lower()
                                           or needle in s.session_id.lower()):
@@ -218,8 +223,7 @@ def make_router(server: Any) -> APIRouter:
     async def login(request: Request) -> Response:
         form = parse_qs((await request.body()).decode("utf-8", "replace"))
         key = (form.get("key") or [""])[0].strip()
-        keys = getattr(server, "keys", None)
-        if keys is None or not key or keys.tenant_of(key) is None:
+        if not key or server.keys.tenant_of(key) is None:
             return _html(login_page("missing, unknown or revoked API key"), 401)
         out = RedirectResponse("/ui", status_code=303)
         out.set_cookie(COOKIE, key, httponly=True, samesite="strict", path="/ui",
