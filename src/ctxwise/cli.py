@@ -409,7 +409,9 @@ def serve(
     """Serve the HTTP API (and the /ui inspector) over a ctxwise database. Needs the server extra.
 
     Every /v1 call needs an API key (`ctxwise keys create --tenant NAME`). Any number of
-    processes, on one machine or many, may serve the same PostgreSQL database.
+    processes, on one machine or many, may serve the same PostgreSQL database. `--db` also takes
+    the path of a SQLite file (`--db ctxwise.db`, what `ctxwise replay` wrote): the inspector at
+    /ui browses it (with no API key in the database: local mode, loopback clients only).
 
     Example: ctxwise serve --db sqlite:///ctxwise.db --port 8000 --workers 2
     """
@@ -421,6 +423,10 @@ def serve(
         from .server import create_app_from_env
     except MissingExtra as e:
         fail(e)
+    if "://" not in db:  # a file path: a SQLite database, e.g. the one `ctxwise replay` wrote (inspector)
+        if not Path(db).is_file():
+            fail(f"{db}: no such database file (to start a new one, give a URL: --db sqlite:///{db})")
+        db = f"sqlite:///{Path(db).resolve()}"
     os.environ["CTXWISE_DB"] = db
     if config is not None:
         os.environ["CTXWISE_CONFIG"] = str(config)

@@ -41,7 +41,8 @@ def free_port() -> int:
 
 
 def serve(db: str, tmp: Path) -> tuple[subprocess.Popen, str]:
-    """``ctxwise serve --db URL`` on a free loopback port; returns the process and its base URL."""
+    """``ctxwise serve --db DB`` (a URL or a SQLite file path) on a free loopback port; returns
+    the process and its base URL."""
     port = free_port()
     log = open(tmp / f"serve-{port}.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "ctxwise", "serve", "--db", db, "--host", "127.0.0.1",
@@ -72,7 +73,7 @@ def replay_db(tmp_path_factory) -> tuple[str, Path]:
 @pytest.fixture(scope="module")
 def server(replay_db):
     db, d = replay_db
-    proc, base = serve(db, d)
+    proc, base = serve(str(d / "replay.db"), d)  # a file path, as `ctxwise serve --db ctxwise.db`
     yield base
     proc.terminate()
     proc.wait(timeout=20)
@@ -282,3 +283,12 @@ def test_markup_in_a_session_is_shown_as_text_never_run(server, browser, replay_
     page.wait_for_timeout(1600)                                # a live poll with those ids in its URL
     assert w.problems == []
     w.close()
+
+
+def test_serve_db_names_a_missing_file_in_one_line(tmp_path):
+    """Kind: a mistyped database path silently served as a new, empty database."""
+    r = subprocess.run([sys.executable, "-m", "ctxwise", "serve", "--db", "nope.db", "--port", str(free_port())],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert "nope.db: no such database file" in r.stderr and "sqlite:///nope.db" in r.stderr
+    assert not (tmp_path / "nope.db").exists()
