@@ -77,6 +77,12 @@ def test_a_tenant_sees_only_its_own_sessions(tenants, browser):  # noqa: F811
     r = httpx.get(f"{base}/ui/api/original", params={"user": "globex:alice", "id": "chat-1", "message_id": "msg-000001"},
                   headers={"Authorization": f"Bearer {keys['acme']}"})
     assert r.status_code == 404 and "GLX" not in r.text
+    # ids no store can hold are "not found" too, never a database error
+    acme = {"Authorization": f"Bearer {keys['acme']}"}
+    for params in ({"user": "alice\x00", "id": "chat-1"}, {"user": "alice", "id": "x" * 300},
+                   {"user": "alice", "id": "chat-1", "message_id": "m\x00"}):
+        r = httpx.get(f"{base}/ui/api/original", params={"message_id": "msg-000001", **params}, headers=acme)
+        assert r.status_code == 404, (params, r.text)
     w.close()
 
 

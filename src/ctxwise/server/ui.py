@@ -174,10 +174,16 @@ def make_router(server: "Server") -> APIRouter:
     def sessions_version(request: Request, q: str = "", offset: int = 0) -> Response:
         return guarded(request, lambda v: _json({"version": list_body(v, q, max(offset, 0))[1]}), as_json=True)
 
-    def session_body(v: Viewer, user: str, session_id: str) -> tuple[str, int]:
+    def owned(v: Viewer, user: str, session_id: str) -> str:
+        """The store's user id for ``user``; SessionNotFound when the viewer may not see it or
+        the ids cannot name a session (control characters, over 255 characters)."""
         stored = v.stored(user)
-        if not v.owns(stored):
+        if not v.owns(stored) or not _plausible(stored) or not _plausible(session_id):
             raise SessionNotFound("no such session")
+        return stored
+
+    def session_body(v: Viewer, user: str, session_id: str) -> tuple[str, int]:
+        stored = owned(v, user, session_id)
         st = store().load(stored, session_id, include_hidden=True)
         transcript = store().transcript(stored, session_id)
         events = store().events(stored, session_id)
@@ -200,20 +206,15 @@ def make_router(server: "Server") -> APIRouter:
     @router.get("/ui/api/version")
     def version(request: Request, user: str, id: str) -> Response:
         def render(v: Viewer) -> Response:
-            stored = v.stored(user)
-            if not v.owns(stored):
-                raise SessionNotFound("no such session")
-            return _json({"version": store().version(stored, id)})
+            return _json({"version": store().version(owned(v, user, id), id)})
         return guarded(request, render, as_json=True)
 
     @router.get("/ui/api/original")
     def original(request: Request, user: str, id: str, message_id: str) -> Response:
         def render(v: Viewer) -> Response:
-            stored = v.stored(user)
-            if not v.owns(stored):
-                raise SessionNotFound("no such session")
+            stored = owned(v, user, id)
             store().version(stored, id)  # SessionNotFound for a session that is not this viewer's
-            m = store().original(stored, id, message_id=message_id)
+            m = store().original(stored, id, message_id=message_id) if _plausible(message_id) else None
             if m is None:
                 raise Denied(404, "no such message")
             return _json({"message_id": m.id, "text": pages.message_text(m)})
@@ -253,6 +254,11 @@ def _qs(**params: Any) -> str:
     from urllib.parse import urlencode
 
     return urlencode({k: v for k, v in params.items() if v not in (None, "")})
+
+
+def _plausible(text: str) -> bool:
+    """An id the store could hold: 1-255 characters, no control characters."""
+    return 0 < len(text) <= 255 and not any(ord(c) < 32 or ord(c) == 127 for c in text)
 
 
 def _json(value: Any) -> JSONResponse:
