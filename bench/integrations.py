@@ -229,8 +229,12 @@ def agents_sdk_section(convs: Sequence[Any], budget: int = BUDGET) -> list[str]:
 
 # -- the file -----------------------------------------------------------------------------------
 
+from integrations_lc_as import agentscope_section, langchain_section  # noqa: E402  (integ-lc-as)
+
 SECTIONS: dict[str, tuple[str, Callable[..., list[str]]]] = {
     "agents": ("OpenAI Agents SDK", agents_sdk_section),
+    "langchain": ("LangChain v1", langchain_section),
+    "agentscope": ("AgentScope 2", agentscope_section),
 }
 """``--section`` name -> (the section's heading, its function(convs, budget) -> markdown lines)."""
 
