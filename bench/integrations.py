@@ -222,7 +222,7 @@ def agents_sdk_section(convs: Sequence[Any], budget: int = BUDGET) -> list[str]:
         "Support recall: the salient values (ids, amounts, dates, e-mails) of each recorded answer that were in "
         "the full history and also in what the model was sent. Invalid: requests with a `check_wire` "
         "violation (openai_responses). Wall time per arm: "
-        + ", ".join(f"{a.name.split(' (')[0]} {a.seconds:.0f} s" for a in arms) + ".",
+        + "; ".join(f"{a.name} {a.seconds:.0f} s" for a in arms) + ".",
     ]
     return lines
 
