@@ -126,8 +126,13 @@ class SqlStore:
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
+        """A read transaction that is one snapshot: SQLite's deferred ``BEGIN``; on PostgreSQL
+        ``REPEATABLE READ`` (under the default READ COMMITTED each statement of a load could
+        see another writer's newer commit: a session row at version v beside rows of v+1)."""
         with self.engine.connect() as conn:
             conn.execution_options(ctxwise_read=True)
+            if self.backend == "postgresql":
+                conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
                 yield conn
 
