@@ -221,6 +221,7 @@ class Stats:
     calls_done: int = 0
     after_kill_ok: int = 0
     killed_at: float | None = None
+    server_timing: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
 
 class Servers:
@@ -259,6 +260,13 @@ class Servers:
                 continue
             dt = time.perf_counter() - t0
             self.stats.requests += 1
+            op = "append" if path.endswith("/messages") else "prepare" if path.endswith("/prepare") else None
+            if op and r.status_code == 200:
+                for part in r.headers.get("server-timing", "").split(", "):
+                    if ";dur=" in part:
+                        name, ms = part.split(";dur=")
+                        self.stats.server_timing.setdefault(op, {}).setdefault(name, []).append(float(ms))
+                self.stats.server_timing.setdefault(op, {}).setdefault("client", []).append(dt * 1000)
             if self.stats.killed_at is not None and r.status_code < 500:
                 self.stats.after_kill_ok += 1
             if r.status_code >= 500:
@@ -534,6 +542,14 @@ def main() -> None:
           and acked_never == 0 and not stats.other_errors and not inproc["errors"]
           and killed == -signal.SIGKILL and stats.after_kill_ok > 0)
 
+    breakdown = []
+    for op in ("append", "prepare"):
+        steps = stats.server_timing.get(op, {})
+        if steps:
+            lib = [x * 1000 for x in inproc["lat"][op]]
+            cells = " | ".join(f"{statistics.median(steps[n]):.1f}" if n in steps else "" for n in ("auth", "open", op))
+            breakdown.append(f"| {op} | {cells} | {statistics.median(steps['client']):.1f} | "
+                             f"{statistics.median(lib):.1f} |")
     lines = [
         "# ctxwise as a service: 2 server processes on one PostgreSQL, 32 concurrent clients",
         "",
@@ -560,6 +576,15 @@ def main() -> None:
         f"- throughput (model calls / s, each an append and a prepare): in-process {tp_in:.1f}; HTTP with both servers "
         f"{tp_before:.1f} ({tp_before / tp_in:.2f}x); HTTP whole run, one server after the kill {tp_whole:.1f}",
         f"- target HTTP p50 <= 2x in-process p50 (both servers up): **{'met' if p50_ok else 'not met'}**",
+        "",
+        "Where an HTTP request's time goes (medians over the whole HTTP run, ms; server side from each response's "
+        "`Server-Timing` header): the key check, reading the session from the store (every request does, on any "
+        "node), the library call itself, and the whole request as the client saw it, beside the same library call "
+        "in-process.",
+        "",
+        "| op | auth | open (read the session) | library call | client total | in-process call |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        *breakdown,
         "",
         "## Correctness",
         "",

@@ -223,6 +223,14 @@ def test_health_readiness_and_openapi(live: Live):
               "/v1/sessions/{session_id}/messages/last", "/v1/sessions", "/v1/users/{user_id}/memory"):
         assert p in paths, p
     assert anon.get("/docs").status_code == 200
+    http = live.client()
+    r = http.post("/v1/sessions/t/messages", params={"user_id": "u"},
+                  json={"format": "openai", "messages": [{"role": "user", "content": "hi"}]})
+    steps = [part.split(";")[0] for part in r.headers["server-timing"].split(", ")]
+    assert steps == ["auth", "open", "append"]  # where a request's time goes
+    p = http.post("/v1/sessions/t/prepare", params={"user_id": "u"})
+    assert [part.split(";")[0] for part in p.headers["server-timing"].split(", ")] == ["auth", "open", "prepare"]
+    assert all(float(part.split("dur=")[1]) >= 0 for part in p.headers["server-timing"].split(", "))
 
 
 @pytest.mark.parametrize("key", ["a2"])

@@ -23,16 +23,18 @@ Each request reads the session from the store; nothing is kept in the process be
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import MemoryEntryNotFound, Session, SessionConflict, ToolResultNotFound
-from .app import Server
+from .app import Server, timing
 
 ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"
 """A user, session or tool_use id: 1-190 characters, no control characters (the store holds
@@ -111,9 +113,11 @@ def make_router(server: Server) -> APIRouter:
     router = APIRouter(prefix="/v1", dependencies=[Depends(tenant_of)])
     store = server.manager.store
 
-    def open_session(tenant: str, user_id: str, session_id: str, *, create: bool = False,
+    def open_session(request: Request, user_id: str, session_id: str, *, create: bool = False,
                      tools: list[dict[str, Any]] | None = None, expected: int | None = None) -> Session:
-        s = server.open(tenant, user_id, session_id, tools=tools, create=create)
+        t0 = time.perf_counter()
+        s = server.open(request.state.tenant, user_id, session_id, tools=tools, create=create)
+        timing(request, "open", t0)
         if expected is not None and s.version != expected:
             raise SessionConflict(f"session {session_id!r} is at version {s.version}, the request expected version "
                                   f"{expected}: read it again (GET .../context) and retry")
@@ -124,9 +128,9 @@ def make_router(server: Server) -> APIRouter:
     @router.post("/sessions/{session_id}/messages", response_model=AppendResponse, tags=["sessions"],
                  summary="Append what arrived since the last model call (creates the session).")
     def append(body: AppendRequest, request: Request, session_id: str = Sid, user_id: str = UserId) -> AppendResponse:
-        tenant = request.state.tenant
         # expected_version > 0 names a session that exists: never create one to refuse the call
-        s = open_session(tenant, user_id, session_id, create=not body.expected_version, expected=body.expected_version)
+        s = open_session(request, user_id, session_id, create=not body.expected_version, expected=body.expected_version)
+        t0 = time.perf_counter()
         if body.format == "openai":
             version = s.append_openai(body.messages)
         elif body.format == "anthropic":
@@ -134,19 +138,25 @@ def make_router(server: Server) -> APIRouter:
                                          if body.system is not None else body.messages)
         else:
             version = s.append(body.messages)
+        timing(request, "append", t0)
         return AppendResponse(user_id=user_id, session_id=session_id, version=version,
                               context_messages=len(s.messages))
 
     @router.post("/sessions/{session_id}/prepare", response_model=PrepareResponse, tags=["sessions"],
                  summary="Compact if needed, check, and render the provider payload.")
     def prepare(request: Request, body: PrepareRequest | None = None, session_id: str = Sid,
-                user_id: str = UserId) -> PrepareResponse:
+                user_id: str = UserId) -> JSONResponse:
         body = body or PrepareRequest()
-        s = open_session(request.state.tenant, user_id, session_id, tools=body.tools, expected=body.expected_version)
+        s = open_session(request, user_id, session_id, tools=body.tools, expected=body.expected_version)
+        t0 = time.perf_counter()
         p = s.prepare()
-        return PrepareResponse(payload=p.payload, provider=s.policy.provider, size=p.size, size_before=p.size_before,
-                               chars=p.chars, unit=p.unit, events=[e.model_dump(mode="json") for e in p.events],
-                               version=s.version, latency_ms=round(p.latency_ms, 3))
+        timing(request, "prepare", t0)
+        # a JSONResponse as is: the payload is sent as the library returned it, with no second
+        # pass of FastAPI's encoder over it (the response model documents the shape at /docs)
+        return JSONResponse({"payload": p.payload, "provider": s.policy.provider, "size": p.size,
+                             "size_before": p.size_before, "chars": p.chars, "unit": p.unit,
+                             "events": [e.model_dump(mode="json") for e in p.events], "version": s.version,
+                             "latency_ms": round(p.latency_ms, 3)})
 
     @router.get("/sessions/{session_id}/transcript", tags=["sessions"],
                 summary="The transcript: one row per user message and per final reply (never compacted).")
@@ -158,7 +168,7 @@ def make_router(server: Server) -> APIRouter:
     @router.get("/sessions/{session_id}/context", tags=["sessions"],
                 summary="The context the model reads now (canonical messages), its size and version.")
     def context(request: Request, session_id: str = Sid, user_id: str = UserId) -> dict[str, Any]:
-        s = open_session(request.state.tenant, user_id, session_id)
+        s = open_session(request, user_id, session_id)
         return {"user_id": user_id, "session_id": session_id, "version": s.version, "provider": s.policy.provider,
                 "size": s.size, "unit": s.policy.unit, "messages": [_dump(m) for m in s.messages]}
 
@@ -181,7 +191,7 @@ def make_router(server: Server) -> APIRouter:
                    summary="Retract the last appended message (kept in the store, out of the context).")
     def pop(request: Request, session_id: str = Sid, user_id: str = UserId,
             expected_version: int | None = Query(None, ge=0)) -> dict[str, Any]:
-        s = open_session(request.state.tenant, user_id, session_id, expected=expected_version)
+        s = open_session(request, user_id, session_id, expected=expected_version)
         popped = s.pop()
         return {"user_id": user_id, "session_id": session_id, "version": s.version,
                 "message": _dump(popped) if popped is not None else None}

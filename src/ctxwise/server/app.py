@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Mapping
@@ -97,7 +98,9 @@ class Server:
             if key is not None and key != bearer:
                 raise Unauthorized()  # two different keys: neither is trusted
             key = bearer
+        t0 = time.perf_counter()
         tenant = self.keys.tenant_of(key)
+        timing(request, "auth", t0)
         if tenant is None:
             raise Unauthorized()
         request.state.tenant = tenant
@@ -117,6 +120,35 @@ class Server:
     def close(self) -> None:
         self.manager.close()
         self.keys.close()
+
+
+def timing(request: Request, name: str, since: float) -> None:
+    """Record ``name`` as taking from ``since`` (a ``time.perf_counter()``) until now; the
+    response carries every recorded step in its ``Server-Timing`` header (ms)."""
+    request.scope.setdefault("ctxwise_timing", []).append((name, (time.perf_counter() - since) * 1000))
+
+
+class ServerTiming:
+    """ASGI middleware: ``Server-Timing: auth;dur=0.61, open;dur=3.9, prepare;dur=4.8`` on every
+    response (the key check, reading the session from the store, the library call), so an
+    operator (and bench/service.py) sees where a request's time went."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_timing(message: Message) -> None:
+            steps = scope.get("ctxwise_timing")
+            if message["type"] == "http.response.start" and steps:
+                value = ", ".join(f"{name};dur={ms:.2f}" for name, ms in steps)
+                message = {**message, "headers": [*message.get("headers", []), (b"server-timing", value.encode())]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_timing)
 
 
 class BodyLimit:
@@ -269,6 +301,7 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
 
     app.include_router(make_router(server))
     _mount_ui(app, server)
+    app.add_middleware(ServerTiming)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     return app
 
