@@ -13,7 +13,7 @@ recording's ids) and prepares; after the last call it appends the model's output
    processes with 32 clients), each session kept open in its thread as a library user would,
    on its own PostgreSQL database. Latency of every ``append()`` and ``prepare()``.
 2. **HTTP**: 2 ``ctxwise serve`` processes on one PostgreSQL database, 32 asyncio clients
-   (httpx); every request goes to the next live server in turn (a load balancer without
+   (httpx, in 2 processes); every request goes to the next live server in turn (a load balancer without
    stickiness: consecutive requests of one session land on different processes). Appends carry
    ``expected_version``; every 8th session sends each append to both servers at once (a hedged
    request: exactly one may win, the other gets 409). A 409 is resolved by reading the
@@ -267,7 +267,7 @@ class Servers:
                         name, ms = part.split(";dur=")
                         self.stats.server_timing.setdefault(op, {}).setdefault(name, []).append(float(ms))
                 self.stats.server_timing.setdefault(op, {}).setdefault("client", []).append(dt * 1000)
-            if self.stats.killed_at is not None and r.status_code < 500:
+            if KILLED is not None and KILLED.value >= 0 and r.status_code < 500:
                 self.stats.after_kill_ok += 1
             if r.status_code >= 500:
                 self.stats.s5xx += 1
@@ -294,10 +294,11 @@ async def http_session(w: Work, srv: Servers, stats: Stats, hedge: bool, t_start
             wins = [(r, d) for r, d in ((r1, d1), (r2, d2)) if r.status_code == 200]
             losers = [r for r in (r1, r2) if r.status_code != 200]
             if len(wins) != 1 or any(r.status_code != 409 for r in losers):
-                stats.other_errors.append(f"hedged append {w.session_id}/{k}: {r1.status_code} {r2.status_code}")
+                stats.other_errors.append(f"hedged append {w.session_id}/{k}: {r1.status_code} {r2.status_code} "
+                                          + " ".join(r.text[:300] for r in losers if r.status_code != 409))
             if wins:
                 version = wins[0][0].json()["version"]
-                stats.lat["append"].append((time.perf_counter() - t_start, wins[0][1]))
+                stats.lat["append"].append((time.monotonic() - t_start, wins[0][1]))
                 stats.acked.add(f"{w.session_id}/{k}")
             for _ in losers:
                 stats.c409 += 1
@@ -306,7 +307,7 @@ async def http_session(w: Work, srv: Servers, stats: Stats, hedge: bool, t_start
             r, d = await srv.send("POST", base + "/messages", params=q, body=body)
             if r.status_code == 200:
                 version = r.json()["version"]
-                stats.lat["append"].append((time.perf_counter() - t_start, d))
+                stats.lat["append"].append((time.monotonic() - t_start, d))
                 stats.acked.add(f"{w.session_id}/{k}")
             elif r.status_code == 409:
                 stats.c409 += 1
@@ -327,9 +328,12 @@ async def http_session(w: Work, srv: Servers, stats: Stats, hedge: bool, t_start
                 return
             body_json = r.json()
             version = body_json["version"]
-            stats.lat["prepare"].append((time.perf_counter() - t_start, d))
+            stats.lat["prepare"].append((time.monotonic() - t_start, d))
             stats.hashes[f"{w.session_id}/{k}"] = digest(body_json["payload"])
             stats.calls_done += 1
+            if CALLS is not None:
+                with CALLS.get_lock():
+                    CALLS.value += 1
 
 
 async def resolve(w: Work, k: int, batch: list[dict[str, Any]], srv: Servers, stats: Stats) -> int:
@@ -393,35 +397,75 @@ def start_servers(url: str, n: int) -> tuple[list[subprocess.Popen], list[str]]:
     return procs, urls
 
 
-async def run_http_clients(works: list[Work], urls: list[str], key: str, procs: list[subprocess.Popen],
-                           kill_after_calls: int) -> tuple[Stats, float]:
+CALLS: Any = None
+"""Model calls done, shared by the client processes (the parent kills a server at half)."""
+KILLED: Any = None
+"""When the server was killed (seconds after the start), -1 before."""
+
+
+def client_proc(part: list[tuple[int, Work]], urls: list[str], key: str, t0: float, calls: Any, killed: Any,
+                results: Any) -> None:
+    """One client process: ``CLIENTS // 2`` asyncio clients over its share of the sessions."""
+    global CALLS, KILLED
+    CALLS, KILLED = calls, killed
     stats = Stats()
-    srv = Servers(urls, key, stats)
-    todo: asyncio.Queue[tuple[int, Work]] = asyncio.Queue()
-    for i, w in enumerate(works):
-        todo.put_nowait((i, w))
-    t0 = time.perf_counter()
 
-    async def client() -> None:
-        while True:
-            try:
-                i, w = todo.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            await http_session(w, srv, stats, hedge=i % HEDGE_EVERY == 0, t_start=t0)
+    async def run() -> None:
+        srv = Servers(urls, key, stats)
+        todo: asyncio.Queue[tuple[int, Work]] = asyncio.Queue()
+        for item in part:
+            todo.put_nowait(item)
 
-    async def killer() -> None:
-        while stats.calls_done < kill_after_calls:
-            await asyncio.sleep(0.05)
+        async def client() -> None:
+            while True:
+                try:
+                    i, w = todo.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                await http_session(w, srv, stats, hedge=i % HEDGE_EVERY == 0, t_start=t0)
+
+        await asyncio.gather(*(client() for _ in range(CLIENTS // 2)))
+        await srv.close()
+
+    asyncio.run(run())
+    results.put(stats)
+
+
+def run_http_clients(works: list[Work], urls: list[str], key: str, procs: list[subprocess.Popen],
+                     kill_after_calls: int) -> tuple[Stats, float]:
+    """32 clients in 2 processes (one process could not keep 32 clients busy on a shared machine);
+    the parent kills server 0 with SIGKILL once ``kill_after_calls`` model calls are done."""
+    ctx = mp.get_context("fork")
+    calls, killed, results = ctx.Value("i", 0), ctx.Value("d", -1.0), ctx.Queue()
+    t0 = time.monotonic()
+    items = list(enumerate(works))
+    children = [ctx.Process(target=client_proc, args=(items[c::2], urls, key, t0, calls, killed, results))
+                for c in range(2)]
+    for c in children:
+        c.start()
+    while calls.value < kill_after_calls and any(c.is_alive() for c in children):
+        time.sleep(0.02)
+    if calls.value >= kill_after_calls:
         procs[0].send_signal(signal.SIGKILL)
-        stats.killed_at = time.perf_counter() - t0
-
-    kill = asyncio.create_task(killer())
-    await asyncio.gather(*(client() for _ in range(CLIENTS)))
-    wall = time.perf_counter() - t0
-    if not kill.done():
-        kill.cancel()
-    await srv.close()
+        killed.value = time.monotonic() - t0
+    parts = [results.get() for _ in children]
+    wall = time.monotonic() - t0
+    for c in children:
+        c.join()
+    stats = Stats()
+    for st in parts:
+        for name in ("requests", "s5xx", "c409", "resolved_409", "found_stored", "transport_errors", "calls_done",
+                     "after_kill_ok"):
+            setattr(stats, name, getattr(stats, name) + getattr(st, name))
+        stats.other_errors += st.other_errors
+        for op in ("append", "prepare"):
+            stats.lat[op] += st.lat[op]
+        stats.hashes.update(st.hashes)
+        stats.acked |= st.acked
+        for op, steps in st.server_timing.items():
+            for name, values in steps.items():
+                stats.server_timing.setdefault(op, {}).setdefault(name, []).extend(values)
+    stats.killed_at = killed.value if killed.value >= 0 else None
     return stats, wall
 
 
@@ -506,7 +550,7 @@ def main() -> None:
     ks.close()
     procs, urls = start_servers(http_url, 2)
     try:
-        stats, wall = asyncio.run(run_http_clients(works, urls, key, procs, kill_after_calls=n_calls // 2))
+        stats, wall = run_http_clients(works, urls, key, procs, kill_after_calls=n_calls // 2)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -562,7 +606,7 @@ def main() -> None:
         "4,000 o200k tokens, provider openai (compaction fires along the way)",
         "- in-process: the library in 2 processes x 16 threads on its own PostgreSQL database, one open Session per "
         "session; HTTP: 2 `ctxwise serve` processes (one uvicorn worker each) on one PostgreSQL database, 32 asyncio "
-        "httpx clients in one process, each request to the next live server (no stickiness); every "
+        "httpx clients in 2 processes, each request to the next live server (no stickiness); every "
         f"{HEDGE_EVERY}th session sends each append to both servers at once (hedged: one wins, the other is 409); "
         "server 1 killed with SIGKILL when half the model calls were done",
         "",

@@ -196,7 +196,7 @@ class Session:
         st = state.state or {}
         self._context = [r.current for r in state.rows if omitted(r.current) is None]  # omitted replies: transcript only
         self._ids = {r.message_id for r in state.rows}
-        if st.get("v") == 1:
+        if st.get("v") == 1 or state.version == 0:  # version 0: nothing stored yet, nothing to rebuild
             same_sizes = st.get("size_key") == self._size_key()
             self._sizes = {r.message_id: (r.size if same_sizes and r.size is not None else self._sz(r.current))
                            for r in state.rows}

@@ -32,3 +32,36 @@ def test_a_load_does_not_mix_two_versions(store_url: str):
     finally:
         a.close()
         b.close()
+
+
+def test_opening_a_new_session_while_another_node_appends_is_a_conflict_not_a_duplicate(store_url: str):
+    """Kind: a session opened from two reads (the state, then a rebuild from the whole history)
+    with another node's commit in between: version 0 beside that node's message ids, so the
+    append was refused as duplicate-message-id (422) where it lost a race (409). Found by the
+    hedged first appends of bench/service.py."""
+    import pytest
+
+    from ctxwise import ContextManager, SessionConflict
+
+    other = SqlStore(store_url)
+    with ContextManager(store_url) as cm:
+        store = cm.store
+        real_load = store.load
+        calls: list[int] = []
+
+        def load_then_other_node_appends(*args, **kwargs):  # type: ignore[no-untyped-def]
+            state = real_load(*args, **kwargs)
+            if not calls:
+                calls.append(1)
+                other.append("u", "s", [text_message("m1", "user", "the same append")], expected_version=0)
+            return state
+
+        store.load = load_then_other_node_appends
+        s = cm.session("u", "s")
+        assert calls and s.version == 0 and s.messages == []
+        with pytest.raises(SessionConflict):
+            s.append([text_message("m1", "user", "the same append")])  # a hedged request: the same batch
+        store.load = real_load
+        again = cm.session("u", "s")
+        assert [m.id for m in again.messages] == ["m1"] and again.version == 1
+    other.close()
