@@ -57,6 +57,8 @@ def test_recorded_conversation_over_http_gives_the_library_payload_byte_for_byte
                 body = p.json()
                 assert canonical_json(body["payload"]) == canonical_json(mine.payload)
                 assert json.loads(raw(p))["payload"] == mine.payload
+                # the bytes on the wire: the library's payload, serialized once, as they are
+                assert ('"payload":' + canonical_json(mine.payload)).encode("utf-8") in p.content
                 assert (body["size"], body["size_before"], body["chars"]) == (mine.size, mine.size_before, mine.chars)
                 assert [e["stage"] for e in body["events"]] == [e.stage for e in mine.events]
                 fired += bool(body["events"])
