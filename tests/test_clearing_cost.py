@@ -67,12 +67,34 @@ def test_optional_clearing_fires_when_it_pays():
              user("Thanks."), assistant("You are welcome."), user("One more: the warranty?")]
     a = assistant(calls=[("warranty", {})])
     msgs += [a, *results(a, ["warranty: 2 years"])]
-    b = budgeting(budget=7_000, keep_recent_cycles=1)
+    # An agent known to run long (edit_horizon raised): the saving is repaid over the calls ahead.
+    b = budgeting(budget=7_000, keep_recent_cycles=1, edit_horizon=50)
     size = b.size(msgs)
-    assert b.level(0.5) < size < b.level(0.8) and calls_ahead(msgs) > 12
+    assert b.level(0.5) < size < b.level(0.8) and calls_ahead(msgs, b.policy) > 12
     out = clear_tool_results(msgs, b, size)
     assert [e.stage for e in out.events] == ["clearing"]
     assert "saving over the calls ahead" in out.events[0].trigger
+    # The default horizon caps the calls ahead at 4, however long the session has run.
+    d = budgeting(budget=7_000, keep_recent_cycles=1)
+    assert calls_ahead(msgs, d.policy) == d.policy.edit_horizon == 4
+
+
+def test_an_optional_clear_of_an_early_result_must_pay_back_within_the_horizon():
+    # An early large result under a long suffix: clearing saves ~half of the suffix, which the
+    # flat prices repay only after ~10 calls. With the session's own length as the horizon it
+    # fires; within the default horizon (4 calls) it does not: nothing is edited.
+    msgs = [system()]
+    big = assistant(calls=[("manual", {"part": "all"})])
+    msgs += [user("Load the manual."), big, *results(big, ["manual " + "z" * 2400]), assistant("Loaded.")]
+    for k in range(14):
+        msgs += tool_turn(f"Round {k}: order #W{k} status?", [("lookup", {"order": k}, f"order {k} short")],
+                          f"Order {k} is fine. " + "v" * 120)
+    msgs.append(user("One more: the warranty?"))
+    long = budgeting(budget=7_000, keep_recent_cycles=1, edit_horizon=1000)
+    size = long.size(msgs)
+    assert long.level(0.5) < size < long.level(0.8)
+    assert [e.stage for e in clear_tool_results(msgs, long, size).events] == ["clearing"]
+    assert clear_tool_results(msgs, budgeting(budget=7_000, keep_recent_cycles=1), size).events == []
 
 
 def test_clearing_over_the_hard_limit_reaches_its_target_and_does_not_refire():

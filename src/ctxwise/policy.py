@@ -94,6 +94,13 @@ class Policy(BaseModel):
     would exceed the hard limit, at a turn boundary or inside a turn (the cut still between
     whole turns). ``watermark``: Ragent's rule: clearing whenever the context is above
     ``clear_at``, summaries at a turn boundary above ``summarize_at``."""
+    edit_horizon: int = Field(4, ge=1, le=10_000)
+    """How many model calls ahead an optional edit must pay back within (``edit_when="pays"``):
+    the calls the session has made so far, capped at this. A cache break is paid now and the
+    saving only over the calls that follow, and a task-oriented session usually ends soon
+    (tau-bench sessions: 12 calls on average, and clearing that assumed as many calls ahead as
+    behind lost money at every budget in ``bench/results/compare.md``). Raise it for agents
+    known to run hundreds of calls per session."""
     clear_min_batch: float = Field(0.1, ge=0, le=1)
     """Below the hard limit, clearing fires only when it saves at least this share of the
     budget in one batch (fewer, larger batches keep the prompt cache warm longer)."""

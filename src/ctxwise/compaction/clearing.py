@@ -192,7 +192,7 @@ def clear_tool_results(
             why = "a summary is due"
         elif p.edit_when == "watermark":
             why = "edit_when is watermark"
-        elif edit_pays(saved, suffix, calls_ahead(messages), p):
+        elif edit_pays(saved, suffix, calls_ahead(messages, p), p):
             why = "the saving over the calls ahead exceeds the re-billed suffix"
         else:
             return StageResult(messages)

@@ -14,7 +14,9 @@ token (``Policy.prices`` when the policy has a price model: read / write; otherw
 cached ratio of 0.1 and no write premium, the measure ``bench/compare.py`` reports).
 
 How many calls are ahead is not known; :func:`calls_ahead` takes as many as the session has
-made so far (assistant messages in the context), a session that has run long tends to run on.
+made so far (assistant messages in the context), capped at ``Policy.edit_horizon`` (4 by
+default): an edit must pay back within a few calls, since a break is paid at once and
+task-oriented sessions end soon.
 """
 
 from __future__ import annotations
@@ -36,10 +38,12 @@ def cache_prices(policy: Any) -> tuple[float, float]:
     return float(prices.read), float(getattr(prices, "write", 1.0))
 
 
-def calls_ahead(messages: Sequence[Message]) -> int:
-    """The expected number of model calls still to come: the calls made so far (assistant
-    messages in the context, at least 1)."""
-    return max(1, sum(1 for m in messages if m.role == "assistant"))
+def calls_ahead(messages: Sequence[Message], policy: Any = None) -> int:
+    """The number of model calls an optional edit must pay back within: the calls made so far
+    (assistant messages in the context, at least 1), capped at ``policy.edit_horizon``."""
+    made = max(1, sum(1 for m in messages if m.role == "assistant"))
+    horizon = getattr(policy, "edit_horizon", None)
+    return min(made, int(horizon)) if horizon else made
 
 
 def edit_pays(saved: int, suffix: int, calls: int, policy: Any) -> bool:
