@@ -59,7 +59,7 @@ def test_identity_below_the_clearing_watermark():
 
 def test_clearing_edits_in_place_and_keeps_ids_and_pairing():
     msgs = session(6) + [user("And now?")]
-    b = budgeting(budget=12_000, summarize=False)
+    b = budgeting(budget=12_000, summarize=False, edit_when="watermark")  # the mechanics, not the pay rule
     out = compact(msgs, b, DigestSummarizer())
     assert [e.stage for e in out.events] == ["clearing"]
     assert len(out.messages) == len(msgs)
@@ -80,7 +80,7 @@ def test_clearing_edits_in_place_and_keeps_ids_and_pairing():
 
 
 def test_clearing_fires_once_then_not_again_for_several_calls():
-    p = Policy.preset("default", budget=30_000, summarize=False)
+    p = Policy.preset("default", budget=12_000, summarize=False)  # crosses the hard limit: clearing must fire
     b = Budgeting(p, CHARS)
     ctx = [system()]
     fired_at = []
