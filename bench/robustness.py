@@ -14,7 +14,10 @@
    (one process) alone, then while another process appends 600 KB user messages (pattern work
    of facts and long-term memory on them): ratio (target <= 2). SQLite file, WAL.
 4. **Reopen.** ``cm.session()`` of a stored session of 20,000 messages against one of 1,000:
-   ratio (target <= 1.5).
+   ratio (target <= 1.5). Both sessions are driven as an agent drives them (``prepare()`` after
+   every batch, a 20,000-character budget), so their contexts are bounded by the budget while
+   the histories differ 20-fold: the measure is reopen against history length. (A session whose
+   budget holds all 20,000 messages has them all in its context, and a reopen must read them.)
 
 Timings are medians of repeated runs on a shared machine; the load average is printed.
 """
@@ -200,16 +203,18 @@ def _fill(cm: ContextManager, sid: str, n: int) -> None:
     while k < n:
         batch = []
         for _ in range(50):
-            batch += [Message(id=f"u{k}", role="user", blocks=[TextBlock(text=f"Where is order #W{k:07d}?")]),
+            batch += [Message(id=f"u{k}", role="user", blocks=[TextBlock(
+                text=f"Where is order #W{k:07d}? I prefer email, my zip code is {10000 + k}.")]),
                       Message(id=f"a{k}", role="assistant", blocks=[TextBlock(text=f"Order #W{k:07d} shipped on May {k % 28 + 1}.")])]
             k += 2
         s.append(batch)
+        s.prepare()  # compaction along the way, as in a real session: the context stays in budget
 
 
 def reopen(small: int, large: int, reps: int) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as d:
         db = f"sqlite:///{d}/reopen.db"
-        pol = Policy.preset("default", budget=10_000_000, unit="chars", provider="openai")
+        pol = Policy.preset("default", budget=20_000, unit="chars", provider="openai")
         cm = ContextManager(db, pol)
         _fill(cm, "small", small)
         _fill(cm, "large", large)
@@ -271,8 +276,10 @@ def main() -> int:
               f"| {small:,} messages | {large:,} messages | ratio | target |", "| --- | --- | --- | --- |",
               f"| {a * 1000:.1f} ms | {b * 1000:.1f} ms | {b / a:.2f}x | <= 1.5x |"]
     print("\n".join(lines[-2:]), flush=True)
-    lines += ["", "Reopen reads every stored row today (the store's O(visible) reopen is seams-store's work); "
-              "the ratio is what the tree measured at the commit above."]
+    lines += ["", "Both sessions ran `prepare()` after every batch at a 20,000-character budget (their contexts are "
+              "bounded, their histories differ 20-fold). A reopen reads the visible rows and the engine's stored "
+              "state (fact books bounded by the facts block's budget, failed-summary keys, id counter, per-row sizes), "
+              "never the hidden history or the events."]
     if not q and args.parts == "1234":
         Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
     return 0 if ok else 1

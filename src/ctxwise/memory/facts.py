@@ -542,6 +542,34 @@ class FactBook:
             g["recency"] = seq
         return list(groups.values())
 
+    def prune(self, max_chars: int) -> bool:
+        """Forget the facts the block could not show anyway, so the book (and the state the
+        store keeps for it) stays bounded by the block's budget, not by the session's length.
+
+        Lines go in :meth:`render`'s eviction order (superseded lines oldest first, then active
+        lines least recently stated first) until the remaining lines' text, with their bullets,
+        is at most ``max_chars`` characters. Callers pass several times the block budget, so a
+        pruned line is one no render would show unless that many newer lines were superseded.
+        Returns whether anything was forgotten (the book's version then changes)."""
+        lines = self._lines()
+        total = sum(len(ln["text"]) + 3 for ln in lines)
+        if total <= max_chars:
+            return False
+        order = sorted(range(len(lines)), key=lambda i: (lines[i]["active"], lines[i]["recency"]))
+        drop: set[str] = set()
+        for i in order:
+            if total <= max_chars:
+                break
+            total -= len(lines[i]["text"]) + 3
+            drop.update(lines[i]["ids"])
+        data = self.to_dict()
+        kept = self.from_dict({"facts": [f for f in data["facts"] if f["id"] not in drop],
+                               "seen_messages": data["seen_messages"]}, self._extractor)
+        self._facts, self._index = kept._facts, kept._index
+        self._active_by_key, self._active_by_text = kept._active_by_key, kept._active_by_text
+        self._version += 1
+        return True
+
     # -- persistence --------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:

@@ -100,7 +100,15 @@ class SessionMemory:
         if self.policy.facts:
             for m in user_authored(batch):
                 self.book.add_message(m)
+            self.book.prune(self._keep_chars())
         return self.book.version != before
+
+    def _keep_chars(self) -> int:
+        """How much fact text a book keeps (characters): four times the facts block's budget
+        (a token taken as 4 characters), so the book and its stored state stay bounded however
+        long the session runs; what lies beyond could never be shown (see FactBook.prune)."""
+        budget = int(self.policy.effective_budget * self.policy.facts_share)
+        return 4 * budget * (4 if self.policy.unit == "tokens" else 1)
 
     def restore(self, book: dict[str, Any]) -> None:
         """Put back the books saved with :meth:`state` (on reopen, or after an append that failed)."""
@@ -150,6 +158,7 @@ class SessionMemory:
         before = self.lost.version
         for m in user_authored(messages):
             self.lost.add_message(m)
+        self.lost.prune(self._keep_chars())
         return self.lost.version != before
 
     def _shown(self) -> FactBook:
