@@ -231,3 +231,22 @@ def test_reopen_reads_the_visible_context_only_and_counts_nothing():
     assert again.size == s.size and again.messages == s.messages
     assert again.memory.pinned_texts() == facts
     assert again.prepare().payload == s.prepare().payload  # the same request, and nothing written
+
+
+def test_pop_after_a_reply_left_out_of_the_context_pops_that_reply():
+    # kind: the newest stored message is not in the context (an empty reply normalize left out);
+    # pop() removes exactly what was appended last (the Agents SDK's pop_item contract) instead
+    # of raising a raw ValueError, and the next pop goes on from the context's tail.
+    from ctxwise import ContextManager
+
+    cm = ContextManager("memory://", {"provider": "openai"})
+    s = cm.session("u", "s")
+    s.append_openai([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+                     {"role": "user", "content": "again"}, {"role": "assistant", "content": ""}])
+    ids = [m.id for m in s.messages]
+    assert len(ids) == 3  # the empty reply is in the transcript only
+    first = s.pop()
+    assert first is not None and first.id not in ids and [m.id for m in s.messages] == ids
+    second = s.pop()
+    assert second is not None and second.id == ids[-1] and [m.id for m in s.messages] == ids[:-1]
+    assert [m.id for m in cm.session("u", "s").messages] == ids[:-1]

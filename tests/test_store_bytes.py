@@ -42,3 +42,21 @@ def test_clearing_a_huge_result_writes_the_edit_not_a_second_copy(tmp_path):
     assert store.original("u", "s", "c1").tool_results[0].text == body
     assert store.load("u", "s").rows[-1].current.tool_results[0].text == body[:31_000]
     store.close()
+
+
+def test_text_the_store_cannot_hold_is_reported_where_it_is():
+    # kind: a NUL in a message's text vs in its id; the error names which, so the user fixes the
+    # right thing (a clean id was blamed for the text's NUL).
+    from ctxwise import ContextManager
+    from ctxwise.errors import MessageNotStorable
+
+    s = ContextManager("memory://").session("u", "s")
+    for msg, where in ((text_message("m1", "user", "a\x00b"), "its content"),
+                       (text_message("m\x00", "user", "ok"), "its id")):
+        try:
+            s.append([msg])
+        except MessageNotStorable as e:
+            assert e.rule == "nul-character" and where in str(e), str(e)
+        else:
+            raise AssertionError("a NUL was stored")
+    assert s.messages == []

@@ -357,6 +357,12 @@ class Session:
         try:
             version, msg = self.manager.store.pop(self.user_id, self.session_id, expected_version=self.version,
                                                   events=[event], state=self._state(), message_id=last.id)
+        except ValueError as e:
+            if book is not None:
+                self.memory.restore(book)
+            if not str(e).startswith("pop:"):
+                raise
+            return self._pop_omitted()
         except BaseException:
             if book is not None:
                 self.memory.restore(book)
@@ -365,6 +371,18 @@ class Session:
         self._saved_state = _dump(self._state())
         self._context.pop()
         self._size -= self._sizes.pop(last.id, 0)
+        return msg
+
+    def _pop_omitted(self) -> Message | None:
+        """Pop the newest stored message when it is a reply left out of the context (an empty
+        or refusal-only reply, see ctxwise.normalize): it leaves the transcript, the context
+        is unchanged."""
+        event = {"stage": "popped", "trigger": "pop()", "at": _now(), "affected_ids": [],
+                 "size_before": self.size, "size_after": self.size, "unit": self.policy.unit,
+                 "detail": {"omitted_reply": True}}
+        version, msg = self.manager.store.pop(self.user_id, self.session_id, expected_version=self.version,
+                                              events=[event], state=self._state())
+        self.version = version
         return msg
 
     def clear(self) -> int:

@@ -64,8 +64,9 @@ def message_body(m: Any, index: int) -> dict[str, Any]:
             raise MessageNotStorable(index, "id-too-long",
                                      f"{what} is {len(ident)} characters; at most {MAX_ID} can be stored")
     rule = _bad_text(dump)
-    if rule is not None:
-        raise MessageNotStorable(index, rule, f"id {m.id!r} {_RULE_TEXT[rule]}")
+    if rule is not None:  # say where: the id itself, or the text of the message
+        where = "its id" if _bad_text(dumps(m.id)) == rule else "its content"
+        raise MessageNotStorable(index, rule, f"message {m.id!r}: {where} {_RULE_TEXT[rule]}")
     return data
 
 
