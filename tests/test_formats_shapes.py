@@ -133,3 +133,25 @@ def test_load_variants_and_dump_wrappers(tmp_path):
     (ac,) = load(a)
     assert ac.format == "agentscope" and dump(ac, "agentscope") == json.loads(a.read_text())
     assert dump(ac.messages, "openai") == [{"role": "user", "content": "x"}]
+
+
+def test_responses_function_call_without_call_id_or_with_non_json_arguments_is_refused():
+    # kind: a function_call the provider cannot take back (no call_id to pair its output with, or
+    # arguments that are not JSON) was stored and later sent as '{}' or left unpaired; now it is
+    # a FormatError naming the item, before anything is stored.
+    import pytest
+
+    from ctxwise.errors import FormatError
+    from ctxwise.formats import from_responses
+
+    user = {"role": "user", "content": "hi"}
+    bad = [{"type": "function_call", "name": "lookup", "arguments": "{}"},
+           {"type": "function_call", "call_id": "", "name": "lookup", "arguments": "{}"},
+           {"type": "function_call", "call_id": "c1", "arguments": "{}"},
+           {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{not json"}]
+    for item in bad:
+        with pytest.raises(FormatError) as e:
+            from_responses([user, item])
+        assert "item 1" in str(e.value), str(e.value)
+    ok = from_responses([user, {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": ""}])
+    assert ok[1].tool_uses[0].input == {}

@@ -144,11 +144,16 @@ def _read(items: Any, strict: bool) -> list[Message]:
                     book["summary"] = summary
                 pending.append(ThinkingBlock(thinking=text, extra=with_book(loose, BOOK, book)))
             elif t == "function_call":
+                for k in ("call_id", "name"):
+                    if not isinstance(raw.get(k), str) or not raw.get(k):
+                        raise FormatError(place, f"a function_call needs a non-empty string {k!r} "
+                                                 f"(got {raw.get(k)!r}); its output is matched by call_id")
                 args = raw.get("arguments", "")
                 try:
                     inp = json.loads(args) if isinstance(args, str) and args.strip() else {}
-                except json.JSONDecodeError:
-                    inp = None
+                except json.JSONDecodeError as e:
+                    raise FormatError(place, f"function_call arguments are not JSON ({e.msg} at character {e.pos}); "
+                                             "the model's call cannot be sent back as it is") from None
                 book = {}
                 sk = _skeleton(raw, ("call_id", "name", "arguments"))
                 if sk:
