@@ -249,3 +249,46 @@ def test_a_model_call_that_fails_after_the_append_is_retried_with_the_same_reque
     assert json.dumps(to_wire(retried)) == json.dumps(to_wire(flaky.seen[failed_at - 1]))  # same request again
     assert json.dumps(to_wire(retried)) == json.dumps(to_wire(model.seen[failed_at - 1]))  # as the run without failure
     assert script is flaky.script
+
+
+def test_reasoning_and_thinking_content_blocks_do_not_break_the_thread():
+    # kind: an AIMessage whose content carries reasoning (ChatOpenAI Responses mode) or Anthropic
+    # thinking blocks made every later call of the thread raise FormatError ("unknown block type
+    # 'reasoning'"); they are read as the message's reasoning, and the thread goes on.
+    import uuid
+
+    from langchain.agents import create_agent
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from ctxwise import ContextManager, Policy
+    from ctxwise.integrations.langchain import CtxwiseMiddleware
+
+    class Reasoner(BaseChatModel):
+        seen: list = []
+
+        @property
+        def _llm_type(self) -> str:
+            return "scripted-reasoner"
+
+        def bind_tools(self, tools, **kw):
+            return self
+
+        def _generate(self, messages, stop=None, run_manager=None, **kw):
+            self.seen.append(list(messages))
+            content = [{"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "think"}]},
+                       {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+                       {"type": "text", "text": f"answer {len(self.seen)}"}]
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content=content))])
+
+    cm = ContextManager("memory://", Policy(budget=4000, unit="chars", provider="openai"))
+    model = Reasoner()
+    agent = create_agent(model, [], system_prompt="sys", middleware=[CtxwiseMiddleware(cm, user_id="u")],
+                         checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    for k in range(3):
+        out = agent.invoke({"messages": [HumanMessage(f"turn {k}")]}, cfg)
+        assert out["messages"][-1].content[-1]["text"] == f"answer {k + 1}"
+    assert len(model.seen) == 3 and len(model.seen[-1]) == 6  # system, 3 user turns, 2 earlier replies

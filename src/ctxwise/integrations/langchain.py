@@ -89,8 +89,36 @@ def _to_chat(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
         d = dict(d)
         if m.id:
             d["id"] = m.id
+        if d.get("role") == "assistant" and isinstance(d.get("content"), list):
+            d = _reasoning_out_of_content(d)
         out.append(d)
     return out
+
+
+def _reasoning_out_of_content(d: dict[str, Any]) -> dict[str, Any]:
+    """An assistant message's reasoning content blocks (LangChain's standard ``reasoning``
+    block, what ChatOpenAI's Responses mode returns, and Anthropic's ``thinking``) moved into
+    the chat shape's ``reasoning_content``, which ctxwise reads as thinking: the chat wire has
+    no such content part, and the provider profile decides whether it is sent back. A
+    ``thinking`` block's signature is not carried (this integration renders the chat shape)."""
+    texts, rest = [], []
+    for part in d["content"]:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "reasoning":
+            summary = part.get("summary") or []
+            texts.append(part.get("reasoning") or "\n\n".join(
+                s.get("text", "") for s in summary if isinstance(s, dict)))
+        elif kind == "thinking":
+            texts.append(part.get("thinking") or "")
+        else:
+            rest.append(part)
+    if len(rest) == len(d["content"]):
+        return d
+    reasoning = "\n\n".join(t for t in texts if t)
+    d = {**d, "content": rest or ""}
+    if reasoning:
+        d["reasoning_content"] = "\n\n".join(x for x in (d.get("reasoning_content"), reasoning) if x)
+    return d
 
 
 def _canonical(messages: Sequence[BaseMessage], prefix: Sequence[BaseMessage]) -> list[Message]:
