@@ -177,7 +177,7 @@ def test_a_saved_state_opened_on_another_store_is_refused(tmp_path):
     saved = agent.state.model_dump_json()
     rec = recordings(n=1)[0]
     cm2, mw2, model2, agent2 = build(rec, tmp_path, name="empty", state=AgentState.model_validate_json(saved))
-    with pytest.raises(SessionConflict, match="not the one the state was saved with"):
+    with pytest.raises(SessionConflict, match="not the one it was saved with"):
         asyncio.run(run_turns(agent2, model2, rec, first=False, turns=slice(3, 4)))
     assert model2.seen == []  # nothing was sent
 

@@ -202,7 +202,7 @@ def test_a_thread_whose_record_does_not_match_the_store_is_refused(recs, tmp_pat
 
     # the same checkpoints, an empty ctxwise store
     cm2, mw2, model2, agent2 = build(recordings(n=1)[0], tmp_path, checkpointer=SqliteSaver(conn), name="b")
-    with pytest.raises(SessionConflict, match="not the one this checkpoint was written with"):
+    with pytest.raises(SessionConflict, match="not the one it was saved with"):
         run_turns(agent2, model2, rec, config, first=False, turns=slice(3, 4))
     assert model2.seen == []
 

@@ -56,6 +56,7 @@ from .. import (
     recall_tool_output,
     recall_tool_schema,
 )
+from ._record import resume_index
 
 try:
     from agentscope import message as asm
@@ -232,19 +233,9 @@ class CtxwiseMiddleware(MiddlewareBase):
         system = messages[0] if messages and messages[0].role == "system" else None
         parts = [p for msg in state.context for p in _parts(msg)]
         ids = [m.id for m, _ in parts]
-        start = 0
-        if rec is not None and session.version < int(rec.get("version") or 0):
-            raise SessionConflict(
-                f"ctxwise session {session_id!r} is at version {session.version} but this AgentState was saved at "
-                f"version {rec['version']}: the ctxwise store is not the one the state was saved with (or an older "
-                "copy of it); open the same store")
-        if rec is not None and rec.get("last") is not None:
-            if rec["last"] not in ids:
-                raise SessionConflict(
-                    f"ctxwise session {session_id!r}: the part {rec['last']!r} it last appended is no longer in "
-                    "agent.state.context (something else rewrote the context); start a new AgentState session")
-            start = ids.index(rec["last"]) + 1
-        elif session.messages:
+        start = resume_index(ids, rec, session, session_id, state="this AgentState's context",
+                             rewritten="something else rewrote agent.state.context; start a new AgentState session")
+        if (rec is None or rec.get("last") is None) and session.messages:
             raise SessionConflict(f"ctxwise session {session_id!r} already holds messages but this AgentState has "
                                   "no ctxwise record; use a new AgentState session_id or middleware key")
         batch: list[Message] = []

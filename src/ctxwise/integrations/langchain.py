@@ -61,6 +61,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised by tests/integr
 
 from .. import RECALL_TOOL_NAME, ContextManager, Message, Session, recall_tool_output, recall_tool_schema
 from ..formats import from_openai
+from ._record import resume_index
 from ..providers import render
 
 __all__ = ["CtxwiseMiddleware", "CtxwiseState", "STATE_FIELD"]
@@ -264,19 +265,9 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
             if not m.id:  # a state always holds ids (add_messages sets them); a bare request may not
                 m.id = str(uuid.uuid4())
         ids = [m.id for m in history]
-        start = 0
-        if rec is not None and session.version < int(rec.get("version") or 0):
-            raise SessionConflict(
-                f"ctxwise session {rec['session_id']!r} is at version {session.version} but this thread's state "
-                f"was written at version {rec['version']}: the ctxwise store is not the one this checkpoint "
-                "was written with (or was restored from an older copy); open the same store")
-        if rec is not None and rec.get("last") is not None:
-            if rec["last"] not in ids:
-                raise SessionConflict(
-                    f"ctxwise session {rec['session_id']!r}: the message {rec['last']!r} it last appended is no "
-                    "longer in the agent state (messages were removed, or the thread was rewound); "
-                    "start a new thread_id")
-            start = ids.index(rec["last"]) + 1
+        start = resume_index([str(i) for i in ids], rec, session, rec["session_id"] if rec else session.session_id,
+                             state="this thread's agent state",
+                             rewritten="messages were removed or the thread was rewound; start a new thread_id")
         known = {m.id for m in session.messages if m.kind is None and m.id != f"{self.key}-system"}
         if rec is None and known - set(ids):
             raise SessionConflict(

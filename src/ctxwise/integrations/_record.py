@@ -1,0 +1,33 @@
+"""What the framework middlewares share: where a framework's message list resumes against the
+ctxwise session recorded beside it (the record: ``{"version", "last", ...}`` in the framework's
+own state)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .. import SessionConflict
+
+
+def resume_index(ids: Sequence[str], rec: dict[str, Any] | None, session: Any, session_id: str, *,
+                 state: str, rewritten: str) -> int:
+    """Index in ``ids`` (the framework's message ids, in order) of the first message the ctxwise
+    session has not seen: 0 without a record, else right after ``rec["last"]``.
+
+    Raises :class:`~ctxwise.SessionConflict` when the session is older than the record (``state``,
+    e.g. "this AgentState", was saved against another store or an older copy of it), or when the
+    last appended message is no longer in ``ids`` (``rewritten``: what the user should do)."""
+    if rec is None:
+        return 0
+    if session.version < int(rec.get("version") or 0):
+        raise SessionConflict(
+            f"ctxwise session {session_id!r} is at version {session.version} but {state} was saved at version "
+            f"{rec['version']}: the ctxwise store is not the one it was saved with (or an older copy of it); "
+            "open the same store")
+    last = rec.get("last")
+    if last is None:
+        return 0
+    if last not in ids:
+        raise SessionConflict(f"ctxwise session {session_id!r}: the message {last!r} it last appended is no longer "
+                              f"in {state}; {rewritten}")
+    return list(ids).index(last) + 1
