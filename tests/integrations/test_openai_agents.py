@@ -216,7 +216,18 @@ def test_bad_items_raise_ctxwise_errors_and_store_nothing(tmp_path):
                                  {"type": "message", "role": "robot", "content": "x"}]))
     with pytest.raises(PayloadInvalid):
         asyncio.run(s.add_items([{"type": "function_call_output", "call_id": "nope", "output": "x"}]))
+    # kind: a call_id repeated while the first call still waits for its output (the session could
+    # never be read again: every get_items() raised unanswered-tool-call), in one batch or across two
+    call = {"type": "function_call", "call_id": "dup", "name": "f", "arguments": "{}"}
+    with pytest.raises(FormatError, match="item 1.*already waiting"):
+        asyncio.run(s.add_items([call, dict(call)]))
     assert s.ctx.version == version and len(s.ctx.messages) == 1
+    asyncio.run(s.add_items([call]))
+    with pytest.raises(FormatError, match="item 0.*already waiting"):
+        asyncio.run(s.add_items([dict(call)]))
+    asyncio.run(s.add_items([{"type": "function_call_output", "call_id": "dup", "output": "ok"}]))
+    asyncio.run(s.add_items([dict(call)]))  # answered: the id may be used again
+    assert [m.role for m in s.ctx.messages] == ["user", "assistant", "tool", "assistant"]
     with pytest.raises(PolicyError, match="openai_responses"):
         CtxwiseSession(ContextManager(f"sqlite:///{tmp_path / 'c.db'}", Policy(budget=4000)).session("u", "c"))
 

@@ -308,8 +308,31 @@ class CtxwiseSession:
         for i, item in enumerate(items):
             if not isinstance(item, dict):
                 raise FormatError(f"add_items item {i}", f"expected a Responses input item (a dict), got {type(item).__name__}")
+        open_ids = self._unanswered_call_ids()
+        for i, item in enumerate(items):
+            if item.get("type") == "function_call_output":
+                open_ids.discard(item.get("call_id"))
+            elif item.get("type") == "function_call" and item.get("call_id"):
+                if item["call_id"] in open_ids:
+                    raise FormatError(f"add_items item {i}", f"function_call call_id {item['call_id']!r} is already "
+                                      "waiting for its output: outputs are matched by call_id, so a second open call "
+                                      "with the same id could never be answered")
+                open_ids.add(item["call_id"])
         if items:
             self.ctx.append(self._to_messages(items))
+
+    def _unanswered_call_ids(self) -> set[str]:
+        """The call_ids of the tool calls at the context's tail still waiting for an output."""
+        msgs = self.ctx.messages
+        k = len(msgs) - 1
+        while k >= 0 and msgs[k].role == "tool":
+            k -= 1
+        if k < 0 or msgs[k].role != "assistant":
+            return set()
+        waiting = {b.id for b in msgs[k].blocks if isinstance(b, ToolUseBlock)}
+        for m in msgs[k + 1:]:
+            waiting -= {b.tool_use_id for b in m.blocks if isinstance(b, ToolResultBlock)}
+        return waiting
 
     def _pop(self) -> dict[str, Any] | None:
         msg = self.ctx.pop()
