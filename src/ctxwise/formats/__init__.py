@@ -32,6 +32,7 @@ from .anthropic import from_anthropic, to_anthropic
 from .conversation import Conversation
 from .openai_chat import from_openai, to_openai
 from .responses import from_responses, to_responses
+from .sdk import plain
 from .tau2 import from_tau2, from_tau2_messages, to_tau2, to_tau2_messages, to_tau2_simulation
 from .taubench import from_taubench, to_taubench, to_taubench_traj
 
@@ -39,7 +40,7 @@ __all__ = [
     "Conversation", "FORMATS", "MAX_FILE_BYTES", "READERS", "WRITERS", "detect", "dump", "load",
     "from_agentscope", "to_agentscope", "from_anthropic", "to_anthropic", "from_openai", "to_openai",
     "from_responses", "to_responses", "from_tau2", "to_tau2", "from_tau2_messages", "to_tau2_messages",
-    "from_taubench", "to_taubench",
+    "from_taubench", "to_taubench", "plain",
 ]
 
 MAX_FILE_BYTES = 20 * 1024 * 1024

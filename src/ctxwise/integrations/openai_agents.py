@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxwise import Message, ToolResultBlock, ToolUseBlock
 from ctxwise.errors import CtxwiseError, FormatError, MissingExtra, PolicyError
-from ctxwise.formats import from_responses, to_responses
+from ctxwise.formats import from_responses, plain, to_responses
 from ctxwise.providers import render
 
 if TYPE_CHECKING:
@@ -87,17 +87,6 @@ def _agents() -> Any:
         if e.name is not None and e.name.split(".")[0] == "agents":
             raise MissingExtra("ctxwise.integrations.openai_agents", EXTRA, "openai-agents") from None
         raise
-
-
-def plain(x: Any) -> Any:
-    """``x`` with pydantic models (the SDK's item objects) dumped to JSON dicts, at any depth."""
-    if hasattr(x, "model_dump") and callable(x.model_dump):
-        return plain(x.model_dump(mode="json", exclude_none=True))
-    if isinstance(x, dict):
-        return {k: plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [plain(v) for v in x]
-    return x
 
 
 def _item_type(item: dict[str, Any]) -> Any:
