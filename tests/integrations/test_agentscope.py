@@ -225,3 +225,84 @@ def test_a_call_awaiting_confirmation_is_kept_whole_until_answered(tmp_path):
     assert answer["content"] == long_result  # the fresh result whole
     assert check_wire(wire(sent), "openai") == []
     assert "Please refund everything on #W0000001." in json.dumps(sent)
+
+
+PNG_1PX = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+
+
+def _image_agent(rec, tmp_path, tool_output):
+    from agentscope.message import ToolResultState
+    from agentscope.tool import FunctionTool, ToolChunk
+
+    def screenshot(page: str) -> ToolChunk:
+        """Take a screenshot of a page.
+
+        Args:
+            page (str): the page
+        """
+        return ToolChunk(content=tool_output(), state=ToolResultState.SUCCESS)
+
+    from agentscope.permission import PermissionBehavior, PermissionDecision
+
+    cm = ContextManager(f"sqlite:///{tmp_path / 'img.db'}", policy())
+    mw = CtxwiseMiddleware(cm, user_id="u1")
+    model = ScriptedModel()
+    tool = FunctionTool(screenshot, permission=PermissionDecision(behavior=PermissionBehavior.ALLOW, message="test"))
+    agent = build_agent(rec, model, [mw], extra_tools=[tool])
+    return cm, mw, model, agent
+
+
+def test_image_data_blocks_reach_ctxwise_and_the_model_other_data_blocks_are_refused(tmp_path):
+    # kind: non-text content (AgentScope DataBlocks: in a user message, in a tool result's
+    # output) silently dropped when AgentScope messages are read into ctxwise, so the budget
+    # never counted them and a rebuilt message lost them. Images (base64 and URL sources) are
+    # carried as ctxwise images; any other media type is a FormatError naming the message and
+    # block, and nothing is stored or sent.
+    from agentscope.message import Base64Source, DataBlock, TextBlock, ToolCallBlock, URLSource, UserMsg
+    from agentscope.model import ChatResponse
+
+    from ctxwise import FormatError, ImageBlock
+    from ctxwise.integrations.agentscope import _blocks, _parts
+
+    rec = recordings(n=1)[0]
+    shot = lambda: [TextBlock(text="the order page"),  # noqa: E731
+                    DataBlock(source=Base64Source(data=PNG_1PX, media_type="image/png"))]
+    cm, mw, model, agent = _image_agent(rec, tmp_path, shot)
+    call = ToolCallBlock(id="call_shot_1", name="screenshot", input=json.dumps({"page": "orders"}))
+    model.script = [ChatResponse(content=[call], is_last=True),
+                    ChatResponse(content=[TextBlock(text="I see the order page.")], is_last=True)]
+    user = UserMsg("user", [TextBlock(text="What is on these?"),
+                            DataBlock(source=Base64Source(data=PNG_1PX, media_type="image/png")),
+                            DataBlock(source=URLSource(url="https://example.com/a.jpg", media_type="image/jpeg"))])
+    asyncio.run(agent.reply(user))
+
+    session = mw.session(agent.state)
+    (asked,) = [m for m in session.messages if m.role == "user" and m.text == "What is on these?"]
+    images = [b for b in asked.blocks if isinstance(b, ImageBlock)]
+    assert [(b.media_type, b.data, b.url) for b in images] == [
+        ("image/png", PNG_1PX, None), ("image/jpeg", None, "https://example.com/a.jpg")]
+    (result,) = [r for m in session.messages for r in m.tool_results]
+    assert [type(o).__name__ for o in result.output] == ["TextBlock", "ImageBlock"]
+    assert result.output[1].data == PNG_1PX
+    # the model got them too (the messages ctxwise left unchanged travel as AgentScope wrote them)
+    sent = json.dumps(model.seen[-1])
+    assert f"data:image/png;base64,{PNG_1PX}" in sent and "https://example.com/a.jpg" in sent
+    # a message ctxwise rebuilds (after clearing, summarizing) keeps its images, sources included
+    for msg in agent.state.context:
+        for m, _ in _parts(msg):
+            from agentscope.message import Msg
+
+            role = "assistant" if m.role == "tool" else m.role
+            again = [p for p, _ in _parts(Msg(name="x", role=role, content=_blocks(m), id=msg.id))]
+            assert [b.model_dump() for p in again for b in p.blocks] == [b.model_dump() for b in m.blocks]
+
+    # audio: refused, naming the message and the block; nothing stored, nothing sent
+    version, calls = session.version, len(model.seen)
+    model.script = [ChatResponse(content=[TextBlock(text="never")], is_last=True)]
+    voice = UserMsg("user", [TextBlock(text="and this?"),
+                             DataBlock(source=Base64Source(data="UklGRg==", media_type="audio/wav"))])
+    with pytest.raises(FormatError) as err:
+        asyncio.run(agent.reply(voice))
+    assert "block 1" in err.value.place and "message" in err.value.place and "audio/wav" in err.value.rule
+    assert mw.session(agent.state).version == version and len(model.seen) == calls
+    cm.close()

@@ -30,6 +30,11 @@ How it works (``pip install 'ctxwise[agentscope]'``, AgentScope 2.0.x's ``Middle
   ``AgentState`` (and the same ctxwise store) sends the same next request, byte for byte.
 * Tool calls still open (awaiting a user confirmation or an external result, or unfinished)
   stay in the in-flight cycle ctxwise pins: they are never cleared or summarized.
+* Image ``DataBlock``s (base64 or URL source; in a message, a tool result's output or a hint)
+  are read as ctxwise images (counted by the image rule, kept through compaction, rebuilt as
+  ``DataBlock``s). Any other ``DataBlock`` (audio, PDF, video) raises
+  :class:`~ctxwise.errors.FormatError` naming the context message and block: ctxwise holds
+  text and images only and never drops content silently.
 
 Importing this module needs ``agentscope`` 2.x; without it it raises :class:`~ctxwise.MissingExtra`
 (``pip install 'ctxwise[agentscope]'``). ``import ctxwise`` never imports it.
@@ -45,6 +50,7 @@ from typing import Any, Callable, Literal
 from .. import (
     RECALL_TOOL_NAME,
     ContextManager,
+    ImageBlock,
     Message,
     MissingExtra,
     Session,
@@ -56,6 +62,8 @@ from .. import (
     recall_tool_output,
     recall_tool_schema,
 )
+from ..errors import FormatError
+from ..formats._common import image_from_b64
 from ._record import resume_index
 
 try:
@@ -77,13 +85,48 @@ def _output_text(output: Any) -> str:
     return "\n".join(b.text for b in output if isinstance(b, asm.TextBlock))
 
 
-def _parts(msg: Any) -> list[tuple[Message, list[Any]]]:
+def _image(b: Any, place: str) -> ImageBlock:
+    """An AgentScope ``DataBlock`` as a ctxwise image (base64 ``data`` or ``url``, with its
+    media type). ctxwise holds text and images only: a DataBlock of any other media type
+    (audio, PDF, video, text files) is a :class:`~ctxwise.errors.FormatError` naming ``place``,
+    never dropped (ctxwise could neither count it nor keep it through a compaction)."""
+    src = b.source
+    media = str(src.media_type)
+    if not media.startswith("image/"):
+        raise FormatError(place, f"a {media!r} data block cannot be kept: ctxwise holds text and image "
+                                 "content only, so it could neither count it in the budget nor send it on "
+                                 "after a compaction; send images, or the content as text",
+                          hint="keep audio / PDF / video out of the agent's context (or describe it in text) "
+                               "when the ctxwise middleware is on")
+    if isinstance(src, asm.Base64Source):
+        return image_from_b64(media, src.data, {})
+    return ImageBlock(url=str(src.url), media_type=media)
+
+
+def _output(output: Any, place: str) -> list[TextBlock | ImageBlock]:
+    """A tool result's or a hint's AgentScope output as ctxwise output blocks: text only (a
+    string, or text blocks) is one text block, the texts joined by newlines, as before; with
+    data blocks, each block in order (images as :class:`~ctxwise.ImageBlock`)."""
+    if isinstance(output, str) or not any(isinstance(b, asm.DataBlock) for b in output):
+        return [TextBlock(text=_output_text(output))]
+    return [TextBlock(text=b.text) if isinstance(b, asm.TextBlock) else _image(b, f"{place}, output {k}")
+            for k, b in enumerate(output) if isinstance(b, (asm.TextBlock, asm.DataBlock))]
+
+
+def _parts(msg: Any, index: int | None = None) -> list[tuple[Message, list[Any]]]:
     """One AgentScope ``Msg`` as the canonical messages it is sent as (the order of OpenAI's
     formatter: text and tool calls, then one tool message per result, hints as user text), each
-    with the AgentScope blocks it came from. Ids: ``<Msg id>/<k>``."""
+    with the AgentScope blocks it came from. Ids: ``<Msg id>/<k>``. ``index`` (the message's
+    place in ``agent.state.context``) is named in errors.
+
+    Image ``DataBlock``s (in the content, a tool result's output or a hint) are read as
+    :class:`~ctxwise.ImageBlock`; any other ``DataBlock`` raises
+    :class:`~ctxwise.errors.FormatError` naming the message and block."""
     out: list[tuple[Message, list[Any]]] = []
     blocks: list[Any] = []
     src: list[Any] = []
+    where = f"agent.state.context message {index} (Msg id {msg.id!r})" if index is not None \
+        else f"Msg id {msg.id!r}"
 
     def flush() -> None:
         nonlocal blocks, src
@@ -93,11 +136,12 @@ def _parts(msg: Any) -> list[tuple[Message, list[Any]]]:
                                 name=msg.name if role != "system" else None, blocks=blocks), src))
         blocks, src = [], []
 
-    for b in msg.content:
-        if isinstance(b, asm.TextBlock):
+    for k, b in enumerate(msg.content):
+        place = f"{where}, block {k}"
+        if isinstance(b, (asm.TextBlock, asm.DataBlock)):
             if blocks and isinstance(blocks[-1], ToolUseBlock):
                 flush()  # text after a call starts the next assistant message, as it is sent
-            blocks.append(TextBlock(text=b.text))
+            blocks.append(TextBlock(text=b.text) if isinstance(b, asm.TextBlock) else _image(b, place))
             src.append(b)
         elif isinstance(b, asm.ThinkingBlock):
             blocks.append(ThinkingBlock(thinking=b.thinking))
@@ -114,20 +158,21 @@ def _parts(msg: Any) -> list[tuple[Message, list[Any]]]:
             state: Literal["success", "error"] = \
                 "error" if str(b.state) in ("error", "denied", "interrupted") else "success"
             out.append((Message(id=f"{msg.id}/{len(out)}", role="tool", blocks=[ToolResultBlock(
-                tool_use_id=b.id, name=b.name, output=[TextBlock(text=_output_text(b.output))], state=state)]), [b]))
+                tool_use_id=b.id, name=b.name, output=_output(b.output, place), state=state)]), [b]))
         elif isinstance(b, asm.HintBlock):
             flush()
-            text = b.hint if isinstance(b.hint, str) else _output_text(b.hint)
-            out.append((Message(id=f"{msg.id}/{len(out)}", role="user", blocks=[TextBlock(text=text)]), [b]))
-        # DataBlocks (images, audio, files) are not read yet: they go to the model only when
-        # the record's message is passed through unchanged
+            hint = _output(b.hint, place)
+            out.append((Message(id=f"{msg.id}/{len(out)}", role="user", blocks=list(hint)), [b]))
+        else:
+            raise FormatError(place, f"unknown AgentScope block type {getattr(b, 'type', type(b).__name__)!r}; "
+                                     "ctxwise reads text, data (images), thinking, hint, tool_call and tool_result")
     flush()
     return out
 
 
 def to_canonical(context: list[Any]) -> list[Message]:
     """AgentScope ``Msg`` objects (``agent.state.context``) as canonical ctxwise messages."""
-    return [m for msg in context for m, _ in _parts(msg)]
+    return [m for i, msg in enumerate(context) for m, _ in _parts(msg, i)]
 
 
 class CtxwiseMiddleware(MiddlewareBase):
@@ -231,7 +276,7 @@ class CtxwiseMiddleware(MiddlewareBase):
         session = self._session(user_id, session_id, tools)
 
         system = messages[0] if messages and messages[0].role == "system" else None
-        parts = [p for msg in state.context for p in _parts(msg)]
+        parts = [p for i, msg in enumerate(state.context) for p in _parts(msg, i)]
         ids = [m.id for m, _ in parts]
         start = resume_index(ids, rec, session, session_id, state="this AgentState's context",
                              rewritten="something else rewrote agent.state.context; start a new AgentState session")
@@ -282,6 +327,14 @@ class CtxwiseMiddleware(MiddlewareBase):
         return view, record
 
 
+def _data(b: ImageBlock) -> Any:
+    """A ctxwise image as the AgentScope ``DataBlock`` it was read from (base64 or URL source)."""
+    media = b.media_type or "image/png"
+    if b.data is not None:
+        return asm.DataBlock(source=asm.Base64Source(data=b.data, media_type=media))
+    return asm.DataBlock(source=asm.URLSource.model_validate({"url": b.url or "", "media_type": media}))
+
+
 def _blocks(m: Message) -> list[Any]:
     """AgentScope blocks for a canonical message ctxwise changed or made (a placeholder, a summary,
     the facts block)."""
@@ -289,11 +342,15 @@ def _blocks(m: Message) -> list[Any]:
     for b in m.blocks:
         if isinstance(b, TextBlock):
             out.append(asm.TextBlock(text=b.text))
+        elif isinstance(b, ImageBlock):
+            out.append(_data(b))
         elif isinstance(b, ToolUseBlock):
             out.append(asm.ToolCallBlock(id=b.id, name=b.name, input=json.dumps(b.input, ensure_ascii=False),
                                          state=asm.ToolCallState.FINISHED))
         elif isinstance(b, ToolResultBlock):
-            out.append(asm.ToolResultBlock(id=b.tool_use_id, name=b.name or "", output=[asm.TextBlock(text=b.text)],
+            output: list[Any] = [asm.TextBlock(text=b.text)] if not any(isinstance(o, ImageBlock) for o in b.output) \
+                else [asm.TextBlock(text=o.text) if isinstance(o, TextBlock) else _data(o) for o in b.output]
+            out.append(asm.ToolResultBlock(id=b.tool_use_id, name=b.name or "", output=output,
                                            state=asm.ToolResultState.ERROR if b.state == "error"
                                            else asm.ToolResultState.SUCCESS))
         elif isinstance(b, ThinkingBlock):
