@@ -292,3 +292,78 @@ def test_reasoning_and_thinking_content_blocks_do_not_break_the_thread():
         out = agent.invoke({"messages": [HumanMessage(f"turn {k}")]}, cfg)
         assert out["messages"][-1].content[-1]["text"] == f"answer {k + 1}"
     assert len(model.seen) == 3 and len(model.seen[-1]) == 6  # system, 3 user turns, 2 earlier replies
+
+
+def test_anthropic_thinking_signatures_and_redacted_thinking_survive_the_round_trip(tmp_path):
+    # kind: provider-opaque reasoning data lost when an AIMessage's content blocks are read
+    # through the chat shape: a langchain_anthropic reply's thinking block kept its text but not
+    # its `signature` (and a `redacted_thinking` block broke the read), so the next Anthropic
+    # request would not carry the latest assistant thinking byte-identical and be rejected
+    # ("Invalid `signature` in `thinking` block"). The rendered anthropic payload is checked with
+    # the wire check, and each block must come back exactly as the model returned it, also in
+    # the tool loop (the assistant message with the tool_use is the latest one).
+    import uuid
+
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+
+    thinking = {"type": "thinking", "thinking": "The user wants the order status; look it up.",
+                "signature": "EqQBCkgIARABGAIiQL1Zk2b+Lq0w/Xy=="}
+    redacted = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP=="}
+    later = {"type": "thinking", "thinking": "The lookup says shipped.", "signature": "ErUBCkYIAxgCIkDQ8s=="}
+    replies = [
+        AIMessage(content=[thinking, redacted, {"type": "text", "text": "Let me look it up."},
+                           {"type": "tool_use", "id": "toolu_01", "name": "order_status", "input": {"order": "#W1"}}],
+                  tool_calls=[{"id": "toolu_01", "name": "order_status", "args": {"order": "#W1"}}]),
+        AIMessage(content=[later, {"type": "text", "text": "It has shipped."}]),
+        AIMessage(content=[{"type": "text", "text": "You are welcome."}]),
+    ]
+
+    class AnthropicShaped(BaseChatModel):
+        seen: list = []
+        script: list = []
+
+        @property
+        def _llm_type(self) -> str:
+            return "scripted-anthropic"
+
+        def bind_tools(self, tools, **kw):
+            return self
+
+        def _generate(self, messages, stop=None, run_manager=None, **kw):
+            self.seen.append(list(messages))
+            payloads.append(mw.last_prepared.payload)  # what ctxwise rendered and checked for this call
+            return ChatResult(generations=[ChatGeneration(message=self.script.pop(0))])
+
+    @tool
+    def order_status(order: str) -> str:
+        """The status of an order."""
+        return f"{order}: shipped"
+
+    cm = ContextManager(f"sqlite:///{tmp_path / 'a.db'}", Policy(budget=8000, unit="tokens", tokenizer="o200k_base",
+                                                                 provider="anthropic"))
+    mw = CtxwiseMiddleware(cm, user_id="u1")
+    model = AnthropicShaped(script=list(replies))
+    agent = create_agent(model, [order_status], system_prompt="You help with orders.", middleware=[mw],
+                         checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    payloads: list = []
+    for text in ("Where is order #W1?", "Thanks!"):
+        agent.invoke({"messages": [HumanMessage(text)]}, cfg)
+    assert len(model.seen) == len(payloads) == 3
+
+    def assistant_content(payload):
+        return [m["content"] for m in payload["messages"] if m["role"] == "assistant"]
+
+    for payload in payloads:
+        assert check_wire(payload, "anthropic") == []
+    # the call after the tool result (the tool loop): the latest assistant message is the tool_use one
+    assert assistant_content(payloads[1])[-1][:2] == [thinking, redacted]
+    first = assistant_content(payloads[-1])[0]
+    assert first[0] == thinking and first[1] == redacted  # byte for byte, signature and data kept
+    assert assistant_content(payloads[-1])[1][0] == later
+    # and the view the model got passes the LangChain messages on with those blocks
+    sent = [m for m in model.seen[-1] if isinstance(m, AIMessage)]
+    assert thinking in sent[0].content and redacted in sent[0].content and later in sent[1].content

@@ -59,7 +59,7 @@ try:
 except ModuleNotFoundError as e:  # pragma: no cover - exercised by tests/integrations/test_extras.py
     raise MissingExtra("ctxwise.integrations.langchain", "langchain", (e.name or "langchain").split(".")[0]) from None
 
-from .. import RECALL_TOOL_NAME, ContextManager, Message, Session, recall_tool_output, recall_tool_schema
+from .. import RECALL_TOOL_NAME, ContextManager, Message, Session, ThinkingBlock, recall_tool_output, recall_tool_schema
 from ..formats import from_openai
 from ._record import resume_index
 from ..providers import render
@@ -83,60 +83,99 @@ class CtxwiseState(AgentState[Any]):
     ctxwise: NotRequired[Annotated[dict[str, dict[str, Any]], PrivateStateAttr, _merge_records]]
 
 
-def _to_chat(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
-    """LangChain messages as OpenAI chat dicts carrying the LangChain ids (``id`` key)."""
-    out = []
+def _to_chat(messages: Sequence[BaseMessage]) -> tuple[list[dict[str, Any]], dict[str, list[ThinkingBlock]]]:
+    """LangChain messages as OpenAI chat dicts carrying the LangChain ids (``id`` key), and, by
+    id, the signed thinking of the assistant messages that have any (see
+    :func:`_reasoning_out_of_content`)."""
+    out, signed = [], {}
     for m, d in zip(messages, convert_to_openai_messages(list(messages)), strict=True):
         d = dict(d)
         if m.id:
             d["id"] = m.id
         if d.get("role") == "assistant" and isinstance(d.get("content"), list):
-            d = _reasoning_out_of_content(d)
+            d, blocks = _reasoning_out_of_content(d)
+            if m.id and any(b.signature is not None or b.redacted for b in blocks):
+                signed[m.id] = blocks
         out.append(d)
-    return out
+    return out, signed
 
 
-def _reasoning_out_of_content(d: dict[str, Any]) -> dict[str, Any]:
+def _thinking_part(part: Any) -> ThinkingBlock | None:
+    """One content block of an AIMessage as ctxwise thinking, or None when it is not reasoning:
+    LangChain's standard ``reasoning`` block (text or summary; an Anthropic signature in
+    ``extras``), Anthropic's ``thinking`` (with its ``signature``) and ``redacted_thinking``
+    (its opaque ``data``), also when wrapped as a ``non_standard`` block."""
+    if not isinstance(part, dict):
+        return None
+    kind = part.get("type")
+    if kind == "non_standard" and isinstance(part.get("value"), dict) and \
+            part["value"].get("type") in ("thinking", "redacted_thinking"):
+        return _thinking_part(part["value"])
+    if kind == "reasoning":
+        summary = part.get("summary") or []
+        text = part.get("reasoning") or "\n\n".join(s.get("text", "") for s in summary if isinstance(s, dict))
+        extras = part.get("extras")
+        sig = part.get("signature", extras.get("signature") if isinstance(extras, dict) else None)
+        return ThinkingBlock(thinking=text or "", signature=sig if isinstance(sig, str) else None)
+    if kind == "thinking":
+        sig = part.get("signature")
+        return ThinkingBlock(thinking=part.get("thinking") or "", signature=sig if isinstance(sig, str) else None)
+    if kind == "redacted_thinking":
+        return ThinkingBlock(thinking=str(part.get("data") or ""), redacted=True)
+    return None
+
+
+def _reasoning_out_of_content(d: dict[str, Any]) -> tuple[dict[str, Any], list[ThinkingBlock]]:
     """An assistant message's reasoning content blocks (LangChain's standard ``reasoning``
-    block, what ChatOpenAI's Responses mode returns, and Anthropic's ``thinking``) moved into
-    the chat shape's ``reasoning_content``, which ctxwise reads as thinking: the chat wire has
-    no such content part, and the provider profile decides whether it is sent back. A
-    ``thinking`` block's signature is not carried (this integration renders the chat shape)."""
-    texts, rest = [], []
+    block, what ChatOpenAI's Responses mode returns, and Anthropic's ``thinking`` /
+    ``redacted_thinking``) moved into the chat shape's ``reasoning_content``, which ctxwise
+    reads as thinking: the chat wire has no such content part, and the provider profile
+    decides whether it is sent back. Also returns each of those blocks as a ctxwise
+    :class:`~ctxwise.ThinkingBlock`, signature and redaction kept: Anthropic requires the
+    latest assistant thinking sent back byte-identical, signature included."""
+    blocks, rest = [], []
     for part in d["content"]:
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind == "reasoning":
-            summary = part.get("summary") or []
-            texts.append(part.get("reasoning") or "\n\n".join(
-                s.get("text", "") for s in summary if isinstance(s, dict)))
-        elif kind == "thinking":
-            texts.append(part.get("thinking") or "")
-        else:
+        t = _thinking_part(part)
+        if t is None:
             rest.append(part)
-    if len(rest) == len(d["content"]):
-        return d
-    reasoning = "\n\n".join(t for t in texts if t)
+        else:
+            blocks.append(t)
+    if not blocks:
+        return d, []
+    reasoning = "\n\n".join(b.thinking for b in blocks if b.thinking and not b.redacted)
     d = {**d, "content": rest or ""}
     if reasoning:
         d["reasoning_content"] = "\n\n".join(x for x in (d.get("reasoning_content"), reasoning) if x)
-    return d
+    return d, blocks
 
 
 def _canonical(messages: Sequence[BaseMessage], prefix: Sequence[BaseMessage]) -> list[Message]:
     """``messages`` as canonical ctxwise messages; ``prefix`` (the assistant message whose calls
-    the first results answer) is read for pairing and dropped."""
-    return from_openai(_to_chat([*prefix, *messages]), strict=False)[len(prefix):]
+    the first results answer) is read for pairing and dropped. An assistant message with signed
+    or redacted thinking gets those blocks as they came (one per block, signatures kept)
+    instead of the one joined ``reasoning_content`` block."""
+    chat, signed = _to_chat([*prefix, *messages])
+    out = from_openai(chat, strict=False)[len(prefix):]
+    return [m.model_copy(update={"blocks": [*signed[m.id], *(b for b in m.blocks if not isinstance(b, ThinkingBlock))]})
+            if m.id in signed and m.role == "assistant" else m for m in out]
 
 
 def _from_canonical(m: Message) -> BaseMessage:
     """One canonical message ctxwise changed (a placeholder, a summary, a pinned block) as a
-    LangChain message, through ctxwise's own chat rendering."""
+    LangChain message, through ctxwise's own chat rendering; signed or redacted thinking goes
+    back into the content as Anthropic ``thinking`` / ``redacted_thinking`` blocks."""
     rendered = render([m], "openai")
     built = convert_to_messages(rendered)
     if len(built) != 1:  # a tool message holding several results: LangChain has one per result
         return built[0] if built else SystemMessage(content="")
     msg = built[0]
     msg.id = m.id
+    if isinstance(msg, AIMessage) and any(b.signature is not None or b.redacted for b in m.thinking):
+        text = msg.content if isinstance(msg.content, list) else \
+            ([{"type": "text", "text": msg.content}] if msg.content else [])
+        msg.content = [*({"type": "redacted_thinking", "data": b.thinking} if b.redacted else
+                         {"type": "thinking", "thinking": b.thinking, "signature": b.signature or ""}
+                         for b in m.thinking), *text]
     return msg
 
 
