@@ -162,8 +162,34 @@ def test_upgrade_from_base_keeps_data(store_url: str) -> None:
     engine.dispose()
     store = Store(store_url)
     try:
-        assert migrate.current(store.engine) == migrate.head() == "0004"
+        assert migrate.current(store.engine) == migrate.head() != "0001"
         assert {"user_memory", "memory_claims", "ctxwise_api_keys"} <= set(inspect(store.engine).get_table_names())
         assert store.append("old", "s", [text_message("m", "user", "hi")], expected_version=0) == 1
     finally:
         store.close()
+
+
+def test_reopen_reads_the_visible_rows_through_their_index(store: Store, store_url: str) -> None:
+    """Kind: a read whose cost grows with the history (issue 14: reopen O(visible), not
+    O(history)). The visible-context read must be answerable from ix_context_visible
+    (session_pk, state, ...), not by walking every row the session ever had; on SQLite the
+    plan of the very statement load() runs is checked."""
+    assert "ix_context_visible" in {ix["name"] for ix in inspect(store.engine).get_indexes("context_messages")}
+    fill(store, "u", "s", 6)
+    statements: list[tuple[str, object]] = []
+
+    def grab(conn, cursor, statement, parameters, context, executemany):  # noqa: ANN001
+        if "FROM context_messages" in statement:
+            statements.append((statement, parameters))
+
+    event.listen(store.engine, "before_cursor_execute", grab)
+    try:
+        store.load("u", "s")
+    finally:
+        event.remove(store.engine, "before_cursor_execute", grab)
+    assert statements, "load() read no context rows"
+    if store.engine.dialect.name == "sqlite":
+        statement, parameters = statements[0]
+        with store.engine.connect() as conn:
+            plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters))
+        assert "ix_context_visible" in plan, plan

@@ -84,6 +84,7 @@ class ContextMessageRow(Base):
         UniqueConstraint("session_pk", "seq", name="uq_context_seq"),
         UniqueConstraint("session_pk", "message_id", name="uq_context_message_id"),
         Index("ix_context_order", "session_pk", "anchor_seq", "generation"),
+        Index("ix_context_visible", "session_pk", "state", "anchor_seq", "generation"),
     )
 
     id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)

@@ -231,19 +231,22 @@ class SqlStore:
         ``original`` is read only with ``include_hidden`` (else None; see :meth:`original`)."""
         with self._read() as conn:
             sess = self._session_row(conn, user_id, session_id)
-            q = (select(C.message_id, C.seq, C.state, C.current, C.size)
+            q = (select(C.message_id, C.seq, C.state, C.current, C.size, C.anchor_seq, C.generation)
                  .where(C.session_pk == sess.id, C.user_id == user_id))
             if not include_hidden:
                 q = q.where(C.state.in_(VISIBLE_STATES))
-            listed = list(conn.execute(q.order_by(C.anchor_seq, C.generation)))
-            wanted = [seq for _, seq, _, cur, _ in listed if include_hidden or cur is None]
+            # ordered here, not by the database: an ORDER BY makes the planner walk every row the
+            # session ever had in ix_context_order; without it, ix_context_visible (session_pk,
+            # state, ...) reads only the visible ones, and reopen does not grow with the history
+            listed = sorted(conn.execute(q), key=lambda r: (r.anchor_seq, r.generation))
+            wanted = [r.seq for r in listed if include_hidden or r.current is None]
             originals: dict[int, Any] = {}
             for chunk in range(0, len(wanted), 500):
                 part = wanted[chunk:chunk + 500]
                 originals.update(conn.execute(select(O.seq, O.body).where(
                     O.session_pk == sess.id, O.user_id == user_id, O.seq.in_(part))).all())
             rows = []
-            for mid, seq, state, cur, size in listed:
+            for mid, seq, state, cur, size, _anchor, _generation in listed:
                 original = Message.model_validate(originals[seq]) if seq in originals else None
                 current = original if cur is None else Message.model_validate(cur)
                 assert current is not None
