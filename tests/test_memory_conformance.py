@@ -38,6 +38,25 @@ def texts(store, user: str, **kw) -> list[str]:
     return [e.text for e in list_memory(store, user, **kw)]
 
 
+def test_list_filters_by_source_session_and_creation_time(store) -> None:
+    """Kind: a session open that read every memory entry of its user and filtered in Python
+    (O(user history) per open). The store filters: entries this session wrote, and entries
+    newer than the session, are not read; entries with no source session are kept."""
+    import datetime as dt
+
+    add_memory(store, "u1", "I prefer aisle seats.", source_session_id="s1")
+    add_memory(store, "u1", "I'm vegan.")
+    cut = list_memory(store, "u1")[-1].created_at
+    time.sleep(0.01)
+    add_memory(store, "u1", "I live in Munich.", source_session_id="s2")
+    assert texts(store, "u1", exclude_session="s1") == ["I'm vegan.", "I live in Munich."]
+    assert texts(store, "u1", exclude_session="s2") == ["I prefer aisle seats.", "I'm vegan."]
+    assert texts(store, "u1", created_before=cut) == ["I prefer aisle seats.", "I'm vegan."]
+    assert texts(store, "u1", exclude_session="s1", created_before=cut) == ["I'm vegan."]
+    assert texts(store, "u1", created_before=cut - dt.timedelta(days=1)) == []
+    assert texts(store, "u2", exclude_session="s1") == []
+
+
 def test_operations_are_scoped_by_user(store) -> None:
     a = add_memory(store, "u1", "I prefer aisle seats.", source_session_id="s1", source_message_id="m3")
     b = add_memory(store, "u2", "I'm vegan.", "profile")

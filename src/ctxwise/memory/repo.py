@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Callable, Iterable
 
 from ..errors import MemoryBusy, MemoryEntryNotFound  # re-exported: they live in ctxwise.errors
@@ -55,10 +56,14 @@ def _store(db: Any) -> Iterator[Any]:
         yield db
 
 
-def list_memory(db: Any, user_id: str, *, include_inactive: bool = False) -> list[MemoryEntry]:
-    """The user's entries, oldest first: ``[MemoryEntry]`` (active only by default)."""
+def list_memory(db: Any, user_id: str, *, include_inactive: bool = False, exclude_session: str | None = None,
+                created_before: datetime | None = None) -> list[MemoryEntry]:
+    """The user's entries, oldest first: ``[MemoryEntry]`` (active only by default); without
+    those session ``exclude_session`` wrote, and none created after ``created_before`` (UTC),
+    when given (filtered by the store)."""
     with _store(db) as s:
-        return list(s.list_memory(user_id, include_inactive=include_inactive))
+        return list(s.list_memory(user_id, include_inactive=include_inactive, exclude_session=exclude_session,
+                                  created_before=created_before))
 
 
 def add_memory(db: Any, user_id: str, text: str, kind: str = "preference", *,

@@ -79,11 +79,8 @@ class SessionMemory:
             from .repo import list_memory
             from .user import render_user_memory
 
-            entries = [
-                e for e in list_memory(self.store, self.user_id)
-                if e.source_session_id != self.session_id
-                and (started is None or e.created_at is None or _aware(e.created_at) <= started)
-            ]
+            entries = list_memory(self.store, self.user_id, exclude_session=self.session_id,
+                                  created_before=_aware(started) if started is not None else None)
             budget = int(self.policy.effective_budget * self.policy.user_memory_share)
             self._memory_block = render_user_memory(entries, budget, self.counter)
 

@@ -310,10 +310,13 @@ class InMemoryStore:
         return next((d for d in self._memory if d["id"] == ident and d["user_id"] == user_id
                      and d["status"] == "active"), None) if ident is not None else None
 
-    def list_memory(self, user_id: str, *, include_inactive: bool = False) -> list[Any]:
+    def list_memory(self, user_id: str, *, include_inactive: bool = False, exclude_session: str | None = None,
+                    created_before: datetime | None = None) -> list[Any]:
         with self._lock:
             return [self._entry({k: v for k, v in d.items() if k != "user_id"}) for d in self._memory
-                    if d["user_id"] == user_id and (include_inactive or d["status"] == "active")]
+                    if d["user_id"] == user_id and (include_inactive or d["status"] == "active")
+                    and (exclude_session is None or d["source_session_id"] != exclude_session)
+                    and (created_before is None or d["created_at"] is None or d["created_at"] <= created_before)]
 
     def _add(self, user_id: str, text: str, kind: str, supersedes_id: Any, source_session_id: str | None,
              source_message_id: str | None) -> Any:

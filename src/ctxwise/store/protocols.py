@@ -20,6 +20,7 @@ Contracts every implementation keeps:
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
 
 from ..changes import Change
@@ -126,8 +127,12 @@ class MemoryStore(Protocol):
     (another user's, or not an id at all) is simply not found.
     """
 
-    def list_memory(self, user_id: str, *, include_inactive: bool = False) -> list[Any]:
-        """The user's entries, oldest first (active only unless ``include_inactive``)."""
+    def list_memory(self, user_id: str, *, include_inactive: bool = False, exclude_session: str | None = None,
+                    created_before: datetime | None = None) -> list[Any]:
+        """The user's entries, oldest first (active only unless ``include_inactive``); without
+        those written by session ``exclude_session``, and only those created at or before
+        ``created_before`` (UTC; entries with no time are kept) when these are given. The
+        filters run in the store, so a session open reads only what it can show."""
         ...
 
     def add_memory(self, user_id: str, text: str, kind: str = "preference", *,

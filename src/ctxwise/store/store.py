@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Sequence
 
-from sqlalchemy import Connection, create_engine, delete, event, insert, select, update
+from sqlalchemy import Connection, create_engine, delete, event, insert, or_, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError
 
@@ -513,11 +513,12 @@ class SqlStore:
 
     # -- user memory (MemoryStore) -----------------------------------------------------
 
-    def list_memory(self, user_id: str, *, include_inactive: bool = False) -> list[Any]:
+    def list_memory(self, user_id: str, *, include_inactive: bool = False, exclude_session: str | None = None,
+                    created_before: datetime | None = None) -> list[Any]:
         """The user's entries (``MemoryEntry``), oldest first (active only unless
-        ``include_inactive``)."""
+        ``include_inactive``), filtered in SQL as :meth:`MemoryStore.list_memory` describes."""
         with self._read() as conn:
-            return _list_memory(conn, user_id, include_inactive)
+            return _list_memory(conn, user_id, include_inactive, exclude_session, created_before)
 
     def add_memory(self, user_id: str, text: str, kind: str = "preference", *, supersedes_id: Any = None,
                    source_session_id: str | None = None, source_message_id: str | None = None) -> Any:
@@ -707,11 +708,16 @@ def _memory_entry(r: Any) -> Any:
                        created_at=_aware(r.created_at))
 
 
-def _list_memory(conn: Connection, user_id: str, include_inactive: bool) -> list[Any]:
+def _list_memory(conn: Connection, user_id: str, include_inactive: bool, exclude_session: str | None = None,
+                 created_before: datetime | None = None) -> list[Any]:
     M = UserMemoryRow
     q = select(M).where(M.user_id == user_id)
     if not include_inactive:
         q = q.where(M.status == "active")
+    if exclude_session is not None:
+        q = q.where(or_(M.source_session_id.is_(None), M.source_session_id != exclude_session))
+    if created_before is not None:
+        q = q.where(or_(M.created_at.is_(None), M.created_at <= created_before))
     return [_memory_entry(r) for r in conn.execute(q.order_by(M.id))]
 
 
