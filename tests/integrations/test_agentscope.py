@@ -42,8 +42,19 @@ def policy() -> Policy:
 
 
 def wire(seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """AgentScope's OpenAI chat formatter output as the OpenAI SDK types declare it: the
-    formatter also writes ``name`` on tool messages, a key those types do not have."""
+    """AgentScope's OpenAI chat formatter output as the OpenAI SDK types declare it.
+
+    The formatter also writes ``name`` (the tool's name) on every tool message, and
+    AgentScope's ``OpenAIChatModel`` sends it to the API as written (it is not ctxwise's: the
+    formatter runs after the middleware, with or without ctxwise). The OpenAI SDK types have
+    no such key, so the wire check would report it; before it is removed here, this checks
+    it is the name of the call the message answers, also for the results ctxwise rebuilt
+    (cleared placeholders). Kind: a rebuilt tool message sent with a wrong or empty name
+    (Gemini's OpenAI endpoint requires it; strict gateways compare it)."""
+    calls = {c["id"]: c["function"]["name"] for m in seen for c in (m.get("tool_calls") or [])}
+    for m in seen:
+        if m.get("role") == "tool":
+            assert m.get("name") == calls.get(m["tool_call_id"]) and m["name"], m
     return [{k: v for k, v in m.items() if not (m.get("role") == "tool" and k == "name")} for m in seen]
 
 

@@ -36,6 +36,12 @@ How it works (``pip install 'ctxwise[agentscope]'``, AgentScope 2.0.x's ``Middle
   :class:`~ctxwise.errors.FormatError` naming the context message and block: ctxwise holds
   text and images only and never drops content silently.
 
+* AgentScope's OpenAI chat formatter writes ``name`` (the tool's name) on every ``tool``
+  message, and ``OpenAIChatModel`` sends it as written; the formatter runs after this
+  middleware, so ctxwise neither adds nor removes it, and keeps it equal to the called tool's
+  name in the results it rebuilds (cleared placeholders). The OpenAI SDK types lack the key
+  (OpenAI ignores it; Gemini's OpenAI endpoint requires it; strict gateways may refuse it).
+
 Importing this module needs ``agentscope`` 2.x; without it it raises :class:`~ctxwise.MissingExtra`
 (``pip install 'ctxwise[agentscope]'``). ``import ctxwise`` never imports it.
 """
