@@ -300,3 +300,57 @@ def test_unchanged_book_renders_from_cache_and_pinned_texts() -> None:
     assert book.version == v + 1 and "2 rooms" in book.render(500, counter)[0].text
     assert book.pinned_texts()[-1] == "We also need 2 rooms."
     assert "My budget is under 5,000 EUR." not in book.pinned_texts()
+
+
+@pytest.mark.parametrize("unit", ["chars", "o200k_base"])
+def test_render_keeps_the_most_lines_that_fit(unit: str) -> None:
+    """Kind: a budgeted block search that must return the fewest dropped lines (in eviction
+    order) whose block fits, however its size is found (estimate + exact probes). Checked
+    against a brute-force scan over every drop count, on books of 1-120 lines of mixed
+    lengths and scripts, at budgets from too small for one line to roomy."""
+    import random
+
+    counter = None if unit == "chars" else get_counter(unit)
+    rnd = random.Random(11)
+    words = ["refund", "order", "#W2378156", "$466.75", "2024-05-17", "jfk", "靠窗", "座位", "vegetarian",
+             "aisle", "don't", "never", "before", "Munich", "headphones", "!!", "—"]
+    for trial in range(40):
+        n = rnd.randint(1, 120)
+        facts = []
+        for i in range(n):
+            text = " ".join(rnd.choice(words) for _ in range(rnd.randint(1, 25)))
+            status = "superseded" if rnd.random() < 0.2 else "active"
+            facts.append({"id": f"m{i}:f1", "text": text, "kind": "constraint", "key": f"k{i}",
+                          "source_message_id": f"m{i}", "status": status, "superseded_by": None})
+        book = FactBook.from_dict({"facts": facts})
+        whole, _ = book.render(10**9, counter)
+        assert whole is not None
+        full = len(whole.text) if counter is None else counter.count_message(whole)
+        for budget in {1, 20, full // 7, full // 3, full // 2, full - 1, full, full + 5}:
+            msg, evicted = book.render(budget, counter)
+            lines = book._lines()
+            order = sorted(range(len(lines)), key=lambda i: (lines[i]["active"], lines[i]["recency"]))
+            from ctxwise.memory.facts import _facts_message
+
+            def fits(drop: int) -> bool:
+                kept = [ln for i, ln in enumerate(lines) if i not in set(order[:drop])]
+                if not kept:
+                    return True
+                m = _facts_message(kept)
+                return (len(m.text) if counter is None else counter.count_message(m)) <= budget
+
+            want = next(d for d in range(len(lines) + 1) if fits(d))
+            dropped = {fid for i in order[:want] for fid in lines[i]["ids"]}
+            assert {f.id for f in evicted} == dropped, (trial, budget)
+            if msg is not None:
+                assert (len(msg.text) if counter is None else counter.count_message(msg)) <= budget
+
+
+def test_fact_to_dict_holds_every_field() -> None:
+    """Kind: a hand-written serializer that silently drops a field added later. ``to_dict``
+    must equal ``dataclasses.asdict`` and round-trip through ``Fact(**d)``."""
+    from dataclasses import asdict
+
+    f = Fact(id="m1:f1", text="under $300", kind="amount", key="amount_max:$300", source_message_id="m1",
+             status="superseded", superseded_by="m2:f1", value="$300", corrects=True)
+    assert f.to_dict() == asdict(f) and Fact(**f.to_dict()) == f

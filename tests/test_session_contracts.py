@@ -250,3 +250,32 @@ def test_pop_after_a_reply_left_out_of_the_context_pops_that_reply():
     second = s.pop()
     assert second is not None and second.id == ids[-1] and [m.id for m in s.messages] == ids[:-1]
     assert [m.id for m in cm.session("u", "s").messages] == ids[:-1]
+
+
+def test_a_session_reopened_before_every_call_reports_what_the_live_one_reports(store):
+    """Kind: state a reopen recomputes instead of reading back (here: which facts the
+    ``facts_evicted`` events already reported). A session reopened before every append and
+    prepare must send the same payloads and fire the same events as one kept open."""
+    policy = Policy.preset("default", budget=1_200, unit="tokens", provider="openai", facts_share=0.05)
+    live_cm = ContextManager(InMemoryStore(), policy)
+    live = live_cm.session("u", "s")
+
+    def reopened():
+        return ContextManager(store, policy).session("u", "s")
+
+    fired = {"live": [], "reopened": []}
+    for target in (live, reopened()):
+        target.append([system()])
+    for i in range(14):
+        turn = [user(f"My budget is {100 + i} EUR, order #W{1000000 + i}, and I need it by 2024-05-{10 + i}.")]
+        call = assistant(calls=[("lookup", {"i": i})])
+        rest = [[call, *results(call, [f"result {i} " + "x " * 60])], [assistant(f"Answer {i}.")]]
+        for batch in (turn, *rest):
+            live.append(batch)
+            reopened().append(batch)
+        a, b = live.prepare(), reopened().prepare()
+        assert a.payload == b.payload, i
+        fired["live"].append([(e.stage, e.detail) for e in a.events])
+        fired["reopened"].append([(e.stage, e.detail) for e in b.events])
+    assert fired["live"] == fired["reopened"]
+    assert any(st == "facts_evicted" for call in fired["live"] for st, _ in call), "facts must have been evicted"

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Literal, Protocol
 
 from ..messages import Message, TextBlock
@@ -74,7 +74,9 @@ class Fact:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the inverse of ``Fact(**d)``)."""
-        return asdict(self)
+        return {"id": self.id, "text": self.text, "kind": self.kind, "key": self.key,
+                "source_message_id": self.source_message_id, "status": self.status,
+                "superseded_by": self.superseded_by, "value": self.value, "corrects": self.corrects}
 
 
 # -- extraction -------------------------------------------------------------------------

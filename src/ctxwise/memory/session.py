@@ -71,10 +71,12 @@ class SessionMemory:
                 self.book.add_message(m)
                 if m.id in lost:
                     self.lost.add_message(m)
-            # what was already left out before the reload was reported then: not again
-            budget = int(self.policy.effective_budget * self.policy.facts_share)
-            self._evicted = tuple(f.id for f in self._shown().render(budget, self.counter)[1])
-            self._evicted_version = self._shown().version
+            if book is None or "evicted" not in book:
+                # no record of what was reported (rebuilt, or stored by an older version): what
+                # is left out now was reported before the reload, not again
+                budget = int(self.policy.effective_budget * self.policy.facts_share)
+                self._evicted = tuple(f.id for f in self._shown().render(budget, self.counter)[1])
+                self._evicted_version = self._shown().version
         if self.policy.user_memory:
             from .repo import list_memory
             from .user import render_user_memory
@@ -88,7 +90,9 @@ class SessionMemory:
         """The fact books as JSON (for the store): every fact, and the facts of lost user
         input; without the ids of every message seen, which grow with the history (the engine
         never hands a book one message twice)."""
-        return {"facts": self.book.to_dict()["facts"], "lost": self.lost.to_dict()["facts"]}
+        return {"facts": [_compact(f) for f in self.book.to_dict()["facts"]],
+                "lost": [_compact(f) for f in self.lost.to_dict()["facts"]],
+                "evicted": list(self._evicted)}
 
     def observe_facts(self, batch: Sequence[Message]) -> bool:
         """Take the facts of new user input into the book (pure, no I/O; the engine persists
@@ -108,9 +112,14 @@ class SessionMemory:
         return 4 * budget * (4 if self.policy.unit == "tokens" else 1)
 
     def restore(self, book: dict[str, Any]) -> None:
-        """Put back the books saved with :meth:`state` (on reopen, or after an append that failed)."""
+        """Put back the books saved with :meth:`state` (on reopen, or after an append that
+        failed), and the facts the ``facts_evicted`` events already reported: the next facts
+        block reports only what is newly left out, as it would have without the reload, and a
+        reopen renders no block (the first ``prepare()`` does)."""
         self.book = FactBook.from_dict({"facts": book.get("facts", [])}, self.extractor)
         self.lost = FactBook.from_dict({"facts": book.get("lost", [])}, self.extractor)
+        if "evicted" in book:
+            self._evicted, self._evicted_version = tuple(book["evicted"]), -1
 
     def forget(self, message_id: str) -> None:
         """Drop the facts taken from ``message_id`` (a popped message); a fact it had
@@ -190,6 +199,15 @@ class SessionMemory:
     def pinned_texts(self) -> list[str]:
         """The active facts' clauses, verbatim, for summarizers to quote."""
         return self.book.pinned_texts() if self.policy.facts else []
+
+
+_FACT_DEFAULTS = {"status": "active", "superseded_by": None, "value": None, "corrects": False}
+
+
+def _compact(fact: dict[str, Any]) -> dict[str, Any]:
+    """A fact's stored dict without the fields at their defaults (``Fact(**d)`` fills them
+    in again): a third less state to write on every append and to read on every reopen."""
+    return {k: v for k, v in fact.items() if k not in _FACT_DEFAULTS or _FACT_DEFAULTS[k] != v}
 
 
 def _aware(t: datetime) -> datetime:
