@@ -156,6 +156,47 @@ def test_pop_removes_the_last_message_and_keeps_a_record(store):
     assert [r.role for r in s.transcript()][-2:] == ["user", "assistant"]
 
 
+def test_pop_with_then_replaces_the_last_message_in_one_write(store):
+    """Kind: a two-write retraction (pop, then append what stays) that a failure or another
+    writer between the writes leaves half done: the Agents SDK's pop_item on an item sharing
+    its ctxwise message with others. ``pop(then=...)`` is one write (one version bump): the
+    last message is replaced, or nothing changes (a bad replacement, a conflict)."""
+    from ctxwise.errors import PayloadInvalid
+
+    cm = ContextManager(store, DEEPSEEK)
+    s = cm.session("u", "s")
+    s.append([system(), user("hi")])
+    both = Message(id="a-both", role="assistant", blocks=[TextBlock(text="Let me check."),
+                                                         ToolUseBlock(id="c1", name="f", input={})])
+    s.append([both])
+    head = Message(id="a-head", role="assistant", blocks=[TextBlock(text="Let me check.")])
+    v = s.version
+    assert s.pop(then=[head]) == both
+    assert s.version == v + 1 and [m.id for m in s.messages][-1] == "a-head"
+    again = cm.session("u", "s")
+    assert [m.id for m in again.messages] == [m.id for m in s.messages] and again.size == s.size
+    ev = again.events()[-1]
+    assert ev["stage"] == "popped" and ev["detail"] == {"replaced_by": ["a-head"]}
+    rows = again.transcript()
+    assert (rows[-2].status, rows[-2].message_ids) == ("retracted", ["a-both"]) and rows[-1].message_ids == ["a-head"]
+
+    # a replacement that breaks the message rules, an id already taken, another writer first:
+    # raised, nothing changed
+    before = (s.version, [m.id for m in s.messages], s.size)
+    orphan = Message(id="t-orphan", role="tool", blocks=[ToolResultBlock(tool_use_id="nope", output=[TextBlock(text="x")])])
+    with pytest.raises(PayloadInvalid):
+        s.pop(then=[orphan])
+    with pytest.raises(PayloadInvalid):
+        s.pop(then=[Message(id="a-both", role="assistant", blocks=[TextBlock(text="again")])])
+    other = cm.session("u", "s")
+    other.append([user("more")])
+    with pytest.raises(SessionConflict):
+        s.pop(then=[Message(id="a-x", role="assistant", blocks=[TextBlock(text="x")])])
+    fresh = cm.session("u", "s")
+    assert [m.id for m in fresh.messages] == before[1] + [other.messages[-1].id]
+    assert (s.version, [m.id for m in s.messages], s.size) == before
+
+
 def test_clear_resets_the_context_and_keeps_the_record(store):
     """Kind: a missing operation the integrations need (reset a session), durable and recorded."""
     cm = ContextManager(store, DEEPSEEK)

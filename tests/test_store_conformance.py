@@ -230,3 +230,28 @@ def test_memory_claim_is_exclusive(store) -> None:
     assert store.claim_memory("u1", "worker-c", stale_after_s=0)  # a stale claim is taken over
 
 
+
+
+def test_pop_then_append_is_one_write(store):
+    """Kind: a retraction plus its replacement written as two writes (half done on a failure
+    between them). ``pop(then_append=...)``: one version bump, the popped row retracted in the
+    transcript, the new rows appended; a replacement the store cannot hold writes nothing."""
+    from ctxwise.errors import MessageNotStorable
+
+    v = fill(store, turns=1)
+    repl = text_message("r0-kept", "assistant", "answer 0 (kept part)")
+    v2, popped = store.pop("u1", "s1", expected_version=v, message_id="r0", then_append=[repl], sizes=[7])
+    assert v2 == v + 1 and popped is not None and popped.id == "r0"
+    st = store.load("u1", "s1")
+    assert [m.id for m in st.context()][-2:] == ["t0", "r0-kept"] and st.version == v2
+    rows = store.transcript("u1", "s1")
+    assert rows[-2].status == "retracted" and rows[-2].message_ids == ["r0"]
+    assert rows[-1].message_ids == ["r0-kept"]
+    def dump():
+        st = store.load("u1", "s1", include_hidden=True)
+        return st.version, [(r.message_id, r.state) for r in st.rows], len(store.transcript("u1", "s1"))
+
+    before = dump()
+    with pytest.raises(MessageNotStorable):
+        store.pop("u1", "s1", expected_version=v2, then_append=[text_message("u0", "user", "taken id")])
+    assert dump() == before

@@ -340,27 +340,51 @@ class Session:
                 log.warning(json.dumps({"event": "ctxwise.memory_failed_unrecorded", "session": self.session_id,
                                         "error": str(store_exc)[:300]}))
 
-    def pop(self) -> Message | None:
+    def pop(self, *, then: Iterable[Message | dict] | None = None) -> Message | None:
         """Remove the last message appended (one message: the newest one still in the
         context, e.g. the final reply, or the last tool result of a batch) and return it;
         None when the context is empty. Durable and recorded: the store keeps the message
         (state ``popped``), the transcript gets a ``retracted`` row, the events a ``popped``
         event; its id stays taken. Facts taken from it are forgotten. Raises SessionConflict
-        when another writer got in first (nothing changes then)."""
+        when another writer got in first (nothing changes then).
+
+        ``then``: messages appended in its place in the same write (one version bump), checked
+        as :meth:`append` checks a batch joining the context without the popped message: the
+        last message is replaced, or nothing changes (PayloadInvalid / MessageNotStorable
+        naming the index, SessionConflict). An integration uses it to take one item out of a
+        message holding several (the Agents SDK's ``pop_item``)."""
         if not self._context:
             return None
         last = self._context[-1]
+        repl = self._coerce(list(then or []))
+        if repl:
+            kept, self._context = self._context, self._context[:-1]
+            try:  # checked where it will stand: after the context without `last`
+                self._check_batch(repl)
+            finally:
+                self._context = kept
+        sizes = [self._sz(m) for m in repl]
         book = self.memory.state() if self.policy.facts else None
         self.memory.forget(last.id)
-        event = {"stage": "popped", "trigger": "pop()", "at": _now(), "affected_ids": [last.id],
-                 "size_before": self.size, "size_after": self.size - self._sizes.get(last.id, 0), "unit": self.policy.unit}
+        self.memory.observe_facts(repl)
+        event: dict[str, Any] = {
+            "stage": "popped", "trigger": "pop()", "at": _now(), "affected_ids": [last.id],
+            "size_before": self.size, "size_after": self.size - self._sizes.get(last.id, 0) + sum(sizes),
+            "unit": self.policy.unit}
+        if repl:
+            event["detail"] = {"replaced_by": [m.id for m in repl]}
         try:
             version, msg = self.manager.store.pop(self.user_id, self.session_id, expected_version=self.version,
-                                                  events=[event], state=self._state(), message_id=last.id)
+                                                  events=[event], state=self._state(), message_id=last.id,
+                                                  **({"then_append": repl, "sizes": sizes} if repl else {}))
+        except MessageNotStorable as e:  # a replacement the store cannot hold
+            if book is not None:
+                self.memory.restore(book)
+            raise e.at(len(self._context) - 1) from None
         except ValueError as e:
             if book is not None:
                 self.memory.restore(book)
-            if not str(e).startswith("pop:"):
+            if not str(e).startswith("pop:") or repl:
                 raise
             return self._pop_omitted()
         except BaseException:
@@ -371,6 +395,10 @@ class Session:
         self._saved_state = _dump(self._state())
         self._context.pop()
         self._size -= self._sizes.pop(last.id, 0)
+        self._context.extend(repl)
+        self._ids.update(m.id for m in repl)
+        self._sizes.update((m.id, n) for m, n in zip(repl, sizes))
+        self._size += sum(sizes)
         return msg
 
     def _pop_omitted(self) -> Message | None:

@@ -158,27 +158,35 @@ class InMemoryStore:
         with self._lock:
             s = self._get(user_id, session_id)
             base = self._check(s, expected_version, rebase=self.wait)
-            for i, m in enumerate(messages):
-                if m.id in s.by_id:
-                    raise MessageNotStorable(i, "duplicate-message-id",
-                                             f"id {m.id!r} is already stored in session {session_id!r}")
+            self._refuse_taken(s, messages, session_id)
             if state is not None:
                 checks.json_doc(state, "session state")
-            open_rows = [] if s.open_from_seq is None else [
-                r for r in sorted(s.rows, key=lambda r: r.seq)
-                if r.seq >= s.open_from_seq and r.generation == 0 and r.state not in REMOVED_STATES]
-            open_msgs = [Message.model_validate(r.original) for r in open_rows]
-            entries, still_open = derive(open_msgs, list(messages))
-            first = s.last_seq + 1
-            s.open_from_seq = _open_from(open_msgs, [r.seq for r in open_rows], messages, still_open, first)
-            for k, (m, body) in enumerate(zip(messages, bodies)):
-                row = _Row(first + k, first + k, 0, m.id, "verbatim", body, None,
-                           int(sizes[k]) if sizes is not None else None, [r.tool_use_id for r in m.tool_results])
-                s.rows.append(row)
-                s.by_id[m.id] = row
-            s.last_seq += len(messages)
-            self._add_transcript(s, entries)
+            self._add_rows(s, messages, bodies, sizes)
             return self._bump(s, base, state)
+
+    @staticmethod
+    def _refuse_taken(s: _Session, messages: list[Message], session_id: str) -> None:
+        for i, m in enumerate(messages):
+            if m.id in s.by_id:
+                raise MessageNotStorable(i, "duplicate-message-id",
+                                         f"id {m.id!r} is already stored in session {session_id!r}")
+
+    def _add_rows(self, s: _Session, messages: list[Message], bodies: list[Any], sizes: Sequence[int] | None) -> None:
+        """Add ``messages`` as new context rows and the transcript rows they complete (checks done)."""
+        open_rows = [] if s.open_from_seq is None else [
+            r for r in sorted(s.rows, key=lambda r: r.seq)
+            if r.seq >= s.open_from_seq and r.generation == 0 and r.state not in REMOVED_STATES]
+        open_msgs = [Message.model_validate(r.original) for r in open_rows]
+        entries, still_open = derive(open_msgs, list(messages))
+        first = s.last_seq + 1
+        s.open_from_seq = _open_from(open_msgs, [r.seq for r in open_rows], messages, still_open, first)
+        for k, (m, body) in enumerate(zip(messages, bodies)):
+            row = _Row(first + k, first + k, 0, m.id, "verbatim", body, None,
+                       int(sizes[k]) if sizes is not None else None, [r.tool_use_id for r in m.tool_results])
+            s.rows.append(row)
+            s.by_id[m.id] = row
+        s.last_seq += len(messages)
+        self._add_transcript(s, entries)
 
     def apply(self, user_id: str, session_id: str, changes: list[Change], events: list[dict[str, Any]], *,
               expected_version: int, sizes: dict[str, int] | None = None,
@@ -226,8 +234,13 @@ class InMemoryStore:
 
     def pop(self, user_id: str, session_id: str, *, expected_version: int,
             events: list[dict[str, Any]] | None = None, state: dict[str, Any] | None = None,
-            message_id: str | None = None) -> tuple[int, Message | None]:
+            message_id: str | None = None, then_append: list[Message] | None = None,
+            sizes: Sequence[int] | None = None) -> tuple[int, Message | None]:
         event_rows = _checked_writes(events, state)
+        then = list(then_append or [])
+        bodies = checks.bodies(then)
+        if sizes is not None and len(sizes) != len(then):
+            raise ValueError(f"pop: {len(sizes)} sizes for {len(then)} messages")
         with self._lock:
             s = self._get(user_id, session_id)
             self._check(s, expected_version)
@@ -237,12 +250,15 @@ class InMemoryStore:
                 return expected_version, None
             if message_id is not None and last.message_id != message_id:
                 raise ValueError(f"pop: the last appended message is {last.message_id!r}, not {message_id!r}")
+            self._refuse_taken(s, then, session_id)
             msg = Message.model_validate(last.original)
             last.state = "popped"
             if s.open_from_seq is not None and s.open_from_seq >= last.seq:
                 s.open_from_seq = None
             self._add_transcript(s, [Entry(msg.role, msg.text, [], "retracted", [last.message_id])])
             s.events.extend(event_rows)
+            if then:
+                self._add_rows(s, then, bodies, sizes)
             return self._bump(s, expected_version, state), msg
 
     def clear(self, user_id: str, session_id: str, *, expected_version: int,

@@ -72,11 +72,15 @@ class SessionStore(Protocol):
 
     def pop(self, user_id: str, session_id: str, *, expected_version: int,
             events: list[dict[str, Any]] | None = None, state: dict[str, Any] | None = None,
-            message_id: str | None = None) -> tuple[int, Message | None]:
+            message_id: str | None = None, then_append: list[Message] | None = None,
+            sizes: Sequence[int] | None = None) -> tuple[int, Message | None]:
         """Retract the last appended message still in the context (state ``popped``; its id
         stays taken). The transcript gets a ``retracted`` row naming it. Returns ``(version,
         message)``; ``(version, None)`` and no write when there is nothing to pop. With
-        ``message_id``, raises ValueError (nothing written) unless that is the message."""
+        ``message_id``, raises ValueError (nothing written) unless that is the message. With
+        ``then_append`` (and their ``sizes``), those messages are appended in the same write,
+        as :meth:`append` would (the last message replaced in one version bump);
+        MessageNotStorable for one of them, nothing written."""
         ...
 
     def clear(self, user_id: str, session_id: str, *, expected_version: int,

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
+from types import SimpleNamespace
 from typing import Any, Iterable, Sequence
 
 from sqlalchemy import Connection, create_engine, delete, event, insert, or_, select, update
@@ -297,39 +298,48 @@ class SqlStore:
         with self._write() as conn:
             sess = self._session_row(conn, user_id, session_id, lock=True)
             base = self._check_version(sess, expected_version, rebase=self.wait)
-            version = base + 1
-            taken = {mid for (mid,) in conn.execute(select(C.message_id).where(
-                C.session_pk == sess.id, C.user_id == user_id, C.message_id.in_([m.id for m in messages])))}
-            for i, m in enumerate(messages):
-                if m.id in taken:
-                    raise MessageNotStorable(i, "duplicate-message-id",
-                                             f"id {m.id!r} is already stored in session {session_id!r}")
-            open_msgs, open_seqs = self._open_messages(conn, sess)
-            entries, still_open = derive(open_msgs, list(messages))
-            first_seq = sess.last_seq + 1
-            new_open = _open_from(open_msgs, open_seqs, messages, still_open, first_seq)
-            self._bump(conn, sess, base, state, last_seq=sess.last_seq + len(messages),
-                       open_from_seq=new_open, transcript_seq=sess.transcript_seq + len(entries))
-            if not messages:
-                return version
-            rows: list[dict[str, Any]] = []
-            originals: list[dict[str, Any]] = []
-            results: list[dict[str, Any]] = []
-            for k, (m, body) in enumerate(zip(messages, bodies)):
-                seq = first_seq + k
-                rows.append(dict(session_pk=sess.id, user_id=user_id, seq=seq, anchor_seq=seq,
-                                 generation=0, version=version, message_id=m.id, role=m.role,
-                                 state="verbatim", current=None,
-                                 size=int(sizes[k]) if sizes is not None else None))
-                originals.append(dict(session_pk=sess.id, user_id=user_id, seq=seq, body=body))
-                results.extend(dict(session_pk=sess.id, user_id=user_id, tool_use_id=r.tool_use_id,
-                                    seq=seq) for r in m.tool_results)
-            conn.execute(insert(C), rows)
-            conn.execute(insert(O), originals)
-            if results:
-                conn.execute(insert(ToolResultRow), results)
-            self._insert_transcript(conn, sess, entries)
-            return version
+            values = self._add_rows(conn, sess, session_id, messages, bodies, sizes, base + 1)
+            return self._bump(conn, sess, base, state, **values)
+
+    def _add_rows(self, conn: Connection, sess: Any, session_id: str, messages: list[Message],
+                  bodies: list[Any], sizes: Sequence[int] | None, version: int) -> dict[str, Any]:
+        """Insert ``messages`` as new context rows (and their originals, result index and the
+        transcript rows they complete) of ``sess`` at ``version``; returns the session-row values
+        the caller's one version bump writes. ``sess`` may be a namespace holding the row's
+        values as a write earlier in the same transaction left them."""
+        user_id = sess.user_id
+        taken = {mid for (mid,) in conn.execute(select(C.message_id).where(
+            C.session_pk == sess.id, C.user_id == user_id, C.message_id.in_([m.id for m in messages])))}
+        for i, m in enumerate(messages):
+            if m.id in taken:
+                raise MessageNotStorable(i, "duplicate-message-id",
+                                         f"id {m.id!r} is already stored in session {session_id!r}")
+        open_msgs, open_seqs = self._open_messages(conn, sess)
+        entries, still_open = derive(open_msgs, list(messages))
+        first_seq = sess.last_seq + 1
+        new_open = _open_from(open_msgs, open_seqs, messages, still_open, first_seq)
+        values = dict(last_seq=sess.last_seq + len(messages), open_from_seq=new_open,
+                      transcript_seq=sess.transcript_seq + len(entries))
+        if not messages:
+            return values
+        rows: list[dict[str, Any]] = []
+        originals: list[dict[str, Any]] = []
+        results: list[dict[str, Any]] = []
+        for k, (m, body) in enumerate(zip(messages, bodies)):
+            seq = first_seq + k
+            rows.append(dict(session_pk=sess.id, user_id=user_id, seq=seq, anchor_seq=seq,
+                             generation=0, version=version, message_id=m.id, role=m.role,
+                             state="verbatim", current=None,
+                             size=int(sizes[k]) if sizes is not None else None))
+            originals.append(dict(session_pk=sess.id, user_id=user_id, seq=seq, body=body))
+            results.extend(dict(session_pk=sess.id, user_id=user_id, tool_use_id=r.tool_use_id,
+                                seq=seq) for r in m.tool_results)
+        conn.execute(insert(C), rows)
+        conn.execute(insert(O), originals)
+        if results:
+            conn.execute(insert(ToolResultRow), results)
+        self._insert_transcript(conn, sess, entries)
+        return values
 
     def _open_messages(self, conn: Connection, sess: Any) -> tuple[list[Message], list[int]]:
         if sess.open_from_seq is None:
@@ -394,14 +404,22 @@ class SqlStore:
 
     def pop(self, user_id: str, session_id: str, *, expected_version: int,
             events: list[dict[str, Any]] | None = None, state: dict[str, Any] | None = None,
-            message_id: str | None = None) -> tuple[int, Message | None]:
+            message_id: str | None = None, then_append: list[Message] | None = None,
+            sizes: Sequence[int] | None = None) -> tuple[int, Message | None]:
         """Retract the newest appended message still in the context: its row becomes
         ``popped`` (original kept, id stays taken), the transcript gets a ``retracted`` row
-        naming it, ``events`` are stored. Returns ``(new version, message)``, or
+        naming it, ``events`` are stored. With ``then_append``, those messages (``sizes``: theirs)
+        are appended in the same transaction, as :meth:`append` would, so the last message is
+        replaced in one write (one version bump). Returns ``(new version, message)``, or
         ``(expected_version, None)`` without writing when nothing is left to pop.
         Raises SessionConflict, SessionNotFound, ValueError (``message_id`` given and not the
-        message that would be popped)."""
+        message that would be popped), MessageNotStorable (a ``then_append`` message) — nothing
+        is written then."""
         event_rows = [_event_row(i, ev) for i, ev in enumerate(events or [])]
+        then = list(then_append or [])
+        bodies = checks.bodies(then)
+        if sizes is not None and len(sizes) != len(then):
+            raise ValueError(f"pop: {len(sizes)} sizes for {len(then)} messages")
         with self._write() as conn:
             sess = self._session_row(conn, user_id, session_id, lock=True)
             self._check_version(sess, expected_version, rebase=False)
@@ -427,8 +445,11 @@ class SqlStore:
             self._insert_transcript(conn, sess, [entry])
             version = expected_version + 1
             self._insert_events(conn, sess, version, event_rows)
-            self._bump(conn, sess, expected_version, state, open_from_seq=open_from,
-                       transcript_seq=sess.transcript_seq + 1)
+            values: dict[str, Any] = dict(open_from_seq=open_from, transcript_seq=sess.transcript_seq + 1)
+            if then:
+                after = SimpleNamespace(**{**sess._asdict(), **values})
+                values = self._add_rows(conn, after, session_id, then, bodies, sizes, version)
+            self._bump(conn, sess, expected_version, state, **values)
             return version, msg
 
     def clear(self, user_id: str, session_id: str, *, expected_version: int,
