@@ -350,3 +350,49 @@ def test_examples_run_offline_and_show_what_ctxwise_did(example):
     lines = r.stdout.splitlines()
     assert sum(ln.lstrip().startswith(("30 ", "turn 30")) or ln.startswith("  30") for ln in lines) == 1, r.stdout
     assert "clearing" in r.stdout and "summarizing" in r.stdout
+
+
+def test_pop_item_of_an_item_sharing_its_message_is_one_write(tmp_path):
+    """Kind: a non-atomic retraction. pop_item of an item stored in one ctxwise message with
+    others (reasoning, text and a call of one model turn) popped the message, then appended the
+    others again: two writes, so a failure between them lost the others, and the version moved
+    twice. Now one write: the version moves once, and a failure inside it (here the database
+    refusing the replacement's insert) raises and changes nothing."""
+    from sqlalchemy import event
+
+    cm = ContextManager(f"sqlite:///{tmp_path / 'a.db'}", policy())
+    s = CtxwiseSession(cm.session("u", "atomic"))
+    user = {"role": "user", "content": "Where is order #W123?"}
+    turn = [{"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "look it up"}]},
+            {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": "Checking.", "annotations": []}]},
+            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_order",
+             "arguments": "{\"order_id\": \"#W123\"}", "status": "completed"}]
+    fail = {"on": False}
+
+    def refuse_inserts(conn, cursor, statement, params, context, executemany):
+        if fail["on"] and statement.lstrip().upper().startswith("INSERT INTO CONTEXT"):
+            raise RuntimeError("disk full (injected)")
+
+    event.listen(cm.store.engine, "before_cursor_execute", refuse_inserts)
+
+    async def go():
+        await s.add_items([user])
+        await s.add_items(copy.deepcopy(turn))
+        before = (s.ctx.version, await s.get_items(limit=4), len(s.ctx.transcript()))
+        fail["on"] = True
+        with pytest.raises(RuntimeError, match="injected"):
+            await s.pop_item()
+        fail["on"] = False
+        s.ctx.reload()
+        assert (s.ctx.version, await s.get_items(limit=4), len(s.ctx.transcript())) == before  # nothing changed
+        again = CtxwiseSession(cm.session("u", "atomic"))
+        assert await again.get_items(limit=4) == before[1]
+        v = s.ctx.version
+        assert await s.pop_item() == turn[2]
+        assert s.ctx.version == v + 1                                     # one write
+        assert await s.get_items(limit=3) == [user, *turn[:2]]
+        assert await s.pop_item() == turn[1] and await s.pop_item() == turn[0]
+        assert s.ctx.version == v + 3 and await s.get_items(limit=5) == [user]
+
+    asyncio.run(go())

@@ -28,7 +28,8 @@ openai-agents 0.24, ``src/agents/memory/session.py``; the Runner's use of it is
   be what it wrote; a summary standing for older items is rendered as it is sent.
 * ``pop_item()``: removes and returns the item appended last (``Session.pop()``; the transcript
   records the retraction). When that item shared its assistant message with earlier items,
-  those are appended again as they were written.
+  the message is replaced by one holding those, as they were written, in the same write
+  (``Session.pop(then=...)``): the call pops or raises and changes nothing.
 * ``clear_session()``: ``Session.clear()`` (the transcript keeps everything, with a record of
   the reset).
 * ``run_compaction(args)``: the post-turn hook (``OpenAIResponsesCompactionAwareSession``). In
@@ -324,13 +325,16 @@ class CtxwiseSession:
         return waiting
 
     def _pop(self) -> dict[str, Any] | None:
-        msg = self.ctx.pop()
+        if not self.ctx.messages:
+            return None
+        last = self.ctx.messages[-1]
+        items = self._written(last) or to_responses([last], extras=False)
+        # one write: the message goes, the items written with it before the popped one stay
+        # (Session.pop(then=...)), or nothing changes
+        msg = self.ctx.pop(then=self._to_messages(items[:-1]) if len(items) > 1 else None)
         if msg is None:
             return None
-        items = self._written(msg) or to_responses([msg], extras=False)
-        if len(items) > 1:
-            self.ctx.append(self._to_messages(items[:-1]))
-        return items[-1]
+        return (self._written(msg) or to_responses([msg], extras=False))[-1]
 
     def _unstored(self, given: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The Runner's input items after the newest stored one (normally none)."""
