@@ -59,8 +59,8 @@ class Spy(CtxwiseSession):
         self.batches.append(copy.deepcopy(list(items)))
         await super().add_items(items)
 
-    def _to_messages(self, items):
-        out = super()._to_messages(items)
+    def _to_messages(self, *a, **kw):
+        out = super()._to_messages(*a, **kw)
         self.stored_ids += [m.id for m in out]
         return out
 
@@ -208,8 +208,8 @@ def test_bad_items_raise_ctxwise_errors_and_store_nothing(tmp_path):
     s = CtxwiseSession(cm.session("u", "b"))
     asyncio.run(s.add_items([{"role": "user", "content": "hi"}]))
     version = s.ctx.version
-    with pytest.raises(FormatError, match="item 1"):
-        asyncio.run(s.add_items([{"role": "user", "content": "a"}, {"type": "web_search_call", "id": "ws_1"}]))
+    with pytest.raises(FormatError, match="item 1.*not a Responses input item type"):
+        asyncio.run(s.add_items([{"role": "user", "content": "a"}, {"type": "telepathy_call", "id": "tp_1"}]))
     with pytest.raises(FormatError, match="item 3"):  # the place counts the whole batch
         asyncio.run(s.add_items([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
                                  {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
@@ -394,5 +394,103 @@ def test_pop_item_of_an_item_sharing_its_message_is_one_write(tmp_path):
         assert await s.get_items(limit=3) == [user, *turn[:2]]
         assert await s.pop_item() == turn[1] and await s.pop_item() == turn[0]
         assert s.ctx.version == v + 3 and await s.get_items(limit=5) == [user]
+
+    asyncio.run(go())
+
+
+def test_hosted_tool_items_are_kept_as_written_and_sent_back_as_responses_input_items(tmp_path):
+    """Kind: items of the SDK's hosted and built-in tools (web_search_call, file_search_call,
+    computer_call / computer_call_output, ...) refused by add_items, so an agent with hosted
+    tools failed on its first turn. They are stored as written (get_items(limit) returns them
+    byte for byte, key order included), sent back in the context view where they were written
+    when they validate as the openai package's Responses input item of their type, and popped
+    like any item. Driven by Runner.run with a model answering with hosted-tool output items
+    and a ComputerTool on a real AsyncComputer (the Runner writes its computer_call and
+    computer_call_output in a batch of hosted items only, kept with the message before it)."""
+    from agents import Agent, AsyncComputer, ComputerTool, Runner
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import (ResponseComputerToolCall, ResponseFileSearchToolCall,
+                                        ResponseFunctionWebSearch, ResponseOutputMessage, ResponseOutputText,
+                                        ResponseReasoningItem)
+    from openai.types.responses.response_function_web_search import ActionSearch
+    from openai.types.responses.response_reasoning_item import Summary
+
+    def say(i: int, text: str) -> ResponseOutputMessage:
+        return ResponseOutputMessage(id=f"msg_{i}", type="message", role="assistant", status="completed",
+                                     content=[ResponseOutputText(type="output_text", text=text, annotations=[])])
+
+    replies = [
+        [ResponseFunctionWebSearch(id="ws_1", type="web_search_call", status="completed",
+                                   action=ActionSearch(type="search", query="order #W1 carrier")),
+         say(1, "UPS says it is out for delivery.")],
+        [ResponseReasoningItem(id="rs_2", type="reasoning", summary=[Summary(type="summary_text", text="check docs")]),
+         ResponseFileSearchToolCall(id="fs_2", type="file_search_call", status="completed", queries=["returns"]),
+         say(2, "Returns are free within 30 days.")],
+        [ResponseComputerToolCall(id="cu_3", type="computer_call", call_id="call_cu_3", status="completed",
+                                  pending_safety_checks=[], action={"type": "screenshot"})],
+        [say(4, "The screen shows the order page.")],
+    ]
+
+    class Hosted(Model):
+        def __init__(self):
+            self.inputs: list = []
+
+        async def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
+                               tracing, *, previous_response_id, conversation_id, prompt):
+            self.inputs.append(copy.deepcopy(input))
+            return ModelResponse(output=replies[len(self.inputs) - 1], usage=Usage(), response_id=f"resp_{len(self.inputs)}")
+
+        def stream_response(self, *a, **kw):
+            raise NotImplementedError
+
+    class Screen(AsyncComputer):
+        environment, dimensions = "browser", (8, 8)
+
+        async def screenshot(self) -> str:
+            return "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+        async def click(self, x, y, button): ...
+        async def double_click(self, x, y): ...
+        async def scroll(self, x, y, scroll_x, scroll_y): ...
+        async def type(self, text): ...
+        async def wait(self): ...
+        async def move(self, x, y): ...
+        async def keypress(self, keys): ...
+        async def drag(self, path): ...
+
+    cm = ContextManager(f"sqlite:///{tmp_path / 'h.db'}", policy())
+    s = Spy(cm.session("u", "hosted"))
+    model = Hosted()
+    agent = Agent(name="a", model=model, tools=[ComputerTool(Screen())])
+
+    async def go():
+        for text in ("Where is order #W1?", "Can I return it?", "Show me the screen."):
+            await Runner.run(agent, text, session=s, run_config=s.run_config())
+        from ctxwise.integrations.openai_agents import accepted, hosted
+
+        written = [i for b in s.batches for i in b]
+        types = [i.get("type", "message") for i in written]
+        assert {"web_search_call", "file_search_call", "computer_call", "computer_call_output"} <= set(types)
+        assert any(all(hosted(i) for i in b) for b in s.batches)   # the computer output's own batch
+        # as written, byte for byte (key order too), from the record
+        tail = await s.get_items(limit=len(written))
+        assert json.dumps(tail) == json.dumps(written)
+        # the view: every hosted item where it was written, each a valid Responses input item;
+        # the rest is what ctxwise rendered and checked
+        view = await s.get_items()
+        assert [i.get("type", "message") for i in view] == types
+        assert all(accepted(i) for i in view if hosted(i))
+        assert check_wire([i for i in view if not hosted(i)], "openai_responses") == []
+        assert json.dumps([i for i in view if hosted(i)]) == json.dumps([i for i in written if hosted(i)])
+        # the model's last request (the filter's view) carried them too
+        sent = [i.get("type", "message") for i in model.inputs[-1]]
+        assert "web_search_call" in sent and "computer_call_output" in sent
+        # pops: exactly the item appended last, hosted or not, one write each
+        v = s.ctx.version
+        for expected in reversed(written[-4:]):
+            assert await s.pop_item() == expected
+        assert s.ctx.version == v + 4 and await s.get_items(limit=len(written) - 4) == written[:-4]
 
     asyncio.run(go())

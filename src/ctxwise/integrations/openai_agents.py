@@ -19,6 +19,19 @@ openai-agents 0.24, ``src/agents/memory/session.py``; the Runner's use of it is
   user message is a message of its own. A ``function_call_output`` may come in a later batch than
   its ``function_call`` (it is matched by ``call_id``). Each message keeps the items exactly as
   written (``metadata["openai_agents"]["items"]``; never sent).
+* Hosted and built-in tool items (every other Responses input item type of the installed
+  ``openai`` package: ``web_search_call``, ``file_search_call``, ``computer_call`` /
+  ``computer_call_output``, ``code_interpreter_call``, ``image_generation_call``, ``mcp_*``,
+  shell / patch / custom tool items, ``item_reference``, ...) are not read into canonical
+  blocks: each is kept, as written, with the message of the item before it (items before a
+  batch's first other item: with the message stored before the batch, which is replaced by
+  one holding them, in the same write). The view sends each back right after the item it
+  followed when it validates as the ``openai`` package's input item param of its type
+  (``ResponseInputItemParam``); one that does not stays in the record only. They are **not
+  counted** in the budget (a ``computer_call_output`` screenshot included: keep room with
+  ``reserve_output``), not checked by ctxwise's wire check, and leave the view with their
+  message (a summary stands for both). Rendered for any other provider (replay, the
+  inspector), they are left out: only the canonical blocks are rendered.
 * ``get_items()`` (no limit): the ctxwise **context view**, what the model should read: the
   session is prepared (compacted if the policy says so, checked) and its Responses payload
   returned. The transcript keeps every message.
@@ -56,10 +69,12 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import importlib
 import json
 import logging
 import re
+import typing
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -94,6 +109,58 @@ def _item_type(item: dict[str, Any]) -> Any:
     return item.get("type", "message" if "role" in item else None)
 
 
+CORE_TYPES = ("message", "reasoning", "function_call", "function_call_output")
+"""The Responses items ctxwise reads into canonical messages (counted, compacted, checked)."""
+
+
+def _literals(hint: Any) -> list[str]:
+    if typing.get_origin(hint) is typing.Literal:
+        return [a for a in typing.get_args(hint) if isinstance(a, str)]
+    return [lit for a in typing.get_args(hint) for lit in _literals(a)]
+
+
+@functools.lru_cache(maxsize=1)
+def input_item_types() -> dict[str, Any]:
+    """Every Responses API input item ``type`` the installed ``openai`` package declares
+    (``openai.types.responses.ResponseInputItemParam``), mapped to its TypedDict. Source of
+    truth for what the API accepts as an ``input`` item."""
+    from openai.types.responses.response_input_item_param import ResponseInputItemParam
+
+    out: dict[str, Any] = {}
+    for member in typing.get_args(ResponseInputItemParam):
+        for lit in _literals(typing.get_type_hints(member).get("type")):
+            out.setdefault(lit, member)
+    return out
+
+
+def hosted(item: dict[str, Any]) -> bool:
+    """Whether ``item`` is a Responses input item ctxwise does not read but keeps as written:
+    the hosted and built-in tools' items (``web_search_call``, ``file_search_call``,
+    ``computer_call`` / ``computer_call_output``, ``code_interpreter_call``,
+    ``image_generation_call``, ``mcp_*``, shell / patch / custom tool items, ``item_reference``,
+    ``compaction``, ...): any input item type of the installed ``openai`` package other than
+    :data:`CORE_TYPES`."""
+    t = _item_type(item)
+    return isinstance(t, str) and t not in CORE_TYPES and t in input_item_types()
+
+
+@functools.lru_cache(maxsize=None)
+def _adapter(t: str) -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(input_item_types()[t])
+
+
+def accepted(item: dict[str, Any]) -> bool:
+    """Whether a :func:`hosted` item validates as the ``openai`` package's input item param of
+    its type (its required fields present and well typed): only those go into the view."""
+    try:
+        _adapter(_item_type(item)).validate_python(item)
+    except Exception:  # noqa: BLE001 - pydantic's ValidationError, or a type the SDK cannot express
+        return False
+    return True
+
+
 def _assistant_side(item: dict[str, Any]) -> bool:
     t = _item_type(item)
     return t in _ASSISTANT_SIDE or (t == "message" and item.get("role") == "assistant")
@@ -102,11 +169,16 @@ def _assistant_side(item: dict[str, Any]) -> bool:
 def group_items(items: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """Split Responses items into the groups that become one canonical message each: a run of
     assistant-side items (``reasoning``, assistant ``message``, ``function_call``) is one group;
-    any other item (user / system / developer message, ``function_call_output``) is a group of
-    its own."""
+    any other core item (user / system / developer message, ``function_call_output``) is a group
+    of its own. A :func:`hosted` item joins the group of the item before it; hosted items
+    before the first core item form a first group of their own (kept with the message stored
+    before the batch)."""
     groups: list[list[dict[str, Any]]] = []
     for item in items:
-        if _assistant_side(item) and groups and _assistant_side(groups[-1][-1]):
+        core = [i for i in groups[-1] if not hosted(i)] if groups else []
+        if hosted(item) and groups:
+            groups[-1].append(item)
+        elif groups and core and _assistant_side(item) and _assistant_side(core[-1]):
             groups[-1].append(item)
         else:
             groups.append([item])
@@ -117,7 +189,7 @@ def _key(item: dict[str, Any]) -> str:
     """What identifies an item across the SDK's re-serializations (``status`` and other output
     fields come and go): the call id for calls and outputs, the item id, else the content."""
     t = _item_type(item)
-    if t in ("function_call", "function_call_output") and item.get("call_id"):
+    if (t in ("function_call", "function_call_output") or hosted(item)) and item.get("call_id"):
         return f"{t}:{item['call_id']}"
     if isinstance(item.get("id"), str) and item["id"]:
         return f"{t}:{item['id']}"
@@ -136,8 +208,10 @@ class CtxwiseSession:
 
     All methods are coroutines run one at a time (an ``asyncio.Lock``); the store work runs in a
     worker thread. Errors are ctxwise's: :class:`~ctxwise.errors.FormatError` naming the item
-    for an item type ctxwise does not read (only ``message``, ``reasoning``, ``function_call``
-    and ``function_call_output`` are), :class:`~ctxwise.errors.PayloadInvalid` for a batch
+    for an item type that is not a Responses input item type of the installed ``openai``
+    package (``message``, ``reasoning``, ``function_call`` and ``function_call_output`` are
+    read; the hosted-tool items are kept as written, see the module docstring) or a hosted
+    item opening an empty session, :class:`~ctxwise.errors.PayloadInvalid` for a batch
     that breaks the message rules, :class:`~ctxwise.errors.ContextBudgetExceeded` from a
     read when the pinned content alone does not fit. A failed ``add_items`` stores nothing.
     Raises :class:`~ctxwise.errors.MissingExtra` when ``openai-agents`` is not installed.
@@ -249,13 +323,42 @@ class CtxwiseSession:
         if not self.ctx.messages:
             return []
         if self._open_calls():  # a call still waiting for its output cannot be prepared
-            return self._rendered(self.ctx.messages)
+            return self._with_hosted(self.ctx.messages, self._rendered(self.ctx.messages))
         self.last_prepared = self.ctx.prepare()
-        return copy.deepcopy(self.last_prepared.payload)
+        return self._with_hosted(self.last_prepared.messages, copy.deepcopy(self.last_prepared.payload))
 
     @staticmethod
     def _rendered(messages: list[Message]) -> list[dict[str, Any]]:
         return list(render(messages, PROVIDER))
+
+    def _with_hosted(self, messages: list[Message], payload: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``payload`` (ctxwise's rendering of ``messages``, one message after another) with
+        each message's :func:`hosted` items put back where they were written: after the
+        rendered item of the core item they followed. Only items that validate as the
+        ``openai`` package's input item param of their type (:func:`accepted`) are sent; the
+        others stay in the record only."""
+        if not any(hosted(i) for m in messages for i in (self._written(m) or [])):
+            return payload
+        spans = [len(self._rendered([m])) for m in messages]
+        if sum(spans) != len(payload):  # not one rendering per message: send what ctxwise checked
+            log.warning(json.dumps({"event": "ctxwise.openai_agents.hosted_items_left_out", "session": self.session_id}))
+            return payload
+        out: list[dict[str, Any]] = []
+        pos = 0
+        for m, n in zip(messages, spans):
+            units, pos = payload[pos:pos + n], pos + n
+            at: dict[int, list[dict[str, Any]]] = {}
+            core = 0
+            for item in self._written(m) or []:
+                if not hosted(item):
+                    core += 1
+                elif accepted(item):
+                    at.setdefault(min(core, n), []).append(item)
+            for k in range(n + 1):
+                out.extend(at.get(k, []))
+                if k < n:
+                    out.append(units[k])
+        return out
 
     @staticmethod
     def _written(m: Message) -> list[dict[str, Any]] | None:
@@ -272,15 +375,18 @@ class CtxwiseSession:
                 break
         return out[-limit:]
 
-    def _to_messages(self, items: list[dict[str, Any]]) -> list[Message]:
+    def _to_messages(self, groups: list[list[dict[str, Any]]], done: int = 0) -> list[Message]:
+        """One canonical message per group (its core items read, every item kept as written in
+        ``metadata[KEY]["items"]``); ``done``: the batch index of the first group's first item,
+        for errors."""
         names = {b.id: b.name for m in self.ctx.messages for b in m.blocks if isinstance(b, ToolUseBlock)}
         out: list[Message] = []
-        done = 0
-        for group in group_items(items):
+        for group in groups:
+            where = [k for k, item in enumerate(group) if not hosted(item)]
             try:
-                read = from_responses(group, strict=False)
+                read = from_responses([group[k] for k in where], strict=False)
             except FormatError as e:
-                place = re.sub(r"^item (\d+)", lambda g: f"item {done + int(g.group(1))}", e.place)
+                place = re.sub(r"^item (\d+)", lambda g: f"item {done + where[int(g.group(1))]}", e.place)
                 raise FormatError(f"add_items {place}", e.rule) from None
             done += len(group)
             (m,) = read  # a group is one message by construction
@@ -298,6 +404,11 @@ class CtxwiseSession:
         for i, item in enumerate(items):
             if not isinstance(item, dict):
                 raise FormatError(f"add_items item {i}", f"expected a Responses input item (a dict), got {type(item).__name__}")
+            t = _item_type(item)
+            if t not in CORE_TYPES and not hosted(item):
+                raise FormatError(f"add_items item {i}", f"unknown item type {t!r}: not a Responses input item type of "
+                                  f"the installed openai package (ctxwise reads {', '.join(CORE_TYPES)} and keeps the "
+                                  f"hosted-tool items as written: {', '.join(sorted(set(input_item_types()) - set(CORE_TYPES)))})")
         open_ids = self._unanswered_call_ids()
         for i, item in enumerate(items):
             if item.get("type") == "function_call_output":
@@ -308,8 +419,22 @@ class CtxwiseSession:
                                       "waiting for its output: outputs are matched by call_id, so a second open call "
                                       "with the same id could never be answered")
                 open_ids.add(item["call_id"])
-        if items:
-            self.ctx.append(self._to_messages(items))
+        if not items:
+            return
+        groups = group_items(items)
+        lead = groups.pop(0) if all(hosted(i) for i in groups[0]) else []
+        new = self._to_messages(groups, done=len(lead))
+        if not lead:
+            self.ctx.append(new)
+            return
+        # hosted items before the batch's first core item stay with the message stored before
+        # them: that message is replaced by one holding them too, with the batch, in one write
+        if not self.ctx.messages:
+            raise FormatError("add_items item 0", f"a {_item_type(lead[0])!r} item cannot open a session: hosted-tool "
+                              "items are kept with the message before them, and there is none")
+        last = self.ctx.messages[-1]
+        written = self._written(last) or to_responses([last], extras=False)
+        self.ctx.pop(then=[*self._to_messages([written + lead]), *new])
 
     def _unanswered_call_ids(self) -> set[str]:
         """The call_ids of the tool calls at the context's tail still waiting for an output."""
@@ -331,7 +456,7 @@ class CtxwiseSession:
         items = self._written(last) or to_responses([last], extras=False)
         # one write: the message goes, the items written with it before the popped one stay
         # (Session.pop(then=...)), or nothing changes
-        msg = self.ctx.pop(then=self._to_messages(items[:-1]) if len(items) > 1 else None)
+        msg = self.ctx.pop(then=self._to_messages([items[:-1]]) if len(items) > 1 else None)
         if msg is None:
             return None
         return (self._written(msg) or to_responses([msg], extras=False))[-1]
