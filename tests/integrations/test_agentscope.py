@@ -317,3 +317,49 @@ def test_image_data_blocks_reach_ctxwise_and_the_model_other_data_blocks_are_ref
     assert "block 1" in err.value.place and "message" in err.value.place and "audio/wav" in err.value.rule
     assert mw.session(agent.state).version == version and len(model.seen) == calls
     cm.close()
+
+
+def test_anthropic_thinking_signature_and_redacted_data_reach_the_anthropic_payload(tmp_path):
+    # kind: provider-opaque reasoning data lost when AgentScope messages are read into ctxwise:
+    # an AgentScope ThinkingBlock from its Anthropic model carries `signature` (or
+    # `redacted_thinking_data`) as extra fields; only the text was read, so ctxwise's anthropic
+    # payload could not send the latest assistant thinking back byte-identical (Anthropic
+    # rejects it) and a rebuilt message lost it. Checked with the anthropic wire check.
+    from agentscope.message import TextBlock, ThinkingBlock, ToolCallBlock, UserMsg
+    from agentscope.model import ChatResponse
+
+    from ctxwise.integrations.agentscope import _blocks, _parts
+
+    rec = recordings(n=1)[0]
+    cm = ContextManager(f"sqlite:///{tmp_path / 'think.db'}",
+                        Policy(budget=8000, unit="tokens", tokenizer="o200k_base", provider="anthropic"))
+    mw = CtxwiseMiddleware(cm, user_id="u1")
+    model = ScriptedModel()
+    agent = build_agent(rec, model, [mw])
+    tool = next(iter(rec.tools))
+    signed = ThinkingBlock.model_validate({"thinking": "Look the user up first.", "signature": "EqQBCkgIARAB=="})
+    hidden = ThinkingBlock.model_validate({"thinking": "", "redacted_thinking_data": "EmwKAhgBEgy3va3p=="})
+    model.script = [ChatResponse(content=[signed, hidden, TextBlock(text="Checking."),
+                                          ToolCallBlock(id="call_t1", name=tool, input="{}")], is_last=True),
+                    ChatResponse(content=[TextBlock(text="Done.")], is_last=True)]
+    payloads = []
+    real = mw._prepare
+
+    def spy(*a, **kw):
+        out = real(*a, **kw)
+        payloads.append(mw.last_prepared.payload)
+        return out
+
+    mw._prepare = spy
+    asyncio.run(agent.reply(UserMsg("user", "Find my account.")))
+    assert len(payloads) == 2
+    for payload in payloads:
+        assert check_wire(payload, "anthropic") == []
+    (asked,) = [m for m in payloads[1]["messages"] if m["role"] == "assistant"]
+    assert asked["content"][:2] == [{"type": "thinking", "thinking": "Look the user up first.", "signature": "EqQBCkgIARAB=="},
+                                    {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3p=="}]
+    # a rebuilt message gives AgentScope the same opaque data back
+    (msg,) = [m for m in agent.state.context if any(isinstance(b, ThinkingBlock) for b in m.content)]
+    (part, _), *_ = _parts(msg)
+    again = _blocks(part)
+    assert again[0].signature == "EqQBCkgIARAB==" and again[1].redacted_thinking_data == "EmwKAhgBEgy3va3p=="

@@ -119,6 +119,17 @@ def _output(output: Any, place: str) -> list[TextBlock | ImageBlock]:
             for k, b in enumerate(output) if isinstance(b, (asm.TextBlock, asm.DataBlock))]
 
 
+def _thinking(b: Any) -> ThinkingBlock:
+    """An AgentScope thinking block as ctxwise thinking, with Anthropic's opaque data kept (the
+    ``signature`` extra; a ``redacted_thinking_data`` extra is a redacted block holding it):
+    Anthropic requires the latest assistant thinking sent back byte-identical."""
+    redacted = getattr(b, "redacted_thinking_data", None)
+    if isinstance(redacted, str):
+        return ThinkingBlock(thinking=redacted, redacted=True)
+    sig = getattr(b, "signature", None)
+    return ThinkingBlock(thinking=b.thinking, signature=sig if isinstance(sig, str) and sig else None)
+
+
 def _parts(msg: Any, index: int | None = None) -> list[tuple[Message, list[Any]]]:
     """One AgentScope ``Msg`` as the canonical messages it is sent as (the order of OpenAI's
     formatter: text and tool calls, then one tool message per result, hints as user text), each
@@ -150,7 +161,7 @@ def _parts(msg: Any, index: int | None = None) -> list[tuple[Message, list[Any]]
             blocks.append(TextBlock(text=b.text) if isinstance(b, asm.TextBlock) else _image(b, place))
             src.append(b)
         elif isinstance(b, asm.ThinkingBlock):
-            blocks.append(ThinkingBlock(thinking=b.thinking))
+            blocks.append(_thinking(b))
             src.append(b)
         elif isinstance(b, asm.ToolCallBlock):
             try:
@@ -360,5 +371,10 @@ def _blocks(m: Message) -> list[Any]:
                                            state=asm.ToolResultState.ERROR if b.state == "error"
                                            else asm.ToolResultState.SUCCESS))
         elif isinstance(b, ThinkingBlock):
-            out.append(asm.ThinkingBlock(thinking=b.thinking))
+            if b.redacted:
+                out.append(asm.ThinkingBlock.model_validate({"thinking": "", "redacted_thinking_data": b.thinking}))
+            elif b.signature is not None:
+                out.append(asm.ThinkingBlock.model_validate({"thinking": b.thinking, "signature": b.signature}))
+            else:
+                out.append(asm.ThinkingBlock(thinking=b.thinking))
     return out
