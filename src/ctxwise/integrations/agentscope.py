@@ -49,6 +49,8 @@ Importing this module needs ``agentscope`` 2.x; without it it raises :class:`~ct
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import hashlib
 import json
 from typing import Any, Callable, Literal
@@ -69,7 +71,6 @@ from .. import (
     recall_tool_schema,
 )
 from ..errors import FormatError
-from ..formats._common import image_from_b64
 from ._record import resume_index
 
 try:
@@ -105,7 +106,11 @@ def _image(b: Any, place: str) -> ImageBlock:
                           hint="keep audio / PDF / video out of the agent's context (or describe it in text) "
                                "when the ctxwise middleware is on")
     if isinstance(src, asm.Base64Source):
-        return image_from_b64(media, src.data, {})
+        try:
+            size: int | None = len(base64.b64decode(src.data.strip(), validate=True))
+        except (binascii.Error, ValueError):
+            size = None
+        return ImageBlock(media_type=media, data=src.data, byte_size=size)
     return ImageBlock(url=str(src.url), media_type=media)
 
 
