@@ -354,3 +354,31 @@ def test_fact_to_dict_holds_every_field() -> None:
     f = Fact(id="m1:f1", text="under $300", kind="amount", key="amount_max:$300", source_message_id="m1",
              status="superseded", superseded_by="m2:f1", value="$300", corrects=True)
     assert f.to_dict() == asdict(f) and Fact(**f.to_dict()) == f
+
+
+def test_paren_free_positions_match_a_character_scan() -> None:
+    """Kind: a clause splitter whose cost per character must stay out of Python loops (issue
+    15: a 600 KB message took seconds per append). The paren-depth test must accept exactly the
+    positions a plain left-to-right depth scan accepts, nested, unbalanced and CJK parens too."""
+    import random
+
+    from ctxwise.memory.facts import _paren_free
+
+    def scan(text: str, start: int, end: int) -> set[int]:
+        ok, depth = set(), 0
+        for i in range(start, end):
+            if text[i] in "(（[":
+                depth += 1
+            elif text[i] in ")）]":
+                depth = max(0, depth - 1)
+            if depth == 0:
+                ok.add(i)
+        return ok
+
+    rnd = random.Random(3)
+    for _ in range(500):
+        text = "".join(rnd.choice("ab ,(（[)）]，.") for _ in range(rnd.randint(0, 40)))
+        start = rnd.randint(0, len(text))
+        end = rnd.randint(start, len(text))
+        free = _paren_free(text, start, end)
+        assert {i for i in range(start, end) if i in free} == scan(text, start, end), (text, start, end)

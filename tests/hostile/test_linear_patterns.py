@@ -89,3 +89,20 @@ def test_long_runs_find_nothing_spurious(kind):
     fs = facts.extract_facts(text_message("m1", "user", text))
     assert any(f.value == "#W2378156" for f in fs)
     assert user.decide(text, [])
+
+
+def test_pasted_material_is_read_at_its_edges_only():
+    """Kind: extraction whose cost grows with pasted material (a 600 KB message took seconds
+    per append). Of a clause over MAX_CLAUSE_CHARS only the words around the material are
+    read: values stated there become facts with short verbatim text, values inside the
+    material do not; a sentence over MAX_SENTENCE_CHARS is never a memory candidate."""
+    from ctxwise.messages import text_message
+
+    filler = "lorem ipsum dolor " * 4000
+    text = f"My order is #W2378156 and {filler} order #W9999999 inside {filler} my email is a@b.com"
+    fs = facts.extract_facts(text_message("m1", "user", text))
+    values = {f.value for f in fs}
+    assert "#W2378156" in values and "a@b.com" in values and "#W9999999" not in values, values
+    assert all(len(f.text) <= facts.MAX_CLAUSE_CHARS for f in fs)
+    ops = user.decide("I prefer aisle seats " + "and window views " * 200, [])
+    assert [op.op for op in ops] == ["NOOP"] and "pasted" in ops[0].reason

@@ -124,17 +124,39 @@ def _spans(text: str, sep: re.Pattern[str], start: int, end: int, allowed=None) 
     return [(s, e) for s, e in spans if text[s:e].strip()]
 
 
-def _paren_free(text: str, start: int, end: int) -> set[int]:
-    ok, depth = set(), 0
-    for i in range(start, end):
-        ch = text[i]
-        if ch in "(（[":
-            depth += 1
-        elif ch in ")）]":
-            depth = max(0, depth - 1)
-        if depth == 0:
-            ok.add(i)
-    return ok
+_PAREN = re.compile(r"[(（\[)）\]]")
+
+
+class _ParenFree:
+    """Positions of ``text[start:end]`` outside parentheses, as a membership test (``i in it``).
+    Stores only where the depth changes (one regex pass), not every position: a 600 KB
+    sentence costs a few paren matches instead of a Python loop over every character."""
+
+    def __init__(self, text: str, start: int, end: int) -> None:
+        self.starts: list[int] = []  # depth > 0 on [starts[k], ends[k])
+        self.ends: list[int] = []
+        depth = 0
+        for m in _PAREN.finditer(text, start, end):
+            if m.group() in "(（[":
+                if depth == 0:
+                    self.starts.append(m.start())
+                depth += 1
+            elif depth > 0:
+                depth -= 1
+                if depth == 0:
+                    self.ends.append(m.start())
+        if depth > 0:
+            self.ends.append(end)
+
+    def __contains__(self, i: object) -> bool:
+        if not isinstance(i, int):
+            return False
+        k = bisect.bisect_right(self.starts, i) - 1
+        return k < 0 or i >= self.ends[k]
+
+
+def _paren_free(text: str, start: int, end: int) -> _ParenFree:
+    return _ParenFree(text, start, end)
 
 
 def _norm(s: str) -> str:
@@ -174,6 +196,27 @@ def _bound(clause: str, start: int, end: int) -> str:
 
 
 MAX_VALUES_PER_CLAUSE = 64
+MAX_CLAUSE_CHARS = 1_000
+"""Of a clause longer than this (characters) only its first and last ``MAX_CLAUSE_CHARS // 2``
+characters are read, each cut at a space: the words around pasted material (a log, a document,
+base64) are the user's, the material itself is not a requirement they stated, and a fact's
+verbatim text stays short enough for the facts block. Keeps extraction O(1) in the size of
+what was pasted (a 600 KB message took seconds per append; issue 15)."""
+
+
+def _readable(clause: str) -> list[str]:
+    """``[clause]``, or for a clause over :data:`MAX_CLAUSE_CHARS` its head and tail pieces
+    (verbatim substrings ending / starting at whitespace; a piece with no whitespace to cut at
+    is one unbroken run and is dropped)."""
+    if len(clause) <= MAX_CLAUSE_CHARS:
+        return [clause]
+    half = MAX_CLAUSE_CHARS // 2
+    head, tail = clause[:half], clause[-half:]
+    cut = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+    head = head[:cut].strip() if cut > 0 else ""
+    starts = [i for i in (tail.find(" "), tail.find("\n"), tail.find("\t")) if i >= 0]
+    tail = tail[min(starts):].strip() if starts else ""
+    return [p for p in (head, tail) if p]
 """A clause pins at most this many values (a pasted list of thousands of ids is not a set of
 user facts; the cap keeps the work per message linear with a small constant)."""
 
@@ -329,12 +372,13 @@ def extract_facts(message: Message) -> list[Fact]:
     ``"<message id>:f<n>"``; the same message always yields the same facts (deterministic).
     A clause yields one fact per value in it (kind identifier/amount/date/quantity, each with the
     whole clause as ``text``) plus at most one clause-level fact (goal, preference, prohibition;
-    negation or condition only when the clause holds no value).
+    negation or condition only when the clause holds no value). Of a clause over
+    :data:`MAX_CLAUSE_CHARS` characters only its head and tail are read (see :func:`_readable`).
     """
     if not is_user_input(message) or message.kind is not None:
         return []
     facts: list[Fact] = []
-    for clause in split_clauses(message.text):
+    for clause in (piece for whole in split_clauses(message.text) for piece in _readable(whole)):
         values = _values(clause)
         corrects = bool(P.CORRECTION.search(clause))
         seen_keys: set[str] = set()

@@ -334,6 +334,12 @@ def neutralize(text: str) -> str:
     return re.sub(r" {2,}", " ", text).strip()[:300]
 
 
+MAX_SENTENCE_CHARS = 2_000
+"""A sentence longer than this (characters) is skipped whole by :func:`decide`: stored text is
+at most 300 characters (see :func:`neutralize`), so nothing of a pasted log or document could
+be stored as a preference anyway, and the patterns need not run over it (issue 15)."""
+
+
 def decide(
     utterance: str,
     existing: Iterable[MemoryEntry],
@@ -355,6 +361,10 @@ def decide(
     if MARKUP.search(utterance or ""):  # forged roles or memory tags: nothing of it is the user's fact
         return [Op("NOOP", reason="markup that forges roles or the memory block: not stored")]
     for sentence in split_sentences(utterance or ""):
+        if len(sentence) > MAX_SENTENCE_CHARS:
+            ops.append(Op("NOOP", reason=f"a sentence over {MAX_SENTENCE_CHARS:,} characters: pasted material, "
+                                         "not a preference"))
+            continue
         if is_instruction(sentence):  # a clause next to an instruction may refer to it
             ops.append(Op("NOOP", reason="instruction to the agent: not stored"))
             continue
