@@ -132,7 +132,8 @@ def test_readme_anthropic_and_other_python_blocks_are_accounted_for():
 
 
 def test_readme_anthropic_loop_runs(tmp_path, monkeypatch):
-    """The Anthropic loop, with the recorded Claude conversation as the model."""
+    """The Anthropic loop, with the recorded Claude conversation as the model, run twice as two
+    runs of the same script would (the second resumes the session: one system prompt)."""
     from anthropic.types import Message as AnthropicMessage
 
     from ctxwise import ContextManager, Policy
@@ -160,11 +161,13 @@ def test_readme_anthropic_loop_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with ContextManager(f"sqlite:///{tmp_path / 'a.db'}", Policy(budget=60_000, unit="tokens",
                                                                    provider="anthropic")) as cm:
-        scope = {"client": SimpleNamespace(messages=SimpleNamespace(create=create)), "TOOLS": [],
-                 "session": cm.session("user-1", "claude-1"), "run_tool": lambda b: results[b.id]}
-        exec(compile(loop, "README.md", "exec"), scope)  # noqa: S102
-        roles = [m.role for m in scope["session"].messages]
-    assert requests and roles[0] == "system" and "assistant" in roles
+        for run, text in enumerate(["Hi, I need to change my flight.", "And add a bag, please."]):
+            scope = {"client": SimpleNamespace(messages=SimpleNamespace(create=create)), "TOOLS": [],
+                     "cm": cm, "user_id": "user-1", "chat_id": "claude-1", "user_input": text,
+                     "run_tool": lambda b: results[b.id]}
+            exec(compile(loop, "README.md", "exec"), scope)  # noqa: S102
+            roles = [m.role for m in scope["session"].messages]
+            assert requests and roles[0] == "system" and roles.count("system") == 1 and "assistant" in roles, run
 
 
 # -- shell lines --------------------------------------------------------------------------------------
