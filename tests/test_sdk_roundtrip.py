@@ -183,3 +183,41 @@ def test_append_anthropic_refuses_a_result_without_its_call_and_stores_nothing(t
     s.append_anthropic(anthropic.types.Message.model_validate(_anthropic_reply(1)))
     assert [m.id for m in s.messages] == ["msg-000001", "msg-000002"]
     cm.close()
+
+
+def test_anthropic_cache_control_marks_reach_the_wire_and_stay_within_four(tmp_path):
+    """Kind: a documented request key the caller set that the renderer dropped without a word
+    (Anthropic ``cache_control``: without it nothing is cached). Marks on the system prompt,
+    user text, tool_use and tool_result blocks go out on the wire; an agent marking its newest
+    message on every turn never sends more than Anthropic's 4 per request (the system mark
+    and the newest ones are kept); thinking is never marked."""
+    wire = Wire(_anthropic_reply)
+    client = anthropic.Anthropic(api_key="x", http_client=wire.client(httpx2))
+    cm, s = _session(tmp_path, "anthropic")
+    eph = {"type": "ephemeral"}
+    s.append_anthropic({"system": [{"type": "text", "text": "You are a support agent.", "cache_control": eph}],
+                        "messages": [{"role": "user", "content": [{"type": "text", "text": "Where is W123?",
+                                                                   "cache_control": eph}]}]})
+    for turn in range(4):
+        payload = s.prepare().payload
+        client.messages.create(model="claude-x", max_tokens=512, **payload)
+        body = wire.bodies[-1]
+        assert body["system"] == payload["system"] and body["messages"] == payload["messages"]
+        _documented({k: v for k, v in body.items() if k in ("system", "messages")}, "anthropic")
+        text = json.dumps(body)
+        assert 1 <= text.count('"cache_control"') <= 4, text
+        assert body["system"][0]["cache_control"] == eph  # the static prefix keeps its mark
+        s.append_anthropic([
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "look it up", "signature": "sig"},
+                {"type": "tool_use", "id": f"toolu_{turn}", "name": "track", "input": {"order": "W123"},
+                 "cache_control": eph}]},
+        ])
+        s.append_anthropic([{"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_{turn}", "content": "in transit", "cache_control": eph}]}])
+    last = s.prepare().payload
+    marks = [b for m in last["messages"] if isinstance(m["content"], list) for b in m["content"] if "cache_control" in b]
+    assert len(marks) == 3 and marks[-1]["type"] == "tool_result" and marks[-1]["tool_use_id"] == "toolu_3"
+    assert all("cache_control" not in b for m in last["messages"] if isinstance(m["content"], list)
+               for b in m["content"] if b["type"] == "thinking")
+    cm.close()

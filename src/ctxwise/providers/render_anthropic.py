@@ -11,6 +11,15 @@ provider's record) are not sent: Anthropic verifies every thinking block's signa
 ("Invalid `signature` in `thinking` block") and ignores the thinking of earlier turns
 (https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking).
 A later system message is written with role ``system`` so that the wire check reports it.
+
+Prompt-cache breakpoints: a ``cache_control`` the caller put on a text, image, tool_use or
+tool_result block (or a system text block) is kept on that block as long as the block is in the
+context (a cleared result keeps its mark; a summarized turn's marks go with it). Anthropic
+accepts at most 4 per request and none on thinking blocks
+(https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching): when the stored
+history holds more (an agent that marks its newest message on every turn), the system
+prompt's marks are kept and the newest message marks fill the rest, since clients keep a
+breakpoint on their static prefix and move the other forward with the conversation.
 """
 
 from __future__ import annotations
@@ -28,7 +37,23 @@ def _image(b: ImageBlock) -> dict[str, Any]:
     return {"type": "image", "source": src}
 
 
+MAX_CACHE_BREAKPOINTS = 4
+"""Anthropic's limit of ``cache_control`` blocks per request."""
+
+
+def _cache_control(b: Any) -> dict[str, Any] | None:
+    cc = b.extra.get("cache_control") if isinstance(getattr(b, "extra", None), dict) else None
+    return cc if isinstance(cc, dict) and cc.get("type") == "ephemeral" else None
+
+
 def _block(b: Any) -> dict[str, Any] | None:
+    d = _plain_block(b)
+    if d is not None and d["type"] not in ("thinking", "redacted_thinking") and (cc := _cache_control(b)):
+        d["cache_control"] = dict(cc)
+    return d
+
+
+def _plain_block(b: Any) -> dict[str, Any] | None:
     if isinstance(b, TextBlock):
         return {"type": "text", "text": b.text}
     if isinstance(b, ImageBlock):
@@ -64,10 +89,10 @@ def render(messages: list[Message]) -> dict[str, Any]:
     i, n = 0, len(messages)
     if n and messages[0].role == "system":
         blocks = messages[0].blocks
-        if len(blocks) == 1 and isinstance(blocks[0], TextBlock):
+        if len(blocks) == 1 and isinstance(blocks[0], TextBlock) and _cache_control(blocks[0]) is None:
             payload["system"] = blocks[0].text
         else:
-            payload["system"] = [{"type": "text", "text": b.text} for b in blocks if isinstance(b, TextBlock)]
+            payload["system"] = [d for d in (_block(b) for b in blocks if isinstance(b, TextBlock)) if d]
         i = 1
     while i < n:
         m = messages[i]
@@ -78,10 +103,38 @@ def render(messages: list[Message]) -> dict[str, Any]:
                 i += 1
             msgs.append({"role": "user", "content": _blocks(results)})
             continue
-        if m.role == "user" and len(m.blocks) == 1 and isinstance(m.blocks[0], TextBlock):
+        if (m.role == "user" and len(m.blocks) == 1 and isinstance(m.blocks[0], TextBlock)
+                and _cache_control(m.blocks[0]) is None):
             msgs.append({"role": "user", "content": m.blocks[0].text})
         else:
             msgs.append({"role": m.role, "content": _blocks(m.blocks)})
         i += 1
     payload["messages"] = msgs
+    _keep_last_breakpoints(payload)
     return payload
+
+
+def _keep_last_breakpoints(payload: dict[str, Any]) -> None:
+    """Keep at most :data:`MAX_CACHE_BREAKPOINTS` ``cache_control`` marks: the system
+    prompt's (its last ones, should it hold more than the limit), then the newest in the
+    messages (request order; tool_result content included). The others are removed."""
+
+    def walk(blocks: Any, into: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for d in blocks if isinstance(blocks, list) else []:
+            if isinstance(d, dict):
+                if d.get("type") == "tool_result":
+                    walk(d.get("content"), into)
+                if "cache_control" in d:
+                    into.append(d)
+        return into
+
+    system = walk(payload.get("system"), [])
+    messages: list[dict[str, Any]] = []
+    for m in payload["messages"]:
+        walk(m["content"], messages)
+    keep_system = system[len(system) - min(len(system), MAX_CACHE_BREAKPOINTS):]
+    room = MAX_CACHE_BREAKPOINTS - len(keep_system)
+    keep = {id(d) for d in keep_system} | {id(d) for d in messages[len(messages) - min(len(messages), room):]}
+    for d in system + messages:
+        if id(d) not in keep:
+            del d["cache_control"]

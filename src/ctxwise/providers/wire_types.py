@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Annotated, Dict, List, Literal, Optional, Union
 
 from pydantic import Field
-from typing_extensions import Required, TypedDict
+from typing_extensions import NotRequired, Required, TypedDict
 
 # -- Chat Completions (openai.types.chat) ----------------------------------------------------
 
@@ -89,11 +89,19 @@ class ChatTool(TypedDict):
 # -- Anthropic Messages (anthropic.types) ----------------------------------------------------
 
 
+class ACacheControl(TypedDict, total=False):
+    """``CacheControlEphemeralParam``."""
+
+    type: Required[Literal["ephemeral"]]
+    ttl: Literal["5m", "1h"]
+
+
 class AText(TypedDict):
     """``TextBlockParam``."""
 
     type: Literal["text"]
     text: str
+    cache_control: NotRequired[Optional[ACacheControl]]
 
 
 class ABase64Source(TypedDict):
@@ -116,6 +124,7 @@ class AImage(TypedDict):
 
     type: Literal["image"]
     source: Annotated[Union[ABase64Source, AURLSource], Field(discriminator="type")]
+    cache_control: NotRequired[Optional[ACacheControl]]
 
 
 class AThinking(TypedDict):
@@ -140,6 +149,7 @@ class AToolUse(TypedDict):
     id: str
     name: str
     input: Dict[str, object]
+    cache_control: NotRequired[Optional[ACacheControl]]
 
 
 class AToolResult(TypedDict, total=False):
@@ -149,6 +159,7 @@ class AToolResult(TypedDict, total=False):
     tool_use_id: Required[str]
     content: Union[str, List[Annotated[Union[AText, AImage], Field(discriminator="type")]]]
     is_error: bool
+    cache_control: Optional[ACacheControl]
 
 
 AUserBlock = Annotated[Union[AText, AImage, AToolResult], Field(discriminator="type")]
