@@ -320,3 +320,20 @@ def test_a_session_reopened_before_every_call_reports_what_the_live_one_reports(
         fired["reopened"].append([(e.stage, e.detail) for e in b.events])
     assert fired["live"] == fired["reopened"]
     assert any(st == "facts_evicted" for call in fired["live"] for st, _ in call), "facts must have been evicted"
+
+
+def test_an_append_error_names_the_appended_message_as_well_as_its_place(store):
+    """Kind: an error index that reads as a batch position but is the message's place in the
+    session (a fresh user read "message 3" for the first item of their append). The violation
+    keeps the session index and names the appended message's id."""
+    from ctxwise.errors import PayloadInvalid
+
+    cm = ContextManager(store, Policy(provider="openai", budget=50_000, unit="chars"))
+    s = cm.session("u", "s")
+    s.append_openai([{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"},
+                     {"role": "assistant", "content": "yo"}])
+    with pytest.raises(PayloadInvalid) as info:
+        s.append_openai([{"role": "user", "content": "   "}])
+    (v,) = info.value.violations
+    assert v.index == 3 and v.where == "appended id 'msg-000004'" and "message 3 (appended id 'msg-000004')" in str(info.value)
+    assert len(s.messages) == 3

@@ -17,6 +17,7 @@ as one JSON line on the ``ctxwise`` logger and handed to ``on_event``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
@@ -581,7 +582,8 @@ class Session:
                 err = e.errors()[0]
                 where = ".".join(str(x) for x in err.get("loc", ()))
                 hint = " (for OpenAI-shaped dicts use append_openai())" if "role" in item and "blocks" not in item else ""
-                raise PayloadInvalid(self.policy.provider, [Violation(base + k, "message-shape", f"{where}: {err.get('msg')}{hint}")]) from None
+                raise PayloadInvalid(self.policy.provider, [Violation(base + k, "message-shape", f"{where}: {err.get('msg')}{hint}",
+                                                                      where=f"item {k} of this append")]) from None
         return out
 
     def _check_batch(self, batch: list[Message], stored: list[Message] | None = None) -> None:
@@ -617,7 +619,11 @@ class Session:
                 problems.append(Violation(base + k, provider_rules.SYSTEM_NOT_FIRST, "a system message may only be the first message"))
         problems += self._missing_reasoning(batch, profile)
         if problems:
-            raise PayloadInvalid(self.policy.provider, sorted(problems, key=lambda v: v.index))
+            # the index is the message's place in the session's context; name the appended one too
+            named = [dataclasses.replace(v, where=f"appended id {batch[v.index - base].id!r}")
+                     if 0 <= v.index - base < len(batch) and not v.where and v.rule != "duplicate-message-id" else v
+                     for v in problems]
+            raise PayloadInvalid(self.policy.provider, sorted(named, key=lambda v: v.index))
 
     def _missing_reasoning(self, batch: list[Message], profile: Any) -> list[Violation]:
         """DeepSeek thinking mode: a reply of a tool-using span without ``reasoning_content`` is

@@ -60,10 +60,15 @@ class Violation:
     rule: str
     message: str
     provider_error: str | None = None
+    where: str = ""
+    """Where the message came from when ``index`` alone could mislead: for an append, the
+    item's position in the appended batch and its id (``index`` is its position in the
+    session's context)."""
 
     def __str__(self) -> str:
         tail = f' (provider says: "{self.provider_error}")' if self.provider_error else ""
-        return f"message {self.index}: [{self.rule}] {self.message}{tail}"
+        where = f" ({self.where})" if self.where else ""
+        return f"message {self.index}{where}: [{self.rule}] {self.message}{tail}"
 
 
 class PayloadInvalid(CtxwiseError, ValueError):

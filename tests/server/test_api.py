@@ -130,7 +130,8 @@ def test_bad_batch_is_422_with_the_library_text_and_changes_nothing(live: Live):
     err = bad.json()["error"]
     assert err["type"] == "PayloadInvalid" and err["hint"]
     assert err["violations"] and err["violations"][0]["index"] == 3 and err["violations"][0]["rule"]
-    assert f"message 3: [{err['violations'][0]['rule']}]" in err["message"]
+    assert f"message 3 (appended id 'x2'): [{err['violations'][0]['rule']}]" in err["message"]
+    assert err["violations"][0]["where"] == "appended id 'x2'"
     assert "Traceback" not in raw(bad) and "acme" not in raw(bad)
     ctx = http.get("/v1/sessions/s1/context", params={"user_id": "u"}).json()
     assert ctx["version"] == version and len(ctx["messages"]) == 2  # nothing stored

@@ -82,7 +82,7 @@ def ctxwise_error_response(exc: CtxwiseError, scrub: str | None = None) -> JSONR
     extra: dict[str, Any] = {}
     if isinstance(exc, PayloadInvalid):
         extra["violations"] = [{"index": v.index, "rule": v.rule, "message": clean(v.message),
-                                "provider_error": v.provider_error} for v in exc.violations]
+                                "provider_error": v.provider_error, "where": clean(v.where)} for v in exc.violations]
     if isinstance(exc, ContextBudgetExceeded) and getattr(exc, "report", None) is not None:
         r = exc.report
         extra["report"] = {"budget": r.budget, "pinned": r.pinned, "total": r.total, "unit": r.unit}
