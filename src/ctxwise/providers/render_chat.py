@@ -5,7 +5,8 @@ Shape (https://platform.openai.com/docs/api-reference/chat/create): a list of
 ``{"role": "assistant", "content", "name"?, "tool_calls"?, "<reasoning_field>"?}`` and
 ``{"role": "tool", "tool_call_id", "content"}``. ``content`` is a string when the message is
 one text block, else a list of ``text`` / ``image_url`` parts (images only in user
-messages: the API takes none elsewhere). One canonical tool message with several results
+messages: the API takes none elsewhere; a tool result's images are named in its text, see
+:func:`_tool_text`, so the model knows it did not get them). One canonical tool message with several results
 becomes several ``tool`` messages. DeepSeek thinking mode passes reasoning back as
 ``reasoning_content`` (https://api-docs.deepseek.com/guides/thinking_mode).
 """
@@ -33,6 +34,18 @@ def _content(blocks: list[Any], images: bool) -> Any:
     return [{"type": "text", "text": b.text} if isinstance(b, TextBlock) else _image(b) for b in parts]
 
 
+def _tool_text(r: Any) -> str:
+    """A tool result's text for a ``tool`` message (text only on this wire): its text, and a
+    note naming the images it held, which are not sent (they are still counted in the context
+    size, so the size is never under what is sent)."""
+    images = sum(1 for b in r.output if isinstance(b, ImageBlock))
+    if not images:
+        return r.text
+    note = (f"(the tool returned {images} image{'s' if images > 1 else ''}, not sent: "
+            "this API's tool messages carry text only)")
+    return f"{r.text}\n{note}" if r.text else note
+
+
 def render(messages: list[Message], *, reasoning_field: str | None) -> list[dict[str, Any]]:
     """The Chat Completions ``messages`` list for ``messages``.
 
@@ -43,8 +56,7 @@ def render(messages: list[Message], *, reasoning_field: str | None) -> list[dict
     for m in messages:
         if m.role == "tool":
             for r in m.tool_results:
-                text = r.text if r.text or not r.output else "(the tool returned an image)"
-                out.append({"role": "tool", "tool_call_id": r.tool_use_id, "content": text})
+                out.append({"role": "tool", "tool_call_id": r.tool_use_id, "content": _tool_text(r)})
             continue
         d: dict[str, Any] = {"role": m.role}
         if m.role == "assistant":
