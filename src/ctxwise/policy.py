@@ -101,12 +101,6 @@ class Policy(BaseModel):
     (tau-bench sessions: 12 calls on average, and clearing that assumed as many calls ahead as
     behind lost money at every budget in ``bench/results/compare.md``). Raise it for agents
     known to run hundreds of calls per session."""
-    clear_order: Literal["oldest", "newest"] = "oldest"
-    """Which eligible tool results an optional clearing takes first (below the hard limit).
-    ``oldest``: from the start of the history (Anthropic's context editing and Ragent clear
-    this way). ``newest``: the most recent results not protected by ``keep_recent_cycles``
-    first: the same amount is cleared, but the prompt cache breaks later in the prefix, so
-    less is billed again. Above the hard limit clearing always goes oldest first."""
     clear_min_batch: float = Field(0.1, ge=0, le=1)
     """Below the hard limit, clearing fires only when it saves at least this share of the
     budget in one batch (fewer, larger batches keep the prompt cache warm longer)."""

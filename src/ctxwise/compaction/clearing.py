@@ -141,8 +141,7 @@ def clear_tool_results(
     affected: list[str] = []
     first = len(messages)
     edited: list[int] = []
-    order = reversed(cycles) if optional and getattr(p, "clear_order", "oldest") == "newest" else cycles
-    for c in order:
+    for c in cycles:
         if c.end > protected_from or now <= target:
             continue
         uses = {u.id: u for u in out[c.start].tool_uses}
