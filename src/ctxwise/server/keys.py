@@ -8,6 +8,11 @@ nothing to brute-force), compared in constant time. Each key belongs to one tena
 is a name (``acme``, ``team-7``: letters, digits, ``-`` and ``_``, at most 64 characters) and
 exists as long as it has keys.
 
+A key check is one round trip to the database: the server's reads run in autocommit (no
+``BEGIN`` / ``ROLLBACK`` around a single ``SELECT``) on connections that are not pinged before
+use; a connection found dead (the database restarted) is dropped and the read made once more on
+a new one, so the first request after a restart is answered too.
+
 The table, ``ctxwise_api_keys``, is created by ctxwise's own migrations (revision 0004) when a
 store is opened on the database. Nothing here is cached: a key revoked through one server
 process (or the CLI) is refused by every process on the next request.
@@ -21,14 +26,17 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from sqlalchemy import Column, DateTime, Integer, MetaData, String, Table, create_engine, insert, select, update
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import DBAPIError
 
 TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 """A tenant name: it prefixes the tenant's user ids in the store (``acme:alice``), so it never
 contains the ``:`` separator."""
+
+T = TypeVar("T")
 
 _KEY = re.compile(r"^ctxw_([0-9a-f]{12})_([A-Za-z0-9_-]{20,128})$")
 
@@ -95,11 +103,28 @@ class KeyStore:
 
     def __init__(self, url: str, *, engine: Engine | None = None) -> None:
         if engine is None:
-            kwargs: dict[str, Any] = {"pool_pre_ping": True}
+            kwargs: dict[str, Any] = {}
             if make_url(url).get_backend_name() == "sqlite":
                 kwargs = {"connect_args": {"timeout": 10.0}}
             engine = create_engine(url, **kwargs)
         self.engine = engine
+        self.reader = engine.execution_options(isolation_level="AUTOCOMMIT") \
+            if engine.dialect.name == "postgresql" else engine
+        """The same pool for single-statement reads (the key check, the server's session
+        freshness check): autocommit on PostgreSQL, one round trip per read."""
+
+    def read(self, fn: Callable[[Connection], T]) -> T:
+        """``fn(connection)`` on a :attr:`reader` connection; run once more on a fresh
+        connection when the first one turns out dead (no ping before each use: a dead pooled
+        connection is found by the read itself, and SQLAlchemy drops the pool's old ones)."""
+        for attempt in (0, 1):
+            try:
+                with self.reader.connect() as conn:
+                    return fn(conn)
+            except DBAPIError as e:
+                if attempt or not e.connection_invalidated:
+                    raise
+        raise AssertionError("unreachable")
 
     def create(self, tenant: str, name: str = "") -> tuple[str, ApiKey]:
         """A new key for ``tenant``: ``(the key itself, shown only now, its stored record)``."""
@@ -120,8 +145,7 @@ class KeyStore:
             q = q.where(api_keys.c.tenant == tenant)
         if not include_revoked:
             q = q.where(api_keys.c.revoked_at.is_(None))
-        with self.engine.connect() as conn:
-            return [ApiKey(*row) for row in conn.execute(q)]
+        return self.read(lambda conn: [ApiKey(*row) for row in conn.execute(q)])
 
     def revoke(self, key_id: str) -> ApiKey:
         """Revoke the key ``key_id`` (idempotent); :class:`KeyError_` when there is none."""
@@ -140,16 +164,14 @@ class KeyStore:
         if m is None:
             return None
         q = select(api_keys.c.tenant, api_keys.c.key_hash, api_keys.c.revoked_at).where(api_keys.c.key_id == m.group(1))
-        with self.engine.connect() as conn:
-            row = conn.execute(q).first()
+        row = self.read(lambda conn: conn.execute(q).first())
         if row is None or row.revoked_at is not None:
             return None
         return row.tenant if hmac.compare_digest(row.key_hash, digest(key or "")) else None
 
     def ping(self) -> None:
         """One read of the keys table (the readiness check); raises when the database is down."""
-        with self.engine.connect() as conn:
-            conn.execute(select(api_keys.c.id).limit(1)).all()
+        self.read(lambda conn: conn.execute(select(api_keys.c.id).limit(1)).all())
 
     def close(self) -> None:
         self.engine.dispose()
