@@ -230,10 +230,13 @@ def test_health_readiness_and_openapi(live: Live):
     r = http.post("/v1/sessions/t/messages", params={"user_id": "u"},
                   json={"format": "openai", "messages": [{"role": "user", "content": "hi"}]})
     steps = [part.split(";")[0] for part in r.headers["server-timing"].split(", ")]
-    assert steps == ["auth", "open", "append", "total"]  # where a request's time goes
+    assert steps == ["auth", "open", "append", "total", "cache"]  # where a request's time goes
+    assert 'cache;desc="miss"' in r.headers["server-timing"]  # a new session: nothing cached yet
     p = http.post("/v1/sessions/t/prepare", params={"user_id": "u"})
-    assert [part.split(";")[0] for part in p.headers["server-timing"].split(", ")] == ["auth", "open", "prepare", "total"]
-    assert all(float(part.split("dur=")[1]) >= 0 for part in p.headers["server-timing"].split(", "))
+    parts = p.headers["server-timing"].split(", ")
+    assert [part.split(";")[0] for part in parts] == ["auth", "open", "prepare", "total", "cache"]
+    assert all(float(part.split("dur=")[1]) >= 0 for part in parts if "dur=" in part)
+    assert parts[-1] == 'cache;desc="hit"'  # the session the append opened, checked and kept
 
 
 @pytest.mark.parametrize("key", ["a2"])

@@ -18,7 +18,8 @@ the ``user_id`` query parameter::
 Writes take an optional ``expected_version`` (the ``version`` a previous response returned):
 when the session moved on since, the call is 409 and changes nothing, so a client that does not
 know whether a request went through (a timeout, a server that died) can retry it safely.
-Each request reads the session from the store; nothing is kept in the process between requests.
+A process keeps the sessions it opened between requests and checks each against the store on
+every use (:mod:`.sessions`): any process may serve any request, none serves a stale session.
 """
 
 from __future__ import annotations
@@ -26,15 +27,17 @@ from __future__ import annotations
 import time
 from dataclasses import asdict
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Callable, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import MemoryEntryNotFound, Session, SessionConflict, ToolResultNotFound
+from .. import MemoryEntryNotFound, Prepared, Session, ToolResultNotFound
 from .app import Server, timing
+
+T = TypeVar("T")
 
 ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"
 """A user, session or tool_use id: 1-190 characters, no control characters (the store holds
@@ -113,32 +116,34 @@ def make_router(server: Server) -> APIRouter:
     router = APIRouter(prefix="/v1", dependencies=[Depends(tenant_of)])
     store = server.manager.store
 
-    def open_session(request: Request, user_id: str, session_id: str, *, create: bool = False,
-                     tools: list[dict[str, Any]] | None = None, expected: int | None = None) -> Session:
-        t0 = time.perf_counter()
-        s = server.open(request.state.tenant, user_id, session_id, tools=tools, create=create)
-        timing(request, "open", t0)
-        if expected is not None and s.version != expected:
-            raise SessionConflict(f"session {session_id!r} is at version {s.version}, the request expected version "
-                                  f"{expected}: read it again (GET .../context) and retry")
-        return s
+    def with_session(request: Request, user_id: str, session_id: str, op: Callable[[Session], T], *,
+                     create: bool = False, tools: list[dict[str, Any]] | None = None, expected: int | None = None,
+                     optimistic: bool = False) -> tuple[Session, T]:
+        """``op`` on the session, from the process's cache when current (:mod:`.sessions`)."""
+        return server.sessions.run(request, user_id, session_id, op, create=create, tools=tools,
+                                   expected=expected, optimistic=optimistic)
 
     Sid = Path(..., min_length=1, max_length=190, pattern=ID_PATTERN)
 
     @router.post("/sessions/{session_id}/messages", response_model=AppendResponse, tags=["sessions"],
                  summary="Append what arrived since the last model call (creates the session).")
     def append(body: AppendRequest, request: Request, session_id: str = Sid, user_id: str = UserId) -> AppendResponse:
-        # expected_version > 0 names a session that exists: never create one to refuse the call
-        s = open_session(request, user_id, session_id, create=not body.expected_version, expected=body.expected_version)
-        t0 = time.perf_counter()
-        if body.format == "openai":
-            version = s.append_openai(body.messages)
-        elif body.format == "anthropic":
-            version = s.append_anthropic({"system": body.system, "messages": body.messages}
-                                         if body.system is not None else body.messages)
-        else:
-            version = s.append(body.messages)
-        timing(request, "append", t0)
+        def op(s: Session) -> int:
+            t0 = time.perf_counter()
+            if body.format == "openai":
+                version = s.append_openai(body.messages)
+            elif body.format == "anthropic":
+                version = s.append_anthropic({"system": body.system, "messages": body.messages}
+                                             if body.system is not None else body.messages)
+            else:
+                version = s.append(body.messages)
+            timing(request, "append", t0)
+            return version
+
+        # expected_version > 0 names a session that exists: never create one to refuse the call.
+        # An empty batch writes nothing, so the store's version check cannot stand in for a read.
+        s, version = with_session(request, user_id, session_id, op, create=not body.expected_version,
+                                  expected=body.expected_version, optimistic=bool(body.messages))
         return AppendResponse(user_id=user_id, session_id=session_id, version=version,
                               context_messages=len(s.messages))
 
@@ -147,10 +152,14 @@ def make_router(server: Server) -> APIRouter:
     def prepare(request: Request, body: PrepareRequest | None = None, session_id: str = Sid,
                 user_id: str = UserId) -> JSONResponse:
         body = body or PrepareRequest()
-        s = open_session(request, user_id, session_id, tools=body.tools, expected=body.expected_version)
-        t0 = time.perf_counter()
-        p = s.prepare()
-        timing(request, "prepare", t0)
+
+        def op(s: Session) -> Prepared:
+            t0 = time.perf_counter()
+            p = s.prepare()
+            timing(request, "prepare", t0)
+            return p
+
+        s, p = with_session(request, user_id, session_id, op, tools=body.tools, expected=body.expected_version)
         # a JSONResponse as is: the payload is sent as the library returned it, with no second
         # pass of FastAPI's encoder over it (the response model documents the shape at /docs)
         return JSONResponse({"payload": p.payload, "provider": s.policy.provider, "size": p.size,
@@ -168,9 +177,9 @@ def make_router(server: Server) -> APIRouter:
     @router.get("/sessions/{session_id}/context", tags=["sessions"],
                 summary="The context the model reads now (canonical messages), its size and version.")
     def context(request: Request, session_id: str = Sid, user_id: str = UserId) -> dict[str, Any]:
-        s = open_session(request, user_id, session_id)
+        s, messages = with_session(request, user_id, session_id, lambda s: [_dump(m) for m in s.messages])
         return {"user_id": user_id, "session_id": session_id, "version": s.version, "provider": s.policy.provider,
-                "size": s.size, "unit": s.policy.unit, "messages": [_dump(m) for m in s.messages]}
+                "size": s.size, "unit": s.policy.unit, "messages": messages}
 
     @router.get("/sessions/{session_id}/events", tags=["sessions"], summary="Every compaction event, oldest first.")
     def events(request: Request, session_id: str = Sid, user_id: str = UserId) -> dict[str, Any]:
@@ -191,8 +200,7 @@ def make_router(server: Server) -> APIRouter:
                    summary="Retract the last appended message (kept in the store, out of the context).")
     def pop(request: Request, session_id: str = Sid, user_id: str = UserId,
             expected_version: int | None = Query(None, ge=0)) -> dict[str, Any]:
-        s = open_session(request, user_id, session_id, expected=expected_version)
-        popped = s.pop()
+        s, popped = with_session(request, user_id, session_id, lambda s: s.pop(), expected=expected_version)
         return {"user_id": user_id, "session_id": session_id, "version": s.version,
                 "message": _dump(popped) if popped is not None else None}
 

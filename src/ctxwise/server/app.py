@@ -3,15 +3,17 @@
     create_app(store_url: str = "sqlite:///ctxwise.db",
                policy: Policy | Mapping[str, Any] | None = None,
                *, summarizer: Summarizer | None = None,
-               max_body_bytes: int = 16 * 2**20) -> fastapi.FastAPI
+               max_body_bytes: int = 16 * 2**20, session_cache: int = 1024) -> fastapi.FastAPI
 
 ``store_url`` is the SQLAlchemy URL of the ctxwise database (SQLite file or
 ``postgresql+psycopg://``); it is upgraded to the newest schema when the app is built, which
 also creates the API keys table. ``policy`` is the policy new sessions get (default: the
 ``default`` preset; a reopened session keeps its stored one). ``max_body_bytes`` caps a
-request body (413 above it). :func:`create_app_from_env` builds the same app from the
+request body (413 above it); ``session_cache`` is how many open sessions a process keeps
+between requests (:mod:`.sessions`, 0: none). :func:`create_app_from_env` builds the same app from the
 environment the CLI reads (``CTXWISE_DB``, ``CTXWISE_CONFIG`` a policy TOML file, else
-``CTXWISE_PRESET`` / ``CTXWISE_BUDGET`` / ... as ``Policy.from_env``; ``CTXWISE_SERVER_MAX_BODY``);
+``CTXWISE_PRESET`` / ``CTXWISE_BUDGET`` / ... as ``Policy.from_env``; ``CTXWISE_SERVER_MAX_BODY``,
+``CTXWISE_SERVER_SESSION_CACHE``);
 ``ctxwise serve`` runs it under uvicorn, one or more worker processes.
 
 Routes: ``GET /healthz`` (the process is up), ``GET /readyz`` (the database answers),
@@ -20,9 +22,12 @@ Routes: ``GET /healthz`` (the process is up), ``GET /readyz`` (the database answ
 ``ui.make_router(server)`` (a :class:`fastapi.APIRouter` whose paths carry their own ``/ui``
 prefix), ``server`` being the :class:`Server` below, also at ``app.state.server``.
 
-Several processes may serve one database: nothing about a session is kept in a process between
-requests (each request reads the session from the store; a write carries the version it read,
-and the loser of a race gets 409), and keys are checked against the database on every request.
+Several processes may serve one database: a process keeps the sessions it opened, but never
+serves one that another process could have made stale: every request checks the cached session
+against the store (its version, one indexed read; an append relies on the store's own version
+check of the write) and reopens it when another process wrote it (:mod:`.sessions`); a write
+carries the version it read, and the loser of a race gets 409; keys are checked against the
+database on every request.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .. import ContextManager, CtxwiseError, Policy, Session, SessionNotFound, Summarizer, __version__
 from .errors import ctxwise_error_response, error_response, log
 from .keys import KeyStore
+from .sessions import DEFAULT_SIZE as DEFAULT_CACHE
+from .sessions import SessionCache
 
 DEFAULT_MAX_BODY = 16 * 2**20
 """16 MiB: a batch with a large tool result fits; a runaway client does not."""
@@ -70,6 +77,8 @@ class Server:
     opener: ContextManager | None = None
     """The same store and summarizer, built without a policy: it opens an existing session with
     the policy the session was created with (set by :func:`create_app`)."""
+    sessions: Any = None
+    """The process's :class:`~ctxwise.server.sessions.SessionCache` (set by :func:`create_app`)."""
 
     def open(self, tenant: str, user_id: str, session_id: str, *, create: bool = False,
              tools: list[dict[str, Any]] | None = None) -> Session:
@@ -129,9 +138,11 @@ def timing(request: Request, name: str, since: float) -> None:
 
 
 class ServerTiming:
-    """ASGI middleware: ``Server-Timing: auth;dur=0.61, open;dur=3.9, prepare;dur=4.8, total;dur=10.2``
-    on every response (the key check, reading the session from the store, the library call, and
-    the whole request in the app, body and response encoding included), so an operator (and
+    """ASGI middleware: ``Server-Timing: auth;dur=0.61, open;dur=0.4, prepare;dur=4.8, total;dur=6.2,
+    cache;desc="hit"`` on every response (the key check, getting the session: the freshness read
+    and, when the process had no current copy, reading it from the store; the library call; the
+    whole request in the app, body and response encoding included; whether the session was
+    served from the process's cache: ``hit``, ``miss`` or ``stale``), so an operator (and
     bench/service.py) sees where a request's time went."""
 
     def __init__(self, app: ASGIApp) -> None:
@@ -148,7 +159,8 @@ class ServerTiming:
             steps = scope.get("ctxwise_timing")
             if message["type"] == "http.response.start" and steps:
                 steps = [*steps, ("total", (time.perf_counter() - t0) * 1000)]
-                value = ", ".join(f"{name};dur={ms:.2f}" for name, ms in steps)
+                value = ", ".join([*(f"{name};dur={ms:.2f}" for name, ms in steps),
+                                   *(f'{name};desc="{desc}"' for name, desc in scope.get("ctxwise_timing_desc", {}).items())])
                 message = {**message, "headers": [*message.get("headers", []), (b"server-timing", value.encode())]}
             await send(message)
 
@@ -229,8 +241,11 @@ def _one_line(exc: RequestValidationError) -> str:
 
 
 def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping[str, Any] | None = None, *,
-               summarizer: Summarizer | None = None, max_body_bytes: int = DEFAULT_MAX_BODY) -> FastAPI:
+               summarizer: Summarizer | None = None, max_body_bytes: int = DEFAULT_MAX_BODY,
+               session_cache: int = DEFAULT_CACHE) -> FastAPI:
     """The ctxwise service over the database at ``store_url`` (see the module docstring).
+    ``session_cache``: how many open sessions the process keeps between requests, each checked
+    against the store on every use (:mod:`ctxwise.server.sessions`; 0: open every request).
 
     Raises :class:`~ctxwise.StoreUnavailable` / :class:`~ctxwise.StoreSchemaError` when the
     database cannot be opened or migrated, :class:`~ctxwise.PolicyError` for a bad policy."""
@@ -238,6 +253,7 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
     opener = ContextManager(store=manager.store, summarizer=manager.summarizer)
     server = Server(store_url=store_url, policy=manager.policy, manager=manager, keys=KeyStore(store_url),
                     max_body_bytes=max_body_bytes, opener=opener)
+    server.sessions = SessionCache(server, session_cache)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -328,14 +344,17 @@ def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:
     """:func:`create_app` configured like the CLI: ``CTXWISE_DB`` (default
     ``sqlite:///ctxwise.db``), the policy from the TOML file ``CTXWISE_CONFIG`` when set, else
     from ``CTXWISE_*`` settings (:meth:`~ctxwise.Policy.from_env`), ``CTXWISE_SERVER_MAX_BODY``
-    (bytes). The factory ``ctxwise serve`` hands to uvicorn (``--factory``)."""
+    (bytes), ``CTXWISE_SERVER_SESSION_CACHE`` (open sessions kept per process, default 1024;
+    0 turns the cache off). The factory ``ctxwise serve`` hands to uvicorn (``--factory``)."""
     env = dict(os.environ if environ is None else environ)
     url = env.get("CTXWISE_DB") or "sqlite:///ctxwise.db"
     config = env.get("CTXWISE_CONFIG")
     policy = Policy.from_toml(config, default_preset=env.get("CTXWISE_PRESET", "default")) if config \
         else Policy.from_env(env)
     max_body = env.get("CTXWISE_SERVER_MAX_BODY")
-    return create_app(url, policy, max_body_bytes=int(max_body) if max_body else DEFAULT_MAX_BODY)
+    cache = env.get("CTXWISE_SERVER_SESSION_CACHE")
+    return create_app(url, policy, max_body_bytes=int(max_body) if max_body else DEFAULT_MAX_BODY,
+                      session_cache=int(cache) if cache else DEFAULT_CACHE)
 
 
 def dumps(value: Any) -> str:

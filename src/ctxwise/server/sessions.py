@@ -1,0 +1,195 @@
+"""Open sessions kept between requests, checked against the store on every use.
+
+Opening a session reads it from the store (the session row, its visible messages, the
+user's memory entries, the fact book): about as much work as the call itself. A server
+process therefore keeps the :class:`~ctxwise.Session` objects it opened, at most ``size`` of
+them (least recently used first out), keyed by ``(tenant, user_id, session_id, tools)``.
+
+**Nothing is served stale.** Any process may have written the session since this one last
+used it, so every use is checked:
+
+* a read, ``prepare`` and ``pop`` start with one indexed read (:meth:`SessionCache.fresh`):
+  the session's stored ``version`` and a fingerprint of the user-memory entries the session
+  shows (the active entries of the user created up to the session's start and not written by
+  the session itself: their count and the sum of their ids, a set that only shrinks, so any
+  change to it changes the pair). A difference from what the cached object was opened at
+  drops it and the session is opened again (from the same read on), as with no cache;
+* an append relies on the store's own optimistic check instead (the write is refused unless
+  the session is still at the version the object holds). When a cached object's append is
+  refused by ctxwise (a version conflict, or a check that a stale context failed) before
+  anything was stored, the version is read: if another writer had moved the session on, the
+  object is dropped, the session opened again and the append made once more, so the caller
+  sees what a server without a cache would have answered. A refusal on an up-to-date object
+  is the caller's answer (a 409 for the loser of a real race), and an error from the database
+  itself is never retried (it may hide a commit).
+
+An object is used by one request at a time: it is taken out of the cache for the request
+and put back after a success; a request that finds it taken opens its own. Any error drops
+it. Policy, tools and the memory block are those of a fresh open, because a session whose
+policy was migrated elsewhere has a new version, and the tools are part of the key.
+
+Only a SQL store (SQLite, PostgreSQL) is cached; ``memory://`` is opened per request.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+from sqlalchemy import and_, func, or_, select
+
+from .. import CtxwiseError, Session, SessionConflict, StoreUnavailable
+
+if TYPE_CHECKING:
+    from fastapi import Request
+
+    from .app import Server
+
+T = TypeVar("T")
+
+DEFAULT_SIZE = 1024
+"""Sessions one process keeps open (a context under its budget is a few hundred KB at most)."""
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """What one freshness read found: the stored ``version`` and the user-memory fingerprint."""
+
+    version: int
+    memory: tuple[int, int]
+
+
+@dataclass
+class _Entry:
+    session: Session
+    memory: tuple[int, int]
+
+
+class SessionCache:
+    """The process's open sessions (see the module docstring). ``size=0`` turns it off."""
+
+    def __init__(self, server: "Server", size: int = DEFAULT_SIZE) -> None:
+        self.server = server
+        self.size = size if getattr(server.manager.store, "engine", None) is not None else 0
+        self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- the freshness read ------------------------------------------------------------
+
+    def fresh(self, user: str, session_id: str) -> Freshness | None:
+        """The stored version and memory fingerprint of ``(user, session_id)`` (the store's
+        user id), None when there is no such session. One read (two index lookups)."""
+        from ..store.schema import SessionRow, UserMemoryRow
+
+        S, M = SessionRow.__table__.c, UserMemoryRow.__table__.c
+        shown = and_(M.user_id == S.user_id, M.status == "active",
+                     or_(M.source_session_id.is_(None), M.source_session_id != S.session_id),
+                     or_(S.created_at.is_(None), M.created_at.is_(None), M.created_at <= S.created_at))
+        q = select(S.version,
+                   select(func.count()).where(shown).scalar_subquery(),
+                   select(func.coalesce(func.sum(M.id), 0)).where(shown).scalar_subquery(),
+                   ).where(S.user_id == user, S.session_id == session_id)
+        row = self.server.keys.read(lambda conn: conn.execute(q).first())
+        if row is None:
+            return None
+        return Freshness(int(row[0]), (int(row[1] or 0), int(row[2] or 0)))
+
+    # -- use ---------------------------------------------------------------------------------
+
+    def run(self, request: "Request", user_id: str, session_id: str, op: Callable[[Session], T], *,
+            create: bool = False, tools: list[dict[str, Any]] | None = None, expected: int | None = None,
+            optimistic: bool = False) -> tuple[Session, T]:
+        """``op(session)`` on the session ``(user_id, session_id)`` of the request's tenant,
+        served from the cache when it is current (see the module docstring). ``expected``:
+        :class:`~ctxwise.SessionConflict` unless the session is at that version.
+        ``optimistic``: ``op`` is a write the store refuses on a stale version (an append), so
+        no read precedes it. Returns ``(session, op's result)``; raises what ``op`` raises
+        (:class:`~ctxwise.SessionNotFound` for a missing session unless ``create``).
+
+        Records ``open`` (getting the session: the freshness read, and the store read on a
+        miss) in the request's ``Server-Timing``, with ``cache`` = ``hit``, ``miss`` or
+        ``stale``."""
+        from .app import timing
+
+        tenant = request.state.tenant
+        user = self.server.store_user(tenant, user_id)
+        key = (tenant, user_id, session_id, _tools_key(tools))
+        t0 = time.perf_counter()
+        entry = self._take(key)
+        state = "miss" if entry is None else "hit"
+        found = None
+        if entry is not None and not (optimistic and (expected is None or entry.session.version == expected)):
+            found = self.fresh(user, session_id)
+            if found is None or found.version != entry.session.version or found.memory != entry.memory:
+                entry, state = None, "stale"
+        if entry is None:
+            entry = self._open(tenant, user, user_id, session_id, tools, create, found)
+        timing(request, "open", t0)
+        notes = request.scope.setdefault("ctxwise_timing_desc", {})
+        notes["cache"] = state
+        for attempt in (0, 1):
+            s = entry.session
+            if expected is not None and s.version != expected:
+                raise SessionConflict(f"session {session_id!r} is at version {s.version}, the request expected "
+                                      f"version {expected}: read it again (GET .../context) and retry")
+            before = s.version
+            try:
+                result = op(s)
+            except CtxwiseError as e:
+                if attempt or state != "hit" or not optimistic or s.version != before or isinstance(e, StoreUnavailable):
+                    raise
+                found = self.fresh(user, session_id)
+                if found is None or found.version == before:
+                    raise  # the object was current: the refusal is the caller's answer
+                state = notes["cache"] = "stale"
+                t1 = time.perf_counter()
+                entry = self._open(tenant, user, user_id, session_id, tools, create, found)
+                timing(request, "reopen", t1)
+                continue
+            self._put(key, entry)
+            return s, result
+        raise AssertionError("unreachable")
+
+    def _open(self, tenant: str, user: str, user_id: str, session_id: str, tools: list[dict[str, Any]] | None,
+              create: bool, found: Freshness | None) -> _Entry:
+        """Open the session from the store. The fingerprint comes from a read made before the
+        open (a memory change in between makes the next check reopen it, never the reverse);
+        a session created now has none yet: (0, 0), at worst one reopen later."""
+        if self.size and found is None:
+            found = self.fresh(user, session_id)
+        s = self.server.open(tenant, user_id, session_id, tools=tools, create=create)
+        return _Entry(s, found.memory if found is not None else (0, 0))
+
+    def _take(self, key: tuple[Any, ...]) -> _Entry | None:
+        if not self.size:
+            return None
+        with self._lock:
+            return self._entries.pop(key, None)
+
+    def _put(self, key: tuple[Any, ...], entry: _Entry) -> None:
+        if not self.size:
+            return
+        with self._lock:
+            held = self._entries.get(key)
+            if held is not None and held.session.version > entry.session.version:
+                return
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        """Drop every open session."""
+        with self._lock:
+            self._entries.clear()
+
+
+def _tools_key(tools: list[dict[str, Any]] | None) -> str:
+    return json.dumps(tools, sort_keys=True, separators=(",", ":")) if tools else ""
