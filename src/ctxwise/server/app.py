@@ -57,6 +57,13 @@ DEFAULT_MAX_BODY = 16 * 2**20
 
 TENANT_SEP = ":"
 
+DEFAULT_THREADS = 8
+"""Worker threads per process for the API's (synchronous) routes. A process runs Python one
+thread at a time, so more threads only add switching, and each holds a database connection:
+8 keeps a request's waits on the database overlapped while staying near the connection pool
+(5 kept, 10 more opened and closed on demand: a larger pool of threads made PostgreSQL fork a
+backend for most requests under load)."""
+
 
 class Unauthorized(Exception):
     """No API key, or one that is malformed, unknown or revoked (401, one text for all)."""
@@ -242,10 +249,11 @@ def _one_line(exc: RequestValidationError) -> str:
 
 def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping[str, Any] | None = None, *,
                summarizer: Summarizer | None = None, max_body_bytes: int = DEFAULT_MAX_BODY,
-               session_cache: int = DEFAULT_CACHE) -> FastAPI:
+               session_cache: int = DEFAULT_CACHE, threads: int | None = DEFAULT_THREADS) -> FastAPI:
     """The ctxwise service over the database at ``store_url`` (see the module docstring).
     ``session_cache``: how many open sessions the process keeps between requests, each checked
     against the store on every use (:mod:`ctxwise.server.sessions`; 0: open every request).
+    ``threads``: worker threads for the routes (:data:`DEFAULT_THREADS`; None: anyio's 40).
 
     Raises :class:`~ctxwise.StoreUnavailable` / :class:`~ctxwise.StoreSchemaError` when the
     database cannot be opened or migrated, :class:`~ctxwise.PolicyError` for a bad policy."""
@@ -257,6 +265,10 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if threads:
+            import anyio.to_thread
+
+            anyio.to_thread.current_default_thread_limiter().total_tokens = threads
         try:
             yield
         finally:
@@ -345,7 +357,7 @@ def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:
     ``sqlite:///ctxwise.db``), the policy from the TOML file ``CTXWISE_CONFIG`` when set, else
     from ``CTXWISE_*`` settings (:meth:`~ctxwise.Policy.from_env`), ``CTXWISE_SERVER_MAX_BODY``
     (bytes), ``CTXWISE_SERVER_SESSION_CACHE`` (open sessions kept per process, default 1024;
-    0 turns the cache off). The factory ``ctxwise serve`` hands to uvicorn (``--factory``)."""
+    0 turns the cache off), ``CTXWISE_SERVER_THREADS`` (worker threads, default 8). The factory ``ctxwise serve`` hands to uvicorn (``--factory``)."""
     env = dict(os.environ if environ is None else environ)
     url = env.get("CTXWISE_DB") or "sqlite:///ctxwise.db"
     config = env.get("CTXWISE_CONFIG")
@@ -353,8 +365,10 @@ def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:
         else Policy.from_env(env)
     max_body = env.get("CTXWISE_SERVER_MAX_BODY")
     cache = env.get("CTXWISE_SERVER_SESSION_CACHE")
+    threads = env.get("CTXWISE_SERVER_THREADS")
     return create_app(url, policy, max_body_bytes=int(max_body) if max_body else DEFAULT_MAX_BODY,
-                      session_cache=int(cache) if cache else DEFAULT_CACHE)
+                      session_cache=int(cache) if cache else DEFAULT_CACHE,
+                      threads=int(threads) if threads else DEFAULT_THREADS)
 
 
 def dumps(value: Any) -> str:

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, TypeVar
 
-from sqlalchemy import Column, DateTime, Integer, MetaData, String, Table, create_engine, insert, select, update
+from sqlalchemy import (Column, DateTime, Integer, MetaData, String, Table, bindparam, create_engine, insert, select,
+                        update)
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError
 
@@ -52,6 +53,11 @@ api_keys = Table(
     Column("revoked_at", DateTime(timezone=True), nullable=True),
 )
 """The table as revision 0004 creates it (the migration is the source of the DDL)."""
+
+
+_BY_KEY_ID = select(api_keys.c.tenant, api_keys.c.key_hash, api_keys.c.revoked_at).where(
+    api_keys.c.key_id == bindparam("key_id"))
+"""The key check, built once (SQLAlchemy keeps its compiled form on the statement)."""
 
 
 class KeyError_(ValueError):
@@ -163,8 +169,8 @@ class KeyStore:
         m = _KEY.match(key or "")
         if m is None:
             return None
-        q = select(api_keys.c.tenant, api_keys.c.key_hash, api_keys.c.revoked_at).where(api_keys.c.key_id == m.group(1))
-        row = self.read(lambda conn: conn.execute(q).first())
+        params = {"key_id": m.group(1)}
+        row = self.read(lambda conn: conn.execute(_BY_KEY_ID, params).first())
         if row is None or row.revoked_at is not None:
             return None
         return row.tenant if hmac.compare_digest(row.key_hash, digest(key or "")) else None

@@ -24,8 +24,9 @@ used it, so every use is checked:
   itself is never retried (it may hide a commit).
 
 An object is used by one request at a time: it is taken out of the cache for the request
-and put back after a success; a request that finds it taken opens its own. Any error drops
-it. Policy, tools and the memory block are those of a fresh open, because a session whose
+and put back after a success, or after an append the library refused on an object just found
+current (a refused call changes nothing); a request that finds it taken opens its own. Any
+other error drops it. Policy, tools and the memory block are those of a fresh open, because a session whose
 policy was migrated elsewhere has a new version, and the tools are part of the key.
 
 Only a SQL store (SQLite, PostgreSQL) is cached; ``memory://`` is opened per request.
@@ -33,6 +34,7 @@ Only a SQL store (SQLite, PostgreSQL) is cached; ``memory://`` is opened per req
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -40,7 +42,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, bindparam, func, or_, select
 
 from .. import CtxwiseError, Session, SessionConflict, StoreUnavailable
 
@@ -83,17 +85,8 @@ class SessionCache:
     def fresh(self, user: str, session_id: str) -> Freshness | None:
         """The stored version and memory fingerprint of ``(user, session_id)`` (the store's
         user id), None when there is no such session. One read (two index lookups)."""
-        from ..store.schema import SessionRow, UserMemoryRow
-
-        S, M = SessionRow.__table__.c, UserMemoryRow.__table__.c
-        shown = and_(M.user_id == S.user_id, M.status == "active",
-                     or_(M.source_session_id.is_(None), M.source_session_id != S.session_id),
-                     or_(S.created_at.is_(None), M.created_at.is_(None), M.created_at <= S.created_at))
-        q = select(S.version,
-                   select(func.count()).where(shown).scalar_subquery(),
-                   select(func.coalesce(func.sum(M.id), 0)).where(shown).scalar_subquery(),
-                   ).where(S.user_id == user, S.session_id == session_id)
-        row = self.server.keys.read(lambda conn: conn.execute(q).first())
+        params = {"u": user, "s": session_id}
+        row = self.server.keys.read(lambda conn: conn.execute(_fresh_query(), params).first())
         if row is None:
             return None
         return Freshness(int(row[0]), (int(row[1] or 0), int(row[2] or 0)))
@@ -144,6 +137,8 @@ class SessionCache:
                     raise
                 found = self.fresh(user, session_id)
                 if found is None or found.version == before:
+                    if found is not None and found.memory == entry.memory and not isinstance(e, SessionConflict):
+                        self._put(key, entry)  # current, and a refused call changes nothing (the library's rule)
                     raise  # the object was current: the refusal is the caller's answer
                 state = notes["cache"] = "stale"
                 t1 = time.perf_counter()
@@ -189,6 +184,22 @@ class SessionCache:
         """Drop every open session."""
         with self._lock:
             self._entries.clear()
+
+
+@functools.lru_cache(maxsize=1)
+def _fresh_query() -> Any:
+    """The freshness read, built once (a statement object reused keeps SQLAlchemy's compiled
+    form: no cache key to compute per request)."""
+    from ..store.schema import SessionRow, UserMemoryRow
+
+    S, M = SessionRow.__table__.c, UserMemoryRow.__table__.c
+    shown = and_(M.user_id == S.user_id, M.status == "active",
+                 or_(M.source_session_id.is_(None), M.source_session_id != S.session_id),
+                 or_(S.created_at.is_(None), M.created_at.is_(None), M.created_at <= S.created_at))
+    return select(S.version,
+                  select(func.count()).where(shown).scalar_subquery(),
+                  select(func.coalesce(func.sum(M.id), 0)).where(shown).scalar_subquery(),
+                  ).where(S.user_id == bindparam("u"), S.session_id == bindparam("s"))
 
 
 def _tools_key(tools: list[dict[str, Any]] | None) -> str:
