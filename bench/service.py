@@ -12,9 +12,12 @@ recording's ids) and prepares; after the last call it appends the model's output
 1. **In-process**: the same work through the library, in 2 processes x 16 threads (as 2 server
    processes with 32 clients), each session kept open in its thread as a library user would,
    on its own PostgreSQL database. Latency of every ``append()`` and ``prepare()``.
-2. **HTTP**: 2 ``ctxwise serve`` processes on one PostgreSQL database, 32 asyncio clients
-   (httpx, in 2 processes); every request goes to the next live server in turn (a load balancer without
-   stickiness: consecutive requests of one session land on different processes). Appends carry
+2. **HTTP**, once per ``--routing`` (both by default, each on a fresh database): 2 ``ctxwise
+   serve`` processes on one PostgreSQL database, 32 asyncio clients (httpx, in 2 processes).
+   ``affinity``: a session's requests go to one server (a hash of its id: a load balancer with
+   session affinity, so the server's open copy of the session is current); ``round-robin``:
+   every request goes to the next live server in turn (no stickiness: consecutive requests of
+   one session land on different processes, and a server's copy is often stale). Appends carry
    ``expected_version``; every 8th session sends each append to both servers at once (a hedged
    request: exactly one may win, the other gets 409). A 409 is resolved by reading the
    session's version and resending: 200, or 422 ``duplicate-message-id`` when the first
@@ -45,6 +48,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -194,6 +198,7 @@ def run_inproc(url: str, works: list[Work]) -> dict[str, Any]:
     ctx = mp.get_context("fork")
     results = ctx.Queue()
     procs = [ctx.Process(target=inproc_worker, args=(url, works[p::2], CLIENTS // 2, results)) for p in range(2)]
+    c0, pg0 = children_cpu(), postgres_cpu(url)
     t0 = time.perf_counter()
     for p in procs:
         p.start()
@@ -201,9 +206,11 @@ def run_inproc(url: str, works: list[Work]) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     for p in procs:
         p.join()
+    cpu = {"workers": children_cpu() - c0, "postgres": postgres_cpu(url) - pg0}
     lat = {k: [x for part in parts for x in part["lat"][k]] for k in ("append", "prepare")}
     hashes = {k: v for part in parts for k, v in part["hashes"].items()}
-    return {"wall": wall, "lat": lat, "hashes": hashes, "errors": [e for part in parts for e in part["errors"]]}
+    return {"wall": wall, "lat": lat, "hashes": hashes, "errors": [e for part in parts for e in part["errors"]],
+            "cpu": cpu}
 
 
 # -- 2. HTTP ---------------------------------------------------------------------------------------
@@ -225,12 +232,18 @@ class Stats:
     after_kill_ok: int = 0
     killed_at: float | None = None
     server_timing: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    cache: dict[str, dict[str, int]] = field(default_factory=dict)
+    cpu: float = 0.0
+    hedge_winner_killed: int = 0
 
 
 class Servers:
-    """The two server processes as a client sees them: round robin over the live ones."""
+    """The two server processes as a client sees them: with ``routing="affinity"`` each session
+    goes to one server (a hash of its id, as a load balancer with session affinity does; the
+    other live server when that one is down), with ``"round-robin"`` each request to the next
+    live server (no stickiness)."""
 
-    def __init__(self, urls: list[str], key: str, stats: Stats) -> None:
+    def __init__(self, urls: list[str], key: str, stats: Stats, routing: str = "affinity") -> None:
         import httpx
 
         limits = httpx.Limits(max_connections=CLIENTS * 2, max_keepalive_connections=CLIENTS * 2)
@@ -239,9 +252,13 @@ class Servers:
         self.alive = [True] * len(urls)
         self.turn = 0
         self.stats = stats
+        self.routing = routing
 
-    def pick(self) -> int:
+    def pick(self, session_id: str) -> int:
         live = [i for i, a in enumerate(self.alive) if a]
+        if self.routing == "affinity":
+            home = zlib.crc32(session_id.encode()) % len(self.alive)
+            return home if self.alive[home] else live[home % len(live)]
         self.turn += 1
         return live[self.turn % len(live)]
 
@@ -249,8 +266,9 @@ class Servers:
                    server: int | None = None) -> tuple[Any, float]:
         import httpx
 
+        session_id = path.split("/")[3]
         for _attempt in range(100):
-            i = server if server is not None and self.alive[server] else self.pick()
+            i = server if server is not None and self.alive[server] else self.pick(session_id)
             server = None
             t0 = time.perf_counter()
             try:
@@ -269,6 +287,10 @@ class Servers:
                     if ";dur=" in part:
                         name, ms = part.split(";dur=")
                         self.stats.server_timing.setdefault(op, {}).setdefault(name, []).append(float(ms))
+                    elif part.startswith("cache;desc="):
+                        state = part.split("=", 1)[1].strip('"')
+                        self.stats.cache.setdefault(op, {}).setdefault(state, 0)
+                        self.stats.cache[op][state] += 1
                 self.stats.server_timing.setdefault(op, {}).setdefault("client", []).append(dt * 1000)
             if KILLED is not None and KILLED.value >= 0 and r.status_code < 500:
                 self.stats.after_kill_ok += 1
@@ -296,16 +318,24 @@ async def http_session(w: Work, srv: Servers, stats: Stats, hedge: bool, t_start
                                                       srv.send("POST", base + "/messages", params=q, body=body, server=1))
             wins = [(r, d) for r, d in ((r1, d1), (r2, d2)) if r.status_code == 200]
             losers = [r for r in (r1, r2) if r.status_code != 200]
-            if len(wins) != 1 or any(r.status_code != 409 for r in losers):
+            # no winner is right only when the killed server stored the append and died before answering
+            # (the retry of its request then lost too); resolve() below must find the append stored
+            died = not wins and KILLED is not None and KILLED.value >= 0
+            if died and all(r.status_code == 409 for r in losers):
+                stats.hedge_winner_killed += 1
+            elif len(wins) != 1 or any(r.status_code != 409 for r in losers):
                 stats.other_errors.append(f"hedged append {w.session_id}/{k}: {r1.status_code} {r2.status_code} "
-                                          + " ".join(r.text[:300] for r in losers if r.status_code != 409))
+                                          + " ".join(r.text[:300] for r in losers))
             if wins:
                 version = wins[0][0].json()["version"]
                 stats.lat["append"].append((time.monotonic() - t_start, wins[0][1]))
                 stats.acked.add(f"{w.session_id}/{k}")
             for _ in losers:
                 stats.c409 += 1
+                stored_before = stats.found_stored
                 version = await resolve(w, k, batch, srv, stats)
+                if died and stats.found_stored == stored_before:
+                    stats.other_errors.append(f"hedged append {w.session_id}/{k}: no winner, and not stored")
         else:
             r, d = await srv.send("POST", base + "/messages", params=q, body=body)
             if r.status_code == 200:
@@ -407,14 +437,14 @@ KILLED: Any = None
 
 
 def client_proc(part: list[tuple[int, Work]], urls: list[str], key: str, t0: float, calls: Any, killed: Any,
-                results: Any) -> None:
+                results: Any, routing: str) -> None:
     """One client process: ``CLIENTS // 2`` asyncio clients over its share of the sessions."""
     global CALLS, KILLED
     CALLS, KILLED = calls, killed
     stats = Stats()
 
     async def run() -> None:
-        srv = Servers(urls, key, stats)
+        srv = Servers(urls, key, stats, routing)
         todo: asyncio.Queue[tuple[int, Work]] = asyncio.Queue()
         for item in part:
             todo.put_nowait(item)
@@ -431,18 +461,19 @@ def client_proc(part: list[tuple[int, Work]], urls: list[str], key: str, t0: flo
         await srv.close()
 
     asyncio.run(run())
+    stats.cpu = time.process_time()
     results.put(stats)
 
 
 def run_http_clients(works: list[Work], urls: list[str], key: str, procs: list[subprocess.Popen],
-                     kill_after_calls: int) -> tuple[Stats, float]:
+                     kill_after_calls: int, routing: str) -> tuple[Stats, float]:
     """32 clients in 2 processes (one process could not keep 32 clients busy on a shared machine);
     the parent kills server 0 with SIGKILL once ``kill_after_calls`` model calls are done."""
     ctx = mp.get_context("fork")
     calls, killed, results = ctx.Value("i", 0), ctx.Value("d", -1.0), ctx.Queue()
     t0 = time.monotonic()
     items = list(enumerate(works))
-    children = [ctx.Process(target=client_proc, args=(items[c::2], urls, key, t0, calls, killed, results))
+    children = [ctx.Process(target=client_proc, args=(items[c::2], urls, key, t0, calls, killed, results, routing))
                 for c in range(2)]
     for c in children:
         c.start()
@@ -458,7 +489,7 @@ def run_http_clients(works: list[Work], urls: list[str], key: str, procs: list[s
     stats = Stats()
     for st in parts:
         for name in ("requests", "s5xx", "c409", "resolved_409", "found_stored", "transport_errors", "calls_done",
-                     "after_kill_ok"):
+                     "after_kill_ok", "cpu", "hedge_winner_killed"):
             setattr(stats, name, getattr(stats, name) + getattr(st, name))
         stats.other_errors += st.other_errors
         for op in ("append", "prepare"):
@@ -468,6 +499,10 @@ def run_http_clients(works: list[Work], urls: list[str], key: str, procs: list[s
         for op, steps in st.server_timing.items():
             for name, values in steps.items():
                 stats.server_timing.setdefault(op, {}).setdefault(name, []).extend(values)
+        for op, states in st.cache.items():
+            for name, n in states.items():
+                stats.cache.setdefault(op, {}).setdefault(name, 0)
+                stats.cache[op][name] += n
     stats.killed_at = killed.value if killed.value >= 0 else None
     return stats, wall
 
@@ -497,6 +532,48 @@ def final_check(url: str, works: list[Work]) -> dict[str, int]:
     return out
 
 
+# -- CPU accounting ------------------------------------------------------------------------------------
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's waited-for children (the workers, servers and clients)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def postgres_cpu(url: str) -> float:
+    """CPU seconds used so far by the PostgreSQL cluster at ``url``: the postmaster (with its
+    exited backends) and its live children, from /proc; nan when it cannot be read."""
+    from sqlalchemy import create_engine, text
+
+    try:
+        eng = create_engine(url)
+        with eng.connect() as conn:
+            data = conn.execute(text("SHOW data_directory")).scalar()
+        eng.dispose()
+        pm = int(Path(str(data), "postmaster.pid").read_text().split()[0])
+        tck = os.sysconf("SC_CLK_TCK")
+
+        def stat(pid: int) -> list[str]:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+        st = stat(pm)
+        total = sum(int(x) for x in st[11:15])
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    st = stat(int(d.name))
+                except (OSError, IndexError):
+                    continue
+                if int(st[1]) == pm:
+                    total += int(st[11]) + int(st[12])
+        return total / tck
+    except Exception:  # noqa: BLE001 - a report column, not a check
+        return float("nan")
+
+
 # -- the report ----------------------------------------------------------------------------------------
 
 
@@ -519,41 +596,26 @@ def new_database(base: str, name: str) -> str:
     return make_url(base).set(database=name).render_as_string(hide_password=False)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sessions", type=int, default=200)
-    ap.add_argument("--calls", type=int, default=30)
-    ap.add_argument("--data", type=Path, default=DATA)
-    ap.add_argument("--pg", default=os.environ.get("CTXWISE_TEST_PG_URL"),
-                    help="PostgreSQL server URL (default $CTXWISE_TEST_PG_URL, set by scripts/with-postgres.sh)")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "service.md")
-    args = ap.parse_args()
-    if not args.pg:
-        sys.exit("error: no PostgreSQL (run through `bash scripts/with-postgres.sh .venv/bin/python bench/service.py`)")
-    started = time.perf_counter()
-    works = workload(args.data, args.sessions, args.calls)
+ROUTINGS = ("affinity", "round-robin")
+
+
+def http_phase(pg: str, works: list[Work], inproc: dict[str, Any], routing: str) -> dict[str, Any]:
+    """One HTTP run on a fresh database: 2 servers, 32 clients routed by ``routing``, one server
+    killed at half the model calls, then the final check. Returns the report's rows and verdicts."""
     n_calls = sum(sum(w.prepare) for w in works)
     n_appends = sum(len(w.batches) for w in works)
-    n_msgs = sum(len(w.ids) for w in works)
-    print(f"workload: {len(works)} sessions, {n_calls} model calls, {n_appends} appends, {n_msgs} messages", flush=True)
-
-    inproc_url = new_database(args.pg, "bench_service_inproc")
-    http_url = new_database(args.pg, "bench_service_http")
+    http_url = new_database(pg, f"bench_service_http_{routing.replace('-', '_')}")
     from ctxwise import SqlStore
-
-    SqlStore(inproc_url).close()  # create the tables before the workers race to
-    inproc = run_inproc(inproc_url, works)
-    print(f"in-process: {inproc['wall']:.1f} s, errors {len(inproc['errors'])}", flush=True)
-
-    SqlStore(http_url).close()
     from ctxwise.server.keys import KeyStore
 
+    SqlStore(http_url).close()
     ks = KeyStore(http_url)
     key, _rec = ks.create(TENANT, "bench")
     ks.close()
     procs, urls = start_servers(http_url, 2)
+    c0, pg0 = children_cpu(), postgres_cpu(http_url)
     try:
-        stats, wall = run_http_clients(works, urls, key, procs, kill_after_calls=n_calls // 2)
+        stats, wall = run_http_clients(works, urls, key, procs, kill_after_calls=n_calls // 2, routing=routing)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -564,7 +626,10 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 p.kill()
     killed = procs[0].returncode
-    print(f"http: {wall:.1f} s, killed server exit {killed}, 5xx {stats.s5xx}, 409 {stats.c409}", flush=True)
+    pg_cpu = postgres_cpu(http_url) - pg0
+    server_cpu = children_cpu() - c0 - stats.cpu
+    print(f"http ({routing}): {wall:.1f} s, killed server exit {killed}, 5xx {stats.s5xx}, 409 {stats.c409}, "
+          f"cache {stats.cache}", flush=True)
     check = final_check(http_url, works)
     mismatched_keys = sorted(k for k, h in stats.hashes.items() if inproc["hashes"].get(k) != h)
     mismatched = len(mismatched_keys)
@@ -579,87 +644,168 @@ def main() -> None:
     calls_before = sum(1 for t, _d in stats.lat["prepare"] if t <= kill_t)
     rows = []
     for name in ("append", "prepare"):
-        ip50, ip99 = pct(inproc["lat"][name], 50), pct(inproc["lat"][name], 99)
+        ip50 = pct(inproc["lat"][name], 50)
         b50, b99 = pct(before[name], 50), pct(before[name], 99)
         w50, w99 = pct(whole[name], 50), pct(whole[name], 99)
-        rows.append(f"| {name} | {len(inproc['lat'][name]):,} | {ip50:.1f} | {ip99:.1f} | {len(before[name]):,} | "
-                    f"{b50:.1f} | {b99:.1f} | **{b50 / ip50:.2f}x** | {w50:.1f} | {w99:.1f} | {w50 / ip50:.2f}x |")
+        rows.append(f"| {name} | {routing} | {len(before[name]):,} | {b50:.1f} | {b99:.1f} | **{b50 / ip50:.2f}x** | "
+                    f"{w50:.1f} | {w99:.1f} | {w50 / ip50:.2f}x |")
     tp_in = n_calls / inproc["wall"]
     tp_before = calls_before / kill_t if stats.killed_at else float("nan")
     tp_whole = n_calls / wall
     p50_ok = all(pct(before[n], 50) <= 2 * pct(inproc["lat"][n], 50) for n in ("append", "prepare"))
     ok = (stats.s5xx == 0 and check["lost"] == 0 and check["duplicated"] == 0 and check["out_of_order"] == 0
-          and acked_never == 0 and mismatched == 0 and missing_calls == 0 and not stats.other_errors and not inproc["errors"]
+          and acked_never == 0 and mismatched == 0 and missing_calls == 0 and not stats.other_errors
           and killed == -signal.SIGKILL and stats.after_kill_ok > 0)
-
     breakdown = []
     for op in ("append", "prepare"):
         steps = stats.server_timing.get(op, {})
         if steps:
             lib = [x * 1000 for x in inproc["lat"][op]]
-            cells = " | ".join(f"{statistics.median(steps[n]):.1f}" if n in steps else "" for n in ("auth", "open", op))
-            breakdown.append(f"| {op} | {cells} | {statistics.median(steps['client']):.1f} | "
+            cells = " | ".join(f"{statistics.median(steps[n]):.1f}" if n in steps else ""
+                               for n in ("auth", "open", op, "total"))
+            states = stats.cache.get(op, {})
+            total = sum(states.values()) or 1
+            cache = ", ".join(f"{k} {100 * states.get(k, 0) / total:.0f}%" for k in ("hit", "miss", "stale"))
+            breakdown.append(f"| {op} | {routing} | {cache} | {cells} | {statistics.median(steps['client']):.1f} | "
                              f"{statistics.median(lib):.1f} |")
+    correctness = [
+        ("HTTP requests answered", f"{stats.requests:,}"),
+        ("5xx responses", f"{stats.s5xx}"),
+        ("409 responses (hedged losers, retries after the kill)", f"{stats.c409}"),
+        ("409s retried to success (of which the append was found already stored)",
+         f"{stats.resolved_409} ({stats.found_stored})"),
+        ("requests that died with the killed server or hit it afterwards (retried on the other)",
+         f"{stats.transport_errors}"),
+        ("server killed at", f"{kill_t:.1f} s of {wall:.1f} s (exit {killed})"),
+        ("hedged appends whose winner was the killed server (stored, never answered; both answers 409, found stored)",
+         f"{stats.hedge_winner_killed}"),
+        ("requests the other server answered after the kill", f"{stats.after_kill_ok:,}"),
+        ("appends acknowledged (200, or 422 duplicate-message-id after a 409)", f"{len(stats.acked):,} of {n_appends:,}"),
+        ("messages expected / stored", f"{check['expected']:,} / {check['stored']:,}"),
+        ("lost / duplicated / out of order (sessions)", f"{check['lost']} / {check['duplicated']} / {check['out_of_order']}"),
+        ("HTTP payloads differing from the in-process payload of the same call, byte for byte (calls missing on one side)",
+         f"{mismatched} ({missing_calls})"),
+        ("other errors", f"{len(stats.other_errors)}"),
+    ]
+    cpu = (f"| HTTP, {routing} | {1000 * server_cpu / n_calls:.1f} (2 servers) | {1000 * stats.cpu / n_calls:.1f} | "
+           f"{1000 * pg_cpu / n_calls:.1f} | {1000 * (server_cpu + stats.cpu + pg_cpu) / n_calls:.1f} |")
+    return {"routing": routing, "rows": rows, "cpu": cpu, "breakdown": breakdown, "correctness": correctness, "ok": ok,
+            "p50_ok": p50_ok, "errors": stats.other_errors,
+            "throughput": f"{routing}: {tp_before:.1f} with both servers ({tp_before / tp_in:.2f}x), "
+                          f"{tp_whole:.1f} over the whole run (one server after the kill)"}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sessions", type=int, default=200)
+    ap.add_argument("--calls", type=int, default=30)
+    ap.add_argument("--routing", choices=[*ROUTINGS, "both"], default="both",
+                    help="how the clients pick a server: by session (affinity), every request to the next one "
+                         "(round-robin), or one run of each (both, the default)")
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--pg", default=os.environ.get("CTXWISE_TEST_PG_URL"),
+                    help="PostgreSQL server URL (default $CTXWISE_TEST_PG_URL, set by scripts/with-postgres.sh)")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "service.md")
+    args = ap.parse_args()
+    if not args.pg:
+        sys.exit("error: no PostgreSQL (run through `bash scripts/with-postgres.sh .venv/bin/python bench/service.py`)")
+    started = time.perf_counter()
+    loads: list[float] = []
+    works = workload(args.data, args.sessions, args.calls)
+    n_calls = sum(sum(w.prepare) for w in works)
+    n_appends = sum(len(w.batches) for w in works)
+    n_msgs = sum(len(w.ids) for w in works)
+    print(f"workload: {len(works)} sessions, {n_calls} model calls, {n_appends} appends, {n_msgs} messages", flush=True)
+
+    inproc_url = new_database(args.pg, "bench_service_inproc")
+    from ctxwise import SqlStore
+
+    SqlStore(inproc_url).close()  # create the tables before the workers race to
+    inproc = run_inproc(inproc_url, works)
+    loads.append(os.getloadavg()[0])
+    print(f"in-process: {inproc['wall']:.1f} s, errors {len(inproc['errors'])}", flush=True)
+    phases = []
+    for routing in (ROUTINGS if args.routing == "both" else (args.routing,)):
+        phases.append(http_phase(args.pg, works, inproc, routing))
+        loads.append(os.getloadavg()[0])
+
+    ok = all(p["ok"] for p in phases) and not inproc["errors"]
+    tp_in = n_calls / inproc["wall"]
+    in_rows = [f"| {name} | {len(inproc['lat'][name]):,} | {pct(inproc['lat'][name], 50):.1f} | "
+               f"{pct(inproc['lat'][name], 99):.1f} |" for name in ("append", "prepare")]
+    opts = "".join([f" --sessions {args.sessions}" if args.sessions != 200 else "",
+                    f" --calls {args.calls}" if args.calls != 30 else "",
+                    f" --routing {args.routing}" if args.routing != "both" else ""])
     lines = [
         "# ctxwise as a service: 2 server processes on one PostgreSQL, 32 concurrent clients",
         "",
-        "- command: `bash scripts/with-postgres.sh .venv/bin/python bench/service.py`"
-        + (f" --sessions {args.sessions} --calls {args.calls}" if (args.sessions, args.calls) != (200, 30) else ""),
+        f"- command: `bash scripts/with-postgres.sh .venv/bin/python bench/service.py{opts}`",
         f"- date: {now()}; wall time {(time.perf_counter() - started) / 60:.1f} min",
         *machine(("fastapi", "uvicorn", "httpx", "psycopg", "sqlalchemy")),
+        "- load average (1 min) after the in-process run and after each HTTP run: "
+        + ", ".join(f"{x:.1f}" for x in loads),
         f"- workload: {len(works)} sessions x {args.calls} model calls of recorded turns ({', '.join(FILES)}), "
         f"{n_calls:,} model calls, {n_appends:,} appends, {n_msgs:,} messages; policy default preset, "
         "4,000 o200k tokens, provider openai (compaction fires along the way)",
         "- in-process: the library in 2 processes x 16 threads on its own PostgreSQL database, one open Session per "
         "session; HTTP: 2 `ctxwise serve` processes (one uvicorn worker each) on one PostgreSQL database, 32 asyncio "
-        "httpx clients in 2 processes, each request to the next live server (no stickiness); every "
-        f"{HEDGE_EVERY}th session sends each append to both servers at once (hedged: one wins, the other is 409); "
-        "server 1 killed with SIGKILL when half the model calls were done",
+        "httpx clients in 2 processes. Routing `affinity`: each session's requests go to one server (a hash of the "
+        "session id, as a load balancer with session affinity); `round-robin`: each request to the next live server "
+        f"(no stickiness). Every {HEDGE_EVERY}th session sends each append to both servers at once (hedged: one "
+        "wins, the other is 409); server 1 killed with SIGKILL when half the model calls were done (its sessions "
+        "move to the other server). Each routing runs on a fresh database after the in-process run.",
         "",
         "## Latency (ms per request, client side) and throughput",
         "",
-        "| op | in-process n | p50 | p99 | HTTP n (both up) | p50 | p99 | HTTP p50 / in-process p50 | "
-        "HTTP whole run p50 | p99 | ratio |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-        *rows,
+        "In-process:",
         "",
-        f"- throughput (model calls / s, each an append and a prepare): in-process {tp_in:.1f}; HTTP with both servers "
-        f"{tp_before:.1f} ({tp_before / tp_in:.2f}x); HTTP whole run, one server after the kill {tp_whole:.1f}",
-        f"- target HTTP p50 <= 2x in-process p50 (both servers up): **{'met' if p50_ok else 'not met'}**",
+        "| op | n | p50 | p99 |",
+        "| --- | ---: | ---: | ---: |",
+        *in_rows,
+        "",
+        "HTTP, against the in-process p50 of the same run:",
+        "",
+        "| op | routing | n (both up) | p50 | p99 | HTTP p50 / in-process p50 | whole run p50 | p99 | ratio |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *[r for p in phases for r in p["rows"]],
+        "",
+        f"- throughput (model calls / s, each an append and a prepare): in-process {tp_in:.1f}; HTTP "
+        + "; ".join(p["throughput"] for p in phases),
+        *[f"- target HTTP p50 <= 2x in-process p50 (both servers up), {p['routing']}: "
+          f"**{'met' if p['p50_ok'] else 'not met'}**" for p in phases],
         "",
         "Where an HTTP request's time goes (medians over the whole HTTP run, ms; server side from each response's "
-        "`Server-Timing` header): the key check, reading the session from the store (every request does, on any "
-        "node), the library call itself, and the whole request as the client saw it, beside the same library call "
-        "in-process.",
+        "`Server-Timing` header): whether the server had the session open and current (hit), had to read it (miss: "
+        "not open in this process; stale: another process wrote it since), the key check, getting the session "
+        "(the freshness read, plus reading it on a miss or stale), the library call itself, the whole request in the "
+        "server (from the app's first middleware to its response: waiting for a worker thread included), and the "
+        "whole request as the client saw it, beside the same library call in-process.",
         "",
-        "| op | auth | open (read the session) | library call | client total | in-process call |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
-        *breakdown,
+        "| op | routing | session cache | auth | open | library call | server total | client total | in-process call |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *[r for p in phases for r in p["breakdown"]],
+        "",
+        "CPU per model call (ms of CPU time, all processes of the side; the servers' figure is what the 2 server "
+        "processes used, the killed one until its death):",
+        "",
+        "| run | library / servers | clients | PostgreSQL | total |",
+        "| --- | ---: | ---: | ---: | ---: |",
+        f"| in-process | {1000 * inproc['cpu']['workers'] / n_calls:.1f} (2 worker processes) | | "
+        f"{1000 * inproc['cpu']['postgres'] / n_calls:.1f} | "
+        f"{1000 * (inproc['cpu']['workers'] + inproc['cpu']['postgres']) / n_calls:.1f} |",
+        *[p["cpu"] for p in phases],
         "",
         "## Correctness",
         "",
-        "| measure | value |",
-        "| --- | ---: |",
-        f"| HTTP requests answered | {stats.requests:,} |",
-        f"| 5xx responses | {stats.s5xx} |",
-        f"| 409 responses (hedged losers, retries after the kill) | {stats.c409} |",
-        f"| 409s retried to success | {stats.resolved_409} (of which the append was found already stored: "
-        f"{stats.found_stored}) |",
-        f"| requests that died with the killed server or hit it afterwards (retried on the other) | "
-        f"{stats.transport_errors} |",
-        f"| server killed at | {kill_t:.1f} s of {wall:.1f} s (exit {killed}) |",
-        f"| requests the other server answered after the kill | {stats.after_kill_ok:,} |",
-        f"| appends acknowledged (200, or 422 duplicate-message-id after a 409) | {len(stats.acked):,} of {n_appends:,} |",
-        f"| messages expected / stored | {check['expected']:,} / {check['stored']:,} |",
-        f"| lost / duplicated / out of order (sessions) | {check['lost']} / {check['duplicated']} / "
-        f"{check['out_of_order']} |",
-        f"| HTTP payloads differing from the in-process payload of the same call (byte for byte) | {mismatched} "
-        f"(calls missing on one side: {missing_calls}) |",
-        f"| other errors | {len(stats.other_errors) + len(inproc['errors'])} |",
+        "| measure | " + " | ".join(p["routing"] for p in phases) + " |",
+        "| --- | " + " | ".join("---:" for _ in phases) + " |",
+        *[f"| {label} | " + " | ".join(p["correctness"][i][1] for p in phases) + " |"
+          for i, (label, _v) in enumerate(phases[0]["correctness"])],
+        f"| in-process errors | {len(inproc['errors'])} |" + " |" * (len(phases) - 1),
         "",
         f"**Verdict: {'all correctness checks pass' if ok else 'FAILED: see the table'}.**",
     ]
-    errs = stats.other_errors + inproc["errors"]
+    errs = [e for p in phases for e in p["errors"]] + inproc["errors"]
     if errs:
         lines += ["", "Errors (first 10):", "", *[f"- `{e[:300]}`" for e in errs[:10]]]
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
