@@ -40,6 +40,8 @@ contains the ``:`` separator."""
 T = TypeVar("T")
 
 _KEY = re.compile(r"^ctxw_([0-9a-f]{12})_([A-Za-z0-9_-]{20,128})$")
+KEY_FORM = _KEY
+"""What a key looks like (``ctxw_<key_id>_<secret>``); a key of another form is refused unread."""
 
 metadata = MetaData()
 api_keys = Table(
