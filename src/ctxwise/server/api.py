@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import Any, Callable, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
@@ -122,7 +123,7 @@ def make_router(server: Server) -> APIRouter:
         if getattr(route, "name", None) in SAME_THREAD:
             server.key_of(request)  # 401 for a missing or malformed key before the body is read
             return None  # the key is checked against the database on the route's own thread
-        return await server.in_lane("auth", server.authenticate, request)
+        return await run_in_threadpool(server.authenticate, request)
 
     router = APIRouter(prefix="/v1", dependencies=[Depends(tenant_of)])
     store = server.manager.store
@@ -140,7 +141,7 @@ def make_router(server: Server) -> APIRouter:
                  summary="Append what arrived since the last model call (creates the session).")
     async def append(body: AppendRequest, request: Request, session_id: str = Sid,
                      user_id: str = UserId) -> AppendResponse:
-        return await server.in_lane("append", append_now, body, request, session_id, user_id)
+        return await run_in_threadpool(append_now, body, request, session_id, user_id)
 
     def append_now(body: AppendRequest, request: Request, session_id: str, user_id: str) -> AppendResponse:
         if getattr(request.state, "tenant", None) is None:
@@ -168,7 +169,7 @@ def make_router(server: Server) -> APIRouter:
                  summary="Compact if needed, check, and render the provider payload.")
     async def prepare(request: Request, body: PrepareRequest | None = None, session_id: str = Sid,
                       user_id: str = UserId) -> JSONResponse:
-        return await server.in_lane("prepare", prepare_now, request, body or PrepareRequest(), session_id, user_id)
+        return await run_in_threadpool(prepare_now, request, body or PrepareRequest(), session_id, user_id)
 
     def prepare_now(request: Request, body: PrepareRequest, session_id: str, user_id: str) -> JSONResponse:
         if getattr(request.state, "tenant", None) is None:

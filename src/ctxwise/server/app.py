@@ -37,8 +37,8 @@ import logging
 import os
 import time
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Mapping, TypeVar
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -57,15 +57,12 @@ DEFAULT_MAX_BODY = 16 * 2**20
 
 TENANT_SEP = ":"
 
-T = TypeVar("T")
-
-DEFAULT_THREADS = 4
-"""Worker threads per process for each kind of work (:meth:`Server.in_lane`: key checks,
-appends, prepares, the other routes). A process runs Python one thread at a time, so more
-threads only add switching, and each holds a database connection: a few keep a request's waits
-on the database overlapped while staying near the connection pool (5 kept, 10 more opened and
-closed on demand: anyio's 40 threads made PostgreSQL fork a backend for most requests under
-load)."""
+DEFAULT_THREADS = 8
+"""Worker threads per process for the API's routes (a route runs on one, its key check
+included). A process runs Python one thread at a time, so more threads only add switching, and
+each holds a database connection: 8 keep a request's waits on the database overlapped while
+staying near the connection pool (5 kept, 10 more opened and closed on demand: anyio's 40
+threads made PostgreSQL fork a backend for most requests under load)."""
 
 
 class Unauthorized(Exception):
@@ -89,18 +86,6 @@ class Server:
     the policy the session was created with (set by :func:`create_app`)."""
     sessions: Any = None
     """The process's :class:`~ctxwise.server.sessions.SessionCache` (set by :func:`create_app`)."""
-    lanes: dict[str, Any] = field(default_factory=dict)
-    """Worker-thread pools by kind of work (``auth``, ``append``, ``prepare``), each an
-    :class:`anyio.CapacityLimiter`, made when the app starts (:meth:`in_lane`)."""
-
-    async def in_lane(self, lane: str, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` on a worker thread of ``lane``: the key check, appends and prepares
-        each have their own threads, so a prepare (what an agent waits on before its model
-        call) never queues behind other clients' appends, nor a key check behind either.
-        Other routes use the default pool."""
-        import anyio.to_thread
-
-        return await anyio.to_thread.run_sync(fn, *args, limiter=self.lanes.get(lane))
 
     def open(self, tenant: str, user_id: str, session_id: str, *, create: bool = False,
              tools: list[dict[str, Any]] | None = None) -> Session:
@@ -290,11 +275,9 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if threads:
-            import anyio
             import anyio.to_thread
 
             anyio.to_thread.current_default_thread_limiter().total_tokens = threads
-            server.lanes.update({lane: anyio.CapacityLimiter(threads) for lane in ("auth", "append", "prepare")})
 
         try:
             yield
@@ -384,7 +367,7 @@ def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:
     ``sqlite:///ctxwise.db``), the policy from the TOML file ``CTXWISE_CONFIG`` when set, else
     from ``CTXWISE_*`` settings (:meth:`~ctxwise.Policy.from_env`), ``CTXWISE_SERVER_MAX_BODY``
     (bytes), ``CTXWISE_SERVER_SESSION_CACHE`` (open sessions kept per process, default 1024;
-    0 turns the cache off), ``CTXWISE_SERVER_THREADS`` (worker threads per kind of work, default 4). The factory ``ctxwise serve`` hands to uvicorn (``--factory``)."""
+    0 turns the cache off), ``CTXWISE_SERVER_THREADS`` (worker threads, default 8). The factory ``ctxwise serve`` hands to uvicorn (``--factory``)."""
     env = dict(os.environ if environ is None else environ)
     url = env.get("CTXWISE_DB") or "sqlite:///ctxwise.db"
     config = env.get("CTXWISE_CONFIG")
