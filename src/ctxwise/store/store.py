@@ -10,6 +10,7 @@ back. Every query filters by ``user_id``. Implements :class:`~ctxwise.store.Sess
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 from typing import Any, Iterable, Sequence
 
-from sqlalchemy import Connection, create_engine, delete, event, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, create_engine, delete, event, func, insert, or_, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError
 
@@ -263,6 +264,22 @@ class SqlStore:
             if v is None:
                 raise SessionNotFound(f"no session {session_id!r} for user {user_id!r}")
             return int(v)
+
+    def freshness(self, user_id: str, session_id: str) -> tuple[int, tuple[int, int]] | None:
+        """``(version, memory)`` of the session, None when there is none, in one statement
+        (autocommit: one round trip): the stored version, and a fingerprint of the user-memory
+        entries a reopen of the session shows (active, not written by the session itself,
+        created up to its start; the same filter as its :meth:`list_memory` call): their count
+        and the sum of their ids. That set only shrinks (entries are retracted or superseded,
+        never reactivated, and new ones are newer than the session), so any change to it
+        changes the pair. For a process that keeps sessions open between requests (the
+        server): both unchanged means its copy is current."""
+        with self.engine.connect() as conn:
+            row = conn.execution_options(isolation_level="AUTOCOMMIT").execute(
+                _freshness_query(), {"u": user_id, "s": session_id}).first()
+        if row is None:
+            return None
+        return int(row[0]), (int(row[1] or 0), int(row[2] or 0))
 
     def list_sessions(self, user_id: str | None = None, *, limit: int = 100, offset: int = 0,
                       user_prefix: str | None = None) -> list[SessionInfo]:
@@ -641,6 +658,19 @@ Store = SqlStore
 
 
 # -- helpers -------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _freshness_query() -> Any:
+    """:meth:`SqlStore.freshness`'s statement, built once (SQLAlchemy keeps its compiled form)."""
+    Sc, M = SessionRow.__table__.c, UserMemoryRow.__table__.c
+    shown = and_(M.user_id == Sc.user_id, M.status == "active",
+                 or_(M.source_session_id.is_(None), M.source_session_id != Sc.session_id),
+                 or_(Sc.created_at.is_(None), M.created_at.is_(None), M.created_at <= Sc.created_at))
+    return select(Sc.version,
+                  select(func.count()).where(shown).scalar_subquery(),
+                  select(func.coalesce(func.sum(M.id), 0)).where(shown).scalar_subquery(),
+                  ).where(Sc.user_id == bindparam("u"), Sc.session_id == bindparam("s"))
 
 
 def _aware(t: datetime | None) -> datetime | None:
