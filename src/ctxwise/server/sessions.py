@@ -8,11 +8,11 @@ them (least recently used first out), keyed by ``(tenant, user_id, session_id, t
 **Nothing is served stale.** Any process may have written the session since this one last
 used it, so every use is checked:
 
-* a read, ``prepare`` and ``pop`` start with one indexed read (:meth:`SessionCache.fresh`):
-  the session's stored ``version`` and a fingerprint of the user-memory entries the session
-  shows (the active entries of the user created up to the session's start and not written by
-  the session itself: their count and the sum of their ids, a set that only shrinks, so any
-  change to it changes the pair). A difference from what the cached object was opened at
+* a read, ``prepare`` and ``pop`` start with one indexed read (:meth:`SessionCache.fresh`,
+  :meth:`ctxwise.SqlStore.freshness`): the session's stored ``version`` and a fingerprint of
+  the user-memory entries the session shows (the active entries of the user created up to the
+  session's start and not written by the session itself: their count and the sum of their ids,
+  a set that only shrinks, so any change to it changes the pair). A difference from what the cached object was opened at
   drops it and the session is opened again (from the same read on), as with no cache;
 * an append relies on the store's own optimistic check instead (the write is refused unless
   the session is still at the version the object holds). When a cached object's append is
@@ -29,20 +29,18 @@ current (a refused call changes nothing); a request that finds it taken opens it
 other error drops it. Policy, tools and the memory block are those of a fresh open, because a session whose
 policy was migrated elsewhere has a new version, and the tools are part of the key.
 
-Only a SQL store (SQLite, PostgreSQL) is cached; ``memory://`` is opened per request.
+Only a store with a ``freshness`` read is cached (:class:`~ctxwise.SqlStore`: SQLite,
+PostgreSQL); ``memory://`` is opened per request.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
-
-from sqlalchemy import and_, bindparam, func, or_, select
 
 from .. import CtxwiseError, Session, SessionConflict, StoreUnavailable
 
@@ -76,7 +74,7 @@ class SessionCache:
 
     def __init__(self, server: "Server", size: int = DEFAULT_SIZE) -> None:
         self.server = server
-        self.size = size if getattr(server.manager.store, "engine", None) is not None else 0
+        self.size = size if callable(getattr(server.manager.store, "freshness", None)) else 0
         self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -84,12 +82,9 @@ class SessionCache:
 
     def fresh(self, user: str, session_id: str) -> Freshness | None:
         """The stored version and memory fingerprint of ``(user, session_id)`` (the store's
-        user id), None when there is no such session. One read (two index lookups)."""
-        params = {"u": user, "s": session_id}
-        row = self.server.keys.read(lambda conn: conn.execute(_fresh_query(), params).first())
-        if row is None:
-            return None
-        return Freshness(int(row[0]), (int(row[1] or 0), int(row[2] or 0)))
+        user id, :meth:`~ctxwise.SqlStore.freshness`), None when there is no such session."""
+        found = self.server.manager.store.freshness(user, session_id)
+        return None if found is None else Freshness(*found)
 
     # -- use ---------------------------------------------------------------------------------
 
@@ -184,22 +179,6 @@ class SessionCache:
         """Drop every open session."""
         with self._lock:
             self._entries.clear()
-
-
-@functools.lru_cache(maxsize=1)
-def _fresh_query() -> Any:
-    """The freshness read, built once (a statement object reused keeps SQLAlchemy's compiled
-    form: no cache key to compute per request)."""
-    from ..store.schema import SessionRow, UserMemoryRow
-
-    S, M = SessionRow.__table__.c, UserMemoryRow.__table__.c
-    shown = and_(M.user_id == S.user_id, M.status == "active",
-                 or_(M.source_session_id.is_(None), M.source_session_id != S.session_id),
-                 or_(S.created_at.is_(None), M.created_at.is_(None), M.created_at <= S.created_at))
-    return select(S.version,
-                  select(func.count()).where(shown).scalar_subquery(),
-                  select(func.coalesce(func.sum(M.id), 0)).where(shown).scalar_subquery(),
-                  ).where(S.user_id == bindparam("u"), S.session_id == bindparam("s"))
 
 
 def _tools_key(tools: list[dict[str, Any]] | None) -> str:
