@@ -16,6 +16,9 @@ reply, keeps what arrived in the transcript, and says what it did (the message's
   messages must have non-empty content except for the optional final assistant message";
   OpenAI: assistant ``content`` is required unless ``tool_calls`` is given), and a
   consecutive user message is accepted by all of them.
+* **notes a front end wrote** in ``metadata["ctxwise"]["normalized"]`` when it read the input
+  (the AgentScope middleware sends a text block in place of an audio / PDF / video block) get
+  the same ``normalized`` event.
 * **``tool_calls: []`` or ``null``** is no tool calls (OpenAI refuses an empty array when it is
   sent back: "expected an array with minimum length 1").
 
@@ -153,6 +156,14 @@ def omitted(m: Message) -> str | None:
     return mark.get(OMITTED_KEY) if isinstance(mark, dict) else None
 
 
+def _given_notes(m: Message) -> list[dict[str, Any]]:
+    """Notes a front end put in ``metadata["ctxwise"]["normalized"]`` when it read the input
+    (e.g. the AgentScope middleware's ``data-block-left-out``); they get the same event."""
+    mark = m.metadata.get("ctxwise")
+    notes = mark.get("normalized") if isinstance(mark, dict) else None
+    return [n for n in notes if isinstance(n, dict) and isinstance(n.get("rule"), str)] if isinstance(notes, list) else []
+
+
 def _with_notes(m: Message, notes: list[dict[str, Any]], **marks: Any) -> Message:
     md = dict(m.metadata)
     mark = dict(md.get("ctxwise") or {})
@@ -194,9 +205,11 @@ def normalize_batch(batch: list[Message], base: int,
                 dropped = [b.text for b in m.blocks if isinstance(b, TextBlock) and _blank(b)]
                 m = m.model_copy(update={"blocks": [b for b in m.blocks if not _blank(b)]})
                 mine.append({"rule": "blank-text-dropped", "original": dropped})
+        given = _given_notes(m)  # a front end's own record of what it changed when it read the input
         if mine or marks:
             m = _with_notes(m, mine, **marks)
-            changed.append({"index": base + k, "id": m.id, "rules": [n["rule"] for n in mine]})
+        if mine or marks or given:
+            changed.append({"index": base + k, "id": m.id, "rules": [n["rule"] for n in given + mine]})
         out.append(m)
     return out, changed
 
