@@ -263,16 +263,15 @@ def _image_agent(rec, tmp_path, tool_output):
     return cm, mw, model, agent
 
 
-def test_image_data_blocks_reach_ctxwise_and_the_model_other_data_blocks_are_refused(tmp_path):
+def test_image_data_blocks_reach_ctxwise_and_the_model(tmp_path):
     # kind: non-text content (AgentScope DataBlocks: in a user message, in a tool result's
     # output) silently dropped when AgentScope messages are read into ctxwise, so the budget
     # never counted them and a rebuilt message lost them. Images (base64 and URL sources) are
-    # carried as ctxwise images; any other media type is a FormatError naming the message and
-    # block, and nothing is stored or sent.
+    # carried as ctxwise images (other media types: the next test).
     from agentscope.message import Base64Source, DataBlock, TextBlock, ToolCallBlock, URLSource, UserMsg
     from agentscope.model import ChatResponse
 
-    from ctxwise import FormatError, ImageBlock
+    from ctxwise import ImageBlock
     from ctxwise.integrations.agentscope import _blocks, _parts
 
     rec = recordings(n=1)[0]
@@ -307,15 +306,60 @@ def test_image_data_blocks_reach_ctxwise_and_the_model_other_data_blocks_are_ref
             again = [p for p, _ in _parts(Msg(name="x", role=role, content=_blocks(m), id=msg.id))]
             assert [b.model_dump() for p in again for b in p.blocks] == [b.model_dump() for b in m.blocks]
 
-    # audio: refused, naming the message and the block; nothing stored, nothing sent
-    version, calls = session.version, len(model.seen)
-    model.script = [ChatResponse(content=[TextBlock(text="never")], is_last=True)]
-    voice = UserMsg("user", [TextBlock(text="and this?"),
-                             DataBlock(source=Base64Source(data="UklGRg==", media_type="audio/wav"))])
-    with pytest.raises(FormatError) as err:
-        asyncio.run(agent.reply(voice))
-    assert "block 1" in err.value.place and "message" in err.value.place and "audio/wav" in err.value.rule
-    assert mw.session(agent.state).version == version and len(model.seen) == calls
+    cm.close()
+
+
+def test_a_data_block_ctxwise_cannot_carry_is_named_in_the_view_and_never_leaves_the_agent_stuck(tmp_path):
+    # kind: input a framework can legitimately produce making a session unusable (issue 15's
+    # rule). An AgentScope DataBlock that is not an image (audio in a user message, a PDF in a
+    # tool result's output) stays in the agent's own record, so refusing it refused every later
+    # model call of that agent. The view now sends a text block naming what was left out, the
+    # record keeps the original block, and the substitution is recorded (message metadata and
+    # a `normalized` event); every request passes the wire check and later calls go through.
+    from agentscope.message import Base64Source, DataBlock, TextBlock, ToolCallBlock, UserMsg
+    from agentscope.model import ChatResponse
+
+    from ctxwise.integrations.agentscope import LEFT_OUT_RULE, left_out_text
+
+    rec = recordings(n=1)[0]
+    pdf = DataBlock(source=Base64Source(data="JVBERi0xLjQK", media_type="application/pdf"))
+    shot = lambda: [TextBlock(text="the invoice"), pdf]  # noqa: E731
+    cm, mw, model, agent = _image_agent(rec, tmp_path, shot)
+    audio = DataBlock(source=Base64Source(data="UklGRg==", media_type="audio/wav"))
+    voice = UserMsg("user", [TextBlock(text="and this?"), audio])
+    kept = audio.model_dump()
+    call = ToolCallBlock(id="call_shot_2", name="screenshot", input=json.dumps({"page": "invoice"}))
+    model.script = [ChatResponse(content=[call], is_last=True),
+                    ChatResponse(content=[TextBlock(text="It is a voice note and an invoice.")], is_last=True)]
+    asyncio.run(agent.reply(voice))
+    for k, turn in enumerate(["Thanks. What else?", "And the order status?"]):
+        model.script = [ChatResponse(content=[TextBlock(text=f"answer {k}")], is_last=True)]
+        asyncio.run(agent.reply(UserMsg("user", turn)))
+
+    assert len(model.seen) == 4  # never stuck: every later model call of the agent went through
+    for n, sent in enumerate(model.seen):
+        assert check_wire(wire(sent), "openai") == [], n
+        text = json.dumps(sent)
+        assert left_out_text("audio/wav") in text and "UklGRg==" not in text
+        if n >= 1:  # the tool result is in every request after the call
+            assert left_out_text("application/pdf") in text and "JVBERi0xLjQK" not in text
+    assert left_out_text("audio/wav") == "[audio/wav block not sent: ctxwise carries text and images only]"
+    # the agent's own record keeps the original blocks untouched
+    (held,) = [b for m in agent.state.context for b in m.content
+               if isinstance(b, DataBlock) and b.source.media_type == "audio/wav"]
+    assert held.model_dump() == kept
+    (result,) = [b for m in agent.state.context for b in m.content if getattr(b, "id", None) == "call_shot_2"
+                 and b.type == "tool_result"]
+    assert [type(o).__name__ for o in result.output] == ["TextBlock", "DataBlock"]
+    # the substitution is recorded: on the ctxwise messages and as normalized events
+    session = mw.session(agent.state)
+    noted = {n["media_type"]: n for m in session.messages
+             for n in (m.metadata.get("ctxwise") or {}).get("normalized", [])}
+    assert set(noted) == {"audio/wav", "application/pdf"}
+    assert all(n["rule"] == LEFT_OUT_RULE for n in noted.values())
+    assert "block 1" in noted["audio/wav"]["place"] and "output 1" in noted["application/pdf"]["place"]
+    events = [e for e in session.events() if e["stage"] == "normalized"]
+    assert sorted(r for e in events for m in e["detail"]["messages"] for r in m["rules"]) == [LEFT_OUT_RULE] * 2
     cm.close()
 
 

@@ -32,9 +32,14 @@ How it works (``pip install 'ctxwise[agentscope]'``, AgentScope 2.0.x's ``Middle
   stay in the in-flight cycle ctxwise pins: they are never cleared or summarized.
 * Image ``DataBlock``s (base64 or URL source; in a message, a tool result's output or a hint)
   are read as ctxwise images (counted by the image rule, kept through compaction, rebuilt as
-  ``DataBlock``s). Any other ``DataBlock`` (audio, PDF, video) raises
-  :class:`~ctxwise.errors.FormatError` naming the context message and block: ctxwise holds
-  text and images only and never drops content silently.
+  ``DataBlock``s). Any other ``DataBlock`` (audio, PDF, video, a text file) cannot be carried
+  (ctxwise holds text and images only: it could neither count it nor keep it through a
+  compaction), and the agent's record keeps it, so refusing it would refuse every later model
+  call of that agent. Instead the context view sends a short text block in its place naming
+  what was left out (``[audio/wav block not sent: ctxwise carries text and images only]``);
+  ``agent.state.context`` keeps the original block untouched, and the substitution is recorded
+  on the ctxwise message (``metadata["ctxwise"]["normalized"]``, rule ``data-block-left-out``,
+  with the block's place and media type) and as a ``normalized`` event of the session.
 
 * AgentScope's OpenAI chat formatter writes ``name`` (the tool's name) on every ``tool``
   message, and ``OpenAIChatModel`` sends it as written; the formatter runs after this
@@ -81,7 +86,7 @@ try:
 except ModuleNotFoundError as e:  # pragma: no cover - exercised by tests/integrations/test_agentscope.py
     raise MissingExtra("ctxwise.integrations.agentscope", "agentscope", (e.name or "agentscope").split(".")[0]) from None
 
-__all__ = ["CtxwiseMiddleware", "to_canonical"]
+__all__ = ["CtxwiseMiddleware", "LEFT_OUT_RULE", "left_out_text", "to_canonical"]
 
 _SYSTEM = "system"
 
@@ -92,19 +97,20 @@ def _output_text(output: Any) -> str:
     return "\n".join(b.text for b in output if isinstance(b, asm.TextBlock))
 
 
-def _image(b: Any, place: str) -> ImageBlock:
-    """An AgentScope ``DataBlock`` as a ctxwise image (base64 ``data`` or ``url``, with its
-    media type). ctxwise holds text and images only: a DataBlock of any other media type
-    (audio, PDF, video, text files) is a :class:`~ctxwise.errors.FormatError` naming ``place``,
-    never dropped (ctxwise could neither count it nor keep it through a compaction)."""
+LEFT_OUT_RULE = "data-block-left-out"
+
+
+def left_out_text(media_type: str) -> str:
+    """The text block sent in place of a ``DataBlock`` ctxwise cannot carry (characters:
+    about 70)."""
+    return f"[{media_type} block not sent: ctxwise carries text and images only]"
+
+
+def _image(b: Any) -> ImageBlock:
+    """An AgentScope image ``DataBlock`` as a ctxwise image (base64 ``data`` or ``url``, with its
+    media type)."""
     src = b.source
     media = str(src.media_type)
-    if not media.startswith("image/"):
-        raise FormatError(place, f"a {media!r} data block cannot be kept: ctxwise holds text and image "
-                                 "content only, so it could neither count it in the budget nor send it on "
-                                 "after a compaction; send images, or the content as text",
-                          hint="keep audio / PDF / video out of the agent's context (or describe it in text) "
-                               "when the ctxwise middleware is on")
     if isinstance(src, asm.Base64Source):
         try:
             size: int | None = len(base64.b64decode(src.data.strip(), validate=True))
@@ -114,14 +120,37 @@ def _image(b: Any, place: str) -> ImageBlock:
     return ImageBlock(url=str(src.url), media_type=media)
 
 
-def _output(output: Any, place: str) -> list[TextBlock | ImageBlock]:
-    """A tool result's or a hint's AgentScope output as ctxwise output blocks: text only (a
-    string, or text blocks) is one text block, the texts joined by newlines, as before; with
-    data blocks, each block in order (images as :class:`~ctxwise.ImageBlock`)."""
+def _data(b: Any, place: str, notes: list[dict[str, Any]]) -> tuple[TextBlock | ImageBlock, Any]:
+    """A ``DataBlock`` as (the ctxwise block, the AgentScope block the view sends). An image is
+    itself; any other media type (audio, PDF, video, text files) is a text block naming what
+    was left out (:func:`left_out_text`), noted in ``notes`` (rule :data:`LEFT_OUT_RULE`,
+    ``place``, ``media_type``): ctxwise could neither count it nor keep it through a
+    compaction, and refusing it would leave the agent stuck (its record keeps the block)."""
+    media = str(b.source.media_type)
+    if media.startswith("image/"):
+        return _image(b), b
+    text = left_out_text(media)
+    notes.append({"rule": LEFT_OUT_RULE, "place": place, "media_type": media, "note": text})
+    return TextBlock(text=text), asm.TextBlock(text=text)
+
+
+def _output(output: Any, place: str, notes: list[dict[str, Any]]) -> tuple[list[TextBlock | ImageBlock], Any]:
+    """A tool result's or a hint's AgentScope output as (ctxwise output blocks, the output the
+    view sends): text only (a string, or text blocks) is one text block, the texts joined by
+    newlines, as before; with data blocks, each block in order (see :func:`_data`)."""
     if isinstance(output, str) or not any(isinstance(b, asm.DataBlock) for b in output):
-        return [TextBlock(text=_output_text(output))]
-    return [TextBlock(text=b.text) if isinstance(b, asm.TextBlock) else _image(b, f"{place}, output {k}")
-            for k, b in enumerate(output) if isinstance(b, (asm.TextBlock, asm.DataBlock))]
+        return [TextBlock(text=_output_text(output))], output
+    blocks: list[TextBlock | ImageBlock] = []
+    sent: list[Any] = []
+    for k, b in enumerate(output):
+        if isinstance(b, asm.TextBlock):
+            blocks.append(TextBlock(text=b.text))
+            sent.append(b)
+        elif isinstance(b, asm.DataBlock):
+            mine, src = _data(b, f"{place}, output {k}", notes)
+            blocks.append(mine)
+            sent.append(src)
+    return blocks, sent
 
 
 def _thinking(b: Any) -> ThinkingBlock:
@@ -142,29 +171,36 @@ def _parts(msg: Any, index: int | None = None) -> list[tuple[Message, list[Any]]
     place in ``agent.state.context``) is named in errors.
 
     Image ``DataBlock``s (in the content, a tool result's output or a hint) are read as
-    :class:`~ctxwise.ImageBlock`; any other ``DataBlock`` raises
-    :class:`~ctxwise.errors.FormatError` naming the message and block."""
+    :class:`~ctxwise.ImageBlock`; any other ``DataBlock`` is a text block naming what was left
+    out, in the canonical message and in the blocks the view sends, recorded in the message's
+    ``metadata["ctxwise"]["normalized"]`` (see :func:`_data`). ``msg`` is never changed."""
     out: list[tuple[Message, list[Any]]] = []
     blocks: list[Any] = []
     src: list[Any] = []
+    notes: list[dict[str, Any]] = []
     where = f"agent.state.context message {index} (Msg id {msg.id!r})" if index is not None \
         else f"Msg id {msg.id!r}"
 
     def flush() -> None:
-        nonlocal blocks, src
+        nonlocal blocks, src, notes
         if blocks:
             role: Literal["system", "user", "assistant"] = msg.role
-            out.append((Message(id=f"{msg.id}/{len(out)}", role=role,
-                                name=msg.name if role != "system" else None, blocks=blocks), src))
-        blocks, src = [], []
+            out.append((Message(id=f"{msg.id}/{len(out)}", role=role, name=msg.name if role != "system" else None,
+                                blocks=blocks, metadata=_noted(notes)), src))
+        blocks, src, notes = [], [], []
 
     for k, b in enumerate(msg.content):
         place = f"{where}, block {k}"
         if isinstance(b, (asm.TextBlock, asm.DataBlock)):
             if blocks and isinstance(blocks[-1], ToolUseBlock):
                 flush()  # text after a call starts the next assistant message, as it is sent
-            blocks.append(TextBlock(text=b.text) if isinstance(b, asm.TextBlock) else _image(b, place))
-            src.append(b)
+            if isinstance(b, asm.TextBlock):
+                blocks.append(TextBlock(text=b.text))
+                src.append(b)
+            else:
+                block, sent = _data(b, place, notes)
+                blocks.append(block)
+                src.append(sent)
         elif isinstance(b, asm.ThinkingBlock):
             blocks.append(_thinking(b))
             src.append(b)
@@ -179,17 +215,27 @@ def _parts(msg: Any, index: int | None = None) -> list[tuple[Message, list[Any]]
             flush()
             state: Literal["success", "error"] = \
                 "error" if str(b.state) in ("error", "denied", "interrupted") else "success"
-            out.append((Message(id=f"{msg.id}/{len(out)}", role="tool", blocks=[ToolResultBlock(
-                tool_use_id=b.id, name=b.name, output=_output(b.output, place), state=state)]), [b]))
+            left: list[dict[str, Any]] = []  # what _output left out, for this message's record
+            output, sent_output = _output(b.output, place, left)
+            out.append((Message(id=f"{msg.id}/{len(out)}", role="tool", metadata=_noted(left), blocks=[ToolResultBlock(
+                tool_use_id=b.id, name=b.name, output=output, state=state)]),
+                [b.model_copy(update={"output": sent_output}) if left else b]))
         elif isinstance(b, asm.HintBlock):
             flush()
-            hint = _output(b.hint, place)
-            out.append((Message(id=f"{msg.id}/{len(out)}", role="user", blocks=list(hint)), [b]))
+            left = []
+            hint, sent_hint = _output(b.hint, place, left)
+            out.append((Message(id=f"{msg.id}/{len(out)}", role="user", blocks=list(hint), metadata=_noted(left)),
+                        [b.model_copy(update={"hint": sent_hint}) if left else b]))
         else:
             raise FormatError(place, f"unknown AgentScope block type {getattr(b, 'type', type(b).__name__)!r}; "
                                      "ctxwise reads text, data (images), thinking, hint, tool_call and tool_result")
     flush()
     return out
+
+
+def _noted(notes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Message metadata recording what was left out (the engine's ``normalized`` record)."""
+    return {"ctxwise": {"normalized": list(notes)}} if notes else {}
 
 
 def to_canonical(context: list[Any]) -> list[Message]:
@@ -349,7 +395,7 @@ class CtxwiseMiddleware(MiddlewareBase):
         return view, record
 
 
-def _data(b: ImageBlock) -> Any:
+def _data_block(b: ImageBlock) -> Any:
     """A ctxwise image as the AgentScope ``DataBlock`` it was read from (base64 or URL source)."""
     media = b.media_type or "image/png"
     if b.data is not None:
@@ -365,13 +411,13 @@ def _blocks(m: Message) -> list[Any]:
         if isinstance(b, TextBlock):
             out.append(asm.TextBlock(text=b.text))
         elif isinstance(b, ImageBlock):
-            out.append(_data(b))
+            out.append(_data_block(b))
         elif isinstance(b, ToolUseBlock):
             out.append(asm.ToolCallBlock(id=b.id, name=b.name, input=json.dumps(b.input, ensure_ascii=False),
                                          state=asm.ToolCallState.FINISHED))
         elif isinstance(b, ToolResultBlock):
             output: list[Any] = [asm.TextBlock(text=b.text)] if not any(isinstance(o, ImageBlock) for o in b.output) \
-                else [asm.TextBlock(text=o.text) if isinstance(o, TextBlock) else _data(o) for o in b.output]
+                else [asm.TextBlock(text=o.text) if isinstance(o, TextBlock) else _data_block(o) for o in b.output]
             out.append(asm.ToolResultBlock(id=b.tool_use_id, name=b.name or "", output=output,
                                            state=asm.ToolResultState.ERROR if b.state == "error"
                                            else asm.ToolResultState.SUCCESS))
