@@ -494,3 +494,47 @@ def test_hosted_tool_items_are_kept_as_written_and_sent_back_as_responses_input_
         assert s.ctx.version == v + 4 and await s.get_items(limit=len(written) - 4) == written[:-4]
 
     asyncio.run(go())
+
+
+def test_a_reply_left_out_of_the_context_as_the_newest_row_gives_no_raw_error(tmp_path):
+    """Kind: the newest stored row taken to be the context's last message. A reply ctxwise
+    leaves out of the context (an empty or refusal-only assistant message: stored, kept in the
+    transcript only) is newer than the context's last message, so a write replacing that
+    message (pop_item of an item sharing its message; hosted items joining the message before
+    them) was refused by the store with a plain ValueError. Now pop_item removes the reply (the
+    item written last), and hosted items that would have to join it raise a FormatError naming
+    the item, storing nothing; the session stays usable either way."""
+    cm = ContextManager(f"sqlite:///{tmp_path / 'a.db'}", policy())
+    s = CtxwiseSession(cm.session("u", "omitted"))
+    user = {"role": "user", "content": "Any news on order #W123?"}
+    turn = [{"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "answer"}]},
+            {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": "It shipped.", "annotations": []}]}]
+    empty = {"type": "message", "id": "msg_2", "role": "assistant", "status": "completed", "content": []}
+    search = {"type": "web_search_call", "id": "ws_1", "status": "completed",
+              "action": {"type": "search", "query": "order W123 carrier"}}
+
+    async def go():
+        await s.add_items([user])
+        await s.add_items(copy.deepcopy(turn))           # one assistant message of two items
+        await s.add_items([copy.deepcopy(empty)])        # left out of the context
+        assert [m.role for m in s.ctx.messages] == ["user", "assistant"]
+        # pop_item: the item written last is the empty reply
+        assert await s.pop_item() == empty
+        assert await s.get_items(limit=3) == [user, *turn]
+        assert [(r.text, r.status) for r in s.ctx.transcript()][-2:] == [("", "normal"), ("", "retracted")]
+        # hosted items alone after the empty reply: a ctxwise error naming the item, nothing stored
+        await s.add_items([copy.deepcopy(empty)])
+        before = (s.ctx.version, len(s.ctx.transcript()), await s.get_items(limit=3))
+        with pytest.raises(FormatError) as err:
+            await s.add_items([copy.deepcopy(search)])
+        assert err.value.place == "add_items item 0" and "'web_search_call'" in err.value.rule
+        assert "left out of the context" in err.value.rule
+        s.ctx.reload()
+        assert (s.ctx.version, len(s.ctx.transcript()), await s.get_items(limit=3)) == before
+        # still usable: the next user message is stored and the view passes the wire check
+        await s.add_items([{"role": "user", "content": "Thanks, and the refund?"}])
+        view = await s.get_items()
+        assert check_wire(view, "openai_responses") == [] and view[-1]["content"] == "Thanks, and the refund?"
+
+    asyncio.run(go())

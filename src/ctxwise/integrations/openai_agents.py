@@ -39,6 +39,11 @@ openai-agents 0.24, ``src/agents/memory/session.py``; the Runner's use of it is
   result too: its original), read without compacting or writing anything. The Runner compares
   the tail it wrote with what it reads back when it settles or rewinds a write, so the tail must
   be what it wrote; a summary standing for older items is rendered as it is sent.
+* A reply ctxwise leaves out of the context (an empty or refusal-only assistant message, see
+  ``ctxwise.normalize``) is stored and kept in the transcript only. ``pop_item()`` right after
+  it removes it; hosted items arriving in the next batch on their own (before any other item)
+  would have to join it and raise :class:`~ctxwise.errors.FormatError` naming the item,
+  storing nothing.
 * ``pop_item()``: removes and returns the item appended last (``Session.pop()``; the transcript
   records the retraction). When that item shared its assistant message with earlier items,
   the message is replaced by one holding those, as they were written, in the same write
@@ -197,6 +202,13 @@ def _key(item: dict[str, Any]) -> str:
                       ensure_ascii=False, default=str)
 
 
+def _omitted_is_newest(e: ValueError) -> bool:
+    """Whether ``Session.pop(then=...)`` refused because the newest stored message is a reply
+    left out of the context (an empty or refusal-only reply, ``ctxwise.normalize``), not the
+    context's last message. The store raises before writing anything."""
+    return str(e).startswith("pop: the last appended message is")
+
+
 class CtxwiseSession:
     """An OpenAI Agents SDK ``Session`` (``agents.memory.Session`` protocol, plus the
     ``run_compaction`` hook) backed by a ctxwise :class:`~ctxwise.Session`.
@@ -210,8 +222,9 @@ class CtxwiseSession:
     worker thread. Errors are ctxwise's: :class:`~ctxwise.errors.FormatError` naming the item
     for an item type that is not a Responses input item type of the installed ``openai``
     package (``message``, ``reasoning``, ``function_call`` and ``function_call_output`` are
-    read; the hosted-tool items are kept as written, see the module docstring) or a hosted
-    item opening an empty session, :class:`~ctxwise.errors.PayloadInvalid` for a batch
+    read; the hosted-tool items are kept as written, see the module docstring), a hosted
+    item opening an empty session or arriving alone right after a reply left out of the
+    context (an empty or refusal-only reply), :class:`~ctxwise.errors.PayloadInvalid` for a batch
     that breaks the message rules, :class:`~ctxwise.errors.ContextBudgetExceeded` from a
     read when the pinned content alone does not fit. A failed ``add_items`` stores nothing.
     Raises :class:`~ctxwise.errors.MissingExtra` when ``openai-agents`` is not installed.
@@ -434,7 +447,17 @@ class CtxwiseSession:
                               "items are kept with the message before them, and there is none")
         last = self.ctx.messages[-1]
         written = self._written(last) or to_responses([last], extras=False)
-        self.ctx.pop(then=[*self._to_messages([written + lead]), *new])
+        try:
+            self.ctx.pop(then=[*self._to_messages([written + lead]), *new])
+        except ValueError as e:
+            if not _omitted_is_newest(e):
+                raise
+            raise FormatError("add_items item 0", f"a {_item_type(lead[0])!r} item cannot be kept: hosted-tool items "
+                              "are kept with the message stored before them, and that is a reply left out of the "
+                              "context (an empty or refusal-only assistant message, kept in the transcript only), "
+                              "which cannot carry them; nothing was stored",
+                              hint="hosted items added in the same add_items call as the reply are kept with "
+                                   "it (in the record, not sent)") from None
 
     def _unanswered_call_ids(self) -> set[str]:
         """The call_ids of the tool calls at the context's tail still waiting for an output."""
@@ -456,7 +479,12 @@ class CtxwiseSession:
         items = self._written(last) or to_responses([last], extras=False)
         # one write: the message goes, the items written with it before the popped one stay
         # (Session.pop(then=...)), or nothing changes
-        msg = self.ctx.pop(then=self._to_messages([items[:-1]]) if len(items) > 1 else None)
+        try:
+            msg = self.ctx.pop(then=self._to_messages([items[:-1]]) if len(items) > 1 else None)
+        except ValueError as e:
+            if not _omitted_is_newest(e):
+                raise
+            msg = self.ctx.pop()  # the newest stored row is that reply: it is what was written last
         if msg is None:
             return None
         return (self._written(msg) or to_responses([msg], extras=False))[-1]
