@@ -180,3 +180,13 @@ def test_a_retraction_or_paraphrase_that_names_something_else_touches_nothing():
     fix = decide("Actually I now prefer in-ear headphones, not over-ear.", [over])[0]
     assert fix.op == "SUPERSEDE" and fix.target_id == 4 and "in-ear" in fix.text
     assert decide("I really like over-ear headphones", [over])[0].op == "NOOP"
+
+
+@pytest.mark.parametrize("text", ["Sony is my favourite brand.", "Android is my favourite phone OS.",
+                                  "Butterscotch is my favourite flavour.", "Soba is my favourite noodle.",
+                                  "Plushies are my favourite gifts."])
+def test_a_leading_word_that_starts_like_a_conjunction_is_kept_whole(text):
+    """Kind: a prefix strip without a word boundary that cut the start off stored text (a
+    fresh user's "Sony is my favourite brand." was stored as "ny is my favourite brand.")."""
+    ops = [op for op in decide(text, []) if op.op == "ADD"]
+    assert ops and all(text.endswith(op.text) for op in ops) and all(op.text[0].isupper() for op in ops), ops

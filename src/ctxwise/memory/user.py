@@ -216,7 +216,7 @@ STOP = {
     "very", "quite", "more", "most", "actually", "also", "just", "so", "too", "im", "id",
 }
 ANAPHORS = {"", "it", "that", "this", "way", "one", "so", "them", "those", "these", "thi", "tha"}
-LEADING_CONJ = re.compile(r"^(?:and|but|also|so|oh|plus|而且|并且|还有|另外)[,，]?\s{0,8}", I)
+LEADING_CONJ = re.compile(r"^(?:(?:and|but|also|so|oh|plus)\b|而且|并且|还有|另外)[,，]?\s{0,8}", I)
 ZH_MARKERS = re.compile(r"我|更|比较|很|特别|一直|通常|平时|喜欢|偏好|倾向于?|习惯|爱|的|了|是|呢|吧|啊|哦")
 
 
