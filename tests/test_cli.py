@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import os
+
 import pytest
 from typer.testing import CliRunner
 
@@ -199,3 +201,18 @@ def test_replay_file_budget_alone_counts_tokens_like_the_picked_budget(tmp_path)
                                 "--db", db, "--no-baseline"])
     assert chars.exit_code == 0, chars.output
     assert "budget 40,000 chars" in chars.output
+
+
+@pytest.mark.parametrize("argv", [[b"memory", b"add", b"I like tea\xff", b"--user", b"bob"],
+                                  [b"memory", b"list", b"--user", b"b\xffob"],
+                                  [b"memory", b"forget", b"1", b"--user", b"b\xffob"]])
+def test_arguments_that_are_not_utf8_are_one_line_errors(tmp_path, argv):
+    """Kind: input the database cannot hold reaching the store from the command line (a
+    fresh user's non-UTF-8 argument gave a 50-68 line traceback on SQLite and PostgreSQL)."""
+    import subprocess
+
+    env = {"PATH": os.environ.get("PATH", ""), "CTXWISE_DB": f"sqlite:///{tmp_path / 'm.db'}"}
+    r = subprocess.run([str(CTXWISE).encode(), *argv], capture_output=True, env=env, timeout=120)
+    err = r.stderr.decode("utf-8", "replace")
+    assert r.returncode == 2 and "Traceback" not in err, err
+    assert [ln for ln in err.splitlines() if ln.startswith("error:")] == [err.strip()] and "UTF-8" in err

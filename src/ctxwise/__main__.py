@@ -10,9 +10,20 @@ import sys
 
 
 def main() -> None:
-    """Run the CLI, or print ``error: ... (hint: pip install 'ctxwise[cli]')`` without the extra."""
+    """Run the CLI, or print ``error: ... (hint: pip install 'ctxwise[cli]')`` without the extra.
+
+    Arguments that are not valid UTF-8 (Python keeps their bytes as lone surrogates) are a
+    one-line error before any command runs, and a ctxwise error a command did not handle itself
+    is printed as one ``error:`` line with exit code 2, never as a traceback."""
     from ._optional import require
-    from .errors import MissingExtra, with_hint
+    from .errors import CtxwiseError, MissingExtra, with_hint
+
+    for k, arg in enumerate(sys.argv[1:], 1):
+        if any("\ud800" <= ch <= "\udfff" for ch in arg):
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            print(f"error: argument {k} ({shown!r}) is not valid UTF-8 text; ctxwise stores text only "
+                  "as valid Unicode", file=sys.stderr)
+            raise SystemExit(2)
 
     try:
         for module in ("typer", "rich"):
@@ -22,7 +33,11 @@ def main() -> None:
         raise SystemExit(2) from None
     from .cli import app
 
-    app()
+    try:
+        app()
+    except CtxwiseError as e:
+        print(f"error: {with_hint(e)}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":
