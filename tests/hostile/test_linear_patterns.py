@@ -106,3 +106,23 @@ def test_pasted_material_is_read_at_its_edges_only():
     assert all(len(f.text) <= facts.MAX_CLAUSE_CHARS for f in fs)
     ops = user.decide("I prefer aisle seats " + "and window views " * 200, [])
     assert [op.op for op in ops] == ["NOOP"] and "pasted" in ops[0].reason
+
+
+@pytest.mark.parametrize("raw, ok", [({"city": "Paris"}, {"city": "Paris"}), ('{"city": "Paris"}', {"city": "Paris"}),
+                                     ("Paris", None), ('["Paris"]', None), (42, None)])
+def test_anthropic_tool_use_input_is_kept_or_refused_never_emptied(raw, ok):
+    """Kind: a field passed in a shape the reader did not expect, replaced by an empty value
+    without a word (a string tool_use input was stored and sent as {})."""
+    from ctxwise import ContextManager, Policy
+    from ctxwise.errors import FormatError
+
+    s = ContextManager("memory://", Policy(provider="anthropic", budget=50_000, unit="chars")).session("u", "s")
+    s.append_anthropic({"messages": [{"role": "user", "content": "weather?"}]})
+    reply = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "weather", "input": raw}]}
+    if ok is None:
+        with pytest.raises(FormatError):
+            s.append_anthropic([reply])
+        assert len(s.messages) == 1
+    else:
+        s.append_anthropic([reply])
+        assert s.messages[-1].tool_uses[0].input == ok

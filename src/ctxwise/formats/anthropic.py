@@ -23,6 +23,7 @@ Mapping:
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..errors import FormatError
@@ -103,6 +104,25 @@ def _default_form(blocks: list[Any], empty: str) -> str:
     return "list"
 
 
+def _tool_input(raw: Any, place: str) -> dict[str, Any]:
+    """A tool_use ``input``: an object as given, a JSON text of an object parsed (as the OpenAI
+    reader parses ``arguments``), none at all as ``{}``. Anything else is a FormatError: it was
+    stored as ``{}`` and the call's arguments were lost without a word."""
+    if isinstance(raw, dict):
+        return raw
+    if raw is _ABSENT or raw is None:
+        return {}
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return parsed
+        raise FormatError(place, f"tool_use input must be a JSON object; got the text {raw[:60]!r}")
+    raise FormatError(place, f"tool_use input must be a JSON object, got {type(raw).__name__}")
+
+
 def _read_block(b: Any, place: str, uses: dict[str, str] | None, strict: bool, inner: bool = False) -> Any:
     b = need_dict(b, place, "a content block object")
     t = b.get("type")
@@ -123,9 +143,8 @@ def _read_block(b: Any, place: str, uses: dict[str, str] | None, strict: bool, i
     if t == "redacted_thinking":
         return ThinkingBlock(thinking=b.get("data", ""), redacted=True, extra=with_book(extra, BOOK, book))
     if t == "tool_use":
-        inp = b.get("input")
         return ToolUseBlock(id=str(b.get("id", "")), name=str(b.get("name", "")),
-                            input=inp if isinstance(inp, dict) else {}, extra=with_book(extra, BOOK, book))
+                            input=_tool_input(b.get("input", _ABSENT), place), extra=with_book(extra, BOOK, book))
     # tool_result
     tid = b.get("tool_use_id")
     if strict and (uses is None or tid not in uses):
