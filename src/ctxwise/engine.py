@@ -49,6 +49,24 @@ log = logging.getLogger("ctxwise")
 VISIBLE = ("verbatim", "cleared", "pruned")
 
 
+def _refuse_deep_input(method: Any) -> Any:
+    """An append whose input is nested deeper than Python's parsers and serializers can walk
+    (``"[" * 5000`` as tool arguments, a tool input 3,000 objects deep) raises FormatError
+    instead of a raw RecursionError; it fails before anything is stored."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except RecursionError:
+            from .errors import FormatError
+
+            raise FormatError("input", "nested too deeply to read or store (RecursionError); send the value "
+                                       "flattened or as text") from None
+    return wrapper
+
+
 @dataclass
 class Prepared:
     """What one ``prepare()`` produced.
@@ -247,6 +265,7 @@ class Session:
 
     # -- append ----------------------------------------------------------------------------
 
+    @_refuse_deep_input
     def append(self, messages: Iterable[Message | dict]) -> int:
         """Add what arrived since the last model call (user input, the model's output, tool
         results), in order, in one transaction. Returns the new session version.
@@ -438,6 +457,7 @@ class Session:
         self._context, self._sizes, self._size = [], {}, 0
         return self.version
 
+    @_refuse_deep_input
     def append_openai(self, messages: Any) -> int:
         """Append messages in the OpenAI chat shape (what your client sends and receives:
         ``{"role", "content", "tool_calls"?, "tool_call_id"?, "reasoning_content"?}`` dicts,
@@ -458,6 +478,7 @@ class Session:
         read = self._read_after(from_openai, prefix, new, len(prefix))
         return self._append_numbered(read, [("id" in raw) for raw in new], notes)
 
+    @_refuse_deep_input
     def append_anthropic(self, messages: Any) -> int:
         """Append messages in the Anthropic Messages shape: ``{"role", "content"}`` dicts
         (``content`` a string or blocks: text, image, thinking, redacted_thinking, tool_use,

@@ -126,3 +126,31 @@ def test_anthropic_tool_use_input_is_kept_or_refused_never_emptied(raw, ok):
     else:
         s.append_anthropic([reply])
         assert s.messages[-1].tool_uses[0].input == ok
+
+
+def test_input_nested_too_deep_is_a_format_error_and_stores_nothing():
+    """Kind: a raw Python exception for a user's input (RecursionError from tool arguments
+    "[" * 5000 or a tool input 3,000 objects deep) instead of a ctxwise error."""
+    from ctxwise import ContextManager, Policy
+    from ctxwise.errors import FormatError
+
+    s = ContextManager("memory://", Policy(provider="openai", budget=50_000, unit="chars")).session("u", "s")
+    s.append_openai([{"role": "user", "content": "hi"}])
+    deep_text = "[" * 5000 + "]" * 5000
+    deep: dict = {}
+    cur = deep
+    for _ in range(3000):
+        cur["a"] = {}
+        cur = cur["a"]
+    calls = [
+        lambda: s.append_openai([{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": deep_text}}]}]),
+        lambda: s.append_anthropic([{"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t", "name": "f", "input": deep}]}]),
+    ]
+    for call in calls:
+        with pytest.raises(FormatError, match="nested too deeply"):
+            call()
+        assert [m.role for m in s.messages] == ["user"]
+    s.append_openai([{"role": "assistant", "content": "hello"}])
+    assert s.prepare().payload[-1]["content"] == "hello"
