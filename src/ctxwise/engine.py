@@ -51,8 +51,10 @@ VISIBLE = ("verbatim", "cleared", "pruned")
 
 def _refuse_deep_input(method: Any) -> Any:
     """An append whose input is nested deeper than Python's parsers and serializers can walk
-    (``"[" * 5000`` as tool arguments, a tool input 3,000 objects deep) raises FormatError
-    instead of a raw RecursionError; it fails before anything is stored."""
+    (``"[" * 5000`` as tool arguments, a tool input 3,000 objects deep), or that a format reader
+    could not build a message from (``"name": 5``, a tool input with a non-string key), raises
+    FormatError naming the field instead of a raw RecursionError / pydantic ValidationError; it
+    fails before anything is stored."""
     import functools
 
     @functools.wraps(method)
@@ -64,6 +66,12 @@ def _refuse_deep_input(method: Any) -> Any:
 
             raise FormatError("input", "nested too deeply to read or store (RecursionError); send the value "
                                        "flattened or as text") from None
+        except ValidationError as e:
+            from .errors import FormatError
+
+            err = e.errors()[0]
+            where = ".".join(str(x) for x in err.get("loc", ())) or e.title
+            raise FormatError(f"input ({e.title} {where})", str(err.get("msg", e))) from None
     return wrapper
 
 

@@ -154,3 +154,20 @@ def test_input_nested_too_deep_is_a_format_error_and_stores_nothing():
         assert [m.role for m in s.messages] == ["user"]
     s.append_openai([{"role": "assistant", "content": "hello"}])
     assert s.prepare().payload[-1]["content"] == "hello"
+
+
+@pytest.mark.parametrize("call", ["openai-name", "anthropic-key"])
+def test_a_field_of_the_wrong_type_is_a_format_error_naming_it(call):
+    """Kind: a raw pydantic ValidationError for a user's input (``"name": 5``; a tool input
+    with a non-string key) instead of a ctxwise error naming the field."""
+    from ctxwise import ContextManager, Policy
+    from ctxwise.errors import FormatError
+
+    s = ContextManager("memory://", Policy(provider="openai", budget=50_000, unit="chars")).session("u", "s")
+    with pytest.raises(FormatError, match=r"name|key"):
+        if call == "openai-name":
+            s.append_openai([{"role": "user", "content": "x", "name": 5}])
+        else:
+            s.append_anthropic([{"role": "user", "content": "hi"}, {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "t", "name": "f", "input": {1: "x"}}]}])
+    assert s.messages == []
