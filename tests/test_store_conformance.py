@@ -255,3 +255,18 @@ def test_pop_then_append_is_one_write(store):
     with pytest.raises(MessageNotStorable):
         store.pop("u1", "s1", expected_version=v2, then_append=[text_message("u0", "user", "taken id")])
     assert dump() == before
+
+
+@pytest.mark.parametrize("bad", ["a\x00b", "x" * 300, "a\udc80b"])
+def test_a_read_by_an_id_no_database_can_hold_finds_nothing(store, bad) -> None:
+    """Kind: a read that sends an id the database cannot hold (PostgreSQL raised DataError for a
+    NUL in original() or list_memory()). Every backend answers as for any unknown id."""
+    fill(store, "u1", "s1", 1)
+    assert store.original("u1", "s1", bad) is None
+    assert store.original("u1", "s1", message_id=bad) is None
+    assert store.list_memory(bad) == []
+    for user, session in ((bad, "s1"), ("u1", bad)):
+        with pytest.raises(SessionNotFound):
+            store.load(user, session)
+        with pytest.raises(SessionNotFound):
+            store.version(user, session)

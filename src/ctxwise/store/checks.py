@@ -84,6 +84,14 @@ def bodies(messages: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
+def holdable(*ids: Any) -> bool:
+    """Whether each id is one the database could hold (a string of at most MAX_ID characters,
+    no NUL, valid Unicode). A read by an id that is not could match nothing: callers answer
+    "not found" instead of sending it (PostgreSQL raises DataError on NUL)."""
+    return all(isinstance(i, str) and len(i) <= MAX_ID and "\x00" not in i and not _SURROGATE.search(i)
+               for i in ids)
+
+
 def key(user_id: Any, session_id: Any) -> None:
     """A session key the store can hold: two non-empty strings of at most 255 characters,
     valid Unicode, no NUL. Raises :class:`NotStorable`."""

@@ -154,6 +154,8 @@ class SqlStore:
             raise
 
     def _session_row(self, conn: Connection, user_id: str, session_id: str, *, lock: bool = False) -> Any:
+        if not checks.holdable(user_id, session_id):  # no stored session can have it
+            raise SessionNotFound(f"no session {session_id!r} for user {user_id!r}")
         q = select(S).where(S.user_id == user_id, S.session_id == session_id)
         if lock:
             q = q.with_for_update(nowait=not self.wait)
@@ -259,6 +261,8 @@ class SqlStore:
 
     def version(self, user_id: str, session_id: str) -> int:
         """The session's current version (one indexed read). Raises :class:`SessionNotFound`."""
+        if not checks.holdable(user_id, session_id):
+            raise SessionNotFound(f"no session {session_id!r} for user {user_id!r}")
         with self._read() as conn:
             v = conn.execute(select(S.version).where(S.user_id == user_id, S.session_id == session_id)).scalar()
             if v is None:
@@ -519,6 +523,9 @@ class SqlStore:
         the newest in the context, else the newest. None if there is none."""
         if (tool_use_id is None) == (message_id is None):
             raise ValueError("original(): give exactly one of tool_use_id and message_id")
+        if not checks.holdable(tool_use_id if message_id is None else message_id):
+            self.version(user_id, session_id)  # SessionNotFound as for any id
+            return None
         with self._read() as conn:
             sess = self._session_row(conn, user_id, session_id)
             if message_id is not None:
@@ -555,6 +562,8 @@ class SqlStore:
                     created_before: datetime | None = None) -> list[Any]:
         """The user's entries (``MemoryEntry``), oldest first (active only unless
         ``include_inactive``), filtered in SQL as :meth:`MemoryStore.list_memory` describes."""
+        if not checks.holdable(user_id):
+            return []
         with self._read() as conn:
             return _list_memory(conn, user_id, include_inactive, exclude_session, created_before)
 
