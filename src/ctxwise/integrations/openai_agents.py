@@ -110,6 +110,9 @@ def _agents() -> Any:
         raise
 
 
+_agents()  # at import, as the other integrations do: the missing extra is the first thing said
+
+
 def _item_type(item: dict[str, Any]) -> Any:
     return item.get("type", "message" if "role" in item else None)
 
