@@ -367,3 +367,22 @@ def test_anthropic_thinking_signatures_and_redacted_thinking_survive_the_round_t
     # and the view the model got passes the LangChain messages on with those blocks
     sent = [m for m in model.seen[-1] if isinstance(m, AIMessage)]
     assert thinking in sent[0].content and redacted in sent[0].content and later in sent[1].content
+
+
+def test_a_fork_from_an_earlier_checkpoint_is_refused_not_sent_with_the_other_branch(recs, tmp_path):
+    # kind: the ctxwise session went on past the checkpoint being resumed (a LangGraph fork from
+    # an earlier checkpoint): the abandoned branch's call and result were sent with the new
+    # question, without a word; now SessionConflict says so (found by a fresh-user check)
+    from ctxwise import SessionConflict
+
+    rec = recs[0]
+    cm, mw, model, agent = build(rec, tmp_path, name="fork")
+    config = {"configurable": {"thread_id": "t"}}
+    run_turns(agent, model, rec, config, turns=slice(0, 3))
+    done = [h for h in agent.get_state_history(config) if not h.next and h.values.get("messages")]
+    latest, earlier = len(done[0].values["messages"]), done[-1]
+    assert len(earlier.values["messages"]) < latest
+    sent = len(model.seen)
+    with pytest.raises(SessionConflict, match="forked"):
+        agent.invoke({"messages": [{"role": "user", "content": "a different question"}]}, earlier.config)
+    assert len(model.seen) == sent  # nothing went to the model

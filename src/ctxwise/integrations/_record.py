@@ -30,4 +30,15 @@ def resume_index(ids: Sequence[str], rec: dict[str, Any] | None, session: Any, s
     if last not in ids:
         raise SessionConflict(f"ctxwise session {session_id!r}: the message {last!r} it last appended is no longer "
                               f"in {state}; {rewritten}")
-    return list(ids).index(last) + 1
+    at = list(ids).index(last)
+    # the session went on past this record (a fork from an earlier checkpoint, an older saved
+    # state restored): what the session holds after ``last`` must be what the state holds after it
+    order = [m.id for m in session.messages if m.kind is None]
+    if last in order:
+        tail = set(ids[at + 1:])
+        gone = [i for i in order[order.index(last) + 1:] if i not in tail]
+        if gone:
+            raise SessionConflict(
+                f"ctxwise session {session_id!r} holds {len(gone)} message(s) after {last!r} that {state} does not "
+                f"(first: {gone[0]!r}): it was restored from an earlier point or forked; {rewritten}")
+    return at + 1
