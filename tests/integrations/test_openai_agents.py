@@ -165,17 +165,24 @@ def test_retry_pop_then_re_add_gives_the_same_next_payload_byte_for_byte(tmp_pat
     assert json.dumps(asyncio.run(again.get_items())) == before
 
 
-def test_pop_inside_an_assistant_message_and_a_call_whose_output_comes_later(tmp_path):
-    """Kinds: an item-level pop of an item that shares its assistant message with others; a
-    function_call_output in a later add_items batch than its call (never compacted across)."""
-    cm = ContextManager(f"sqlite:///{tmp_path / 'p.db'}", policy())
-    s = CtxwiseSession(cm.session("u", "p"))
+def _order_turn() -> tuple[dict, list[dict]]:
+    """A user question and one model turn answering it: reasoning, text and a function call
+    in one assistant message (items that share a ctxwise message)."""
     user = {"role": "user", "content": "Where is order #W123?"}
     turn = [{"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "look it up"}]},
             {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
              "content": [{"type": "output_text", "text": "Checking.", "annotations": []}]},
             {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_order",
              "arguments": "{\"order_id\": \"#W123\"}", "status": "completed"}]
+    return user, turn
+
+
+def test_pop_inside_an_assistant_message_and_a_call_whose_output_comes_later(tmp_path):
+    """Kinds: an item-level pop of an item that shares its assistant message with others; a
+    function_call_output in a later add_items batch than its call (never compacted across)."""
+    cm = ContextManager(f"sqlite:///{tmp_path / 'p.db'}", policy())
+    s = CtxwiseSession(cm.session("u", "p"))
+    user, turn = _order_turn()
     out = {"type": "function_call_output", "call_id": "call_1", "output": "shipped 2024-05-05"}
 
     async def go():
@@ -362,12 +369,7 @@ def test_pop_item_of_an_item_sharing_its_message_is_one_write(tmp_path):
 
     cm = ContextManager(f"sqlite:///{tmp_path / 'a.db'}", policy())
     s = CtxwiseSession(cm.session("u", "atomic"))
-    user = {"role": "user", "content": "Where is order #W123?"}
-    turn = [{"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "look it up"}]},
-            {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
-             "content": [{"type": "output_text", "text": "Checking.", "annotations": []}]},
-            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_order",
-             "arguments": "{\"order_id\": \"#W123\"}", "status": "completed"}]
+    user, turn = _order_turn()
     fail = {"on": False}
 
     def refuse_inserts(conn, cursor, statement, params, context, executemany):
