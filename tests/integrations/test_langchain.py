@@ -386,3 +386,161 @@ def test_a_fork_from_an_earlier_checkpoint_is_refused_not_sent_with_the_other_br
     with pytest.raises(SessionConflict, match="forked"):
         agent.invoke({"messages": [{"role": "user", "content": "a different question"}]}, earlier.config)
     assert len(model.seen) == sent  # nothing went to the model
+
+
+def _failing_tools(rec, fail: dict[str, int]):
+    """The recorded tools, where ``fail[name]`` calls of that tool raise a plain exception (not
+    a ToolException: ToolNode's default handler lets it out of ``invoke``)."""
+    from langchain_core.tools import StructuredTool
+
+    out = []
+    for t in recorded_tools(rec):
+        def run(_t=t, **kwargs):
+            if fail.get(_t.name, 0) > 0:
+                fail[_t.name] -= 1
+                raise RuntimeError(f"{_t.name}: the backend is down")
+            return _t.func(**kwargs)
+
+        out.append(StructuredTool.from_function(func=run, name=t.name, description=t.description,
+                                                args_schema=t.args_schema))
+    return out
+
+
+def _checked_turns(agent, model, mw, rec, config, turns, *, use_async=False):
+    """Play ``turns``; every request ctxwise checked for the model passes the wire check."""
+    payloads = []
+    for k, turn in zip(range(turns.start, turns.stop), rec.turns[turns]):
+        model.script = [as_ai_message(m) for m in turn.assistant]
+        new = [as_ai_message(m) for m in rec.opening] if k == 0 else []
+        new.append({"role": "user", "content": turn.user})
+        before = len(model.seen)
+        if use_async:
+            asyncio.run(agent.ainvoke({"messages": new}, config))
+        else:
+            agent.invoke({"messages": new}, config)
+        assert len(model.seen) > before
+        payloads.append(mw.last_prepared.payload)
+        assert check_wire(mw.last_prepared.payload, "openai") == []
+    return payloads
+
+
+@pytest.mark.parametrize("variant", ["sync", "async", "sqlite-resumed", "twice"])
+def test_a_tool_raising_out_of_invoke_does_not_leave_the_thread_stuck(variant, tmp_path):
+    # kind: a tool call recorded without its result (the tool raised out of invoke, the run
+    # was cancelled): every later call of the thread was refused (dangling call) and nothing
+    # could close it. Now the next invoke closes the unanswered calls with an explicit
+    # interruption result (an `interrupted` event), and the thread goes on.
+    rec = recordings(n=2)[0]
+    k = next(i for i, t in enumerate(rec.turns) if i > 0 and t.assistant[0].tool_uses)
+    name = rec.turns[k].assistant[0].tool_uses[0].name
+    fail = {name: 2 if variant == "twice" else 1}
+    conn = sqlite3.connect(tmp_path / "ckpt.sqlite", check_same_thread=False) if variant == "sqlite-resumed" else None
+    cm = ContextManager(f"sqlite:///{tmp_path / 'f.db'}", policy())
+    mw = CtxwiseMiddleware(cm, user_id="u1")
+    model = ScriptedChatModel()
+    agent = create_agent(model, _failing_tools(rec, fail), system_prompt=rec.system, middleware=[mw],
+                         checkpointer=SqliteSaver(conn) if conn else InMemorySaver())
+    config = {"configurable": {"thread_id": "t-fail"}}
+    use_async = variant == "async"
+    _checked_turns(agent, model, mw, rec, config, slice(0, k), use_async=use_async)
+    tries = 2 if variant == "twice" else 1
+    for t in range(tries):  # a retry's reply gets its own ids (add_messages replaces a message by id)
+        model.script = [as_ai_message(m.model_copy(update={"id": f"{m.id}-try{t}"})) for m in rec.turns[k].assistant]
+        with pytest.raises(RuntimeError, match="the backend is down"):
+            call = {"messages": [{"role": "user", "content": rec.turns[k].user}]}
+            asyncio.run(agent.ainvoke(call, config)) if use_async else agent.invoke(call, config)
+    if variant == "sqlite-resumed":  # a new process: new middleware and agent on the same records
+        cm.close()
+        cm = ContextManager(f"sqlite:///{tmp_path / 'f.db'}", policy())
+        mw = CtxwiseMiddleware(cm, user_id="u1")
+        agent = create_agent(model, _failing_tools(rec, fail), system_prompt=rec.system, middleware=[mw],
+                             checkpointer=SqliteSaver(conn))
+    _checked_turns(agent, model, mw, rec, config, slice(k + 1, k + 3), use_async=use_async)
+
+    state = agent.get_state(config).values
+    session = mw.session(state)
+    closed = [e for e in session.events() if e["stage"] == "interrupted"]
+    assert len(closed) == tries
+    # the model got an explicit error result for each unanswered call, never a dangling call
+    sent = [m for m in model.seen[-2] if isinstance(m, ToolMessage) and m.content.startswith("interrupted:")]
+    assert len(sent) == tries and all(m.status == "error" for m in sent)
+    # the agent's own record is untouched: the calls stay unanswered there, nothing was added
+    msgs = state["messages"]
+    unanswered = []
+    for i, m in enumerate(msgs):
+        after = []
+        for x in msgs[i + 1:]:
+            if not isinstance(x, ToolMessage):
+                break
+            after.append(x.tool_call_id)
+        unanswered += [c["id"] for c in getattr(m, "tool_calls", None) or [] if c["id"] not in after]
+    assert len(unanswered) == tries
+    if conn is not None:
+        conn.close()
+
+
+def test_calls_langchain_answers_itself_keep_their_error_state(tmp_path):
+    # kind: what LangChain does with a failing call, in its shapes: a tool error handled by the
+    # tool (ToolException -> ToolMessage status="error"), a call with malformed arguments
+    # (create_agent answers it with an error ToolMessage: it was refused as an orphan result),
+    # and parallel calls of which one raises out of invoke (both closed as interrupted)
+    import uuid
+
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import ToolException, tool
+
+    class Model(BaseChatModel):
+        script: list = []
+
+        @property
+        def _llm_type(self) -> str:
+            return "scripted-failures"
+
+        def bind_tools(self, tools, **kw):
+            return self
+
+        def _generate(self, messages, stop=None, run_manager=None, **kw):
+            reply = self.script.pop(0) if self.script else AIMessage(content="Done.")
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    @tool
+    def lookup(order: str) -> str:
+        """Look an order up."""
+        raise ToolException(f"order {order} not found")
+
+    lookup.handle_tool_error = True
+
+    @tool
+    def refund(order: str) -> str:
+        """Refund an order."""
+        if order == "#W2":
+            raise ConnectionError("payments backend down")
+        return f"refunded {order}"
+
+    cm = ContextManager(f"sqlite:///{tmp_path / 'e.db'}", Policy(budget=4000, unit="tokens", tokenizer="o200k_base",
+                                                                 provider="openai"))
+    mw = CtxwiseMiddleware(cm, user_id="u1")
+    model = Model()
+    agent = create_agent(model, [lookup, refund], system_prompt="You help with orders.", middleware=[mw],
+                         checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    model.script = [AIMessage(content="", tool_calls=[{"id": "c1", "name": "lookup", "args": {"order": "#W1"}}]),
+                    AIMessage(content="", invalid_tool_calls=[{"id": "c2", "name": "refund", "args": "{\"order\": ",
+                                                                "error": "truncated", "type": "invalid_tool_call"}])]
+    agent.invoke({"messages": [HumanMessage("Where is #W1?")]}, cfg)
+    model.script = [AIMessage(content="", tool_calls=[{"id": "c3", "name": "refund", "args": {"order": "#W1"}},
+                                                      {"id": "c4", "name": "refund", "args": {"order": "#W2"}}])]
+    with pytest.raises(ConnectionError):
+        agent.invoke({"messages": [HumanMessage("Refund #W1 and #W2")]}, cfg)
+    agent.invoke({"messages": [HumanMessage("Did it work?")]}, cfg)
+
+    session = mw.session(agent.get_state(cfg).values)
+    assert check_wire(mw.last_prepared.payload, "openai") == []
+    results = {r.tool_use_id: r for m in session.messages for r in m.tool_results}
+    assert set(results) == {"c1", "c2", "c3", "c4"}
+    assert all(r.state == "error" for r in results.values())
+    assert results["c1"].text == "order #W1 not found"
+    assert results["c3"].text.startswith("interrupted:") and results["c4"].text.startswith("interrupted:")
+    assert [e["detail"]["tool_use_ids"] for e in session.events() if e["stage"] == "interrupted"] == [["c3", "c4"]]

@@ -33,7 +33,9 @@ def resume_index(ids: Sequence[str], rec: dict[str, Any] | None, session: Any, s
     at = list(ids).index(last)
     # the session went on past this record (a fork from an earlier checkpoint, an older saved
     # state restored): what the session holds after ``last`` must be what the state holds after it
-    order = [m.id for m in session.messages if m.kind is None]
+    # (the interruption results ctxwise wrote for calls the framework left unanswered,
+    # Session.close_pending, are ctxwise's own: no framework state holds them)
+    order = [m.id for m in session.messages if m.kind is None and not _interrupted(m)]
     if last in order:
         tail = set(ids[at + 1:])
         gone = [i for i in order[order.index(last) + 1:] if i not in tail]
@@ -42,3 +44,9 @@ def resume_index(ids: Sequence[str], rec: dict[str, Any] | None, session: Any, s
                 f"ctxwise session {session_id!r} holds {len(gone)} message(s) after {last!r} that {state} does not "
                 f"(first: {gone[0]!r}): it was restored from an earlier point or forked; {rewritten}")
     return at + 1
+
+
+def _interrupted(m: Any) -> bool:
+    """Whether ``m`` is an interruption result written by ``Session.close_pending``."""
+    mark = m.metadata.get("ctxwise")
+    return isinstance(mark, dict) and mark.get("interrupted") is True

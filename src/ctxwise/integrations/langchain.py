@@ -59,7 +59,8 @@ try:
 except ModuleNotFoundError as e:  # pragma: no cover - exercised by tests/integrations/test_extras.py
     raise MissingExtra("ctxwise.integrations.langchain", "langchain", (e.name or "langchain").split(".")[0]) from None
 
-from .. import RECALL_TOOL_NAME, ContextManager, Message, Session, ThinkingBlock, recall_tool_output, recall_tool_schema
+from .. import (RECALL_TOOL_NAME, ContextManager, Message, Session, ThinkingBlock, ToolResultBlock, recall_tool_output,
+                recall_tool_schema)
 from ..formats import from_openai
 from ._record import resume_index
 from ..providers import render
@@ -92,6 +93,13 @@ def _to_chat(messages: Sequence[BaseMessage]) -> tuple[list[dict[str, Any]], dic
         d = dict(d)
         if m.id:
             d["id"] = m.id
+        if isinstance(m, AIMessage) and m.invalid_tool_calls:
+            # a call whose arguments did not parse: the agent answers it with an error
+            # ToolMessage (create_agent's _patch_invalid_tool_calls) and the chat models send it
+            # as a tool call, so it is one here too (its raw arguments kept)
+            d["tool_calls"] = [*(d.get("tool_calls") or []), *(
+                {"id": c["id"], "type": "function", "function": {"name": c.get("name") or "", "arguments": c.get("args") or ""}}
+                for c in m.invalid_tool_calls if c.get("id"))]
         if d.get("role") == "assistant" and isinstance(d.get("content"), list):
             d, blocks = _reasoning_out_of_content(d)
             if m.id and any(b.signature is not None or b.redacted for b in blocks):
@@ -156,8 +164,12 @@ def _canonical(messages: Sequence[BaseMessage], prefix: Sequence[BaseMessage]) -
     instead of the one joined ``reasoning_content`` block."""
     chat, signed = _to_chat([*prefix, *messages])
     out = from_openai(chat, strict=False)[len(prefix):]
+    failed = {m.id for m in messages if isinstance(m, ToolMessage) and m.status == "error"}
     return [m.model_copy(update={"blocks": [*signed[m.id], *(b for b in m.blocks if not isinstance(b, ThinkingBlock))]})
-            if m.id in signed and m.role == "assistant" else m for m in out]
+            if m.id in signed and m.role == "assistant" else
+            m.model_copy(update={"blocks": [b.model_copy(update={"state": "error"}) if isinstance(b, ToolResultBlock)
+                                            else b for b in m.blocks]})
+            if m.id in failed and m.role == "tool" else m for m in out]
 
 
 def _from_canonical(m: Message) -> BaseMessage:
@@ -170,6 +182,8 @@ def _from_canonical(m: Message) -> BaseMessage:
         return built[0] if built else SystemMessage(content="")
     msg = built[0]
     msg.id = m.id
+    if isinstance(msg, ToolMessage) and any(r.state == "error" for r in m.tool_results):
+        msg.status = "error"  # a failed result (ToolNode's handled error, an interruption) stays one
     if isinstance(msg, AIMessage) and any(b.signature is not None or b.redacted for b in m.thinking):
         text = msg.content if isinstance(msg.content, list) else \
             ([{"type": "text", "text": msg.content}] if msg.content else [])
@@ -279,10 +293,14 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
             # the system prompt opens the session, under an id of ours (it is not in the state)
             system = request.system_message.model_copy(update={"id": f"{self.key}-system"})
             session.append(_canonical([system], []))
-        if new:
+        for k, chunk in enumerate(_chunks(history, start)):
+            if not isinstance(chunk[0], ToolMessage):
+                # calls of an earlier step that never got their results (a tool raised out of
+                # invoke, the run was cancelled): answered as interrupted, so the thread goes on
+                session.close_pending(INTERRUPTED)
             prefix = [m for m in history[:start] if isinstance(m, AIMessage) and m.tool_calls][-1:] \
-                if isinstance(new[0], ToolMessage) else []
-            session.append(_canonical(new, prefix))
+                if k == 0 and isinstance(chunk[0], ToolMessage) else []
+            session.append(_canonical(chunk, prefix))
         prepared = session.prepare()
         self.last_prepared = prepared
 
@@ -332,6 +350,33 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
             return recall_tool_output(session, {"tool_use_id": tool_use_id})[0]
 
         return recall_tool_result
+
+
+INTERRUPTED = "the tool call got no result: the run stopped before its tool returned (it raised, or was cancelled)"
+"""The reason :meth:`ctxwise.Session.close_pending` records for a call the thread left unanswered."""
+
+
+def _chunks(history: Sequence[BaseMessage], start: int) -> list[list[BaseMessage]]:
+    """``history[start:]`` cut before each message that is not a tool result but follows
+    tool calls some of which got no ``ToolMessage`` (a tool raised out of ``invoke``, or the
+    run was cancelled, between the model's call and its result): there the unanswered calls
+    are closed (:meth:`ctxwise.Session.close_pending`) before the rest is appended."""
+    out: list[list[BaseMessage]] = []
+    waiting: set[str] = set()
+    for i, m in enumerate(history):
+        cut = not isinstance(m, ToolMessage) and bool(waiting)
+        if isinstance(m, AIMessage):
+            waiting = {str(c.get("id")) for c in [*m.tool_calls, *m.invalid_tool_calls] if c.get("id")}
+        elif isinstance(m, ToolMessage):
+            waiting.discard(m.tool_call_id)
+        else:
+            waiting = set()
+        if i < start:
+            continue
+        if not out or (cut and out[-1]):
+            out.append([])
+        out[-1].append(m)
+    return [c for c in out if c]
 
 
 def _tool_schema(t: Any) -> dict[str, Any] | None:
