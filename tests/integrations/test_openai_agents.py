@@ -540,3 +540,80 @@ def test_a_reply_left_out_of_the_context_as_the_newest_row_gives_no_raw_error(tm
         assert check_wire(view, "openai_responses") == [] and view[-1]["content"] == "Thanks, and the refund?"
 
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("stop", ["approval-abandoned", "tool-raises", "cancelled", "max-turns"])
+def test_a_run_stopped_between_a_call_and_its_output_leaves_the_session_usable(stop, tmp_path):
+    """Kind: a function_call stored without its output. A run that stops at a tool approval
+    (``needs_approval``) stores the call and returns; when the next ``Runner.run`` starts with
+    new input instead of resuming, every later write was refused (dangling call). Now the call
+    is answered with an explicit interruption result (an ``interrupted`` event) and the
+    session goes on. The other ways a run stops mid-tool (a tool raising out of the run, a
+    cancelled run, MaxTurnsExceeded) must leave it usable too. Recorded turns, Runner.run."""
+    from agents import FunctionTool, MaxTurnsExceeded, Runner
+    from agents.exceptions import AgentsException
+
+    conv = load(RETAIL)[0]
+    rec = split(conv.messages)
+    k = next(i for i, r in enumerate(rec.replies) if i > 0 and r and any(b.type == "tool_use" for b in r[0].blocks))
+    model = PlaybackModel()
+    agent = agent_for(rec, model, instructions=False)
+    mode = {"on": False}
+
+    def wrap(t: FunctionTool) -> FunctionTool:
+        async def invoke(ctx, arguments):
+            if mode["on"] and stop == "tool-raises":
+                raise RuntimeError("the backend is down")
+            if mode["on"] and stop == "cancelled":
+                await asyncio.sleep(30)
+            return await t.on_invoke_tool(ctx, arguments)
+
+        async def approval(ctx, params, call_id):
+            return mode["on"] and stop == "approval-abandoned"
+
+        return FunctionTool(name=t.name, description=t.description, params_json_schema=t.params_json_schema,
+                            on_invoke_tool=invoke, strict_json_schema=False, needs_approval=approval)
+
+    agent.tools = [wrap(t) for t in agent.tools]
+    cm = ContextManager(f"sqlite:///{tmp_path / 's.db'}", policy())
+    s = Spy(cm.session("u", f"stop-{stop}"))
+
+    async def turn(i: int, **kw):
+        items = ([{"role": "system", "content": rec.instructions}] if i == 0 else []) + rec.turns[i]
+        model.load(rec.replies[i])
+        return await Runner.run(agent, items, session=s, run_config=s.run_config(), **{"max_turns": 200, **kw})
+
+    async def go():
+        for i in range(k):
+            await turn(i)
+        mode["on"] = True
+        if stop == "approval-abandoned":
+            result = await turn(k)
+            assert result.interruptions  # the run paused for an approval nobody gives
+        elif stop == "tool-raises":
+            with pytest.raises(AgentsException, match="the backend is down"):
+                await turn(k)
+        elif stop == "cancelled":
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(turn(k), 1.0)
+        else:
+            with pytest.raises(MaxTurnsExceeded):
+                await turn(k, max_turns=1)
+        mode["on"] = False
+        sent = len(model.requests)
+        for i in (k + 1, k + 2):
+            await turn(i)
+        assert len(model.requests) > sent
+        for p in s.prepared[-2:]:
+            assert check_wire(p.payload, "openai_responses") == []
+        # nothing dangles in what the model got; a call left open got an explicit error output
+        last = model.requests[-1]["input"]
+        calls = {i["call_id"] for i in last if i.get("type") == "function_call"}
+        outputs = [i for i in last if i.get("type") == "function_call_output"]
+        assert calls == {o["call_id"] for o in outputs}
+        closed = [e for e in s.ctx.events() if e["stage"] == "interrupted"]
+        if stop == "approval-abandoned":
+            assert len(closed) == 1
+            assert any(o["output"].startswith("interrupted:") for o in outputs)
+
+    asyncio.run(go())

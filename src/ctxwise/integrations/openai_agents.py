@@ -117,6 +117,9 @@ def _item_type(item: dict[str, Any]) -> Any:
     return item.get("type", "message" if "role" in item else None)
 
 
+INTERRUPTED = "the tool call got no output: the run stopped before it (a pending approval, a cancelled run)"
+"""The reason :meth:`ctxwise.Session.close_pending` records for a call a new run left unanswered."""
+
 CORE_TYPES = ("message", "reasoning", "function_call", "function_call_output")
 """The Responses items ctxwise reads into canonical messages (counted, compacted, checked)."""
 
@@ -437,6 +440,13 @@ class CtxwiseSession:
                 open_ids.add(item["call_id"])
         if not items:
             return
+        first = next((i for i in items if not hosted(i)), None)
+        if first is not None and _item_type(first) != "function_call_output" and open_ids - \
+                {i.get("call_id") for i in items if _item_type(i) == "function_call"}:
+            # calls left without their output (a run stopped at a tool approval and a new run
+            # began instead of resuming it, a run cancelled between a call and its output):
+            # answered as interrupted, one event, so the session goes on
+            self.ctx.close_pending(INTERRUPTED)
         groups = group_items(items)
         lead = groups.pop(0) if all(hosted(i) for i in groups[0]) else []
         new = self._to_messages(groups, done=len(lead))
