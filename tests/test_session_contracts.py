@@ -337,3 +337,60 @@ def test_an_append_error_names_the_appended_message_as_well_as_its_place(store):
     (v,) = info.value.violations
     assert v.index == 3 and v.where == "appended id 'msg-000004'" and "message 3 (appended id 'msg-000004')" in str(info.value)
     assert len(s.messages) == 3
+
+
+def test_amend_updates_the_last_message_in_place_with_no_retraction(store):
+    """Kind: an update recorded as a retraction. An integration keeping items that arrive after
+    a message with it (the Agents SDK's hosted-tool items) could only pop the message and
+    append it again: the transcript showed it retracted and written twice, the events a
+    `popped`. ``amend`` changes the metadata of the newest stored message in one write: the
+    transcript is unchanged, one `amended` event says what; items sent beside the message are
+    counted in its size; anything but metadata, or another writer first, changes nothing."""
+    from ctxwise.errors import FormatError
+
+    cm = ContextManager(store, DEEPSEEK)
+    s = cm.session("u", "s")
+    a = assistant("It is on its way.")
+    s.append([system(), user("Where is #W1?"), a])
+    rows, size, v = len(s.transcript()), s.size, s.version
+    item = {"type": "web_search_call", "id": "ws_1", "status": "completed",
+            "action": {"type": "search", "query": "carrier status of order W1 " * 20}}
+    got = s.amend(lambda m: m.model_copy(update={"metadata": {**m.metadata, "sdk": {"n": 1}, "ctxwise": {"beside": [item]}}}))
+    assert got is not None and got.id == a.id and got.beside == [item] and got.metadata["sdk"] == {"n": 1}
+    assert s.version == v + 1 and len(s.transcript()) == rows
+    assert s.size == size + s.counter.count_text(__import__("json").dumps(item, ensure_ascii=False))
+    ev = s.events()[-1]
+    assert ev["stage"] == "amended" and ev["affected_ids"] == [a.id] and ev["detail"]["keys"] == ["beside", "sdk"]
+    again = cm.session("u", "s")
+    assert again.messages[-1].beside == [item] and again.size == s.size and again.version == s.version
+    assert all(r.status != "retracted" for r in again.transcript())
+
+    before = (s.version, s.size, s.messages[-1].metadata)
+    with pytest.raises(FormatError, match="only its metadata may change"):
+        s.amend(lambda m: m.model_copy(update={"blocks": [TextBlock(text="changed")]}))
+    with pytest.raises(FormatError, match="not removed"):
+        s.amend(lambda m: m.model_copy(update={"metadata": {}}))
+    other = cm.session("u", "s")
+    other.append([user("more")])
+    with pytest.raises(SessionConflict):
+        s.amend(lambda m: m.model_copy(update={"metadata": {**m.metadata, "sdk": {"n": 2}}}))
+    assert (s.version, s.size, s.messages[-1].metadata) == before
+    fresh = cm.session("u", "s")
+    assert fresh.messages[-2].metadata == before[2]
+
+
+def test_amend_after_a_reply_left_out_of_the_context_amends_that_reply():
+    """Kind: the newest stored row taken to be the context's last message: after an empty
+    reply (kept in the transcript only), ``amend`` updates that reply's record; the context,
+    its size and the transcript stay as they were."""
+    cm = ContextManager(InMemoryStore(), DEEPSEEK)
+    s = cm.session("u", "s")
+    s.append([system(), user("hi"), assistant("hello")])
+    empty = Message(id="empty-1", role="assistant", blocks=[])
+    s.append([empty])
+    ctx, size, rows = [m.model_dump() for m in s.messages], s.size, len(s.transcript())
+    got = s.amend(lambda m: m.model_copy(update={"metadata": {**m.metadata, "sdk": {"items": [1]}}}))
+    assert got is not None and got.id == "empty-1" and got.metadata["sdk"] == {"items": [1]}
+    assert [m.model_dump() for m in s.messages] == ctx and s.size == size and len(s.transcript()) == rows
+    assert s.events()[-1]["detail"]["omitted_reply"] is True
+    assert s.pop() is not None and [m.model_dump() for m in s.messages] == ctx  # the reply goes, as before

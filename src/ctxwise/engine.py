@@ -441,6 +441,89 @@ class Session:
         self.version = version
         return msg
 
+    def amend(self, update: Callable[[Message], Message]) -> Message | None:
+        """Update the newest stored message in place: ``update`` gets it and returns it with
+        other metadata (top-level keys set, and its :attr:`~ctxwise.Message.beside` items: what
+        an integration sends right after it, verbatim, counted in its size). Its id, role,
+        name and blocks must not change, so the transcript is unchanged; one ``amended`` event
+        records it (sizes before and after, the keys set). Durable, one write; returns the
+        amended message as stored (None: the session is empty, nothing written).
+
+        The newest stored message is the context's last one, or a reply left out of the
+        context stored after it (an empty or refusal-only reply, :mod:`ctxwise.normalize`):
+        that one is amended in the record only (it is not sent). An integration uses this to
+        keep items that arrive after a message with it (the Agents SDK's hosted-tool items),
+        where a :meth:`pop` and re-append would record a retraction that never happened.
+
+        Raises :class:`~ctxwise.errors.FormatError` when ``update`` changes more than that
+        (the message's content, a metadata key removed, a ctxwise marker other than
+        ``beside``), :class:`~ctxwise.errors.MessageNotStorable` naming the message when the
+        store cannot hold what the metadata makes of it, and
+        :class:`~ctxwise.errors.SessionConflict` when another writer got in first; nothing
+        changes then."""
+        if not self._context:
+            return None
+        last = self._context[-1]
+        new = update(last)
+        metadata, beside = self._amendment(last, new)
+        size = self._sz(new)
+        event: dict[str, Any] = {
+            "stage": "amended", "trigger": "amend()", "at": _now(), "affected_ids": [last.id],
+            "size_before": self.size, "size_after": self.size - self._sizes.get(last.id, 0) + size,
+            "unit": self.policy.unit, "detail": {"keys": sorted([*metadata, *(["beside"] if beside is not None else [])])}}
+        try:
+            version, msg = self.manager.store.amend(self.user_id, self.session_id, expected_version=self.version,
+                                                    metadata=metadata, beside=beside, message_id=last.id, size=size,
+                                                    events=[event], state=self._state())
+        except MessageNotStorable as e:
+            raise e.at(len(self._context) - 1) from None
+        except ValueError as e:
+            if not str(e).startswith("amend:"):
+                raise
+            return self._amend_omitted(update)
+        self.version = version
+        self._saved_state = _dump(self._state())
+        self._context[-1] = new
+        self._size += size - self._sizes.get(last.id, 0)
+        self._sizes[last.id] = size
+        return msg
+
+    @staticmethod
+    def _amendment(old: Message, new: Message) -> tuple[dict[str, Any], list[Any] | None]:
+        """What :meth:`amend`'s ``update`` changed: ``(top-level metadata keys set, the new
+        beside items or None)``; FormatError for any other change."""
+        if (new.id, new.role, new.name, new.blocks) != (old.id, old.role, old.name, old.blocks):
+            raise FormatError(f"amend of message {old.id!r}", "only its metadata may change (its id, role, name and "
+                              "blocks are what the transcript and the provider read); nothing was stored",
+                              hint="append a new message instead, or pop() it first")
+        gone = [k for k in old.metadata if k not in new.metadata and k != "ctxwise"]
+        mine = {k: v for k, v in (new.metadata.get("ctxwise") or {}).items() if k != "beside"}
+        if gone or mine != {k: v for k, v in (old.metadata.get("ctxwise") or {}).items() if k != "beside"}:
+            raise FormatError(f"amend of message {old.id!r}", f"metadata keys may be set, not removed ({gone}), and "
+                              "of ctxwise's markers only 'beside'; nothing was stored",
+                              hint="set the keys to new values; ctxwise's own markers are its to write")
+        metadata = {k: v for k, v in new.metadata.items() if k != "ctxwise" and old.metadata.get(k) != v}
+        return metadata, (new.beside if new.beside != old.beside else None)
+
+    def _amend_omitted(self, update: Callable[[Message], Message]) -> Message | None:
+        """:meth:`amend` of a reply left out of the context (the newest stored row): the record
+        changes, the context does not."""
+        newest = max((r for r in self.manager.store.load(self.user_id, self.session_id).rows if r.current.kind is None),
+                     key=lambda r: r.seq)  # appended rows: a summary row is ctxwise's own
+        metadata, beside = self._amendment(newest.current, update(newest.current))
+        event = {"stage": "amended", "trigger": "amend()", "at": _now(), "affected_ids": [newest.message_id],
+                 "size_before": self.size, "size_after": self.size, "unit": self.policy.unit,
+                 "detail": {"keys": sorted([*metadata, *(["beside"] if beside is not None else [])]), "omitted_reply": True}}
+        try:
+            version, msg = self.manager.store.amend(self.user_id, self.session_id, expected_version=self.version,
+                                                    metadata=metadata, beside=beside, message_id=newest.message_id,
+                                                    events=[event], state=self._state())
+        except MessageNotStorable as e:
+            raise e.at(len(self._context)) from None
+        self.version = version
+        self._saved_state = _dump(self._state())
+        return msg
+
     def clear(self) -> int:
         """Reset the context to empty (the system prompt too; append it again). Durable and
         recorded: the rows are kept as ``reset``, the transcript gets a ``cleared`` row, the

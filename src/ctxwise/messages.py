@@ -174,6 +174,17 @@ class Message(BaseModel):
         mark = self.metadata.get("ctxwise")
         return mark.get("kind") if isinstance(mark, dict) else None
 
+    @property
+    def beside(self) -> list[Any]:
+        """Items an integration sends right after this message, verbatim, that ctxwise does not
+        read into blocks (``metadata["ctxwise"]["beside"]``: JSON values, e.g. the Agents SDK's
+        hosted-tool items, see :meth:`ctxwise.Session.amend`). Counted in the message's size
+        (their JSON text, an inline ``data:image/...`` URL by the image rule); never rendered
+        by ctxwise, and they leave the context with the message."""
+        mark = self.metadata.get("ctxwise")
+        items = mark.get("beside") if isinstance(mark, dict) else None
+        return list(items) if isinstance(items, list) else []
+
     def fingerprint(self) -> str:
         """A stable SHA-256 hex digest of the message's canonical JSON (id included)."""
         fp = self._cache.get("fingerprint")

@@ -503,9 +503,11 @@ def test_a_reply_left_out_of_the_context_as_the_newest_row_gives_no_raw_error(tm
     leaves out of the context (an empty or refusal-only assistant message: stored, kept in the
     transcript only) is newer than the context's last message, so a write replacing that
     message (pop_item of an item sharing its message; hosted items joining the message before
-    them) was refused by the store with a plain ValueError. Now pop_item removes the reply (the
-    item written last), and hosted items that would have to join it raise a FormatError naming
-    the item, storing nothing; the session stays usable either way."""
+    them) was refused by the store with a plain ValueError, and later hosted items arriving
+    alone after such a reply were refused with a FormatError (found by a fresh-user check).
+    Now pop_item removes the item written last, and hosted items alone after the reply are
+    kept with it (in the record: the reply is not sent, so neither are they); the session
+    stays usable either way."""
     cm = ContextManager(f"sqlite:///{tmp_path / 'a.db'}", policy())
     s = CtxwiseSession(cm.session("u", "omitted"))
     user = {"role": "user", "content": "Any news on order #W123?"}
@@ -515,6 +517,7 @@ def test_a_reply_left_out_of_the_context_as_the_newest_row_gives_no_raw_error(tm
     empty = {"type": "message", "id": "msg_2", "role": "assistant", "status": "completed", "content": []}
     search = {"type": "web_search_call", "id": "ws_1", "status": "completed",
               "action": {"type": "search", "query": "order W123 carrier"}}
+    files = {"type": "file_search_call", "id": "fs_1", "status": "completed", "queries": ["W123"]}
 
     async def go():
         await s.add_items([user])
@@ -525,15 +528,18 @@ def test_a_reply_left_out_of_the_context_as_the_newest_row_gives_no_raw_error(tm
         assert await s.pop_item() == empty
         assert await s.get_items(limit=3) == [user, *turn]
         assert [(r.text, r.status) for r in s.ctx.transcript()][-2:] == [("", "normal"), ("", "retracted")]
-        # hosted items alone after the empty reply: a ctxwise error naming the item, nothing stored
+        # hosted items alone after the empty reply: accepted, kept with it, an update (no retraction)
         await s.add_items([copy.deepcopy(empty)])
-        before = (s.ctx.version, len(s.ctx.transcript()), await s.get_items(limit=3))
-        with pytest.raises(FormatError) as err:
-            await s.add_items([copy.deepcopy(search)])
-        assert err.value.place == "add_items item 0" and "'web_search_call'" in err.value.rule
-        assert "left out of the context" in err.value.rule
-        s.ctx.reload()
-        assert (s.ctx.version, len(s.ctx.transcript()), await s.get_items(limit=3)) == before
+        rows, size, view = len(s.ctx.transcript()), s.ctx.size, await s.get_items()
+        await s.add_items([copy.deepcopy(search)])
+        await s.add_items([copy.deepcopy(files)])
+        assert len(s.ctx.transcript()) == rows and s.ctx.size == size and await s.get_items() == view
+        assert [e["stage"] for e in s.ctx.events()][-2:] == ["amended", "amended"]
+        # pops: exactly the item written last, the hosted ones as updates, then the reply
+        assert await s.pop_item() == files
+        assert await s.pop_item() == search
+        assert await s.pop_item() == empty
+        assert await s.get_items(limit=3) == [user, *turn]
         # still usable: the next user message is stored and the view passes the wire check
         await s.add_items([{"role": "user", "content": "Thanks, and the refund?"}])
         view = await s.get_items()
@@ -615,5 +621,124 @@ def test_a_run_stopped_between_a_call_and_its_output_leaves_the_session_usable(s
         if stop == "approval-abandoned":
             assert len(closed) == 1
             assert any(o["output"].startswith("interrupted:") for o in outputs)
+
+    asyncio.run(go())
+
+
+def test_hosted_items_are_an_update_of_their_message_and_counted_in_the_budget(tmp_path):
+    """Kinds: (1) hosted-tool items that join the message stored before them (a batch of hosted
+    items only, e.g. the Runner's computer_call_output) showed in the transcript as that
+    message retracted and written again, with a `popped` event: a retraction that never
+    happened. Now the message is updated in place (one `amended` event; the transcript keeps
+    one row per message, none retracted), also when the hosted items open a batch; a
+    pop_item of a hosted item is such an update too. (2) hosted items are sent but were not
+    counted: every one sent is now counted in its message's size (its JSON text with the
+    session's counter; a screenshot by the image rule), so the budget holds them and
+    compaction fires for them. Driven by Runner.run with a ComputerTool on a real
+    AsyncComputer and a model answering with hosted items."""
+    from agents import Agent, AsyncComputer, ComputerTool, Runner
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import (ResponseComputerToolCall, ResponseFunctionWebSearch, ResponseOutputMessage,
+                                        ResponseOutputText)
+    from openai.types.responses.response_function_web_search import ActionSearch
+
+    from ctxwise.integrations.openai_agents import hosted
+    from ctxwise.tokens import get_counter
+
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==" * 40
+
+    def say(i, text):
+        return ResponseOutputMessage(id=f"msg_{i}", type="message", role="assistant", status="completed",
+                                     content=[ResponseOutputText(type="output_text", text=text, annotations=[])])
+
+    def search(i, query):
+        return ResponseFunctionWebSearch(id=f"ws_{i}", type="web_search_call", status="completed",
+                                         action=ActionSearch(type="search", query=query))
+
+    def click(i):
+        return ResponseComputerToolCall(id=f"cu_{i}", type="computer_call", call_id=f"call_cu_{i}", status="completed",
+                                        pending_safety_checks=[], action={"type": "screenshot"})
+
+    long_query = "carrier tracking status for order #W1 shipped via UPS ground " * 12
+    replies = [[search(1, long_query), say(1, "Out for delivery.")],        # hosted item opens the batch
+               [say(2, "Let me look."), search(2, long_query)],             # hosted item after the message
+               [click(3)], [say(4, "The page shows it.")],                    # computer_call_output alone
+               [click(5)], [search(6, long_query), say(6, "Done.")]]
+
+    class Hosted(Model):
+        n = 0
+
+        async def get_response(self, *a, **kw):
+            Hosted.n += 1
+            return ModelResponse(output=replies[Hosted.n - 1], usage=Usage(), response_id=f"resp_{Hosted.n}")
+
+        def stream_response(self, *a, **kw):
+            raise NotImplementedError
+
+    class Screen(AsyncComputer):
+        environment, dimensions = "browser", (8, 8)
+
+        async def screenshot(self) -> str:
+            return png
+
+        async def click(self, x, y, button): ...
+        async def double_click(self, x, y): ...
+        async def scroll(self, x, y, scroll_x, scroll_y): ...
+        async def type(self, text): ...
+        async def wait(self): ...
+        async def move(self, x, y): ...
+        async def keypress(self, keys): ...
+        async def drag(self, path): ...
+
+    cm = ContextManager(f"sqlite:///{tmp_path / 'h.db'}", policy(reserve_output=0))
+    s = Spy(cm.session("u", "hosted-truth"))
+    agent = Agent(name="a", model=Hosted(), tools=[ComputerTool(Screen())])
+    counter = get_counter("o200k_base")
+
+    async def go():
+        for text in ("Where is order #W1?", "And the other one?", "Show me the screen.", "Again?"):
+            await Runner.run(agent, text, session=s, run_config=s.run_config())
+        written = [i for b in s.batches for i in b]
+        assert sum(1 for b in s.batches if all(hosted(i) for i in b)) >= 2
+        assert json.dumps(await s.get_items(limit=len(written))) == json.dumps(written)
+        # (1) the truth: one transcript row per message, nothing retracted, updates as such
+        rows = s.ctx.transcript()
+        assert all(r.status != "retracted" for r in rows)
+        texts = [r.text for r in rows if r.role == "assistant"]
+        assert texts == ["Out for delivery.", "Let me look.", "The page shows it.", "Done."]
+        stages = [e["stage"] for e in s.ctx.events()]
+        assert "popped" not in stages and stages.count("amended") >= 2
+        # (2) counted: each message's size is its canonical size plus its hosted items'
+        for m in s.ctx.messages:
+            beside = [i for i in (s._written(m) or []) if hosted(i)]
+            bare = m.model_copy(update={"metadata": {}})
+            own = s.ctx._sz(bare)
+            if not beside:
+                assert s.ctx._sz(m) == own
+                continue
+            extra = s.ctx._sz(m) - own
+            text = sum(counter.count_text(json.dumps(i, ensure_ascii=False)) for i in beside
+                       if "screenshot" not in json.dumps(i))
+            assert extra >= text > 0 or extra > 0
+            if any("image_url" in json.dumps(i) for i in beside):  # by the image rule, not its base64
+                assert extra < counter.count_text(png) / 4
+        # pops: the reply is retracted (it was); the hosted item that opened its batch stays, with
+        # the message before it; popping that is an update taking its size off
+        size, rows = s.ctx.size, len(s.ctx.transcript())
+        assert (await s.pop_item())["type"] == "message"
+        assert [r.status for r in s.ctx.transcript()[rows:]] == ["retracted"]
+        assert json.dumps(await s.get_items(limit=len(written) - 1)) == json.dumps(written[:-1])
+        size, rows = s.ctx.size, len(s.ctx.transcript())
+        assert (await s.pop_item())["type"] == "web_search_call"
+        assert len(s.ctx.transcript()) == rows and s.ctx.events()[-1]["stage"] == "amended"
+        assert size - s.ctx.size >= counter.count_text(long_query) > 0
+        assert json.dumps(await s.get_items(limit=len(written) - 2)) == json.dumps(written[:-2])
+        # the budget holds them: what prepare() measures (and compacts against) includes them
+        bare = sum(s.ctx._sz(m.model_copy(update={"metadata": {}})) for m in s.ctx.messages)
+        hosted_text = sum(counter.count_text(json.dumps(i, ensure_ascii=False)) for m in s.ctx.messages
+                          for i in (s._written(m) or []) if hosted(i) and "image_url" not in json.dumps(i))
+        assert s.ctx.prepare().size >= bare + hosted_text > bare
 
     asyncio.run(go())

@@ -23,14 +23,17 @@ openai-agents 0.24, ``src/agents/memory/session.py``; the Runner's use of it is
   ``openai`` package: ``web_search_call``, ``file_search_call``, ``computer_call`` /
   ``computer_call_output``, ``code_interpreter_call``, ``image_generation_call``, ``mcp_*``,
   shell / patch / custom tool items, ``item_reference``, ...) are not read into canonical
-  blocks: each is kept, as written, with the message of the item before it (items before a
-  batch's first other item: with the message stored before the batch, which is replaced by
-  one holding them, in the same write). The view sends each back right after the item it
-  followed when it validates as the ``openai`` package's input item param of its type
-  (``ResponseInputItemParam``); one that does not stays in the record only. They are **not
-  counted** in the budget (a ``computer_call_output`` screenshot included: keep room with
-  ``reserve_output``), not checked by ctxwise's wire check, and leave the view with their
-  message (a summary stands for both). Rendered for any other provider (replay, the
+  blocks: each is kept, as written, with the message of the item before it; hosted items that
+  open a batch go with the batch's next message (ahead of its items), and a batch of hosted
+  items only (the Runner's ``computer_call_output``) updates the message stored before it in
+  place (``Session.amend``: one write, one ``amended`` event; the transcript is unchanged, as
+  its text is; nothing is recorded as retracted). The view sends each back right after the
+  item it followed when it validates as the ``openai`` package's input item param of its type
+  (``ResponseInputItemParam``); one that does not stays in the record only. Every hosted item
+  sent is **counted** in its message's size (``Message.beside``: its JSON text with the
+  session's counter, an inline screenshot by the image rule), so the budget holds it and
+  compaction fires for it; it is not checked by ctxwise's wire check, and leaves the view with
+  its message (a summary stands for both). Rendered for any other provider (replay, the
   inspector), they are left out: only the canonical blocks are rendered.
 * ``get_items()`` (no limit): the ctxwise **context view**, what the model should read: the
   session is prepared (compacted if the policy says so, checked) and its Responses payload
@@ -41,13 +44,17 @@ openai-agents 0.24, ``src/agents/memory/session.py``; the Runner's use of it is
   be what it wrote; a summary standing for older items is rendered as it is sent.
 * A reply ctxwise leaves out of the context (an empty or refusal-only assistant message, see
   ``ctxwise.normalize``) is stored and kept in the transcript only. ``pop_item()`` right after
-  it removes it; hosted items arriving in the next batch on their own (before any other item)
-  would have to join it and raise :class:`~ctxwise.errors.FormatError` naming the item,
-  storing nothing.
+  it removes it; hosted items arriving alone after it are kept with it (in the record; like
+  the reply, they are not sent).
 * ``pop_item()``: removes and returns the item appended last (``Session.pop()``; the transcript
   records the retraction). When that item shared its assistant message with earlier items,
   the message is replaced by one holding those, as they were written, in the same write
-  (``Session.pop(then=...)``): the call pops or raises and changes nothing.
+  (``Session.pop(then=...)``): the call pops or raises and changes nothing. A hosted item
+  popped is an update of its message (``Session.amend``), as its arrival was.
+* A tool call left without its output when the next batch starts with other input (a run
+  paused at a tool approval and a new run begun instead of resuming it) is answered with an
+  explicit interruption result (``Session.close_pending``: an ``error`` output
+  ``"interrupted: ..."``, an ``interrupted`` event), so the session goes on.
 * ``clear_session()``: ``Session.clear()`` (the transcript keeps everything, with a record of
   the reset).
 * ``run_compaction(args)``: the post-turn hook (``OpenAIResponsesCompactionAwareSession``). In
@@ -95,6 +102,8 @@ log = logging.getLogger("ctxwise")
 
 PROVIDER = "openai_responses"
 KEY = "openai_agents"
+REF = "ctxwise_beside"
+"""A stored item ``{REF: k}`` stands for ``message.beside[k]`` (a hosted item stored once)."""
 """The message metadata key holding the items as written (``{"items": [...]}``)."""
 EXTRA = "openai-agents"
 _ASSISTANT_SIDE = ("reasoning", "function_call")
@@ -206,13 +215,6 @@ def _key(item: dict[str, Any]) -> str:
         return f"{t}:{item['id']}"
     return json.dumps({"t": t, "role": item.get("role"), "content": item.get("content")}, sort_keys=True,
                       ensure_ascii=False, default=str)
-
-
-def _omitted_is_newest(e: ValueError) -> bool:
-    """Whether ``Session.pop(then=...)`` refused because the newest stored message is a reply
-    left out of the context (an empty or refusal-only reply, ``ctxwise.normalize``), not the
-    context's last message. The store raises before writing anything."""
-    return str(e).startswith("pop: the last appended message is")
 
 
 class CtxwiseSession:
@@ -381,8 +383,34 @@ class CtxwiseSession:
 
     @staticmethod
     def _written(m: Message) -> list[dict[str, Any]] | None:
+        """The items ``m`` was written as, in order (a hosted item sent beside it is stored
+        once, in ``m.beside``, and referenced from the items), or None."""
         items = (m.metadata.get(KEY) or {}).get("items")
-        return copy.deepcopy(items) if isinstance(items, list) and items else None
+        if not isinstance(items, list) or not items:
+            return None
+        beside = m.beside
+        return [copy.deepcopy(beside[i[REF]]) if isinstance(i, dict) and set(i) == {REF} and
+                isinstance(i[REF], int) and 0 <= i[REF] < len(beside) else copy.deepcopy(i) for i in items]
+
+    @staticmethod
+    def _stored(m: Message, items: list[dict[str, Any]]) -> Message:
+        """``m`` holding ``items`` as written: each hosted item the view sends (:func:`accepted`)
+        goes to ``m.beside`` (counted in its size) and is referenced from the items."""
+        beside: list[dict[str, Any]] = []
+        kept: list[dict[str, Any]] = []
+        for item in items:
+            if hosted(item) and accepted(item):
+                kept.append({REF: len(beside)})
+                beside.append(copy.deepcopy(item))
+            else:
+                kept.append(copy.deepcopy(item))
+        mark = {k: v for k, v in (m.metadata.get("ctxwise") or {}).items() if k != "beside"}
+        if beside:
+            mark["beside"] = beside
+        meta = {**{k: v for k, v in m.metadata.items() if k != "ctxwise"}, KEY: {"items": kept}}
+        if mark:
+            meta["ctxwise"] = mark
+        return m.model_copy(update={"metadata": meta})
 
     def _tail(self, limit: int) -> list[dict[str, Any]]:
         if limit <= 0:
@@ -415,8 +443,7 @@ class CtxwiseSession:
             blocks = [b.model_copy(update={"name": names[b.tool_use_id]})
                       if isinstance(b, ToolResultBlock) and b.name is None and b.tool_use_id in names else b
                       for b in m.blocks]
-            meta = {**m.metadata, KEY: {"items": copy.deepcopy(group)}}
-            out.append(m.model_copy(update={"id": f"oa-{uuid.uuid4().hex[:16]}", "blocks": blocks, "metadata": meta}))
+            out.append(self._stored(m.model_copy(update={"id": f"oa-{uuid.uuid4().hex[:16]}", "blocks": blocks}), group))
         return out
 
     def _add(self, items: list[Any]) -> None:
@@ -448,29 +475,20 @@ class CtxwiseSession:
             # answered as interrupted, one event, so the session goes on
             self.ctx.close_pending(INTERRUPTED)
         groups = group_items(items)
-        lead = groups.pop(0) if all(hosted(i) for i in groups[0]) else []
-        new = self._to_messages(groups, done=len(lead))
-        if not lead:
-            self.ctx.append(new)
+        if all(hosted(i) for i in groups[0]) and not self.ctx.messages:
+            raise FormatError("add_items item 0", f"a {_item_type(groups[0][0])!r} item cannot open a session: "
+                              "hosted-tool items are kept with the message before them, and there is none")
+        if len(groups) > 1 and all(hosted(i) for i in groups[0]):
+            lead = groups.pop(0)  # hosted items first: they go with the next item's message
+            groups[0] = [*lead, *groups[0]]
+        if not all(hosted(i) for i in groups[0]):
+            self.ctx.append(self._to_messages(groups))
             return
-        # hosted items before the batch's first core item stay with the message stored before
-        # them: that message is replaced by one holding them too, with the batch, in one write
-        if not self.ctx.messages:
-            raise FormatError("add_items item 0", f"a {_item_type(lead[0])!r} item cannot open a session: hosted-tool "
-                              "items are kept with the message before them, and there is none")
-        last = self.ctx.messages[-1]
-        written = self._written(last) or to_responses([last], extras=False)
-        try:
-            self.ctx.pop(then=[*self._to_messages([written + lead]), *new])
-        except ValueError as e:
-            if not _omitted_is_newest(e):
-                raise
-            raise FormatError("add_items item 0", f"a {_item_type(lead[0])!r} item cannot be kept: hosted-tool items "
-                              "are kept with the message stored before them, and that is a reply left out of the "
-                              "context (an empty or refusal-only assistant message, kept in the transcript only), "
-                              "which cannot carry them; nothing was stored",
-                              hint="hosted items added in the same add_items call as the reply are kept with "
-                                   "it (in the record, not sent)") from None
+        # a batch of hosted items only (a computer_call_output, a hosted call answered later):
+        # kept with the message stored before them, updated in place (Session.amend: one
+        # write, an `amended` event, the transcript unchanged since the text is)
+        lead = groups[0]
+        self.ctx.amend(lambda m: self._stored(m, (self._written(m) or to_responses([m], extras=False)) + lead))
 
     def _unanswered_call_ids(self) -> set[str]:
         """The call_ids of the tool calls at the context's tail still waiting for an output."""
@@ -488,19 +506,36 @@ class CtxwiseSession:
     def _pop(self) -> dict[str, Any] | None:
         if not self.ctx.messages:
             return None
-        last = self.ctx.messages[-1]
+        last = self._newest()
         items = self._written(last) or to_responses([last], extras=False)
+        if len(items) > 1 and hosted(items[-1]):
+            # a hosted item went with its message as an update (Session.amend): popping it is
+            # one too; the message and the transcript stay as they are
+            self.ctx.amend(lambda m: self._stored(m, items[:-1]))
+            return items[-1]
+        rest = items[:-1]
+        if rest and all(hosted(i) for i in rest) and last.id == self.ctx.messages[-1].id and len(self.ctx.messages) > 1:
+            # hosted items opened the batch of the popped item: they stay, with the message
+            # before (where a batch of hosted items alone goes); two writes, each recorded
+            self.ctx.pop()
+            self.ctx.amend(lambda m: self._stored(m, (self._written(m) or to_responses([m], extras=False)) + rest))
+            return items[-1]
         # one write: the message goes, the items written with it before the popped one stay
         # (Session.pop(then=...)), or nothing changes
-        try:
+        if last.id == self.ctx.messages[-1].id:
             msg = self.ctx.pop(then=self._to_messages([items[:-1]]) if len(items) > 1 else None)
-        except ValueError as e:
-            if not _omitted_is_newest(e):
-                raise
-            msg = self.ctx.pop()  # the newest stored row is that reply: it is what was written last
+        else:  # the newest stored row is a reply left out of the context: what was written last
+            msg = self.ctx.pop()
         if msg is None:
             return None
         return (self._written(msg) or to_responses([msg], extras=False))[-1]
+
+    def _newest(self) -> Message:
+        """The newest stored message: the context's last one, or a reply left out of the
+        context stored after it (an empty or refusal-only reply: not in ``ctx.messages``)."""
+        rows = [r for r in self.ctx.manager.store.load(self.ctx.user_id, self.session_id).rows
+                if r.current.kind is None]  # appended rows (a summary row is ctxwise's own)
+        return max(rows, key=lambda r: r.seq).current if rows else self.ctx.messages[-1]
 
     def _unstored(self, given: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The Runner's input items after the newest stored one (normally none)."""

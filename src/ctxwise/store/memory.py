@@ -20,7 +20,7 @@ from ..errors import MessageNotStorable, SessionConflict, SessionNotFound
 from ..messages import Message
 from ..transcript import Entry, derive
 from . import checks
-from .store import _entry_id, _event_row, _open_from, _pick_original, _prepare_changes
+from .store import _entry_id, _event_row, _open_from, _pick_original, _prepare_changes, _with_metadata
 from .types import REMOVED_STATES, VISIBLE_STATES, ContextRow, SessionInfo, SessionState, TranscriptRow
 
 
@@ -259,6 +259,29 @@ class InMemoryStore:
             s.events.extend(event_rows)
             if then:
                 self._add_rows(s, then, bodies, sizes)
+            return self._bump(s, expected_version, state), msg
+
+    def amend(self, user_id: str, session_id: str, *, expected_version: int, metadata: dict[str, Any],
+              beside: list[Any] | None = None, message_id: str | None = None, size: int | None = None, events: list[dict[str, Any]] | None = None,
+              state: dict[str, Any] | None = None) -> tuple[int, Message | None]:
+        event_rows = _checked_writes(events, state)
+        with self._lock:
+            s = self._get(user_id, session_id)
+            self._check(s, expected_version)
+            last = max((r for r in s.rows if r.generation == 0 and r.state in VISIBLE_STATES),
+                       key=lambda r: r.seq, default=None)
+            if last is None:
+                return expected_version, None
+            if message_id is not None and last.message_id != message_id:
+                raise ValueError(f"amend: the last appended message is {last.message_id!r}, not {message_id!r}")
+            msg = _with_metadata(Message.model_validate(last.original), metadata, beside)
+            (body,) = checks.bodies([msg])
+            current = checks.bodies([_with_metadata(Message.model_validate(last.current), metadata, beside)])[0] \
+                if last.current is not None else None
+            last.original, last.current = body, current
+            if size is not None:
+                last.size = int(size)
+            s.events.extend(event_rows)
             return self._bump(s, expected_version, state), msg
 
     def clear(self, user_id: str, session_id: str, *, expected_version: int,

@@ -83,6 +83,18 @@ class SessionStore(Protocol):
         MessageNotStorable for one of them, nothing written."""
         ...
 
+    def amend(self, user_id: str, session_id: str, *, expected_version: int, metadata: dict[str, Any],
+              beside: list[Any] | None = None, message_id: str | None = None, size: int | None = None, events: list[dict[str, Any]] | None = None,
+              state: dict[str, Any] | None = None) -> tuple[int, Message | None]:
+        """Set ``metadata``'s top-level keys (and, unless None, ``beside`` as
+        ``metadata["ctxwise"]["beside"]``) on the newest appended message still in the
+        context (original and current body; role and blocks unchanged: no transcript row), its
+        stored ``size`` when given, and store ``events``. Returns ``(version, the amended
+        original)``; ``(version, None)`` and no write when the context is empty. With
+        ``message_id``, raises ValueError (nothing written) unless that is the message;
+        MessageNotStorable when the metadata makes it unstorable."""
+        ...
+
     def clear(self, user_id: str, session_id: str, *, expected_version: int,
               events: list[dict[str, Any]] | None = None, state: dict[str, Any] | None = None) -> int:
         """Hide every context row (state ``reset``; originals kept) and add a ``cleared`` row to

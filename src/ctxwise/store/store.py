@@ -473,6 +473,50 @@ class SqlStore:
             self._bump(conn, sess, expected_version, state, **values)
             return version, msg
 
+    def amend(self, user_id: str, session_id: str, *, expected_version: int, metadata: dict[str, Any],
+              beside: list[Any] | None = None, message_id: str | None = None, size: int | None = None, events: list[dict[str, Any]] | None = None,
+              state: dict[str, Any] | None = None) -> tuple[int, Message | None]:
+        """Set ``metadata``'s top-level keys (and, unless None, ``beside`` as
+        ``metadata["ctxwise"]["beside"]``) on the newest appended message still in the context
+        (its stored original and its current body; role and blocks unchanged, so no transcript
+        row), ``size`` (when given) as its stored size, and store ``events``. Returns ``(new
+        version, the amended original)``, or ``(expected_version, None)`` without writing when the
+        context is empty. Raises SessionConflict, SessionNotFound, ValueError (``message_id``
+        given and not that message), MessageNotStorable (what the metadata makes of it) —
+        nothing is written then."""
+        event_rows = [_event_row(i, ev) for i, ev in enumerate(events or [])]
+        with self._write() as conn:
+            sess = self._session_row(conn, user_id, session_id, lock=True)
+            self._check_version(sess, expected_version, rebase=False)
+            last = conn.execute(
+                select(C.seq, C.message_id, C.current).where(
+                    C.session_pk == sess.id, C.user_id == user_id, C.generation == 0,
+                    C.state.in_(VISIBLE_STATES))
+                .order_by(C.seq.desc()).limit(1)).first()
+            if last is None:
+                return expected_version, None
+            seq, mid, current = last
+            if message_id is not None and mid != message_id:
+                raise ValueError(f"amend: the last appended message is {mid!r}, not {message_id!r}")
+            body = conn.execute(select(O.body).where(O.session_pk == sess.id, O.user_id == user_id,
+                                                     O.seq == seq)).scalar_one()
+            msg = _with_metadata(Message.model_validate(body), metadata, beside)
+            (new_body,) = checks.bodies([msg])
+            conn.execute(update(O).where(O.session_pk == sess.id, O.user_id == user_id, O.seq == seq)
+                         .values(body=new_body))
+            values: dict[str, Any] = {}
+            if current is not None:
+                (values["current"],) = checks.bodies([_with_metadata(Message.model_validate(current), metadata, beside)])
+            if size is not None:
+                values["size"] = int(size)
+            if values:
+                conn.execute(update(C).where(C.session_pk == sess.id, C.user_id == user_id, C.seq == seq)
+                             .values(**values))
+            version = expected_version + 1
+            self._insert_events(conn, sess, version, event_rows)
+            self._bump(conn, sess, expected_version, state)
+            return version, msg
+
     def clear(self, user_id: str, session_id: str, *, expected_version: int,
               events: list[dict[str, Any]] | None = None, state: dict[str, Any] | None = None) -> int:
         """Hide the whole context (every visible row becomes ``reset``; originals kept), close
@@ -820,3 +864,12 @@ def _supersede(conn: Connection, user_id: str, entry_id: Any, text: str, kind: s
 
 
 __all__ = ["SqlStore", "Store"]
+
+
+def _with_metadata(m: Message, metadata: dict[str, Any], beside: list[Any] | None) -> Message:
+    """``m`` with ``metadata``'s top-level keys set and, unless None, ``beside`` as its
+    ``metadata["ctxwise"]["beside"]`` (:meth:`SqlStore.amend`)."""
+    md = {**m.metadata, **metadata}
+    if beside is not None:
+        md["ctxwise"] = {**(md.get("ctxwise") or {}), "beside": list(beside)}
+    return m.model_copy(update={"metadata": md})

@@ -173,7 +173,28 @@ class TokenCounter:
                     size += text(o.text) if isinstance(o, TextBlock) else self.count_image(o)
             elif isinstance(b, ImageBlock):
                 size += self.count_image(b)
+        for item in m.beside:
+            size += self._count_beside(item)
         return size
+
+    def _count_beside(self, item: Any) -> int:
+        """One of :attr:`Message.beside`'s items: its JSON text (``ensure_ascii=False``), each
+        inline ``data:image/<type>;base64,`` URL in it counted as an image instead."""
+        images: list[ImageBlock] = []
+
+        def strip(v: Any) -> Any:
+            if isinstance(v, str) and v.startswith("data:image/") and ";base64," in v:
+                head, data = v[5:].split(";base64,", 1)
+                images.append(ImageBlock(media_type=head, data=data))
+                return ""
+            if isinstance(v, dict):
+                return {k: strip(x) for k, x in v.items()}
+            if isinstance(v, list):
+                return [strip(x) for x in v]
+            return v
+
+        text = json.dumps(strip(item), ensure_ascii=False, default=str)
+        return self.count_text(text) + sum(self.count_image(i) for i in images)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} ({self.unit})>"
