@@ -407,3 +407,63 @@ def test_anthropic_thinking_signature_and_redacted_data_reach_the_anthropic_payl
     (part, _), *_ = _parts(msg)
     again = _blocks(part)
     assert again[0].signature == "EqQBCkgIARAB==" and again[1].redacted_thinking_data == "EmwKAhgBEgy3va3p=="
+
+
+@pytest.mark.parametrize("stop", ["tool-raises", "cancelled"])
+def test_a_tool_raising_or_an_interrupted_reply_leaves_the_agent_usable(stop, tmp_path):
+    # kind: a tool call without its result stuck in the ctxwise session (every later call
+    # refused as a dangling call). AgentScope answers a tool that raises with an error result
+    # and closes the calls of a cancelled (interrupted) reply with `interrupted` results;
+    # ctxwise reads both as error results, and the next reply's request is complete and valid.
+    from agentscope.message import UserMsg
+    from agentscope.permission import PermissionBehavior, PermissionDecision
+    from agentscope.tool import FunctionTool
+
+    from agentscope_agent import as_response
+
+    from agentscope.agent import Agent, InjectionConfig
+    from agentscope.tool import Toolkit
+
+    rec = recordings(n=1)[0]
+    k = next(i for i, t in enumerate(rec.turns) if i > 0 and t.assistant[0].tool_uses)
+    cm = ContextManager(f"sqlite:///{tmp_path / 'a.db'}", policy())
+    mw = CtxwiseMiddleware(cm, user_id="u1")
+    model = ScriptedModel()
+    failing = {"on": False}
+
+    def make(tool_name, params):
+        async def run(**kwargs):
+            if failing["on"]:
+                if stop == "tool-raises":
+                    raise RuntimeError("the backend is down")
+                await asyncio.sleep(30)
+            return rec.results.answer(tool_name, kwargs)[0]
+
+        return FunctionTool(run, name=tool_name, description=f"the {tool_name} tool",
+                            input_schema={"type": "object", "properties": {p: {} for p in params}},
+                            permission=PermissionDecision(behavior=PermissionBehavior.ALLOW, message="recorded"))
+
+    agent = Agent(name="agent", system_prompt=rec.system, model=model, middlewares=[mw],
+                  toolkit=Toolkit(tools=[*(make(n, p) for n, p in rec.tools.items()), *asyncio.run(mw.list_tools())]),
+                  injection_config=InjectionConfig(inject_runtime_state=False))
+
+    async def go():
+        await run_turns(agent, model, rec, turns=slice(0, k))
+        failing["on"] = True
+        model.script = [as_response(m) for m in rec.turns[k].assistant]
+        task = asyncio.create_task(agent.reply(UserMsg("user", rec.turns[k].user)))
+        if stop == "tool-raises":
+            await task
+        else:
+            await asyncio.sleep(0.5)
+            task.cancel()  # AgentScope's interruption: the reply closes its calls as interrupted
+            await task
+        failing["on"] = False
+        sent = len(model.seen)
+        await run_turns(agent, model, rec, first=False, turns=slice(k + 1, k + 2))
+        assert len(model.seen) > sent
+        assert check_wire(mw.last_prepared.payload, "openai") == []
+        results = [r for m in mw.session(agent.state).messages for r in m.tool_results]
+        assert any(r.state == "error" for r in results)
+
+    asyncio.run(go())
