@@ -35,8 +35,8 @@ from ..replay.breakdown import CATEGORIES, message_breakdown
 from ..replay.runner import RoundRecord
 from ..units import is_user_input
 
-APPEND_STAGES = ("normalized", "interrupted")
-"""Events written at append, not by a ``prepare()``: they belong to no call."""
+APPEND_STAGES = ("normalized", "interrupted", "amended")
+"""Events written at append (or by ``Session.amend``), not by a ``prepare()``: they belong to no call."""
 OVERHEAD_STAGES = ("summarizing", "trimming", "facts_evicted")
 """Stages after which the pinned facts block (not a stored row) may change size."""
 
