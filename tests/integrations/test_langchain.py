@@ -424,7 +424,7 @@ def _checked_turns(agent, model, mw, rec, config, turns, *, use_async=False):
     return payloads
 
 
-@pytest.mark.parametrize("variant", ["sync", "async", "sqlite-resumed", "twice"])
+@pytest.mark.parametrize("variant", ["sync", "async", "sqlite-resumed", "twice", "recursion-limit"])
 def test_a_tool_raising_out_of_invoke_does_not_leave_the_thread_stuck(variant, tmp_path):
     # kind: a tool call recorded without its result (the tool raised out of invoke, the run
     # was cancelled): every later call of the thread was refused (dangling call) and nothing
@@ -433,7 +433,7 @@ def test_a_tool_raising_out_of_invoke_does_not_leave_the_thread_stuck(variant, t
     rec = recordings(n=2)[0]
     k = next(i for i, t in enumerate(rec.turns) if i > 0 and t.assistant[0].tool_uses)
     name = rec.turns[k].assistant[0].tool_uses[0].name
-    fail = {name: 2 if variant == "twice" else 1}
+    fail = {name: 2 if variant == "twice" else 0 if variant == "recursion-limit" else 1}
     conn = sqlite3.connect(tmp_path / "ckpt.sqlite", check_same_thread=False) if variant == "sqlite-resumed" else None
     cm = ContextManager(f"sqlite:///{tmp_path / 'f.db'}", policy())
     mw = CtxwiseMiddleware(cm, user_id="u1")
@@ -446,8 +446,14 @@ def test_a_tool_raising_out_of_invoke_does_not_leave_the_thread_stuck(variant, t
     tries = 2 if variant == "twice" else 1
     for t in range(tries):  # a retry's reply gets its own ids (add_messages replaces a message by id)
         model.script = [as_ai_message(m.model_copy(update={"id": f"{m.id}-try{t}"})) for m in rec.turns[k].assistant]
+        call = {"messages": [{"role": "user", "content": rec.turns[k].user}]}
+        if variant == "recursion-limit":  # the run stops after the model's call, before the tools
+            from langgraph.errors import GraphRecursionError
+
+            with pytest.raises(GraphRecursionError):
+                agent.invoke(call, {**config, "recursion_limit": 1})
+            continue
         with pytest.raises(RuntimeError, match="the backend is down"):
-            call = {"messages": [{"role": "user", "content": rec.turns[k].user}]}
             asyncio.run(agent.ainvoke(call, config)) if use_async else agent.invoke(call, config)
     if variant == "sqlite-resumed":  # a new process: new middleware and agent on the same records
         cm.close()

@@ -27,6 +27,13 @@ How it works (``pip install 'ctxwise[langchain]'``):
   call and persists nothing (langchain-ai/langchain#37815). With a LangGraph checkpointer the
   same ``thread_id`` resumes the same ctxwise session; a new process on the same checkpoint and
   the same ctxwise store sends the same next request, byte for byte.
+* A failed call: a ``ToolMessage`` with ``status="error"`` (a tool error LangChain handled) is
+  stored as an error result; a call with malformed arguments is read as a call (create_agent
+  answers it with an error ``ToolMessage``); a tool call left without its ``ToolMessage`` (the
+  tool raised out of ``invoke``, the run was cancelled or hit its recursion limit) is answered
+  at the next model call with an explicit ``"interrupted: ..."`` error result
+  (:meth:`ctxwise.Session.close_pending`, an ``interrupted`` event) in ctxwise's record and
+  view, so the thread goes on; ``state["messages"]`` stays as LangGraph wrote it.
 * The recall tool (:data:`ctxwise.RECALL_TOOL_NAME`) is registered with the agent (``recall=True``),
   so the model can fetch a cleared result back by the ``tool_use_id`` its placeholder names.
 

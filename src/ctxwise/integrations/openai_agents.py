@@ -231,10 +231,11 @@ class CtxwiseSession:
     for an item type that is not a Responses input item type of the installed ``openai``
     package (``message``, ``reasoning``, ``function_call`` and ``function_call_output`` are
     read; the hosted-tool items are kept as written, see the module docstring), a hosted
-    item opening an empty session or arriving alone right after a reply left out of the
-    context (an empty or refusal-only reply), :class:`~ctxwise.errors.PayloadInvalid` for a batch
+    item opening an empty session, :class:`~ctxwise.errors.PayloadInvalid` for a batch
     that breaks the message rules, :class:`~ctxwise.errors.ContextBudgetExceeded` from a
-    read when the pinned content alone does not fit. A failed ``add_items`` stores nothing.
+    read when the pinned content alone does not fit. A failed ``add_items`` stores nothing of
+    its batch (the interruption results for calls an earlier run left open, written first,
+    stay: they are true whatever the batch).
     Raises :class:`~ctxwise.errors.MissingExtra` when ``openai-agents`` is not installed.
     """
 
