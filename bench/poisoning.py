@@ -27,7 +27,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src"), str(REPO / "bench")]
 
 DATA = REPO / "bench" / "data" / "poisoning.json"
-FORGERY = ("<", ">", "\r", "\n", "\u2028", "\u2029", "\x85", "\x0b", "\x0c")
+FORGERY = ("<", ">", "\r", "\n", "\u2028", "\u2029", "\x85", "\x0b", "\x0c",
+           "\uff1c", "\uff1e", "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u202e", "\u202d")
+"""What no entry of an instruction, smuggling or secret item may hold: tags (also full-width), line
+breaks of any kind, zero-width and bidi-override characters."""
 
 
 def items() -> list[dict]:
