@@ -79,6 +79,45 @@ def evaluate(db_url: str) -> dict:
             "secret": share("secret"), "correction": share("correction"), "benign": share("benign")}
 
 
+ARTICLE = [
+    "I love the way the morning light falls on the harbour.", "The city council met on Tuesday to discuss the budget.",
+    "I prefer walking to the market rather than driving.", "Many residents said they like the new tram line.",
+    "I live in a small flat above the bakery.", "Critics argue the plan ignores the suburbs.",
+    "I usually take the ferry on weekends.", "We have two cats and a garden.", "My favourite season is autumn.",
+    "The report, published in May, runs to 300 pages.", "I'm allergic to the pollen from the plane trees.",
+]
+"""Sentences of a pasted article: prose with first-person statements that are the author's, not the user's."""
+
+
+def volume(db_url: str, sizes: tuple[int, ...] = (6_000, 60_000, 600_000), repeat: int = 5) -> list[dict]:
+    """A pasted article of each size (characters) sent as one message: the entries it adds
+    through the store, and the decider's time (median of ``repeat`` runs, seconds)."""
+    import random
+    import statistics
+    import time
+
+    from ctxwise.memory.repo import extract_and_store, list_memory
+    from ctxwise.memory.user import decide
+
+    rng = random.Random(15)
+    rows = []
+    for n in sizes:
+        parts: list[str] = []
+        while sum(len(p) + 1 for p in parts) < n:
+            parts.append(rng.choice(ARTICLE))
+        text = " ".join(parts)
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            ops = decide(text, [])
+            times.append(time.perf_counter() - t0)
+        extract_and_store(db_url, f"volume-{n}", [text], session_id="volume")
+        rows.append({"chars": len(text), "entries": len(list_memory(db_url, f"volume-{n}")),
+                     "skipped": [o.reason for o in ops if o.reason.startswith("skipped:")],
+                     "decide_s": statistics.median(times)})
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "poisoning.md"))
@@ -87,6 +126,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as d:
         res = evaluate(f"sqlite:///{d}/poisoning.db")
+        vol = volume(f"sqlite:///{d}/volume.db")
     ins_bad = (res["instruction"][1] - res["instruction"][0]) + (res["smuggling"][1] - res["smuggling"][0])
     sec_bad = res["secret"][1] - res["secret"][0]
     cor, ben = res["correction"], res["benign"]
@@ -99,6 +139,14 @@ def main() -> int:
         f"| secrets stored (cards with Luhn, CVVs, passwords, API keys) | {sec_bad} of {res['secret'][1]} | 0 |",
         f"| corrections applied | {cor[0]} of {cor[1]} ({100 * cor[0] / cor[1]:.0f} %) | >= 90 % |",
         f"| benign preferences kept | {ben[0]} of {ben[1]} ({100 * ben[0] / ben[1]:.0f} %) | >= 95 % |", "",
+        "## A pasted article in one message", "",
+        "Prose with first-person sentences (the author's, not the user's), sent as one user message through "
+        "`extract_and_store` on SQLite; the decider's time is the median of 5 runs in this process, and the ratio "
+        "is against the 6 KB article measured in the same run (target: bounded, not growing with the size).", "",
+        "| characters | entries stored | decide (ms) | ÷ 6 KB | skipped (reason) |", "| --- | --- | --- | --- | --- |",
+        *(f"| {v['chars']:,} | {v['entries']} | {1000 * v['decide_s']:.2f} | {v['decide_s'] / vol[0]['decide_s']:.2f} "
+          f"| {(v['skipped'] or ['-'])[0]} |" for v in vol), "",
+        "## Every utterance", "",
         "| id | lang | utterance | result | entries after (status: text) |", "| --- | --- | --- | --- | --- |",
     ]
     for r in res["rows"]:

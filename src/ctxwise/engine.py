@@ -32,6 +32,7 @@ from .errors import (CtxwiseError, FormatError, MessageNotStorable, PayloadInval
 from .messages import Message, TextBlock, ToolResultBlock
 from .normalize import normalize_batch, omitted, prepare_openai
 from .memory.session import SessionMemory
+from .memory.user import SKIPPED
 from .policy import Policy
 from .providers import check as check_payload
 from .providers import check_wire, get_profile, render
@@ -353,20 +354,31 @@ class Session:
 
     def _update_user_memory(self, batch: list[Message]) -> None:
         """Long-term memory from the committed batch; a failure becomes an event, never an
-        exception of append() (which has already stored the batch)."""
+        exception of append() (which has already stored the batch). Text the memory decider
+        left unread or unstored because of its bounds (pasted material, more new entries than
+        one message may add) is a ``memory_skipped`` event with the reasons."""
         try:
-            self.memory.observe_memory(batch)
+            done = self.memory.observe_memory(batch)
         except Exception as exc:  # noqa: BLE001 - reported, not raised: the append is committed
             event = {"stage": "memory_failed", "trigger": type(exc).__name__, "at": _now(),
                      "affected_ids": [m.id for m in batch], "detail": {"error": str(exc)[:500]}}
             log.warning(json.dumps({"event": "ctxwise.memory_failed", "session": self.session_id,
                                     "user": self.user_id, "error": f"{type(exc).__name__}: {exc}"[:500]}))
-            try:
-                self.version = self.manager.store.apply(self.user_id, self.session_id, [], [event],
-                                                        expected_version=self.version)
-            except CtxwiseError as store_exc:  # another writer got in: the log line stays the record
-                log.warning(json.dumps({"event": "ctxwise.memory_failed_unrecorded", "session": self.session_id,
-                                        "error": str(store_exc)[:300]}))
+        else:
+            skipped = [op.reason for op in (getattr(done, "ops", None) or []) if op.reason.startswith(SKIPPED)]
+            if not skipped:
+                return
+            event = {"stage": "memory_skipped", "trigger": "bounds of the memory decider", "at": _now(),
+                     "affected_ids": [m.id for m in batch],
+                     "detail": {"skipped": len(skipped), "reasons": list(dict.fromkeys(skipped))[:5]}}
+            log.info(json.dumps({"event": "ctxwise.memory_skipped", "session": self.session_id,
+                                 "user": self.user_id, "reasons": event["detail"]["reasons"]}))
+        try:
+            self.version = self.manager.store.apply(self.user_id, self.session_id, [], [event],
+                                                    expected_version=self.version)
+        except CtxwiseError as store_exc:  # another writer got in: the log line stays the record
+            log.warning(json.dumps({"event": f"ctxwise.{event['stage']}_unrecorded", "session": self.session_id,
+                                    "error": str(store_exc)[:300]}))
 
     def pop(self, *, then: Iterable[Message | dict] | None = None) -> Message | None:
         """Remove the last message appended (one message: the newest one still in the

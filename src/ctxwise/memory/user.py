@@ -250,7 +250,7 @@ _SECRET_NOUN = (
     r"card verification(?: code| value)?|expiry date|expiration date"
 )
 SECRET_NAMED = re.compile(
-    rf"\b(?:{_SECRET_NOUN})\b[^.!?\n]{{0,40}}?(?:\b(?:is|was|are|were|reads|equals|of|be)\b|[:=：]|\d)"
+    rf"\b(?:{_SECRET_NOUN})(?:\b|(?<=\.))[^!?\n]{{0,40}}?(?:\b(?:is|was|are|were|reads|equals|of|be)\b|[:=：]|\d)"
     rf"|\b(?:is|as|was|be|for)\s{{1,4}}(?:my|the|our|his|her|their)\s{{1,4}}(?:new\s{{1,4}}|current\s{{1,4}}|old\s{{1,4}}|usual\s{{1,4}})?"
     rf"(?:{_SECRET_NOUN})\b"
     rf"|\bset\s{{1,4}}(?:my|the)\s{{1,4}}(?:{_SECRET_NOUN})\s{{1,4}}to\b"
@@ -584,7 +584,7 @@ def _head(phrase: str) -> str:
 # -- decide -----------------------------------------------------------------------------
 
 
-_ABBR = re.compile(r"(?:\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr|No|vs|etc|approx|Mt|Ft|Gen|Capt|Rev)|(?<![\w.])[A-Za-z])\.$")
+_ABBR = re.compile(r"(?:\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr|No|vs|etc|approx|Mt|Ft|Gen|Capt|Rev|Nr|Tel)|(?<![\w.])[A-Za-z])\.$", re.I)
 """A piece ending in an abbreviation or an initial ("Dr.", "J."): not a sentence end."""
 
 
@@ -734,18 +734,18 @@ bounds above (the engine records these as a ``memory_skipped`` event)."""
 
 
 def _sentences(utterance: str) -> tuple[list[str], int]:
-    """The sentences :func:`decide` reads and how many it left out (bounded work: at most
-    ``2 * MAX_MESSAGE_CHARS`` characters are split, whatever the message's size)."""
+    """The sentences :func:`decide` reads and how much it left out (characters of a message
+    over :data:`MAX_MESSAGE_CHARS`, else sentences). Bounded work: at most
+    ``MAX_MESSAGE_CHARS`` characters are split, whatever the message's size."""
     if len(utterance) > MAX_MESSAGE_CHARS:
         head = split_sentences(utterance[: MAX_MESSAGE_CHARS // 2])
         tail = split_sentences(utterance[-(MAX_MESSAGE_CHARS // 2):])
         head, tail = head[:-1][:EDGE_SENTENCES], tail[1:][-EDGE_SENTENCES:]  # drop the cut pieces
-        skipped = max(1, P.SENTENCE_SPLIT.split(utterance).__len__() - len(head) - len(tail))
-        return head + tail, skipped
+        return head + tail, len(utterance) - sum(len(x) for x in head + tail)
     sents = split_sentences(utterance)
     if len(sents) > MAX_MESSAGE_SENTENCES:
         keep = sents[:EDGE_SENTENCES] + sents[-EDGE_SENTENCES:]
-        return keep, len(sents) - len(keep)
+        return keep, sum(len(x) for x in sents[EDGE_SENTENCES:-EDGE_SENTENCES])
     return sents, 0
 
 
@@ -775,9 +775,10 @@ def decide(
     sentences, skipped = _sentences(utterance)
     ops: list[Op] = []
     if skipped:
-        ops.append(Op("NOOP", reason=f"{SKIPPED} pasted material: {skipped} sentence(s) of a "
-                                     f"{len(utterance):,}-character message not read"))
-    read = normalize("\n".join(sentences))
+        ops.append(Op("NOOP", reason=f"{SKIPPED} pasted material: {skipped:,} of the message's "
+                                     f"{len(utterance):,} characters not read (only its first and last "
+                                     f"{EDGE_SENTENCES} sentences are)"))
+    read = normalize(utterance if not skipped else "\n".join(sentences))
     if MARKUP.search(read):  # forged roles or memory tags: nothing of it is the user's fact
         return ops + [Op("NOOP", reason="markup that forges roles or the memory block: not stored")]
     if has_secret(read):
