@@ -368,11 +368,11 @@ class Session:
             skipped = [op.reason for op in (getattr(done, "ops", None) or []) if op.reason.startswith(SKIPPED)]
             if not skipped:
                 return
+            reasons = list(dict.fromkeys(skipped))[:5]
             event = {"stage": "memory_skipped", "trigger": "bounds of the memory decider", "at": _now(),
-                     "affected_ids": [m.id for m in batch],
-                     "detail": {"skipped": len(skipped), "reasons": list(dict.fromkeys(skipped))[:5]}}
+                     "affected_ids": [m.id for m in batch], "detail": {"skipped": len(skipped), "reasons": reasons}}
             log.info(json.dumps({"event": "ctxwise.memory_skipped", "session": self.session_id,
-                                 "user": self.user_id, "reasons": event["detail"]["reasons"]}))
+                                 "user": self.user_id, "reasons": reasons}))
         try:
             self.version = self.manager.store.apply(self.user_id, self.session_id, [], [event],
                                                     expected_version=self.version)
