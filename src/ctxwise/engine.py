@@ -192,7 +192,7 @@ class Session:
         self._sizer = Budgeting(policy, self.counter)
         self.overhead = policy.tools_size + self.counter.count_tools(self.tools) + self.counter.frame.reply_priming
         self.memory = SessionMemory(self.manager.memory_store, self.user_id, self.session_id, policy, self.counter,
-                                    self.manager.fact_extractor)
+                                    self.manager.fact_extractor, self.manager.memory_decider)
 
     # -- state ---------------------------------------------------------------------------
 
@@ -954,7 +954,10 @@ class ContextManager:
     (see :meth:`session`). ``counter``: the :class:`~ctxwise.tokens.TokenCounter` measuring the
     policy unit (default: the one the policy names). ``summarizer``: default the one the
     policy names. ``fact_extractor``: ``Message -> list[Fact]`` for the pinned facts (default
-    the rules; e.g. an :class:`~ctxwise.memory.LLMFactExtractor`). ``memory_store``: where
+    the rules; e.g. an :class:`~ctxwise.memory.LLMFactExtractor`). ``memory_decider``: the
+    long-term memory decider, called as ``memory_decider(text, entries, threshold=...)``
+    (default the rules of :func:`ctxwise.memory.decide`; e.g. an
+    :class:`~ctxwise.memory.LLMMemoryDecider`, held to the same limits). ``memory_store``: where
     long-term user memory lives (default ``store``). ``on_event`` is called with every
     :class:`CompactionEvent`. ``pipeline`` is the compaction
     :class:`~ctxwise.compaction.Pipeline` every session runs (default :meth:`Pipeline.default`);
@@ -970,6 +973,7 @@ class ContextManager:
         counter: TokenCounter | None = None,
         summarizer: Summarizer | None = None,
         fact_extractor: Callable[[Message], list[Any]] | None = None,
+        memory_decider: Callable[..., list[Any]] | None = None,
         memory_store: Any = None,
         on_event: Callable[[CompactionEvent], None] | None = None,
         store: "SessionStore | None" = None,
@@ -999,6 +1003,7 @@ class ContextManager:
         self.counter = counter
         self.summarizer = summarizer or from_policy(self.policy)
         self.fact_extractor = fact_extractor
+        self.memory_decider = memory_decider
         self.on_event = on_event
         self.pipeline = pipeline or Pipeline.default()
 

@@ -147,6 +147,7 @@ def extract_and_store(
     poll_s: float = 0.05,
     threshold: float | None = None,
     on_claimed: Callable[[], None] | None = None,
+    decider: Callable[..., list[Op]] | None = None,
 ) -> StoredExtraction:
     """Decide and store the memory ops implied by ``utterances`` for ``user_id``.
 
@@ -157,8 +158,10 @@ def extract_and_store(
     entries as they are once the claim is held and run outside any transaction; each
     utterance's ops are applied in one write, so two concurrent extractions for one user give
     the same result as two in a row (a repeated preference is stored once). ``on_claimed`` is
-    called right after the claim is taken (a hook for metrics and tests). The claim is
-    released on every exit path.
+    called right after the claim is taken (a hook for metrics and tests). ``decider`` replaces
+    :func:`ctxwise.memory.user.decide` (same call: ``decider(text, entries, threshold=...)``;
+    e.g. an :class:`ctxwise.memory.llm.LLMMemoryDecider`). The claim is released on every
+    exit path.
     """
     with _store(db) as store:
         owner = owner or default_owner()
@@ -181,7 +184,7 @@ def extract_and_store(
                     text, mid = u.text, u.id
                 else:
                     text, mid = str(u), None
-                ops = decide(text, entries, **kw)
+                ops = (decider or decide)(text, entries, **kw)
                 out.ops.extend(ops)
                 if any(op.op != "NOOP" for op in ops):
                     out.applied.extend(store.apply_memory(user_id, ops, source_session_id=session_id,

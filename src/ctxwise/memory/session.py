@@ -36,17 +36,20 @@ class SessionMemory:
 
     ``store`` is a :class:`~ctxwise.store.MemoryStore`; ``counter`` measures the policy unit;
     block budgets are ``facts_share`` / ``user_memory_share`` of the effective budget;
-    ``extractor`` is the fact extractor (default: the rules of :func:`extract_facts`).
+    ``extractor`` is the fact extractor (default: the rules of :func:`extract_facts`);
+    ``decider`` the long-term memory decider (default: the rules of
+    :func:`ctxwise.memory.user.decide`).
     """
 
     def __init__(self, store: Any, user_id: str, session_id: str, policy: Any, counter: Any,
-                 extractor: Any = None) -> None:
+                 extractor: Any = None, decider: Any = None) -> None:
         self.store = store
         self.user_id = user_id
         self.session_id = session_id
         self.policy = policy
         self.counter = counter
         self.extractor = extractor
+        self.decider = decider
         self.book = FactBook(extractor)
         self.lost = FactBook(extractor)
         """The facts of the user inputs no longer in the context (``when_compacted`` block)."""
@@ -149,7 +152,7 @@ class SessionMemory:
             return None
         from .repo import extract_and_store
 
-        return extract_and_store(self.store, self.user_id, users, session_id=self.session_id)
+        return extract_and_store(self.store, self.user_id, users, session_id=self.session_id, decider=self.decider)
 
     def observe(self, batch: Sequence[Message]) -> None:
         """Take the facts of new user input and update the user's long-term memory."""
