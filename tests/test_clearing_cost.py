@@ -144,3 +144,55 @@ def test_a_small_batch_is_held_back_above_summarize_at_too():
     assert size > b.level(0.8)
     out = clear_tool_results(msgs, b, size)
     assert out.events == []
+
+
+def _slow_session(system_chars: int, turns: int, big: int) -> list:
+    """A long-running session whose context grows slowly: short answered turns, one large
+    result in the middle, the current input last."""
+    msgs = [system("s" * system_chars)]
+    for k in range(turns):
+        msgs += tool_turn(f"Round {k}: order #W{k}?", [("lookup", {"order": k}, f"order {k} ok")], f"Order {k} is fine.")
+        if k == turns // 2:
+            a = assistant(calls=[("manual", {"part": "all"})])
+            msgs += [user("Load the manual."), a, *results(a, ["manual " + "z" * big]), assistant("Loaded.")]
+    msgs.append(user("One more question."))
+    return msgs
+
+
+def _projected(msgs: list, calls: int = 4) -> float:
+    """The context's size (chars) after ``calls`` more calls at the rate it grew so far."""
+    size = CHARS.count(msgs)
+    grown = size - CHARS.count(msgs[:2])  # all after the system prompt and the first question
+    return size + calls * grown / sum(1 for m in msgs if m.role == "assistant")
+
+
+SHAPES = ((1_500, 12, 3_000), (4_000, 20, 4_000), (500, 8, 2_500), (300, 30, 6_000))
+
+
+def test_a_paying_clear_waits_while_the_context_will_not_reach_the_hard_limit():
+    # The batch would pay back within the horizon, but at the rate the context has grown it
+    # stays under the hard limit over those calls: the session may end before any edit is
+    # needed, so nothing is edited (12,000 tokens in bench/results/compare.md: no call of
+    # "no management" is over the budget, and the one clearing there lost money).
+    for shape in SHAPES:
+        msgs = _slow_session(*shape)
+        size = CHARS.count(msgs)
+        budget = int(size / 0.55)
+        b = budgeting(budget=budget, keep_recent_cycles=1)
+        assert b.size(msgs) == size and b.level(0.5) < size < b.level(0.8) and _projected(msgs) < budget, shape
+        # the batch the watermark rule makes pays for itself within the default horizon
+        w = clear_tool_results(msgs, budgeting(budget=budget, keep_recent_cycles=1, edit_when="watermark"), size)
+        first = min(i for i, m in enumerate(msgs) if m.id in w.events[0].affected_ids)
+        suffix = sum(b.size_of(m) for m in msgs[first:])
+        assert edit_pays(size - w.events[0].size_after, suffix, calls_ahead(msgs, b.policy), b.policy), shape
+        out = clear_tool_results(msgs, b, size)
+        assert out.events == [] and out.messages is msgs, shape
+        assert compact(msgs, b, DigestSummarizer()).events == [], shape
+        # Under a budget the context would pass within the default 4 calls at its rate so
+        # far (under the hard limit now), the break is coming anyway: it is taken now, deep.
+        budget = int((size + _projected(msgs)) / 2)
+        b = budgeting(budget=budget, keep_recent_cycles=1)
+        assert b.level(0.5) < size < budget < _projected(msgs), shape
+        out = clear_tool_results(msgs, b, size)
+        assert [e.stage for e in out.events] == ["clearing"], shape
+        assert "saving over the calls ahead" in out.events[0].trigger

@@ -89,7 +89,8 @@ class Policy(BaseModel):
     edit_when: Literal["pays", "watermark"] = "pays"
     """When optional edits fire (prompt caches re-bill a changed prefix): ``pays``, the
     default: nothing is edited while the context fits unless the edit pays (clearing whose
-    saving over the expected remaining calls exceeds the suffix it re-bills, see
+    saving over the expected remaining calls exceeds the suffix it re-bills, and the context,
+    growing at its rate so far, would pass the hard limit within those calls; see
     ``ctxwise.compaction.cost``); summaries and the clearing before them fire once the context
     would exceed the hard limit, at a turn boundary or inside a turn (the cut still between
     whole turns). ``watermark``: Ragent's rule: clearing whenever the context is above

@@ -27,9 +27,9 @@ from ..changes import Replace
 from ..messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ..policy import Policy
 from ..units import tool_cycles
-from .context import Budgeting, StageResult, current_turn_start, in_flight_start, mark, with_mark
+from .context import Budgeting, StageResult, current_turn_start, head_end, in_flight_start, mark, with_mark
 from .placeholder import placeholder_text, render_input  # noqa: F401  (render_input: re-exported)
-from .cost import calls_ahead, edit_pays
+from .cost import calls_ahead, edit_pays, limit_ahead
 from .stage import StageInput
 
 
@@ -100,7 +100,10 @@ def clear_tool_results(
       clearing that brings the context under ``summarize_at`` keeps whole turns a summary
       would fold; or
     * the batch pays for itself: its saving over the expected remaining calls exceeds the
-      suffix it re-bills, under the policy's price model (:func:`ctxwise.compaction.cost.edit_pays`).
+      suffix it re-bills, under the policy's price model (:func:`ctxwise.compaction.cost.edit_pays`),
+      and the context, growing at its rate so far, would pass the hard limit within those
+      calls (:func:`ctxwise.compaction.cost.limit_ahead`): the saving is an estimate and the
+      break certain, so the break is taken early only when one is coming anyway.
 
     Either way the batch must save at least ``clear_min_batch`` of the budget (small batches
     are held back: each re-bills the prompt cache from its first edited message on). When it
@@ -192,7 +195,8 @@ def clear_tool_results(
             why = "a summary is due"
         elif p.edit_when == "watermark":
             why = "edit_when is watermark"
-        elif edit_pays(saved, suffix, calls_ahead(messages, p), p):
+        elif (edit_pays(saved, suffix, calls_ahead(messages, p), p)
+              and limit_ahead(size, _grown(messages, b), _made(messages), calls_ahead(messages, p), hard)):
             why = "the saving over the calls ahead exceeds the re-billed suffix"
         else:
             return StageResult(messages)
@@ -210,6 +214,20 @@ def clear_tool_results(
                 "target": max(target, now)},
     )
     return StageResult(messages, [ev], [Replace(out[i].id, out[i], "cleared") for i in sorted(set(edited))])
+
+
+def _made(messages: list[Message]) -> int:
+    """Model calls the session has made: its assistant messages in the context."""
+    return sum(1 for m in messages if m.role == "assistant")
+
+
+def _grown(messages: list[Message], b: Budgeting) -> int:
+    """How much the context has grown since the session began: everything after the pinned
+    head and the first user input (policy unit). After a summary or trim this is what is
+    left, so the rate it gives errs low (towards not editing)."""
+    start = head_end(messages)
+    first = next((i for i in range(start, len(messages)) if messages[i].role == "user"), len(messages))
+    return sum(b.size_of(m) for m in messages[first + 1:])
 
 
 class ClearingStage:

@@ -17,6 +17,14 @@ How many calls are ahead is not known; :func:`calls_ahead` takes as many as the 
 made so far (assistant messages in the context), capped at ``Policy.edit_horizon`` (4 by
 default): an edit must pay back within a few calls, since a break is paid at once and
 task-oriented sessions end soon.
+
+That saving is an estimate; the break is certain. So an optional edit is made only when an
+edit is coming anyway: :func:`limit_ahead` projects the context over the same calls at the rate
+it has grown so far, and when it stays under the hard limit the session may well end before
+any edit is needed (then the edit's break is pure loss, as at 12,000 tokens in
+``bench/results/compare.md``, where no call of no management is over the budget). When it
+crosses, the break would come within the horizon anyway, and making it now, deeper, saves the
+calls in between.
 """
 
 from __future__ import annotations
@@ -55,3 +63,11 @@ def edit_pays(saved: int, suffix: int, calls: int, policy: Any) -> bool:
     read, write = cache_prices(policy)
     after = max(suffix - saved, 0)
     return write * after + (calls - 1) * read * after < calls * read * suffix
+
+
+def limit_ahead(size: int, grown: int, made: int, calls: int, hard: int) -> bool:
+    """Whether a context of ``size`` that has grown by ``grown`` over the ``made`` model calls
+    so far (policy unit) would pass ``hard`` within the next ``calls`` calls at that rate (see
+    the module doc: an optional edit is made only when an edit is coming anyway)."""
+    rate = grown / max(1, made)
+    return size + rate * calls > hard
