@@ -58,14 +58,3 @@ def test_segments_roll_up_when_they_outgrow_their_share():
     rolled = seen[-1] if len(seen[-1]) == 1 else next(s for a, s in zip(counts, seen[1:]) if len(s) < a)
     assert "#W1000" in "\n".join(m.text for m in rolled)  # the oldest segment's values survive the roll
     assert all(not m.text.count("[Summary of the earlier") > 1 for m in rolled)  # one header, not pasted segments
-
-
-def test_the_lean_preset_folds_everything_before_the_current_turn():
-    # kind: a summary that keeps recent turns verbatim at a small budget leaves the context
-    # near the limit, so the next turn breaks the cache again; lean restarts small.
-    b = Budgeting(Policy.preset("lean", budget=9_000, keep_tools=["lookup"]), CHARS)
-    ctx = [system()] + turns(0, 9) + [user("Next step?")]
-    assert b.size(ctx) > b.level(1.0)
-    out = compact(ctx, b, DigestSummarizer())
-    assert [m.kind or m.role for m in out.messages] == ["system", "summary", "user"]
-    assert out.size_after < b.level(0.5)

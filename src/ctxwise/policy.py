@@ -12,7 +12,8 @@ Sizes are in the policy's ``unit``: ``chars`` (Ragent's rule, see :mod:`ctxwise.
   (``edit_when="watermark"``; by default summaries wait for the hard limit);
 * ``hard_limit`` (1.0): whole old turns are trimmed.
 
-Presets: ``default``, ``lean`` (small budgets: deep cuts, few cache breaks) and ``ragent``
+Presets: ``default``, ``lean`` (small budgets: whole old turns dropped at once, no summary or
+clearing; few cache breaks, fewer values kept) and ``ragent``
 (Ragent's published behaviour, from the first seed: a
 100,000-character budget, 50 % / 80 %, the last 2 tool cycles protected, only
 ``search_knowledge`` cleared, a Chinese placeholder with the input as ``{key=value, ...}``
@@ -109,6 +110,10 @@ class Policy(BaseModel):
     """Watermark above which old turns are summarized (at a turn boundary only)."""
     hard_limit: float = Field(1.0, gt=0)
     """Watermark above which whole old turns are trimmed; no request is sent above it."""
+    trim_target: float | None = Field(None, ge=0)
+    """When whole old turns must be trimmed, trim down to this share of the budget (None:
+    just under ``hard_limit``). A lower target drops more at once, so the calls that follow
+    append to an unchanged prefix instead of re-billing it on every call (``lean``)."""
 
     keep_recent_cycles: int = Field(2, ge=0)
     """The latest tool cycles never cleared (a parallel batch is one cycle)."""
@@ -212,6 +217,8 @@ class Policy(BaseModel):
                 f"watermarks must satisfy clear_at <= summarize_at <= hard_limit, got "
                 f"{self.clear_at}, {self.summarize_at}, {self.hard_limit}"
             )
+        if self.trim_target is not None and self.trim_target > self.hard_limit:
+            raise ValueError(f"trim_target {self.trim_target} must not exceed hard_limit {self.hard_limit}")
         if self.clear_target > self.clear_at:
             raise ValueError(f"clear_target {self.clear_target} must not exceed clear_at {self.clear_at}")
         if self.reserve_output >= self.budget:
@@ -360,17 +367,17 @@ def _policy_error(e: ValidationError) -> PolicyError:
 
 PRESETS: dict[str, dict[str, Any]] = {
     "default": {"name": "default"},
-    # Fewest tokens and cache breaks for small budgets: when something must go, everything
-    # before the current turn is folded into the summary and every clearable result is
-    # cleared, so the context restarts small and the next break comes late; no user-memory
-    # block (its room goes to the conversation).
+    # Fewest tokens and cache breaks for small budgets: when something must go, every old turn
+    # goes at once (whole turns, trim_target 0: only the current turn is left), so the next
+    # calls append to an unchanged prefix instead of re-billing it on every call; no summary,
+    # no clearing, no user-memory block (each adds a prefix change or tokens on every call);
+    # the user's own facts stay pinned. Fewer values recalled than ``default``, for less
+    # than trim_messages costs (bench/results/compare.md, 3,000 tokens).
     "lean": {
         "name": "lean",
-        "clear_target": 0.0,
-        "keep_recent_cycles": 1,
-        "summary_keep_recent": 0.0,
-        "summary_target": 0.1,
-        "summary_min_material": 0.0,
+        "summarize": False,
+        "clearable_tools": [],
+        "trim_target": 0.0,
         "user_memory": False,
     },
     "ragent": {

@@ -54,8 +54,9 @@ def _units(messages: list[Message], start: int, stop: int, provider: str) -> lis
 
 def trim_old_turns(messages: list[Message], b: Budgeting, size: int) -> StageResult:
     """Drop the shortest run of whole units from the oldest end (see the module doc) that
-    brings the size to or under the hard limit, or the whole unpinned history before the
-    current input when none does. Returns one ``trimming`` event (none when nothing could be
+    brings the size to or under the hard limit (``trim_target`` when set: lower, so the next
+    calls do not trim again), or the whole unpinned history before the current input when
+    none does. Returns one ``trimming`` event (none when nothing could be
     dropped) and one ``Hide`` (state ``trimmed``)."""
     from ..providers import check, get_profile
 
@@ -71,10 +72,11 @@ def trim_old_turns(messages: list[Message], b: Budgeting, size: int) -> StageRes
         return StageResult(messages)
     cuts = _units(messages, start, stop, p.provider)
     sizes = [b.size_of(m) for m in messages[start:stop]]
+    target = hard if p.trim_target is None else min(hard, b.level(p.trim_target))
     now, cut = size, stop
     for c in cuts[1:]:
         now_c = size - sum(sizes[: c - start])
-        if now_c <= hard:
+        if now_c <= target:
             cut = c
             break
     if cut < stop and not is_user_input(messages[cut]):
@@ -102,10 +104,11 @@ def trim_current_turn_cycles(messages: list[Message], b: Budgeting, size: int) -
         return StageResult(messages)
     t0 = time.perf_counter()
     start, flight = current_turn_start(messages), in_flight_start(messages)
+    target = hard if p.trim_target is None else min(hard, b.level(p.trim_target))
     drop: set[int] = set()
     now = size
     for c in tool_cycles(messages):
-        if now <= hard:
+        if now <= target:
             break
         if c.start <= start or c.end > flight or not c.complete:
             continue
