@@ -529,6 +529,7 @@ def why(per_budget: dict[int, dict[str, Score]], failed: dict[int, dict[str, int
                        f"(exact {s.recall_exact:.3f}, recoverable {s.recall_recoverable:.3f}); failed calls "
                        f"{failed.get(b, {}).get(name, 0)}.")
         out.append("")
+    out += remaining(per_budget)
     out += ["What each cause is:", ""]
     out += [f"- **{c}**: {t}." for c, t in CAUSE_TEXT.items()]
     out += ["",
@@ -549,6 +550,33 @@ def why(per_budget: dict[int, dict[str, Score]], failed: dict[int, dict[str, int
     return out
 
 
+
+
+def remaining(per_budget: dict[int, dict[str, Score]]) -> list[str]:
+    """Why the targets still missed are missed: what this run shows, then the experiments
+    that were tried on the same data and not adopted (their figures are from those runs)."""
+    out = ["Targets still missed:", ""]
+    for b, sc in per_budget.items():
+        d, nm = sc.get("ctxwise default"), sc.get("no management")
+        if d is None or nm is None or d.compacted or d.cost <= nm.cost:
+            continue
+        out.append(f"- **default vs no management at {b:,}**: default compacts no call here (0 compacted calls), "
+                   f"yet costs {d.cost - nm.cost:+,.0f} more: its payloads differ from no management's only by "
+                   f"the one-line marker ctxwise gives an empty tool result at append (providers reject empty "
+                   f"content; no management sends those payloads as they are, {nm.empty:,} validator errors). "
+                   f"Matching no management's cost means sending invalid payloads.")
+    out += [
+        "- **default at 3,000 and 6,000** (tried, not adopted; same data, full runs): the gap at 6,000 is "
+        "clearing at the hard limit, nearly all forced. Leaving old turns to the summary instead of clearing "
+        "their results first, and folding every old turn (`summary_keep_recent` 0), gave ×1.031 at 6,000 "
+        "(recall 0.980), but ×1.196 with recall 0.888 at 3,000, and it fails case B15, whose acceptable "
+        "outputs keep the recent turns verbatim; with `summary_keep_recent` 0.1: ×1.041 at 6,000, ×1.232 and "
+        "recall 0.901 at 3,000. At 3,000 cost and recall pull apart: every deeper cut lowers both (the `lean` "
+        "preset, which drops every old turn at once, is below F(B) with recall 0.79), and the system prompt "
+        "alone fills 1,252-1,619 of the 3,000 tokens, so the room left holds one or two tool results and "
+        "nearly every new result forces a cut.",
+        ""]
+    return out
 
 
 PEERS: dict[str, Callable[[int, Any], Strategy]] = {
