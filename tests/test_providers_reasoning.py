@@ -192,7 +192,41 @@ def test_anthropic_current_turn_interleaved_thinking_must_stay():
     ref = [user("u1"), asst("a1", think="t1", calls=("c1",)), res("t1", "c1"),
            asst("a2", think="t2", calls=("c2",)), res("t2", "c2")]
     msgs = [ref[0], strip(ref[1]), ref[2], ref[3], ref[4]]
-    assert rules_at(check(msgs, "anthropic", reference=ref)) == [(1, "thinking-removed")]
+    # the turn's first reply lost its blocks: removed, and the turn no longer starts thinking
+    assert rules_at(check(msgs, "anthropic", reference=ref)) == [(1, "thinking-removed"), (1, "thinking-not-first")]
+
+
+# -- Anthropic: one thinking configuration per assistant turn (issue 15: a session whose
+# thinking was switched between turns, or a tool loop without interleaved thinking, was
+# accepted at append and then every prepare() raised thinking-not-first) ---------------------
+
+def _turns_switched():
+    """A first turn with thinking, then a turn run with thinking off (its replies carry none)."""
+    return [user("u1"), asst("a1", think="t1", text="hello"), user("u2"),
+            asst("a2", calls=("c1",)), res("t1", "c1"), asst("a3", calls=("c2",)), res("t2", "c2")]
+
+
+@pytest.mark.parametrize("with_reference", [False, True])
+def test_anthropic_turn_run_without_thinking_after_a_thinking_turn_is_valid(with_reference):
+    msgs = _turns_switched()
+    assert check(msgs, "anthropic", reference=msgs if with_reference else None) == []
+
+
+def test_anthropic_tool_loop_thinks_once_at_its_start():
+    # without interleaved thinking only the loop's first reply carries thinking
+    msgs = [user("u1"), asst("a1", think="t1", calls=("c1",)), res("t1", "c1"),
+            asst("a2", calls=("c2",)), res("t2", "c2"), asst("a3", calls=("c3",)), res("t3", "c3")]
+    assert check(msgs, "anthropic", reference=msgs) == []
+    # dropping the first reply's thinking is still caught, with or without the record
+    bad = [msgs[0], strip(msgs[1])] + msgs[2:]
+    assert (1, "thinking-not-first") in rules_at(check(bad, "anthropic", reference=msgs))
+    assert rules_at(check(bad, "anthropic", thinking=True)) == [(1, "thinking-not-first")]
+
+
+def test_anthropic_turn_mode_comes_from_the_record_not_the_payload():
+    ref = [user("u1"), asst("a1", think="t1", calls=("c1",)), res("t1", "c1")]
+    assert rules_at(check([ref[0], strip(ref[1]), ref[2]], "anthropic", reference=ref)) == [
+        (1, "thinking-removed"), (1, "thinking-not-first")]
 
 
 def test_anthropic_thinking_in_message_missing_from_reference_is_modified():

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 
 from ..changes import Hide, Replace
-from ..messages import Block, ImageBlock, Message, TextBlock, ToolResultBlock
+from ..messages import Block, ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock
 from ..units import cycle_boundaries, is_user_input, tool_cycles
 from .context import (
     Budgeting,
@@ -31,6 +31,7 @@ from .context import (
     pinned_indices,
     splittable,
 )
+from .placeholder import recall_key, reused_ids
 from .stage import StageInput
 
 
@@ -105,18 +106,42 @@ def trim_current_turn_cycles(messages: list[Message], b: Budgeting, size: int) -
     t0 = time.perf_counter()
     start, flight = current_turn_start(messages), in_flight_start(messages)
     target = hard if p.trim_target is None else min(hard, b.level(p.trim_target))
+    cycles = [c for c in tool_cycles(messages) if c.start > start and c.end <= flight and c.complete]
+    anchored = _thinking_anchor(messages, cycles, p.provider, start)
     drop: set[int] = set()
-    now = size
-    for c in tool_cycles(messages):
+    now, first = size, 0  # first: the oldest cycle still kept
+    for i, c in enumerate(cycles):
         if now <= target:
             break
-        if c.start <= start or c.end > flight or not c.complete:
-            continue
-        idx = range(c.start, c.end)
-        drop.update(idx)
-        now -= sum(b.size_of(messages[i]) for i in idx)
+        if anchored and i == first and not _starts_thinking(messages, _first_reply(messages, c.end)):
+            continue  # it holds the turn's thinking and the reply after it has none: keep it first
+        drop.update(range(c.start, c.end))
+        now -= sum(b.size_of(messages[j]) for j in range(c.start, c.end))
+        first += i == first
     return _without(messages, drop, b, f"last resort: size {size} > hard_limit {hard} within the current turn",
                     size, now, t0, current_turn=True)
+
+
+def _first_reply(messages: list[Message], start: int) -> int:
+    """Index of the first assistant message at or after ``start``, or -1."""
+    return next((i for i in range(start, len(messages)) if messages[i].role == "assistant"), -1)
+
+
+def _starts_thinking(messages: list[Message], i: int) -> bool:
+    return i >= 0 and bool(messages[i].blocks) and isinstance(messages[i].blocks[0], ThinkingBlock)
+
+
+def _thinking_anchor(messages: list[Message], cycles: list, provider: str, turn_start: int) -> bool:
+    """Whether the current turn's first reply opens the oldest completed cycle and starts with
+    thinking, on a provider that wants it first. Anthropic runs a tool loop as one assistant
+    turn whose thinking sits at its start (without interleaved thinking the later replies carry
+    none), so the trim must leave a first reply that starts with thinking: it keeps that cycle
+    and drops the ones after it when the next reply has no thinking of its own."""
+    from ..providers.profiles import get_profile
+
+    return (bool(cycles) and get_profile(provider).thinking_first_in_open_tool_turn
+            and _first_reply(messages, turn_start + 1) == cycles[0].start
+            and _starts_thinking(messages, cycles[0].start))
 
 
 def _without(messages: list[Message], drop: set[int], b: Budgeting, trigger: str, size: int, now: int,
@@ -168,11 +193,12 @@ def truncate_in_flight(messages: list[Message], b: Budgeting, size: int) -> Stag
     def shrink(i: int, target: float) -> None:
         nonlocal now
         m = cut.get(i, messages[i])
-        new = _cut_message(messages[i], b, target)
+        new = _cut_message(messages[i], b, target, reused)
         if new is not None and b.size_of(new) < b.size_of(m):
             now += b.size_of(new) - b.size_of(m)
             cut[i] = new
 
+    reused = reused_ids(messages)
     for i in idx:
         shrink(i, room * b.size_of(messages[i]) / max(fresh, 1))
     for _ in range(3):
@@ -197,7 +223,7 @@ def truncate_in_flight(messages: list[Message], b: Budgeting, size: int) -> Stag
     return StageResult(messages, [ev], [Replace(messages[i].id, cut[i], "cleared") for i in sorted(cut)])
 
 
-def _cut_message(m: Message, b: Budgeting, share: float) -> Message | None:
+def _cut_message(m: Message, b: Budgeting, share: float, reused: set[str] = set()) -> Message | None:  # noqa: B006
     """``m`` (an original tool message) cut so its size is at most ``share``: the head of each
     result text with a note; when that alone cannot reach ``share``, its images are replaced
     by a note too. None when ``m`` already fits or nothing can be cut."""
@@ -207,7 +233,7 @@ def _cut_message(m: Message, b: Budgeting, share: float) -> Message | None:
     for drop_images in (False, True):
         ratio = share / max(b.size_of(m), 1)
         for _ in range(8):  # shrink until it fits (counts are not linear in characters)
-            new = _cut_blocks(m, ratio, drop_images)
+            new = _cut_blocks(m, ratio, drop_images, reused)
             if best is None or b.size_of(new) < b.size_of(best):
                 best = new
             if b.size_of(new) <= share or ratio <= 0:
@@ -218,21 +244,22 @@ def _cut_message(m: Message, b: Budgeting, share: float) -> Message | None:
     return best if best is not None and b.size_of(best) < b.size_of(m) else None
 
 
-def _cut_blocks(m: Message, ratio: float, drop_images: bool) -> Message:
+def _cut_blocks(m: Message, ratio: float, drop_images: bool, reused: set[str] = set()) -> Message:  # noqa: B006
     blocks: list[Block] = []
     for blk in m.blocks:
         if not isinstance(blk, ToolResultBlock):
             blocks.append(blk)
             continue
         images = [o for o in blk.output if isinstance(o, ImageBlock)]
+        key = recall_key(blk.tool_use_id, m.id, blk.tool_use_id in reused)
         output: list = []
         if blk.text:
             total = len(blk.text)
             keep = max(int(total * ratio) - 160, 0)
-            note = TRUNCATION_NOTE.format(omitted=total - keep, total=total, id=blk.tool_use_id)
+            note = TRUNCATION_NOTE.format(omitted=total - keep, total=total, id=key)
             output.append(TextBlock(text=blk.text[:keep] + note))
         if images and drop_images:
-            output.append(TextBlock(text=IMAGE_NOTE.format(n=len(images), id=blk.tool_use_id)))
+            output.append(TextBlock(text=IMAGE_NOTE.format(n=len(images), id=key)))
         elif images:
             output.extend(images)
         blocks.append(blk.model_copy(update={"output": output or list(blk.output)}))

@@ -77,7 +77,7 @@ RULES: Mapping[str, str] = MappingProxyType(
         LATEST_ASSISTANT_THINKING: "Anthropic: the thinking / redacted_thinking blocks of the "
         "request's latest assistant message are not exactly those of the record (dropped, "
         "edited or reordered)",
-        THINKING_NOT_FIRST: "Anthropic: the open tool turn's assistant message does not start "
+        THINKING_NOT_FIRST: "Anthropic: the open tool turn's first assistant message does not start "
         "with a thinking block",
         NO_USER_MESSAGE: "Qwen3 template: no user message in the payload",
         TOOL_CALL_ORDER: "Gemini: a function-call turn not right after a user or "

@@ -172,7 +172,8 @@ def check_anthropic_thinking(
 
     Source: https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking
     ("Preserving thinking blocks"): thinking blocks go back unmodified (the signature is
-    checked); during a tool loop the last assistant message starts with its thinking block;
+    checked); during a tool loop the turn's first assistant message starts with its thinking
+    block;
     blocks of earlier turns may be omitted.
 
     * With a ``reference``: every thinking block in the payload equals (type, text, signature,
@@ -186,8 +187,9 @@ def check_anthropic_thinking(
       redacted_thinking blocks in the latest assistant message cannot be modified", whichever
       turn the message belongs to). Reported for a message of a completed turn when no block
       of it is modified (in the current turn ``thinking-removed`` says it already).
-    * In thinking mode: the :func:`open_tool_turn` message starts with a thinking or
-      redacted-thinking block (``thinking-not-first``).
+    * While a tool loop is open, in a turn run with thinking on (see :func:`_turn_thinks`):
+      the turn's first assistant message starts with a thinking or redacted-thinking block
+      (``thinking-not-first``).
     """
     out: list[Violation] = []
     if reference is not None and profile.keep_latest_assistant_thinking:
@@ -215,13 +217,43 @@ def check_anthropic_thinking(
                     out.append(_v(profile, i, THINKING_REMOVED,
                                   f"{len(lost)} thinking block(s) of the current turn's "
                                   f"message {m.id!r} were dropped"))
-    if profile.thinking_first_in_open_tool_turn and thinking_mode(messages, reference, thinking):
-        o = open_tool_turn(messages)
-        if o is not None and not isinstance(messages[o].blocks[0], ThinkingBlock):
-            out.append(_v(profile, o, THINKING_NOT_FIRST,
-                          "the open tool turn's assistant message does not start with a "
+    if profile.thinking_first_in_open_tool_turn:
+        first = open_turn_first(messages)
+        if first is not None and _turn_thinks(messages, first, reference, thinking) \
+                and not isinstance(messages[first].blocks[0], ThinkingBlock):
+            out.append(_v(profile, first, THINKING_NOT_FIRST,
+                          "the open tool turn's first assistant message does not start with a "
                           "thinking block"))
     return out
+
+
+def open_turn_first(messages: list[Message]) -> int | None:
+    """Index of the first assistant message after the latest user input while a tool loop is
+    open (:func:`open_tool_turn` is not None), else None. Anthropic treats the whole tool loop
+    as one assistant turn: its thinking comes at the start of that turn (without interleaved
+    thinking the later messages of the loop carry none)."""
+    if open_tool_turn(messages) is None:
+        return None
+    u = last_user_index(messages)
+    start = 0 if u is None else u + 1
+    return next((i for i in range(start, len(messages)) if messages[i].role == "assistant"), None)
+
+
+def _turn_thinks(messages: list[Message], first: int, reference: list[Message] | None,
+                 thinking: bool | None) -> bool:
+    """Whether the open turn runs with thinking on. Stated (``thinking``) wins. Otherwise the
+    turn's first assistant message says it, as recorded (the ``reference`` message with the
+    same id) or as given: Anthropic allows one thinking configuration per assistant turn and
+    a turn run with thinking on starts with a thinking block, so a turn whose first reply has
+    none ran with thinking off, whatever earlier turns did (switching between turns is
+    allowed). Source: platform.claude.com/docs/build-with-claude/thinking-tool-workflows
+    ("Keep one thinking configuration per assistant turn")."""
+    if thinking is not None:
+        return thinking
+    m = messages[first]
+    if reference is not None:
+        m = next((r for r in reference if r.id == m.id), m)
+    return bool(m.thinking)
 
 
 def droppable_thinking(messages: list[Message], profile: ProviderProfile) -> set[tuple[int, int]]:
