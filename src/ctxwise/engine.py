@@ -161,6 +161,7 @@ class Session:
         self._counter_ids = 0
         self._failed_summaries: set[str] = set()
         self._saved_state: str | None = None
+        self._pending_state: str | None = None
         store = manager.store
         given = policy or manager.policy
         if create:
@@ -208,8 +209,16 @@ class Session:
                 "facts": self.memory.state(), "thinking_seen": self._thinking_seen is True}
 
     def _state_if_changed(self) -> dict[str, Any] | None:
+        """The state to store when it differs from the stored one, else None. Serializes it
+        once; the caller marks it stored with :meth:`_stored_state` after the write."""
         st = self._state()
-        return None if _dump(st) == self._saved_state else st
+        dumped = _dump(st)
+        self._pending_state = dumped
+        return None if dumped == self._saved_state else st
+
+    def _stored_state(self) -> None:
+        """After a write that carried :meth:`_state_if_changed`'s result: that is the stored state."""
+        self._saved_state = self._pending_state
 
     def reload(self, *, create: bool = False) -> None:
         """Read the session back from the store (after a SessionConflict, say). Costs
@@ -321,7 +330,7 @@ class Session:
         except BaseException:
             self._undo_append(book, numbered, thinking_before)
             raise
-        self._saved_state = _dump(self._state())
+        self._stored_state()
         if normalized:
             self._record(CompactionEvent(
                 stage="normalized", trigger="a reply the provider would refuse when sent back", unit=self.policy.unit,
@@ -754,7 +763,8 @@ class Session:
         refused at append, before it is stored (else every later ``prepare()`` raises
         ``reasoning-content-missing`` and the session is stuck). Thinking mode is on once any
         message of the session carried reasoning. Checks the current user-to-user span only
-        (O(span + batch)). Source: api-docs.deepseek.com/guides/thinking_mode."""
+        (O(span + batch)); a batch that turns reasoning on inside a span whose stored replies
+        have none is refused too (the provider would refuse the turn). Source: api-docs.deepseek.com/guides/thinking_mode."""
         if profile.reasoning_passback != "tool_spans" or not any(m.role == "assistant" for m in batch):
             return []
         if self._thinking_seen is None:
@@ -768,8 +778,24 @@ class Session:
         u = last_user_index(self._context)
         start = 0 if u is None else u
         window = self._context[start:] + batch
-        return [Violation(v.index + start, v.rule, v.message, v.provider_error)
-                for v in check_deepseek_reasoning(window, profile, thinking=True) if v.index + start >= base]
+        found = check_deepseek_reasoning(window, profile, thinking=True)
+        out = [Violation(v.index + start, v.rule, v.message, v.provider_error) for v in found if v.index + start >= base]
+        earlier = [v for v in found if v.index + start < base]
+        if earlier and not self._thinking_seen:
+            # Reasoning switched on inside a turn whose earlier replies ran without it: the
+            # provider refuses the whole turn from now on, and nothing can give those replies
+            # reasoning. (Switched on between turns, the earlier turns are folded into a
+            # summary at prepare(): compaction.reasoning_gap.)
+            k = next(i for i, m in enumerate(batch) if m.thinking)
+            first = earlier[0]
+            out.append(Violation(base + k, first.rule,
+                                 f"reasoning switched on inside a tool-using turn: message {first.index + start} "
+                                 f"({window[first.index].id!r}) of this turn was stored without reasoning_content, so "
+                                 f"{self.policy.provider} thinking mode would refuse every later request of the turn; "
+                                 "append this reply without reasoning_content to finish the turn without thinking "
+                                 "(thinking can start with the next user input)",
+                                 profile.error_text(first.rule, first.index + start)))
+        return out
 
     # -- prepare ----------------------------------------------------------------------------
 
@@ -856,7 +882,7 @@ class Session:
                                            expected_version=self.version,
                                            sizes={k: v for k, v in fresh.items() if k in written},
                                            state=self._state_if_changed())
-        self._saved_state = _dump(self._state())
+        self._stored_state()
         self._sizes = {m.id: fresh[m.id] if m.id in fresh else self._sizes[m.id] for m in new_context}
         return version
 
@@ -910,7 +936,9 @@ class Session:
     def original(self, tool_use_id: str | None = None, *, message_id: str | None = None) -> Message | None:
         """The original, uncleared message holding the result of ``tool_use_id`` (or the
         message ``message_id``). When the session reused a call id, the one in the current
-        context is meant (a cleared one first: that is the body a placeholder points to), never
+        context is meant: the oldest cleared one first (the body a placeholder naming the bare
+        id points to; a result cleared while another under its id was in the context has a
+        placeholder naming its ``message_id`` as well), else the newest one in the context; never
         another call's result. None when there is none."""
         if message_id is not None:
             return self.manager.store.original(self.user_id, self.session_id, message_id=message_id)

@@ -35,6 +35,7 @@ from ..messages import Message
 from ..summarizers.base import Summarizer
 from .clearing import ClearingStage
 from .context import Budgeting, in_flight_start, pinned_indices
+from .reasoning_gap import ReasoningGapStage
 from .events import CompactionEvent
 from .stage import Stage, StageInput
 from .summarizing import SummarizingStage
@@ -103,11 +104,16 @@ class Pipeline:
     can leave a context that a later summary would still act on). Every change shrinks the
     context, so rounds end; the cap bounds the work."""
 
-    def __init__(self, stages: Sequence[Stage]) -> None:
-        for s in stages:
+    def __init__(self, stages: Sequence[Stage], repairs: Sequence[Stage] | None = None) -> None:
+        """``repairs`` run once, before the context is validated, for contexts that became
+        unsendable through no edit of ours (default: :class:`ReasoningGapStage`, reasoning
+        switched on mid-session); each must leave a context the provider accepts."""
+        repairs = [ReasoningGapStage()] if repairs is None else repairs
+        for s in [*stages, *repairs]:
             if not isinstance(s, Stage):
                 raise TypeError(f"Pipeline stages need a name and run(StageInput); got {type(s).__name__}")
         self.stages: list[Stage] = list(stages)
+        self.repairs: list[Stage] = list(repairs)
 
     @classmethod
     def default(cls) -> "Pipeline":
@@ -152,6 +158,18 @@ class Pipeline:
 
         p = b.policy
         size = b.size(messages) if size is None else size
+        size_in = size
+        events: list[CompactionEvent] = []
+        changes: list[Change] = []
+        if p.enabled:
+            for repair in self.repairs:
+                res = repair.run(StageInput(messages, b, size, summarizer, facts, frozenset(skip_summaries), messages))
+                events.extend(res.events)
+                if res.changes:
+                    after = apply_changes(messages, res.changes)
+                    size = _resize(messages, res.changes, b, size)
+                    messages = after
+                    changes.extend(res.changes)
         validate(messages, p.provider, reference=messages, thinking=thinking_mode)
         if not p.enabled:
             return PipelineResult(messages, [], size, size, [], frozenset(skip_summaries))
@@ -166,8 +184,6 @@ class Pipeline:
                                  details={"hard_limit": hard, "events": [], "messages": len(messages), "early": True})
                 )
         ctx, now = messages, size
-        events: list[CompactionEvent] = []
-        changes: list[Change] = []
         skip = frozenset(skip_summaries)
         for _ in range(self.max_rounds):
             changed = False
@@ -196,7 +212,7 @@ class Pipeline:
                     details={"hard_limit": hard, "events": [e.stage for e in events], "messages": len(ctx)},
                 )
             )
-        return PipelineResult(ctx, events, size, now, changes, skip)
+        return PipelineResult(ctx, events, size_in, now, changes, skip)
 
 
 def compact(

@@ -154,6 +154,37 @@ def summarize_old_turns(
             cut = fwd[0] if fwd and worth(fwd[0], 3) else None
     if cut is None:
         return StageResult(messages)
+    return summarize_range(messages, b, size, summarizer, start, cut, segments, roll, facts=facts, skip=skip, trigger=b.trigger(size, "summarize_at", p.summarize_at), t0=t0,
+                           sizes=sizes)
+
+
+def summarize_range(
+    messages: list[Message],
+    b: Budgeting,
+    size: int,
+    summarizer: Summarizer,
+    start: int,
+    cut: int,
+    segments: Sequence[Message] = (),
+    roll: bool = False,
+    *,
+    facts: Sequence[str] = (),
+    skip: frozenset[str] = frozenset(),
+    trigger: str,
+    t0: float,
+    sizes: Sequence[int] | None = None,
+    require_progress: bool = True,
+) -> StageResult:
+    """Replace ``messages[start:cut]`` (whole turns or whole tool cycles) by one summary segment
+    standing where they stood. ``segments`` are the earlier summary segments (right before
+    ``start``): with ``roll`` they are rolled into the new one, else it is appended after them. ``size`` and the result sizes are in the policy unit. Returns
+    a ``summarizing`` event with its changes, or a ``summarizer_failed`` event (list unchanged)
+    when the summarizer raised or (with ``require_progress``) the summary would not make the
+    context smaller, or nothing
+    when the range was already tried (its key is in ``skip``)."""
+    p = b.policy
+    sizes = [b.size_of(m) for m in messages] if sizes is None else sizes
+    seg_total = sum(b.size_of(m) for m in segments)
     material = messages[start:cut]
     material_size = sum(sizes[start:cut])
     replaced = [m.id for m in material]
@@ -174,25 +205,25 @@ def summarize_old_turns(
     try:
         result = summarizer.summarize(material, prev_text, target_chars, facts=facts)
     except SummarizerError as e:
-        return StageResult(messages, [_failed(b, size, replaced, str(e), t0)])
+        return StageResult(messages, [_failed(b, size, replaced, str(e), t0, trigger)])
     summary = _summary_message(replaced, result.text, _rounds(segments if roll else [], material), summarizer.name)
-    rolled = roll
     sid = summary.id
     rounds = summary.metadata["ctxwise"]["rounds"]
     new_size = size - material_size + b.size_of(summary)
-    if new_size >= size:
-        return StageResult(messages, [_failed(b, size, replaced, f"no progress: summary made the context {new_size} >= {size}", t0)])
+    if require_progress and new_size >= size:
+        return StageResult(messages, [_failed(b, size, replaced, f"no progress: summary made the context {new_size} >= {size}",
+                                             t0, trigger)])
     ev = b.event(
         "summarizing",
-        b.trigger(size, "summarize_at", p.summarize_at),
+        trigger,
         size,
         new_size,
         replaced,
         t0,
         summary_id=sid,
         usage=result.usage,
-        detail={"summarizer": summarizer.name, "rounds": rounds, "rolled_previous": rolled,
-                "segments": 1 if rolled else len(segments) + 1,
+        detail={"summarizer": summarizer.name, "rounds": rounds, "rolled_previous": roll,
+                "segments": 1 if roll else len(segments) + 1,
                 "summary_chars": len(summary.text), "target_chars": target_chars},
     )
     # The summary stands where the material stood: inserted at its first message, which the
@@ -223,11 +254,11 @@ def _rounds(segments: Sequence[Message], material: list[Message]) -> int:
     return before + sum(1 for m in material if is_user_input(m))
 
 
-def _failed(b: Budgeting, size: int, replaced: list[str], why: str, t0: float) -> CompactionEvent:
+def _failed(b: Budgeting, size: int, replaced: list[str], why: str, t0: float, trigger: str) -> CompactionEvent:
     """A ``summarizer_failed`` event; ``detail["key"]`` names the range for ``skip``."""
     return b.event(
         "summarizer_failed",
-        b.trigger(size, "summarize_at", b.policy.summarize_at),
+        trigger,
         size,
         size,
         [],
