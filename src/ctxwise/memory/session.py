@@ -31,6 +31,14 @@ from .facts import Fact, FactBook
 from .user import user_authored
 
 
+MAX_BOOK_CHARS = 16_384
+"""The most fact text (characters) a session's fact book keeps, whatever the budget: at a
+2,000,000-character budget four times the block's share was 640,000 characters, and the
+stored state (5.6 MB) was serialized and rewritten with each append that added a fact
+(issue 15: 0.4 s per append). Facts are short statements of the user's (an id, an amount, a
+limit); 16 KiB of them is more than a facts block usefully shows."""
+
+
 class SessionMemory:
     """Facts and user memory for one ``(user_id, session_id)``.
 
@@ -109,10 +117,12 @@ class SessionMemory:
 
     def _keep_chars(self) -> int:
         """How much fact text a book keeps (characters): four times the facts block's budget
-        (a token taken as 4 characters), so the book and its stored state stay bounded however
-        long the session runs; what lies beyond could never be shown (see FactBook.prune)."""
+        (a token taken as 4 characters), at most :data:`MAX_BOOK_CHARS`, so the book and its
+        stored state (rewritten with each append that adds a fact) stay bounded however long
+        the session runs and however large the budget; what lies beyond could never be shown
+        (see FactBook.prune)."""
         budget = int(self.policy.effective_budget * self.policy.facts_share)
-        return 4 * budget * (4 if self.policy.unit == "tokens" else 1)
+        return min(4 * budget * (4 if self.policy.unit == "tokens" else 1), MAX_BOOK_CHARS)
 
     def restore(self, book: dict[str, Any]) -> None:
         """Put back the books saved with :meth:`state` (on reopen, or after an append that
