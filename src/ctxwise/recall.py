@@ -34,7 +34,7 @@ class RecallSession(Protocol):
     user_id: str
     session_id: str
 
-    def original(self, tool_use_id: str) -> Message | None: ...
+    def original(self, tool_use_id: str | None = None, *, message_id: str | None = None) -> Message | None: ...
 
 RECALL_TOOL_NAME = "recall_tool_result"
 RECALL_TOOL_DESCRIPTION = (
@@ -46,6 +46,8 @@ RECALL_TOOL_PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
         "tool_use_id": {"type": "string", "description": "The id named in the cleared result's placeholder."},
+        "message_id": {"type": "string", "description": "The message_id the placeholder names, when it names one "
+                                                        "(the session reused the call id)."},
     },
     "required": ["tool_use_id"],
     "additionalProperties": False,
@@ -70,16 +72,24 @@ def recall_tool_schema(provider: str = "openai") -> dict[str, Any]:
             "function": {"name": RECALL_TOOL_NAME, "description": RECALL_TOOL_DESCRIPTION, "parameters": params}}
 
 
-def recall_tool_result(session: RecallSession, tool_use_id: str) -> str:
+def recall_tool_result(session: RecallSession, tool_use_id: str, message_id: str | None = None) -> str:
     """The original text of the tool result answering ``tool_use_id`` in ``session`` (as it
-    was appended, before any clearing). Raises :class:`~ctxwise.errors.ToolResultNotFound` when
-    the session (of this user) holds no such result."""
-    original = session.original(tool_use_id)
+    was appended, before any clearing). When the session reused the call id, the placeholder
+    names the ``message_id`` too (``"call_0, message_id msg-000012"``): give it, or pass that
+    whole text as ``tool_use_id``, and this result is returned, never another call's. Without
+    it, the cleared result in the context whose placeholder names the bare id is meant.
+    Raises :class:`~ctxwise.errors.ToolResultNotFound` when the session (of this user) holds
+    no such result."""
+    if message_id is None and ", message_id " in tool_use_id:
+        tool_use_id, message_id = (x.strip() for x in tool_use_id.split(", message_id ", 1))
+    original = (session.original(message_id=message_id) if message_id is not None
+                else session.original(tool_use_id))
     if original is not None:
         for r in original.tool_results:
             if r.tool_use_id == tool_use_id:
                 return r.text
-    raise ToolResultNotFound(f"no tool result with tool_use_id {tool_use_id!r} in session "
+    where = f" in message {message_id!r}" if message_id is not None else ""
+    raise ToolResultNotFound(f"no tool result with tool_use_id {tool_use_id!r}{where} in session "
                              f"{session.session_id!r} of user {session.user_id!r}")
 
 
@@ -91,12 +101,13 @@ def recall_tool_output(session: RecallSession, arguments: str | dict[str, Any]) 
     try:
         args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
         tool_use_id = args["tool_use_id"]
-        if not isinstance(tool_use_id, str) or not tool_use_id:
+        message_id = args.get("message_id") or None
+        if not isinstance(tool_use_id, str) or not tool_use_id or not isinstance(message_id, (str, type(None))):
             raise TypeError
     except (ValueError, TypeError, KeyError):
         return (f'{RECALL_TOOL_NAME} needs {{"tool_use_id": "<id from the placeholder>"}}, got {arguments!r}'[:300],
                 True)
     try:
-        return recall_tool_result(session, tool_use_id), False
+        return recall_tool_result(session, tool_use_id, message_id), False
     except ToolResultNotFound as e:
         return str(e), True

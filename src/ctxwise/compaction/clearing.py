@@ -28,13 +28,16 @@ from ..messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ..policy import Policy
 from ..units import tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, head_end, in_flight_start, mark, with_mark
-from .placeholder import placeholder_text, render_input  # noqa: F401  (render_input: re-exported)
+from .placeholder import placeholder_text, recall_key, render_input, reused_ids  # noqa: F401  (render_input: re-exported)
 from .cost import calls_ahead, edit_pays, limit_ahead
 from .stage import StageInput
 
 
-def _clear_message(m: Message, uses: dict[str, ToolUseBlock], policy: Policy, force: bool) -> Message | None:
-    """The cleared copy of tool message ``m``, or None when no result in it qualifies."""
+def _clear_message(m: Message, uses: dict[str, ToolUseBlock], policy: Policy, force: bool,
+                   reused: set[str] = set()) -> Message | None:  # noqa: B006 (read only)
+    """The cleared copy of tool message ``m``, or None when no result in it qualifies.
+    ``reused``: call ids answered more than once in the context (their placeholders name the
+    message id too, see :func:`~ctxwise.compaction.placeholder.recall_key`)."""
     blocks: list[Block] = []
     cleared: list[str] = []
     chars = 0
@@ -43,7 +46,8 @@ def _clear_message(m: Message, uses: dict[str, ToolUseBlock], policy: Policy, fo
         if (isinstance(blk, ToolResultBlock) and blk.tool_use_id not in done_before
                 and _eligible(blk, uses, policy, force)):
             use = uses.get(blk.tool_use_id)
-            text = placeholder_text(policy, blk, use.input if use else {})
+            text = placeholder_text(policy, blk, use.input if use else {},
+                                    recall_key(blk.tool_use_id, m.id, blk.tool_use_id in reused))
             if len(text) < len(blk.text) or (not blk.text and any(not isinstance(o, TextBlock) for o in blk.output)):
                 blocks.append(blk.model_copy(update={"output": [TextBlock(text=text)]}))
                 cleared.append(blk.tool_use_id)
@@ -141,6 +145,7 @@ def clear_tool_results(
         protected_from = min([limit] + [c.start for c in keep])
     out = list(messages)
     now = size
+    reused = reused_ids(messages)
     affected: list[str] = []
     first = len(messages)
     edited: list[int] = []
@@ -149,7 +154,7 @@ def clear_tool_results(
             continue
         uses = {u.id: u for u in out[c.start].tool_uses}
         for i in range(c.start + 1, c.end):
-            new = _clear_message(out[i], uses, p, last_resort)
+            new = _clear_message(out[i], uses, p, last_resort, reused)
             if new is not None and b.size_of(new) < b.size_of(out[i]):  # edit only when it saves
                 now += b.size_of(new) - b.size_of(out[i])
                 out[i] = new

@@ -34,17 +34,37 @@ def render_input(tool_input: dict[str, Any], style: str, limit: int) -> str:
     return s
 
 
-def placeholder_text(policy: Policy, result: ToolResultBlock, tool_input: dict[str, Any]) -> str:
+def recall_key(tool_use_id: str, message_id: str, reused: bool) -> str:
+    """What a placeholder or a cut note names as the way back to an original: the
+    ``tool_use_id``, and when the session's context holds more than one result under that id
+    (tau-bench recordings reuse call ids) also the ``message_id`` of this one, so
+    :func:`ctxwise.recall_tool_result` returns this body and never another call's."""
+    return f"{tool_use_id}, message_id {message_id}" if reused else tool_use_id
+
+
+def reused_ids(messages: list[Any]) -> set[str]:
+    """The tool_use_ids that answer more than one tool result in ``messages``."""
+    seen: set[str] = set()
+    again: set[str] = set()
+    for m in messages:
+        for r in m.tool_results:
+            (again if r.tool_use_id in seen else seen).add(r.tool_use_id)
+    return again
+
+
+def placeholder_text(policy: Policy, result: ToolResultBlock, tool_input: dict[str, Any],
+                     key: str | None = None) -> str:
     """The placeholder for ``result`` under ``policy``. Template fields: ``{n}`` original length
     in characters, ``{name}``, ``{input}`` (see :func:`render_input`), ``{id}`` the
-    ``tool_use_id``, ``{state}``, and ``{values}``: ``"key values: a=1, b=2; "`` (the body's
-    :func:`distill` ed values, at most ``placeholder_values_max`` characters) or ``""``."""
+    ``tool_use_id`` (or ``key``, see :func:`recall_key`), ``{state}``, and ``{values}``:
+    ``"key values: a=1, b=2; "`` (the body's :func:`distill` ed values, at most
+    ``placeholder_values_max`` characters) or ``""``."""
     values = distill(result.text, policy.placeholder_values_max) if "{values}" in policy.placeholder else ""
     return policy.placeholder.format(
         n=len(result.text),
         name=result.name or "tool",
         input=render_input(tool_input, policy.placeholder_input, policy.placeholder_input_max),
-        id=result.tool_use_id,
+        id=key if key is not None else result.tool_use_id,
         state=result.state,
         values=f"key values: {values}; " if values else "",
     )

@@ -748,11 +748,15 @@ def _open_from(open_msgs: list[Message], open_seqs: list[int], new: list[Message
 
 def _pick_original(found: "Sequence[Any]") -> int | None:
     """Of ``(seq, state)`` rows holding one call id (newest first), the one ``original()``
-    means: a cleared one in the context, else one in the context, else the newest."""
-    for wanted in (("cleared",), VISIBLE_STATES):
-        hit = next((seq for seq, st in found if st in wanted), None)
-        if hit is not None:
-            return hit
+    means: the oldest cleared one in the context (a later result cleared under the same id,
+    while this one was still in the context, has a placeholder naming its message id too:
+    ``compaction.placeholder.recall_key``), else the newest in the context, else the newest."""
+    cleared = [seq for seq, st in found if st == "cleared"]
+    if cleared:
+        return cleared[-1]
+    hit = next((seq for seq, st in found if st in VISIBLE_STATES), None)
+    if hit is not None:
+        return hit
     return found[0][0] if found else None
 
 
