@@ -155,6 +155,23 @@ def test_replay_usage_errors_exit_2(tmp_path, args, word):
     assert word in line
 
 
+@pytest.mark.parametrize("argv, words", [
+    (["replay", "--bogus"], ["No such option: --bogus", "replay --help"]),
+    (["nosuchcmd"], ["No such command", "--help"]),
+    (["replay", "--budget", "abc"], ["'--budget'", "integer"]),
+    (["replay", "--unit", "parsecs"], ["'--unit'", "parsecs"]),
+    (["memory", "forget"], ["Missing argument"]),
+])
+def test_usage_mistakes_are_one_error_line_with_exit_2(argv, words):
+    # issue 15: typer framed these in a usage box; the command prints one `error:` line
+    r = subprocess.run([sys.executable, "-m", "ctxwise", *argv], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    assert all(w in lines[0] for w in words), lines[0]
+    assert "╭" not in r.stderr + r.stdout and "Traceback" not in r.stderr
+
+
 def test_replay_config_file(tmp_path):
     cfg = tmp_path / "ctxwise.toml"
     cfg.write_text('[ctxwise]\npreset = "ragent"\nbudget = 20000\n')

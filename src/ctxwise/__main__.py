@@ -13,8 +13,9 @@ def main() -> None:
     """Run the CLI, or print ``error: ... (hint: pip install 'ctxwise[cli]')`` without the extra.
 
     Arguments that are not valid UTF-8 (Python keeps their bytes as lone surrogates) are a
-    one-line error before any command runs, and a ctxwise error a command did not handle itself
-    is printed as one ``error:`` line with exit code 2, never as a traceback."""
+    one-line error before any command runs; a usage mistake (unknown option or command, a value
+    of the wrong type) and a ctxwise error a command did not handle itself are printed as one
+    ``error:`` line with exit code 2, never as a framed usage box or a traceback."""
     from ._optional import require
     from .errors import CtxwiseError, MissingExtra, with_hint
 
@@ -33,11 +34,30 @@ def main() -> None:
         raise SystemExit(2) from None
     from .cli import app
 
+    import typer
+
+    from typer._click.exceptions import ClickException, UsageError  # the pinned typer vendors click
+
     try:
-        app()
+        # standalone_mode=False: a usage mistake (an unknown option or command, a value of the
+        # wrong type) reaches us as click's UsageError and is printed as one line, not as a
+        # framed usage box; --help and commands exit as they would otherwise.
+        rc = app(standalone_mode=False)
+    except UsageError as e:
+        where = e.ctx.command_path if e.ctx is not None else "ctxwise"
+        print(f"error: {e.format_message()} (see '{where} --help')", file=sys.stderr)
+        raise SystemExit(2) from None
+    except ClickException as e:
+        print(f"error: {e.format_message()}", file=sys.stderr)
+        raise SystemExit(e.exit_code) from None
+    except typer.Abort:
+        print("error: aborted", file=sys.stderr)
+        raise SystemExit(1) from None
     except CtxwiseError as e:
         print(f"error: {with_hint(e)}", file=sys.stderr)
         raise SystemExit(2) from None
+    if isinstance(rc, int) and not isinstance(rc, bool) and rc != 0:
+        raise SystemExit(rc)
 
 
 if __name__ == "__main__":
