@@ -758,6 +758,15 @@ class Session:
                      for v in problems]
             raise PayloadInvalid(self.policy.provider, sorted(named, key=lambda v: v.index))
 
+    def _thinks(self) -> bool | None:
+        """DeepSeek-style providers (reasoning passed back in tool spans): True once any message
+        of the session carried reasoning, since thinking mode stays on from then (a payload
+        whose reasoning was all pruned is still sent in it). Else None: the rules infer it from
+        the messages (Anthropic reads it per turn, from the turn's first reply)."""
+        if self._thinking_seen and get_profile(self.policy.provider).reasoning_passback == "tool_spans":
+            return True
+        return None
+
     def _missing_reasoning(self, batch: list[Message], profile: Any) -> list[Violation]:
         """DeepSeek thinking mode: a reply of a tool-using span without ``reasoning_content`` is
         refused at append, before it is stored (else every later ``prepare()`` raises
@@ -858,7 +867,8 @@ class Session:
         payload = render(final, self.policy.provider)
         # The last check runs on what is sent: the rendered payload against the request
         # types and the provider rules (providers.wire), after the rules on the canonical list.
-        violations = check_payload(final, self.policy.provider) or check_wire(payload, self.policy.provider)
+        violations = (check_payload(final, self.policy.provider, thinking=self._thinks())
+                      or check_wire(payload, self.policy.provider))
         if violations:
             raise PayloadInvalid(self.policy.provider, violations)
         return Prepared(
@@ -896,7 +906,8 @@ class Session:
     def _compact(self, ctx: list[Message], head: list[Message], facts: Message | None, size: int):
         b = Budgeting(self.policy, self.counter, self._extra(head, facts))
         result = self.manager.pipeline.run(ctx, b, self.manager.summarizer, size=size, facts=self.memory.pinned_texts(),
-                                           skip_summaries=frozenset(self._failed_summaries))
+                                           skip_summaries=frozenset(self._failed_summaries),
+                                           thinking_mode=self._thinks())
         self._failed_summaries.update(e.detail["key"] for e in result.events
                                       if e.stage == "summarizer_failed" and "key" in e.detail)
         return result

@@ -198,3 +198,16 @@ def test_anthropic_tool_loop_that_thinks_once_survives_the_last_resort_trim(stor
         first_reply = next(m for m in p.payload["messages"] if m["role"] == "assistant")
         assert first_reply["content"][0]["type"] == "thinking"
     assert any(e["stage"] == "trimming" for e in s.events())
+
+
+def test_deepseek_thinking_turned_on_in_a_reply_without_tools(store_url):
+    # the first reply with reasoning calls no tool: once its reasoning is pruned (a span
+    # without tool calls may drop it), the session is still in thinking mode
+    cm, s = _deepseek(store_url)
+    _turn(s, 0, False)
+    s.append_openai([{"role": "user", "content": "Think about it."}])
+    s.append_openai([_answer("Sure.", "thinking is on now")])
+    s.append_openai([{"role": "user", "content": "Next?"}])
+    assert check_wire(s.prepare().payload, "deepseek") == []  # raised before
+    assert [e["stage"] for e in s.events() if "reasoning switched on" in e["trigger"]] == ["summarizing"]
+    _ten_more_deepseek(s, 30)

@@ -163,7 +163,8 @@ class Pipeline:
         changes: list[Change] = []
         if p.enabled:
             for repair in self.repairs:
-                res = repair.run(StageInput(messages, b, size, summarizer, facts, frozenset(skip_summaries), messages))
+                res = repair.run(StageInput(messages, b, size, summarizer, facts, frozenset(skip_summaries), messages,
+                                            thinking_mode))
                 events.extend(res.events)
                 if res.changes:
                     after = apply_changes(messages, res.changes)

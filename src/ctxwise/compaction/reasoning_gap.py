@@ -88,4 +88,4 @@ class ReasoningGapStage:
 
     def run(self, inp: StageInput) -> StageResult:
         return fold_turns_without_reasoning(inp.messages, inp.budgeting, inp.size, inp.summarizer,
-                                            facts=tuple(inp.facts))
+                                            facts=tuple(inp.facts), thinking=inp.thinking)

@@ -39,7 +39,9 @@ class StageInput:
     ``size``: the whole-request size of ``messages`` in the policy unit, overhead included;
     ``summarizer``: the summarizer the session uses; ``facts``: pinned fact texts a summary
     must keep; ``skip_summaries``: keys of summary ranges that already failed;
-    ``reference``: the context the pipeline was given (what the provider rules compare with).
+    ``reference``: the context the pipeline was given (what the provider rules compare with);
+    ``thinking``: whether the session uses reasoning, when the caller knows (None: infer it
+    from the messages).
     """
 
     messages: list[Message]
@@ -49,6 +51,7 @@ class StageInput:
     facts: Sequence[str] = ()
     skip_summaries: frozenset[str] = frozenset()
     reference: list[Message] = field(default_factory=list)
+    thinking: bool | None = None
 
     @property
     def hard(self) -> int:
