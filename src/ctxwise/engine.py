@@ -158,6 +158,7 @@ class Session:
         self._size = 0
         self._lossy = False
         self._thinking_seen: bool | None = None
+        self._thinking_declared: bool | None = None  # prepare(thinking=...): what the app said
         self._counter_ids = 0
         self._failed_summaries: set[str] = set()
         self._saved_state: str | None = None
@@ -762,10 +763,13 @@ class Session:
         """DeepSeek-style providers (reasoning passed back in tool spans): True once any message
         of the session carried reasoning, since thinking mode stays on from then (a payload
         whose reasoning was all pruned is still sent in it). Else None: the rules infer it from
-        the messages (Anthropic reads it per turn, from the turn's first reply)."""
-        if self._thinking_seen and get_profile(self.policy.provider).reasoning_passback == "tool_spans":
-            return True
-        return None
+        the messages (Anthropic reads it per turn, from the turn's first reply). What the app
+        said with ``prepare(thinking=...)`` wins."""
+        if get_profile(self.policy.provider).reasoning_passback != "tool_spans":
+            return None
+        if self._thinking_declared is not None:
+            return self._thinking_declared
+        return True if self._thinking_seen else None
 
     def _missing_reasoning(self, batch: list[Message], profile: Any) -> list[Violation]:
         """DeepSeek thinking mode: a reply of a tool-using span without ``reasoning_content`` is
@@ -776,9 +780,11 @@ class Session:
         have none is refused too (the provider would refuse the turn). Source: api-docs.deepseek.com/guides/thinking_mode."""
         if profile.reasoning_passback != "tool_spans" or not any(m.role == "assistant" for m in batch):
             return []
+        if self._thinking_declared is False:  # prepare(thinking=False): the app turned thinking off
+            return []
         if self._thinking_seen is None:
             self._thinking_seen = any(m.thinking for m in self._context)
-        if not (self._thinking_seen or any(m.thinking for m in batch)):
+        if not (self._thinking_seen or self._thinking_declared or any(m.thinking for m in batch)):
             return []
         from .providers.reasoning import check_deepseek_reasoning
         from .units import last_user_index
@@ -808,9 +814,19 @@ class Session:
 
     # -- prepare ----------------------------------------------------------------------------
 
-    def prepare(self) -> Prepared:
+    def prepare(self, *, thinking: bool | None = None) -> Prepared:
         """Compact the context if a watermark is crossed, persist what changed, validate, and
         build the provider payload.
+
+        ``thinking``: whether the request built from this payload runs with the provider's
+        thinking mode on, for providers that want reasoning passed back in tool-using spans
+        (DeepSeek). None (the default): as the session shows (on once any message carried
+        reasoning). True on the first thinking request of a session that ran without it: the
+        earlier tool-using turns DeepSeek would refuse are folded into a summary now, not after
+        the first reply with reasoning. False when thinking was turned off: the payload then
+        carries no reasoning (a request without thinking needs none) and later replies without
+        reasoning are accepted at append. The choice holds for this Session
+        object until the next ``prepare()`` that states one.
 
         Raises :class:`~ctxwise.errors.ContextBudgetExceeded` when pinned content alone does
         not fit, :class:`~ctxwise.errors.PayloadInvalid` when the context cannot be sent as
@@ -818,7 +834,12 @@ class Session:
         another writer changed the session meanwhile.
         """
         t0 = time.perf_counter()
+        if thinking is not None and not isinstance(thinking, bool):
+            raise FormatError("prepare(thinking=...)", f"takes True, False or None, not {type(thinking).__name__}",
+                              hint="say whether the request runs in the provider's thinking mode, or leave it out")
         self._check_version()
+        if thinking is not None:
+            self._thinking_declared = thinking
         if not self._context:
             raise PayloadInvalid(self.policy.provider, [Violation(0, "empty-payload",
                                  "the session has no messages yet: append() the system prompt and user input first")])
@@ -864,6 +885,13 @@ class Session:
             for ev in events:
                 self.manager.emit(ev)
         final = self._with_pinned(self._context, head, facts)
+        if self._thinks() is False:
+            # prepare(thinking=False) on a provider that passes reasoning back in tool spans:
+            # the request runs without thinking, which needs none of it; sending it would make
+            # the request look like thinking mode, whose rules the new replies cannot meet.
+            from .compaction.context import sent_view
+
+            final = [sent_view(m) for m in final]
         payload = render(final, self.policy.provider)
         # The last check runs on what is sent: the rendered payload against the request
         # types and the provider rules (providers.wire), after the rules on the canonical list.
@@ -961,9 +989,9 @@ class Session:
         """Async :meth:`append` (runs in a worker thread)."""
         return await asyncio.to_thread(self.append, list(messages))
 
-    async def aprepare(self) -> Prepared:
+    async def aprepare(self, *, thinking: bool | None = None) -> Prepared:
         """Async :meth:`prepare` (runs in a worker thread)."""
-        return await asyncio.to_thread(self.prepare)
+        return await asyncio.to_thread(lambda: self.prepare(thinking=thinking))
 
     async def atranscript(self) -> list[Any]:
         return await asyncio.to_thread(self.transcript)

@@ -20,6 +20,7 @@ user's. Each provider gets the tool in its own format (Chat Completions ``{"type
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Protocol
 
 from .errors import FormatError, ToolResultNotFound
@@ -72,6 +73,19 @@ def recall_tool_schema(provider: str = "openai") -> dict[str, Any]:
             "function": {"name": RECALL_TOOL_NAME, "description": RECALL_TOOL_DESCRIPTION, "parameters": params}}
 
 
+_KEY = re.compile(r"^\s*(?:tool_use_id[\s:=]+)?(?P<id>[^\s,;]+)\s*(?:[,;]\s*message_id[\s:=]+(?P<mid>[^\s,;]+))?\s*$")
+
+
+def _key(tool_use_id: str, message_id: str | None) -> tuple[str, str | None]:
+    """The call id and message id of a recall key, as a model may copy it from a placeholder:
+    ``"call_0"``, ``"call_0, message_id msg-000012"``, the phrase with its ``tool_use_id``
+    word, extra spaces, a ``;`` for the comma. Anything else is taken as given."""
+    m = _KEY.match(tool_use_id)
+    if m is None:
+        return tool_use_id, message_id
+    return m.group("id"), message_id.strip() if message_id is not None else m.group("mid")
+
+
 def recall_tool_result(session: RecallSession, tool_use_id: str, message_id: str | None = None) -> str:
     """The original text of the tool result answering ``tool_use_id`` in ``session`` (as it
     was appended, before any clearing). When the session reused the call id, the placeholder
@@ -80,8 +94,7 @@ def recall_tool_result(session: RecallSession, tool_use_id: str, message_id: str
     it, the cleared result in the context whose placeholder names the bare id is meant.
     Raises :class:`~ctxwise.errors.ToolResultNotFound` when the session (of this user) holds
     no such result."""
-    if message_id is None and ", message_id " in tool_use_id:
-        tool_use_id, message_id = (x.strip() for x in tool_use_id.split(", message_id ", 1))
+    tool_use_id, message_id = _key(tool_use_id, message_id)
     original = (session.original(message_id=message_id) if message_id is not None
                 else session.original(tool_use_id))
     if original is not None:
@@ -93,6 +106,13 @@ def recall_tool_result(session: RecallSession, tool_use_id: str, message_id: str
                              f"{session.session_id!r} of user {session.user_id!r}")
 
 
+def _only_result(session: RecallSession, message_id: str) -> str | None:
+    """The call id of the one tool result in message ``message_id``, else None."""
+    original = session.original(message_id=message_id.strip())
+    ids = [r.tool_use_id for r in original.tool_results] if original is not None else []
+    return ids[0] if len(ids) == 1 else None
+
+
 def recall_tool_output(session: RecallSession, arguments: str | dict[str, Any]) -> tuple[str, bool]:
     """Answer one call of the recall tool: ``arguments`` as the model sent them (a JSON string
     or a dict with ``tool_use_id``). Returns ``(text, is_error)``: the original body, or a
@@ -100,11 +120,13 @@ def recall_tool_output(session: RecallSession, arguments: str | dict[str, Any]) 
     loop can send it back as a failed tool result instead of stopping."""
     try:
         args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
-        tool_use_id = args["tool_use_id"]
         message_id = args.get("message_id") or None
+        tool_use_id = args.get("tool_use_id") or None
+        if tool_use_id is None and isinstance(message_id, str):
+            tool_use_id = _only_result(session, message_id)  # the message id alone names one result
         if not isinstance(tool_use_id, str) or not tool_use_id or not isinstance(message_id, (str, type(None))):
             raise TypeError
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, AttributeError):
         return (f'{RECALL_TOOL_NAME} needs {{"tool_use_id": "<id from the placeholder>"}}, got {arguments!r}'[:300],
                 True)
     try:

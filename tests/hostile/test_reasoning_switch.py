@@ -211,3 +211,56 @@ def test_deepseek_thinking_turned_on_in_a_reply_without_tools(store_url):
     assert check_wire(s.prepare().payload, "deepseek") == []  # raised before
     assert [e["stage"] for e in s.events() if "reasoning switched on" in e["trigger"]] == ["summarizing"]
     _ten_more_deepseek(s, 30)
+
+
+def _deepseek_payload_ok(payload) -> None:
+    """DeepSeek thinking mode's rule, checked on the wire payload itself: every assistant
+    message of a user-to-user span with a tool call carries reasoning_content."""
+    msgs = payload["messages"] if isinstance(payload, dict) else payload
+    span: list[dict] = []
+    for m in msgs + [{"role": "user"}]:
+        if m["role"] == "user":
+            if any(x.get("tool_calls") for x in span):
+                assert all(x.get("reasoning_content") for x in span), span
+            span = []
+        elif m["role"] == "assistant":
+            span.append(m)
+
+
+def test_deepseek_first_thinking_request_is_folded_when_the_app_says_so(store_url):
+    # found by a fresh-user check: the fold waited for the first reply with reasoning, but
+    # the request that asks for it already carried the old tool turns DeepSeek refuses
+    cm, s = _deepseek(store_url)
+    for k in range(3):
+        _turn(s, k, False)
+    s.append_openai([{"role": "user", "content": "Now think it through."}])
+    assert any(m.get("tool_calls") for m in s.prepare().payload)  # not told: sent as it was
+    p = s.prepare(thinking=True)
+    _deepseek_payload_ok(p.payload)
+    assert check_wire(p.payload, "deepseek") == []
+    assert [e["stage"] for e in s.events() if "reasoning switched on" in e["trigger"]] == ["summarizing"]
+    _ten_more_deepseek(s, 40)
+
+
+def test_deepseek_thinking_turned_off_by_the_app_accepts_replies_without_reasoning(store_url):
+    cm, s = _deepseek(store_url)
+    _turn(s, 0, True)
+    s.append_openai([{"role": "user", "content": "Quick one, no thinking."}])
+    s.prepare()
+    with pytest.raises(PayloadInvalid):  # not told: a tool reply without reasoning is refused
+        s.append_openai([_call("n1")])
+    s.prepare(thinking=False)
+    s.append_openai([_call("n1")])
+    s.append_openai([_result("n1")])
+    p = s.prepare(thinking=False)
+    assert check_wire(p.payload, "deepseek") == []
+    s.append_openai([_answer("Done.")])
+
+
+def test_prepare_thinking_takes_a_bool(tmp_path):
+    from ctxwise.errors import FormatError
+
+    cm, s = _deepseek(f"sqlite:///{tmp_path / 'x.db'}")
+    s.append_openai([{"role": "user", "content": "hi"}])
+    with pytest.raises(FormatError, match="thinking"):
+        s.prepare(thinking="yes")

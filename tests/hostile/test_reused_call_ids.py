@@ -107,3 +107,29 @@ def test_recall_takes_the_message_id_apart_and_refuses_a_wrong_pair(store_url):
     with pytest.raises(ToolResultNotFound, match="in message"):
         recall_tool_result(s, "other", mid)
     assert recall_tool_output(s, {"tool_use_id": "call_0", "message_id": 7})[1] is True  # bad type: an error for the model
+
+
+@pytest.mark.parametrize("args", [
+    lambda mid: {"tool_use_id": f"  call_0 ,  message_id  {mid} "},
+    lambda mid: {"tool_use_id": f"tool_use_id call_0, message_id {mid}"},
+    lambda mid: {"tool_use_id": f"call_0; message_id {mid}"},
+    lambda mid: {"tool_use_id": " call_0 ", "message_id": f" {mid} "},
+    lambda mid: {"message_id": mid},
+    lambda mid: json.dumps({"tool_use_id": f"call_0, message_id {mid}"}),
+])
+def test_recall_key_as_a_model_may_copy_it(store_url, args):
+    # found by a fresh-user check: spaces, the placeholder's own words, a ';' were errors
+    s = _session(store_url)
+    for k in range(4):
+        _cycle(s, "call_0", k)
+    mid = [m for m in s.messages if m.role == "tool"][2].id
+    text, is_error = recall_tool_output(s, args(mid))
+    assert not is_error and text.startswith("BODY-2 "), text
+
+
+@pytest.mark.parametrize("args", [{"tool_use_id": "call_0", "message_id": 7}, {"message_id": "nope"}, [1, 2], "[]"])
+def test_recall_bad_arguments_are_an_error_for_the_model(store_url, args):
+    s = _session(store_url)
+    _cycle(s, "call_0", 0)
+    text, is_error = recall_tool_output(s, args)
+    assert is_error, text

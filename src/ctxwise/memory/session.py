@@ -32,7 +32,8 @@ from .user import user_authored
 
 
 MAX_BOOK_CHARS = 16_384
-"""The most fact text (characters) a session's fact book keeps, whatever the budget: at a
+"""The most fact text a session's fact book keeps, whatever the budget, in characters of its
+rendered lines (several facts of one statement share a line; :meth:`FactBook.prune`): at a
 2,000,000-character budget four times the block's share was 640,000 characters, and the
 stored state (5.6 MB) was serialized and rewritten with each append that added a fact
 (issue 15: 0.4 s per append). Facts are short statements of the user's (an id, an amount, a
