@@ -245,7 +245,10 @@ def test_it_is_an_agents_session_and_the_runner_uses_its_compaction_hook(tmp_pat
     assert isinstance(s, AgentsSession) and is_openai_responses_compaction_aware_session(s)
     assert s.session_id == "h"
     tool = s.recall_tool()
-    assert tool.name == "recall_tool_result" and tool.params_json_schema["required"] == ["tool_use_id"]
+    assert tool.name == "recall_tool_result"
+    # strict mode: every property required, the optional message_id nullable
+    assert tool.params_json_schema["required"] == ["tool_use_id", "message_id"]
+    assert tool.params_json_schema["properties"]["message_id"]["type"] == ["string", "null"]
 
 
 def test_recall_tool_answers_inside_a_runner_loop(tmp_path):

@@ -325,13 +325,16 @@ class CtxwiseSession:
         from ctxwise import RECALL_TOOL_NAME, recall_tool_output, recall_tool_schema
 
         schema = recall_tool_schema(PROVIDER)
+        # strict mode makes every property required: the optional message_id may be null
+        params = schema["parameters"]
+        params["properties"]["message_id"]["type"] = ["string", "null"]
 
         async def invoke(ctx: Any, arguments: str) -> str:
             text, _ = await asyncio.to_thread(recall_tool_output, self.ctx, arguments)
             return text
 
         return _agents().FunctionTool(name=RECALL_TOOL_NAME, description=schema["description"],
-                                      params_json_schema=schema["parameters"], on_invoke_tool=invoke,
+                                      params_json_schema=params, on_invoke_tool=invoke,
                                       strict_json_schema=True)
 
     # -- work (in a worker thread) --------------------------------------------------------
