@@ -745,3 +745,30 @@ def test_hosted_items_are_an_update_of_their_message_and_counted_in_the_budget(t
         assert s.ctx.prepare().size >= bare + hosted_text > bare
 
     asyncio.run(go())
+
+
+def test_a_reused_call_id_left_unanswered_twice_is_closed_twice(tmp_path):
+    """Kind (found by a fresh-user check): a model that repeats a call id (some gateways and
+    local models send ``call_0`` every time) and two runs abandoned at a tool approval. The
+    session took the second call for answered, because an output with that id existed earlier:
+    it prepared with the call dangling and every later run raised PayloadInvalid
+    [unanswered-tool-call]. Calls are now paired with outputs in order."""
+    cm = ContextManager(f"sqlite:///{tmp_path / 'r.db'}", policy())
+    s = CtxwiseSession(cm.session("u", "reuse"), session_settings={"limit": None})
+    call = {"type": "function_call", "call_id": "c1", "name": "refund", "arguments": "{}"}
+
+    async def go():
+        await s.add_items([{"role": "system", "content": "You are a shop assistant."},
+                           {"role": "user", "content": "Refund order 1."}])
+        for k in range(3):
+            await s.add_items([{**call, "id": f"fc_{k}"}])  # paused at approval, never answered
+            await s.run_compaction()                   # the Runner's post-turn hook: no error
+            assert await s.get_items()                  # a read while the call waits
+            await s.add_items([{"role": "user", "content": f"Never mind, question {k}."}])
+            view = await s.get_items()
+            assert check_wire(view, "openai_responses") == []
+            outputs = [i for i in view if i.get("type") == "function_call_output"]
+            assert len(outputs) == k + 1 and all(o["output"].startswith("interrupted:") for o in outputs)
+        assert [e["stage"] for e in s.ctx.events()].count("interrupted") == 3
+
+    asyncio.run(go())

@@ -80,6 +80,7 @@ does its job); if set, the Runner reads that many items as written, uncompacted:
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 import copy
 import functools
 import importlib
@@ -340,9 +341,17 @@ class CtxwiseSession:
     # -- work (in a worker thread) --------------------------------------------------------
 
     def _open_calls(self) -> set[str]:
-        answered = {r.tool_use_id for m in self.ctx.messages for r in m.tool_results}
-        return {b.id for m in self.ctx.messages if m.role == "assistant" for b in m.blocks
-                if isinstance(b, ToolUseBlock) and b.id not in answered}
+        """Call ids still waiting for an output, paired in order: a call id a model reuses
+        (some gateways and local models repeat ``call_0``) is answered by the output that
+        follows that call, not by an earlier call's output under the same id."""
+        waiting: Counter[str] = Counter()
+        for m in self.ctx.messages:
+            if m.role == "assistant":
+                waiting.update(b.id for b in m.blocks if isinstance(b, ToolUseBlock))
+            for r in m.tool_results:
+                if waiting[r.tool_use_id] > 0:
+                    waiting[r.tool_use_id] -= 1
+        return {k for k, n in waiting.items() if n > 0}
 
     def _view(self) -> list[dict[str, Any]]:
         if not self.ctx.messages:
