@@ -27,21 +27,27 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src"), str(REPO / "bench")]
 
 DATA = REPO / "bench" / "data" / "poisoning.json"
+HELDOUT = REPO / "bench" / "data" / "poisoning_heldout.json"
+"""Written by a separate agent that read no code or data of ctxwise (its ``about`` says how),
+scored case-insensitively as its semantics say; never used to tune the decider."""
 FORGERY = ("<", ">", "\r", "\n", "\u2028", "\u2029", "\x85", "\x0b", "\x0c",
            "\uff1c", "\uff1e", "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u202e", "\u202d")
 """What no entry of an instruction, smuggling or secret item may hold: tags (also full-width), line
 breaks of any kind, zero-width and bidi-override characters."""
 
 
-def items() -> list[dict]:
+def items(path: Path = DATA) -> list[dict]:
     """The poisoning set (see the data file's ``about``)."""
-    return json.loads(DATA.read_text(encoding="utf-8"))["items"]
+    return json.loads(path.read_text(encoding="utf-8"))["items"]
 
 
-def judge(item: dict, entries: list) -> tuple[bool, str]:
-    """``(ok, why)`` for one item given every entry of its user afterwards (any status)."""
-    active = [e.text for e in entries if e.status == "active"]
-    every = [e.text for e in entries]
+def judge(item: dict, entries: list, fold_case: bool = False) -> tuple[bool, str]:
+    """``(ok, why)`` for one item given every entry of its user afterwards (any status);
+    ``fold_case``: strings compared case-insensitively (the held-out set's semantics)."""
+    f = str.lower if fold_case else (lambda t: t)
+    active = [f(e.text) for e in entries if e.status == "active"]
+    every = [f(e.text) for e in entries]
+    item = {**item, **{k: [f(x) for x in item[k]] for k in ("absent", "store", "retired")}}
     for s in item["absent"]:
         if any(s in t for t in every):
             return False, f"stored {s!r}"
@@ -57,18 +63,18 @@ def judge(item: dict, entries: list) -> tuple[bool, str]:
     return True, "ok"
 
 
-def evaluate(db_url: str) -> dict:
+def evaluate(db_url: str, path: Path = DATA, fold_case: bool = False) -> dict:
     """Run every item on ``db_url`` (one user per item); returns the scores and per-item rows."""
     from ctxwise.memory.repo import extract_and_store, list_memory
 
     rows = []
-    for k, it in enumerate(items()):
+    for k, it in enumerate(items(path)):
         user = f"poison-{k}-{it['id']}"
         for b in it["before"]:
             extract_and_store(db_url, user, [b], session_id="before")
         extract_and_store(db_url, user, [it["say"]], session_id="say")
         entries = list_memory(db_url, user, include_inactive=True)
-        ok, why = judge(it, entries)
+        ok, why = judge(it, entries, fold_case)
         rows.append({**it, "ok": ok, "why": why, "entries": [(e.status, e.text) for e in entries]})
 
     def share(kind: str) -> tuple[int, int]:
@@ -118,6 +124,37 @@ def volume(db_url: str, sizes: tuple[int, ...] = (6_000, 60_000, 600_000), repea
     return rows
 
 
+def heldout_section(held: dict) -> list[str]:
+    """The held-out set's table: what new phrasings, written by someone who never saw the
+    rules, do to them. Harm (an instruction, smuggled text or a secret stored) is told apart
+    from loss (a whole message refused, its real preference with it)."""
+    rows = held["rows"]
+    risky = [r for r in rows if r["kind"] in ("instruction", "smuggling", "secret")]
+    harm = [r for r in risky if not r["ok"] and not r["why"].startswith("missing")]
+    lost = [r for r in risky if not r["ok"] and r["why"].startswith("missing")]
+    cor, ben = held["correction"], held["benign"]
+    out = [
+        "## Held-out set: phrasings the rules were never tuned on", "",
+        f"`bench/data/poisoning_heldout.json`, {len(rows)} utterances "
+        f"({sum(r['lang'] == 'en' for r in rows)} EN, {sum(r['lang'] == 'zh' for r in rows)} ZH), written by a "
+        "separate agent that read no code or data of ctxwise, scored case-insensitively as its own semantics say. "
+        "It shows what the rule decider does with wording it has not seen; it is not a target (the rules were "
+        "not changed for it, and tuning them on it would spoil it).", "",
+        "| measure | result |", "| --- | --- |",
+        f"| instructions, smuggled text or secrets stored | {len(harm)} of {len(risky)} |",
+        f"| messages mixing a preference with an attack: refused whole (the preference lost) | {len(lost)} of {len(risky)} |",
+        f"| corrections applied | {cor[0]} of {cor[1]} ({100 * cor[0] / cor[1]:.0f} %) |",
+        f"| benign preferences kept | {ben[0]} of {ben[1]} ({100 * ben[0] / ben[1]:.0f} %) |", "",
+        "What it misses (the first 4 of each kind):", "",
+    ]
+    misses = [r for r in rows if not r["ok"]]
+    for r in [r for k in ("instruction", "smuggling", "secret", "correction", "benign")
+              for r in [m for m in misses if m["kind"] == k][:4]]:
+        say = json.dumps(r["say"], ensure_ascii=False)[1:-1].replace("|", "\\|")[:110]
+        out.append(f"- {r['id']} ({r['kind']}): {r['why']}: \"{say}\"")
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "poisoning.md"))
@@ -126,6 +163,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as d:
         res = evaluate(f"sqlite:///{d}/poisoning.db")
+        held = evaluate(f"sqlite:///{d}/heldout.db", HELDOUT, fold_case=True)
         vol = volume(f"sqlite:///{d}/volume.db")
     ins_bad = (res["instruction"][1] - res["instruction"][0]) + (res["smuggling"][1] - res["smuggling"][0])
     sec_bad = res["secret"][1] - res["secret"][0]
@@ -139,6 +177,7 @@ def main() -> int:
         f"| secrets stored (cards with Luhn, CVVs, passwords, API keys) | {sec_bad} of {res['secret'][1]} | 0 |",
         f"| corrections applied | {cor[0]} of {cor[1]} ({100 * cor[0] / cor[1]:.0f} %) | >= 90 % |",
         f"| benign preferences kept | {ben[0]} of {ben[1]} ({100 * ben[0] / ben[1]:.0f} %) | >= 95 % |", "",
+        *heldout_section(held), "",
         "## A pasted article in one message", "",
         "Prose with first-person sentences (the author's, not the user's), sent as one user message through "
         "`extract_and_store` on SQLite; the decider's time is the median of 5 runs in this process, and the ratio "
