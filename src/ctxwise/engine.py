@@ -814,7 +814,7 @@ class Session:
 
     # -- prepare ----------------------------------------------------------------------------
 
-    def prepare(self, *, thinking: bool | None = None) -> Prepared:
+    def prepare(self, *, thinking: bool | None = None, checked_version: int | None = None) -> Prepared:
         """Compact the context if a watermark is crossed, persist what changed, validate, and
         build the provider payload.
 
@@ -831,22 +831,27 @@ class Session:
         Raises :class:`~ctxwise.errors.ContextBudgetExceeded` when pinned content alone does
         not fit, :class:`~ctxwise.errors.PayloadInvalid` when the context cannot be sent as
         it stands (e.g. a tool call still waiting for its result), and SessionConflict when
-        another writer changed the session meanwhile.
+        another writer changed the session meanwhile (checked with one indexed read of the
+        stored version).
+
+        ``checked_version``: the session's stored version as the caller read it right before
+        this call (a server that checks every request against the store does): the version
+        is then not read again, and a value other than :attr:`version` is SessionConflict.
         """
         t0 = time.perf_counter()
         if thinking is not None and not isinstance(thinking, bool):
             raise FormatError("prepare(thinking=...)", f"takes True, False or None, not {type(thinking).__name__}",
                               hint="say whether the request runs in the provider's thinking mode, or leave it out")
-        self._check_version()
+        if checked_version is None:
+            self._check_version()
+        elif checked_version != self.version:
+            raise SessionConflict(f"session {self.session_id!r} is at version {checked_version}, this Session object "
+                                  f"read version {self.version}: another writer got in first; reload() and retry")
         if thinking is not None:
             self._thinking_declared = thinking
         if not self._context:
             raise PayloadInvalid(self.policy.provider, [Violation(0, "empty-payload",
                                  "the session has no messages yet: append() the system prompt and user input first")])
-        stored = self.manager.store.version(self.user_id, self.session_id)  # one indexed read
-        if stored != self.version:  # another writer got in: this object's context is stale
-            raise SessionConflict(f"session {self.session_id!r} is at version {stored}, this Session read version "
-                                  f"{self.version}: another writer got in first; call reload() and retry")
         head = self.memory.head_blocks()
         facts, evicted, evicted_changed = self.memory.facts_block(self._lossy)
         size_before = self._size + self._extra(head, facts)

@@ -15,7 +15,8 @@ def setup_sqlite(engine: Engine, busy_timeout_s: float) -> None:
     drop the last commits, never corrupt), foreign keys on, a busy timeout, and explicit
     transactions: writes start with ``BEGIN IMMEDIATE`` (the write lock is taken up front, so
     two writers serialize instead of failing mid-transaction); a connection whose execution
-    options carry ``ctxwise_read=True`` starts a deferred ``BEGIN`` (a read snapshot)."""
+    options carry ``ctxwise_read=True`` starts a deferred ``BEGIN`` (a read snapshot), one in
+    ``AUTOCOMMIT`` none (a single read statement is its own snapshot)."""
 
     @event.listens_for(engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:
@@ -29,6 +30,8 @@ def setup_sqlite(engine: Engine, busy_timeout_s: float) -> None:
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Any) -> None:
+        if conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
+            return  # one statement alone (a version or freshness read): no transaction, no write lock
         if conn.get_execution_options().get("ctxwise_read"):
             conn.exec_driver_sql("BEGIN")
         else:

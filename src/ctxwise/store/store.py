@@ -104,6 +104,7 @@ class SqlStore:
         else:
             kwargs["pool_pre_ping"] = True
         self.engine = create_engine(url, **kwargs)
+        self._with_queries: dict[int, tuple[Any, Any]] = {}
         self.backend = backend
         if backend == "sqlite":
             sql.setup_sqlite(self.engine, wait_timeout_s)
@@ -260,14 +261,17 @@ class SqlStore:
                                 state=dict(sess.state or {}))
 
     def version(self, user_id: str, session_id: str) -> int:
-        """The session's current version (one indexed read). Raises :class:`SessionNotFound`."""
+        """The session's current version (one indexed read, in autocommit: one statement is
+        its own snapshot, so no ``BEGIN`` / ``COMMIT`` round trips around it). Raises
+        :class:`SessionNotFound`."""
         if not checks.holdable(user_id, session_id):
             raise SessionNotFound(f"no session {session_id!r} for user {user_id!r}")
-        with self._read() as conn:
-            v = conn.execute(select(S.version).where(S.user_id == user_id, S.session_id == session_id)).scalar()
-            if v is None:
-                raise SessionNotFound(f"no session {session_id!r} for user {user_id!r}")
-            return int(v)
+        with self.engine.connect() as conn:
+            v = conn.execution_options(isolation_level="AUTOCOMMIT").execute(
+                _VERSION, {"u": user_id, "s": session_id}).scalar()
+        if v is None:
+            raise SessionNotFound(f"no session {session_id!r} for user {user_id!r}")
+        return int(v)
 
     def freshness(self, user_id: str, session_id: str) -> tuple[int, tuple[int, int]] | None:
         """``(version, memory)`` of the session, None when there is none, in one statement
@@ -284,6 +288,29 @@ class SqlStore:
         if row is None:
             return None
         return int(row[0]), (int(row[1] or 0), int(row[2] or 0))
+
+    def freshness_with(self, lookup: Any, user_id: str, session_id: str,
+                       params: dict[str, Any] | None = None) -> tuple[tuple[Any, ...], Any] | None:
+        """:meth:`freshness` of the session ``(<prefix><user_id>, session_id)`` together with a
+        caller's own one-row read, in one statement (one round trip instead of two): ``lookup``
+        is a SQLAlchemy ``select`` of at most one row (bound parameters in ``params``; it must
+        not use the names ``u`` and ``s``) whose first column is the user-id ``prefix`` (the
+        server's API-key check, whose first column is the key's ``<tenant>:``).
+
+        Returns None when ``lookup`` finds no row, else ``(lookup's row, freshness)``:
+        freshness as :meth:`freshness` returns it, None when there is no such session. The
+        statement is built once per ``lookup`` object (pass the same one each time)."""
+        built = self._with_queries.get(id(lookup))
+        if built is None or built[0] is not lookup:
+            built = self._with_queries[id(lookup)] = (lookup, _freshness_with_query(lookup))
+        with self.engine.connect() as conn:
+            row = conn.execution_options(isolation_level="AUTOCOMMIT").execute(
+                built[1], {**(params or {}), "u": user_id, "s": session_id}).first()
+        if row is None:
+            return None
+        n = len(row) - 3
+        head, version, count, total = tuple(row[:n]), row[n], row[n + 1], row[n + 2]
+        return head, (None if version is None else (int(version), (int(count or 0), int(total or 0))))
 
     def list_sessions(self, user_id: str | None = None, *, limit: int = 100, offset: int = 0,
                       user_prefix: str | None = None) -> list[SessionInfo]:
@@ -713,17 +740,37 @@ Store = SqlStore
 # -- helpers -------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=1)
-def _freshness_query() -> Any:
-    """:meth:`SqlStore.freshness`'s statement, built once (SQLAlchemy keeps its compiled form)."""
-    Sc, M = SessionRow.__table__.c, UserMemoryRow.__table__.c
+_VERSION = select(SessionRow.__table__.c.version).where(SessionRow.__table__.c.user_id == bindparam("u"),
+                                                       SessionRow.__table__.c.session_id == bindparam("s"))
+""":meth:`SqlStore.version`'s statement, built once (SQLAlchemy keeps its compiled form)."""
+
+
+def _fingerprint(Sc: Any) -> tuple[Any, Any]:
+    """The user-memory fingerprint of the session row ``Sc`` (:meth:`SqlStore.freshness`): the
+    count and the id sum of the active entries a reopen shows, as two scalar subqueries."""
+    M = UserMemoryRow.__table__.c
     shown = and_(M.user_id == Sc.user_id, M.status == "active",
                  or_(M.source_session_id.is_(None), M.source_session_id != Sc.session_id),
                  or_(Sc.created_at.is_(None), M.created_at.is_(None), M.created_at <= Sc.created_at))
-    return select(Sc.version,
-                  select(func.count()).where(shown).scalar_subquery(),
-                  select(func.coalesce(func.sum(M.id), 0)).where(shown).scalar_subquery(),
-                  ).where(Sc.user_id == bindparam("u"), Sc.session_id == bindparam("s"))
+    return (select(func.count()).where(shown).scalar_subquery(),
+            select(func.coalesce(func.sum(M.id), 0)).where(shown).scalar_subquery())
+
+
+@functools.lru_cache(maxsize=1)
+def _freshness_query() -> Any:
+    """:meth:`SqlStore.freshness`'s statement, built once (SQLAlchemy keeps its compiled form)."""
+    Sc = SessionRow.__table__.c
+    return select(Sc.version, *_fingerprint(Sc)).where(Sc.user_id == bindparam("u"), Sc.session_id == bindparam("s"))
+
+
+def _freshness_with_query(lookup: Any) -> Any:
+    """:meth:`SqlStore.freshness_with`'s statement around ``lookup``."""
+    lk = lookup.subquery("lookup")
+    S_ = SessionRow.__table__
+    Sc = S_.c
+    prefix = list(lk.c)[0]
+    joined = lk.outerjoin(S_, and_(Sc.user_id == prefix + bindparam("u"), Sc.session_id == bindparam("s")))
+    return select(*lk.c, Sc.version, *_fingerprint(Sc)).select_from(joined)
 
 
 def _aware(t: datetime | None) -> datetime | None:
