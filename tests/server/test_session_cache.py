@@ -154,3 +154,35 @@ def test_the_cache_is_bounded_and_can_be_turned_off(store_url: str):
             r = http.get(f"/v1/sessions/b{size}-3/context", params=Q, headers={"X-API-Key": keys["a"]})
             assert cache_state(r) == ("hit" if size else "miss")
             assert len(app.state.server.sessions) == kept
+
+
+def test_a_prepare_on_a_current_session_reads_the_store_once(live: Live):
+    """Kind: round trips a request makes beyond its work (each one, under load, is a wait for
+    the process's one running thread): a prepare on a session the node holds current makes one
+    read, the key check and the session's freshness in one statement, and nothing else (the
+    freshness read is the library's version check: it is not made again). Counted for every
+    engine in the process."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    a = live.client("a")
+    start = [{"role": "system", "content": "You help."}, {"role": "user", "content": "hello"}]
+    assert a.post("/v1/sessions/r/messages", params=Q, json={"format": "openai", "messages": start}).status_code == 200
+    seen: list[str] = []
+
+    def record(_conn, _cursor, statement, *_a) -> None:  # type: ignore[no-untyped-def]
+        seen.append(" ".join(statement.split()))
+
+    event.listen(Engine, "before_cursor_execute", record)
+    try:
+        for k in range(3):
+            seen.clear()
+            p = a.post("/v1/sessions/r/prepare", params=Q)
+            assert p.status_code == 200 and cache_state(p) == "hit", raw(p)
+            assert len(seen) == 1, seen
+            assert "ctxwise_api_keys" in seen[0] and "user_memory" in seen[0], seen
+            more = [{"role": "assistant", "content": f"answer {k}"}, {"role": "user", "content": f"more {k}"}]
+            assert a.post("/v1/sessions/r/messages", params=Q,
+                          json={"format": "openai", "messages": more}).status_code == 200
+    finally:
+        event.remove(Engine, "before_cursor_execute", record)

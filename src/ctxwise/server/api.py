@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import MemoryEntryNotFound, Prepared, Session, ToolResultNotFound
 from .app import Server, timing
+from .workers import APPEND, PREPARE
 
 T = TypeVar("T")
 
@@ -128,10 +129,11 @@ def make_router(server: Server) -> APIRouter:
     router = APIRouter(prefix="/v1", dependencies=[Depends(tenant_of)])
     store = server.manager.store
 
-    def with_session(request: Request, user_id: str, session_id: str, op: Callable[[Session], T], *,
+    def with_session(request: Request, user_id: str, session_id: str, op: Callable[[Session, int | None], T], *,
                      create: bool = False, tools: list[dict[str, Any]] | None = None, expected: int | None = None,
                      optimistic: bool = False) -> tuple[Session, T]:
-        """``op`` on the session, from the process's cache when current (:mod:`.sessions`)."""
+        """``op(session, checked)`` on the session, from the process's cache when current
+        (:mod:`.sessions`; ``checked``: the stored version this request has just read, or None)."""
         return server.sessions.run(request, user_id, session_id, op, create=create, tools=tools,
                                    expected=expected, optimistic=optimistic)
 
@@ -141,12 +143,12 @@ def make_router(server: Server) -> APIRouter:
                  summary="Append what arrived since the last model call (creates the session).")
     async def append(body: AppendRequest, request: Request, session_id: str = Sid,
                      user_id: str = UserId) -> AppendResponse:
-        return await run_in_threadpool(append_now, body, request, session_id, user_id)
+        return await server.workers.run(append_now, body, request, session_id, user_id, priority=APPEND)
 
     def append_now(body: AppendRequest, request: Request, session_id: str, user_id: str) -> AppendResponse:
         if getattr(request.state, "tenant", None) is None:
             server.authenticate(request)
-        def op(s: Session) -> int:
+        def op(s: Session, _checked: int | None) -> int:
             t0 = time.perf_counter()
             if body.format == "openai":
                 version = s.append_openai(body.messages)
@@ -169,15 +171,17 @@ def make_router(server: Server) -> APIRouter:
                  summary="Compact if needed, check, and render the provider payload.")
     async def prepare(request: Request, body: PrepareRequest | None = None, session_id: str = Sid,
                       user_id: str = UserId) -> JSONResponse:
-        return await run_in_threadpool(prepare_now, request, body or PrepareRequest(), session_id, user_id)
+        return await server.workers.run(prepare_now, request, body or PrepareRequest(), session_id, user_id,
+                                        priority=PREPARE)
 
     def prepare_now(request: Request, body: PrepareRequest, session_id: str, user_id: str) -> JSONResponse:
         if getattr(request.state, "tenant", None) is None:
-            server.authenticate(request)
+            server.authenticate_with(request, user_id, session_id)  # the key and the session in one read
 
-        def op(s: Session) -> Prepared:
+        def op(s: Session, checked: int | None) -> Prepared:
             t0 = time.perf_counter()
-            p = s.prepare()
+            # this request's freshness read is the library's version check: not made twice
+            p = s.prepare(checked_version=checked)
             timing(request, "prepare", t0)
             return p
 
@@ -199,7 +203,7 @@ def make_router(server: Server) -> APIRouter:
     @router.get("/sessions/{session_id}/context", tags=["sessions"],
                 summary="The context the model reads now (canonical messages), its size and version.")
     def context(request: Request, session_id: str = Sid, user_id: str = UserId) -> dict[str, Any]:
-        s, messages = with_session(request, user_id, session_id, lambda s: [_dump(m) for m in s.messages])
+        s, messages = with_session(request, user_id, session_id, lambda s, _c: [_dump(m) for m in s.messages])
         return {"user_id": user_id, "session_id": session_id, "version": s.version, "provider": s.policy.provider,
                 "size": s.size, "unit": s.policy.unit, "messages": messages}
 
@@ -222,7 +226,7 @@ def make_router(server: Server) -> APIRouter:
                    summary="Retract the last appended message (kept in the store, out of the context).")
     def pop(request: Request, session_id: str = Sid, user_id: str = UserId,
             expected_version: int | None = Query(None, ge=0)) -> dict[str, Any]:
-        s, popped = with_session(request, user_id, session_id, lambda s: s.pop(), expected=expected_version)
+        s, popped = with_session(request, user_id, session_id, lambda s, _c: s.pop(), expected=expected_version)
         return {"user_id": user_id, "session_id": session_id, "version": s.version,
                 "message": _dump(popped) if popped is not None else None}
 

@@ -38,6 +38,7 @@ import os
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, AsyncIterator, Mapping
 
 from fastapi import FastAPI, Request
@@ -48,18 +49,19 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import ContextManager, CtxwiseError, Policy, Session, SessionNotFound, Summarizer, __version__
 from .errors import ctxwise_error_response, error_response, log
-from .keys import KEY_FORM, KeyStore
+from .keys import KEY_FORM, KEY_LOOKUP, TENANT_SEP, KeyStore, lookup_params, tenant_in
 from .sessions import DEFAULT_SIZE as DEFAULT_CACHE
 from .sessions import SessionCache
+from .workers import Workers
 
 DEFAULT_MAX_BODY = 16 * 2**20
 """16 MiB: a batch with a large tool result fits; a runaway client does not."""
 
-TENANT_SEP = ":"
-
 DEFAULT_THREADS = 8
 """Worker threads per process for the API's routes (a route runs on one, its key check
-included). A process runs Python one thread at a time, so more threads only add switching, and
+included; appends and prepares on :class:`~ctxwise.server.workers.Workers`, which starts a
+waiting prepare before the waiting appends, the other routes on anyio's pool of the same
+size). A process runs Python one thread at a time, so more threads only add switching, and
 each holds a database connection: 8 keep a request's waits on the database overlapped while
 staying near the connection pool (5 kept, 10 more opened and closed on demand: anyio's 40
 threads made PostgreSQL fork a backend for most requests under load)."""
@@ -86,6 +88,9 @@ class Server:
     the policy the session was created with (set by :func:`create_app`)."""
     sessions: Any = None
     """The process's :class:`~ctxwise.server.sessions.SessionCache` (set by :func:`create_app`)."""
+    workers: Any = None
+    """The threads appends and prepares run on, prepares first (:class:`~ctxwise.server.workers.Workers`,
+    set by :func:`create_app`)."""
 
     def open(self, tenant: str, user_id: str, session_id: str, *, create: bool = False,
              tools: list[dict[str, Any]] | None = None) -> Session:
@@ -131,6 +136,29 @@ class Server:
         request.state.tenant = tenant
         return tenant
 
+    def authenticate_with(self, request: Request, user_id: str, session_id: str) -> str:
+        """:meth:`authenticate`, with the freshness read of the session ``(user_id,
+        session_id)`` of the key's tenant made in the same statement (one round trip for both;
+        when the store has ``freshness_with`` and the process keeps sessions): the read is kept
+        on the request for the session cache (:meth:`.sessions.SessionCache.run`), which then
+        makes no read of its own before using the session. Recorded as ``auth``."""
+        store = self.manager.store
+        with_ = getattr(store, "freshness_with", None)
+        if with_ is None or self.sessions is None or not self.sessions.size:
+            return self.authenticate(request)
+        key = self.key_of(request)
+        t0 = time.perf_counter()
+        found = with_(KEY_LOOKUP, user_id, session_id, lookup_params(key))
+        timing(request, "auth", t0)
+        row = None if found is None else SimpleNamespace(tenant=found[0][1], key_hash=found[0][2],
+                                                         revoked_at=found[0][3])
+        tenant = tenant_in(key, row)
+        if tenant is None or found is None:
+            raise Unauthorized()
+        request.state.tenant = tenant
+        request.state.freshness = (self.store_user(tenant, user_id), session_id, found[1])
+        return tenant
+
     @staticmethod
     def store_user(tenant: str, user_id: str) -> str:
         """The user id as the store holds it: ``<tenant>:<user_id>`` (tenant scoping: every
@@ -143,6 +171,8 @@ class Server:
         return stored.removeprefix(f"{tenant}{TENANT_SEP}")
 
     def close(self) -> None:
+        if self.workers is not None:
+            self.workers.close()
         self.manager.close()
         self.keys.close()
 
@@ -271,6 +301,7 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
     server = Server(store_url=store_url, policy=manager.policy, manager=manager, keys=KeyStore(store_url),
                     max_body_bytes=max_body_bytes, opener=opener)
     server.sessions = SessionCache(server, session_cache)
+    server.workers = Workers(threads or DEFAULT_THREADS)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -62,6 +62,16 @@ _BY_KEY_ID = select(api_keys.c.tenant, api_keys.c.key_hash, api_keys.c.revoked_a
 """The key check, built once (SQLAlchemy keeps its compiled form on the statement)."""
 
 
+TENANT_SEP = ":"
+"""Between the tenant and the user id in the store's user ids (``acme:alice``)."""
+
+KEY_LOOKUP = select((api_keys.c.tenant + TENANT_SEP).label("prefix"), api_keys.c.tenant, api_keys.c.key_hash,
+                    api_keys.c.revoked_at).where(api_keys.c.key_id == bindparam("key_id"))
+"""The key check as a one-row read whose first column is the key's user-id prefix
+(``<tenant>:``): the server makes it together with a session's freshness read, in one
+statement (:meth:`ctxwise.SqlStore.freshness_with`); :meth:`KeyStore.tenant_in` checks the row."""
+
+
 class KeyError_(ValueError):
     """A bad ``keys`` request (an invalid tenant name, an unknown key id): one line for the CLI."""
 
@@ -94,6 +104,22 @@ def _iso(t: datetime | None) -> str | None:
 def digest(key: str) -> str:
     """The stored form of a key: SHA-256 hex of its UTF-8 bytes."""
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def lookup_params(key: str | None) -> dict[str, str] | None:
+    """The bound parameters of the key check (:data:`KEY_LOOKUP`) for ``key``; None for a
+    missing or malformed key (nothing to read)."""
+    m = _KEY.match(key or "")
+    return None if m is None else {"key_id": m.group(1)}
+
+
+def tenant_in(key: str | None, row: Any) -> str | None:
+    """The tenant of ``key`` given its stored row (``tenant``, ``key_hash``, ``revoked_at``, by
+    key id; None when there is none): None unless the row is active and its hash is the key's
+    (compared in constant time)."""
+    if row is None or row.revoked_at is not None:
+        return None
+    return str(row.tenant) if hmac.compare_digest(row.key_hash, digest(key or "")) else None
 
 
 def check_tenant(tenant: str) -> str:
@@ -168,14 +194,11 @@ class KeyStore:
     def tenant_of(self, key: str | None) -> str | None:
         """The tenant an active ``key`` belongs to; None for a missing, malformed, unknown or
         revoked key (one indexed read, no cache)."""
-        m = _KEY.match(key or "")
-        if m is None:
+        params = lookup_params(key)
+        if params is None:
             return None
-        params = {"key_id": m.group(1)}
         row = self.read(lambda conn: conn.execute(_BY_KEY_ID, params).first())
-        if row is None or row.revoked_at is not None:
-            return None
-        return row.tenant if hmac.compare_digest(row.key_hash, digest(key or "")) else None
+        return tenant_in(key, row)
 
     def ping(self) -> None:
         """One read of the keys table (the readiness check); raises when the database is down."""

@@ -80,19 +80,29 @@ class SessionCache:
 
     # -- the freshness read ------------------------------------------------------------
 
-    def fresh(self, user: str, session_id: str) -> Freshness | None:
+    def fresh(self, user: str, session_id: str, request: "Request | None" = None) -> Freshness | None:
         """The stored version and memory fingerprint of ``(user, session_id)`` (the store's
-        user id, :meth:`~ctxwise.SqlStore.freshness`), None when there is no such session."""
-        found = self.server.manager.store.freshness(user, session_id)
+        user id, :meth:`~ctxwise.SqlStore.freshness`), None when there is no such session.
+        With ``request``: the read its key check made of this session (``Server.authenticate_with``)
+        when there was one, used once; else a read now."""
+        state = getattr(request, "state", None) if request is not None else None
+        made = getattr(state, "freshness", None)
+        if made is not None and made[:2] == (user, session_id):
+            state.freshness = None  # type: ignore[union-attr]  # a later check reads again
+            found = made[2]
+        else:
+            found = self.server.manager.store.freshness(user, session_id)
         return None if found is None else Freshness(*found)
 
     # -- use ---------------------------------------------------------------------------------
 
-    def run(self, request: "Request", user_id: str, session_id: str, op: Callable[[Session], T], *,
+    def run(self, request: "Request", user_id: str, session_id: str, op: Callable[[Session, int | None], T], *,
             create: bool = False, tools: list[dict[str, Any]] | None = None, expected: int | None = None,
             optimistic: bool = False) -> tuple[Session, T]:
-        """``op(session)`` on the session ``(user_id, session_id)`` of the request's tenant,
-        served from the cache when it is current (see the module docstring). ``expected``:
+        """``op(session, checked)`` on the session ``(user_id, session_id)`` of the request's
+        tenant, served from the cache when it is current (see the module docstring); ``checked``
+        is the stored version this request has just read (a prepare need not read it again:
+        ``Session.prepare(checked_version=...)``), None when it read none (an append). ``expected``:
         :class:`~ctxwise.SessionConflict` unless the session is at that version.
         ``optimistic``: ``op`` is a write the store refuses on a stale version (an append), so
         no read precedes it. Returns ``(session, op's result)``; raises what ``op`` raises
@@ -111,11 +121,11 @@ class SessionCache:
         state = "miss" if entry is None else "hit"
         found = None
         if entry is not None and not (optimistic and (expected is None or entry.session.version == expected)):
-            found = self.fresh(user, session_id)
+            found = self.fresh(user, session_id, request)
             if found is None or found.version != entry.session.version or found.memory != entry.memory:
                 entry, state = None, "stale"
         if entry is None:
-            entry = self._open(tenant, user, user_id, session_id, tools, create, found)
+            entry, found = self._open(tenant, user, user_id, session_id, tools, create, found, request)
         timing(request, "open", t0)
         notes = request.scope.setdefault("ctxwise_timing_desc", {})
         notes["cache"] = state
@@ -126,7 +136,9 @@ class SessionCache:
                                       f"version {expected}: read it again (GET .../context) and retry")
             before = s.version
             try:
-                result = op(s)
+                # the version read on this request, when the object is at it (an object opened
+                # after a read that another write overtook reads it again in the library)
+                result = op(s, found.version if found is not None and found.version == s.version else None)
             except CtxwiseError as e:
                 if attempt or state != "hit" or not optimistic or s.version != before or isinstance(e, StoreUnavailable):
                     raise
@@ -137,7 +149,7 @@ class SessionCache:
                     raise  # the object was current: the refusal is the caller's answer
                 state = notes["cache"] = "stale"
                 t1 = time.perf_counter()
-                entry = self._open(tenant, user, user_id, session_id, tools, create, found)
+                entry, found = self._open(tenant, user, user_id, session_id, tools, create, found)
                 timing(request, "reopen", t1)
                 continue
             self._put(key, entry)
@@ -145,14 +157,16 @@ class SessionCache:
         raise AssertionError("unreachable")
 
     def _open(self, tenant: str, user: str, user_id: str, session_id: str, tools: list[dict[str, Any]] | None,
-              create: bool, found: Freshness | None) -> _Entry:
-        """Open the session from the store. The fingerprint comes from a read made before the
-        open (a memory change in between makes the next check reopen it, never the reverse);
-        a session created now has none yet: (0, 0), at worst one reopen later."""
+              create: bool, found: Freshness | None, request: "Request | None" = None
+              ) -> tuple[_Entry, Freshness | None]:
+        """Open the session from the store; returns it with the freshness read made before the
+        open (None with no cache, or for a session created now). The fingerprint comes from
+        that read (a memory change in between makes the next check reopen it, never the
+        reverse); a session created now has none yet: (0, 0), at worst one reopen later."""
         if self.size and found is None:
-            found = self.fresh(user, session_id)
+            found = self.fresh(user, session_id, request)
         s = self.server.open(tenant, user_id, session_id, tools=tools, create=create)
-        return _Entry(s, found.memory if found is not None else (0, 0))
+        return _Entry(s, found.memory if found is not None else (0, 0)), found
 
     def _take(self, key: tuple[Any, ...]) -> _Entry | None:
         if not self.size:
