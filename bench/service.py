@@ -776,8 +776,9 @@ def main() -> None:
         "",
         "Where an HTTP request's time goes (medians over the whole HTTP run, ms; server side from each response's "
         "`Server-Timing` header): whether the server had the session open and current (hit), had to read it (miss: "
-        "not open in this process; stale: another process wrote it since), the key check, getting the session "
-        "(the freshness read, plus reading it on a miss or stale), the library call itself, the whole request in the "
+        "not open in this process; stale: another process wrote it since), the key check (for a prepare: the key "
+        "check and the session's freshness read, made in one statement), getting the session (reading "
+        "it from the store on a miss or stale), the library call itself, the whole request in the "
         "server (from the app's first middleware to its response: waiting for a worker thread included), and the "
         "whole request as the client saw it, beside the same library call in-process.",
         "",
