@@ -244,12 +244,9 @@ class InMemoryStore:
         with self._lock:
             s = self._get(user_id, session_id)
             self._check(s, expected_version)
-            last = max((r for r in s.rows if r.generation == 0 and r.state in VISIBLE_STATES),
-                       key=lambda r: r.seq, default=None)
+            last = _newest_row(s, message_id, "pop")
             if last is None:
                 return expected_version, None
-            if message_id is not None and last.message_id != message_id:
-                raise ValueError(f"pop: the last appended message is {last.message_id!r}, not {message_id!r}")
             self._refuse_taken(s, then, session_id)
             msg = Message.model_validate(last.original)
             last.state = "popped"
@@ -268,12 +265,9 @@ class InMemoryStore:
         with self._lock:
             s = self._get(user_id, session_id)
             self._check(s, expected_version)
-            last = max((r for r in s.rows if r.generation == 0 and r.state in VISIBLE_STATES),
-                       key=lambda r: r.seq, default=None)
+            last = _newest_row(s, message_id, "amend")
             if last is None:
                 return expected_version, None
-            if message_id is not None and last.message_id != message_id:
-                raise ValueError(f"amend: the last appended message is {last.message_id!r}, not {message_id!r}")
             msg = _with_metadata(Message.model_validate(last.original), metadata, beside)
             (body,) = checks.bodies([msg])
             current = checks.bodies([_with_metadata(Message.model_validate(last.current), metadata, beside)])[0] \
@@ -473,3 +467,13 @@ def _checked_writes(events: list[dict[str, Any]] | None, state: dict[str, Any] |
     if state is not None:
         checks.json_doc(state, "session state")
     return [_event_row(i, ev)["data"] for i, ev in enumerate(events or [])]
+
+
+def _newest_row(s: Any, message_id: str | None, op: str) -> Any:
+    """The newest appended row still in the context of session ``s``, or None (pop and amend
+    act on it). Raises ValueError when ``message_id`` is given and is not that message."""
+    last = max((r for r in s.rows if r.generation == 0 and r.state in VISIBLE_STATES),
+               key=lambda r: r.seq, default=None)
+    if last is not None and message_id is not None and last.message_id != message_id:
+        raise ValueError(f"{op}: the last appended message is {last.message_id!r}, not {message_id!r}")
+    return last

@@ -471,18 +471,10 @@ class SqlStore:
         with self._write() as conn:
             sess = self._session_row(conn, user_id, session_id, lock=True)
             self._check_version(sess, expected_version, rebase=False)
-            last = conn.execute(
-                select(C.seq, C.message_id, C.current).where(
-                    C.session_pk == sess.id, C.user_id == user_id, C.generation == 0,
-                    C.state.in_(VISIBLE_STATES))
-                .order_by(C.seq.desc()).limit(1)).first()
+            last = self._newest_row(conn, sess, user_id, message_id, "pop")
             if last is None:
                 return expected_version, None
-            seq, mid, _ = last
-            if message_id is not None and mid != message_id:
-                raise ValueError(f"pop: the last appended message is {mid!r}, not {message_id!r}")
-            body = conn.execute(select(O.body).where(O.session_pk == sess.id, O.user_id == user_id,
-                                                     O.seq == seq)).scalar_one()
+            seq, mid, _, body = last
             msg = Message.model_validate(body)
             conn.execute(update(C).where(C.session_pk == sess.id, C.user_id == user_id, C.seq == seq)
                          .values(state="popped"))
@@ -500,6 +492,25 @@ class SqlStore:
             self._bump(conn, sess, expected_version, state, **values)
             return version, msg
 
+    def _newest_row(self, conn: Any, sess: Any, user_id: str, message_id: str | None,
+                    op: str) -> tuple[int, str, Any, Any] | None:
+        """``(seq, message_id, current body, original body)`` of the newest appended message
+        still in the context, or None when there is none (pop and amend act on it). Raises
+        ValueError when ``message_id`` is given and is not that message."""
+        last = conn.execute(
+            select(C.seq, C.message_id, C.current).where(
+                C.session_pk == sess.id, C.user_id == user_id, C.generation == 0,
+                C.state.in_(VISIBLE_STATES))
+            .order_by(C.seq.desc()).limit(1)).first()
+        if last is None:
+            return None
+        seq, mid, current = last
+        if message_id is not None and mid != message_id:
+            raise ValueError(f"{op}: the last appended message is {mid!r}, not {message_id!r}")
+        body = conn.execute(select(O.body).where(O.session_pk == sess.id, O.user_id == user_id,
+                                                 O.seq == seq)).scalar_one()
+        return seq, mid, current, body
+
     def amend(self, user_id: str, session_id: str, *, expected_version: int, metadata: dict[str, Any],
               beside: list[Any] | None = None, message_id: str | None = None, size: int | None = None, events: list[dict[str, Any]] | None = None,
               state: dict[str, Any] | None = None) -> tuple[int, Message | None]:
@@ -515,18 +526,10 @@ class SqlStore:
         with self._write() as conn:
             sess = self._session_row(conn, user_id, session_id, lock=True)
             self._check_version(sess, expected_version, rebase=False)
-            last = conn.execute(
-                select(C.seq, C.message_id, C.current).where(
-                    C.session_pk == sess.id, C.user_id == user_id, C.generation == 0,
-                    C.state.in_(VISIBLE_STATES))
-                .order_by(C.seq.desc()).limit(1)).first()
+            last = self._newest_row(conn, sess, user_id, message_id, "amend")
             if last is None:
                 return expected_version, None
-            seq, mid, current = last
-            if message_id is not None and mid != message_id:
-                raise ValueError(f"amend: the last appended message is {mid!r}, not {message_id!r}")
-            body = conn.execute(select(O.body).where(O.session_pk == sess.id, O.user_id == user_id,
-                                                     O.seq == seq)).scalar_one()
+            seq, mid, current, body = last
             msg = _with_metadata(Message.model_validate(body), metadata, beside)
             (new_body,) = checks.bodies([msg])
             conn.execute(update(O).where(O.session_pk == sess.id, O.user_id == user_id, O.seq == seq)
