@@ -772,3 +772,31 @@ def test_a_reused_call_id_left_unanswered_twice_is_closed_twice(tmp_path):
         assert [e["stage"] for e in s.ctx.events()].count("interrupted") == 3
 
     asyncio.run(go())
+
+
+def test_two_session_objects_on_one_ctxwise_session_both_keep_working(tmp_path):
+    """Kind (found by a fresh-user check): two CtxwiseSession objects on one ctxwise session
+    (two agents, two workers, two processes). The one that did not write last raised
+    SessionConflict on every call until its session was reloaded by hand, and that user turn
+    was lost. Each call now catches up with the other writer first."""
+    url = f"sqlite:///{tmp_path / 'two.db'}"
+    a = CtxwiseSession(ContextManager(url, policy()).session("u", "shared"), session_settings={"limit": None})
+    b = CtxwiseSession(ContextManager(url, policy()).session("u", "shared"), session_settings={"limit": None})
+
+    async def go():
+        await a.add_items([{"role": "system", "content": "You are a shop assistant."},
+                           {"role": "user", "content": "Hi from A"}])
+        await a.add_items([{"role": "assistant", "content": "Hello A."}])
+        for k in range(4):
+            w = (b, a)[k % 2]
+            await w.add_items([{"role": "user", "content": f"question {k}"}])
+            view = await w.get_items()
+            assert view[-1]["content"] == f"question {k}"   # it sees the other writer's items
+            await w.add_items([{"role": "assistant", "content": f"answer {k}"}])
+            await w.run_compaction()
+        va, vb = await a.get_items(), await b.get_items()
+        assert va == vb and sum(i.get("role") == "user" for i in va) == 5
+        assert check_wire(va, "openai_responses") == []
+        assert await b.pop_item() is not None and len(await a.get_items(limit=100)) == len(va) - 1
+
+    asyncio.run(go())

@@ -264,25 +264,25 @@ class CtxwiseSession:
         (cleared results with their original body), read without compacting or writing."""
         async with self._lock:
             if limit is not None:
-                return await asyncio.to_thread(self._tail, limit)
-            return await asyncio.to_thread(self._view)
+                return await asyncio.to_thread(self._synced, self._tail, limit)
+            return await asyncio.to_thread(self._synced, self._view)
 
     async def add_items(self, items: list[Any]) -> None:
         """Append the Runner's new items (in order, one transaction; nothing is stored when it
         raises)."""
         async with self._lock:
-            await asyncio.to_thread(self._add, [plain(i) for i in items])
+            await asyncio.to_thread(self._synced, self._add, [plain(i) for i in items])
 
     async def pop_item(self) -> dict[str, Any] | None:
         """Remove and return the item appended last, as it was written; None when the context
         is empty."""
         async with self._lock:
-            return await asyncio.to_thread(self._pop)
+            return await asyncio.to_thread(self._synced, self._pop)
 
     async def clear_session(self) -> None:
         """Reset the context (the transcript keeps every message and records the reset)."""
         async with self._lock:
-            await asyncio.to_thread(self.ctx.clear)
+            await asyncio.to_thread(self._synced, self.ctx.clear)
 
     async def run_compaction(self, args: dict[str, Any] | None = None) -> None:
         """The Runner's post-turn hook (``OpenAIResponsesCompactionAwareSession``): prepare the
@@ -291,9 +291,10 @@ class CtxwiseSession:
         policy. A ctxwise error here is logged, not raised (the turn is already stored; the next
         read raises it)."""
         async with self._lock:
-            if not self.ctx.messages or self._open_calls():
-                return
             try:
+                await asyncio.to_thread(self._synced, lambda: None)
+                if not self.ctx.messages or self._open_calls():
+                    return
                 self.last_prepared = await asyncio.to_thread(self.ctx.prepare)
             except CtxwiseError as e:
                 log.warning(json.dumps({"event": "ctxwise.openai_agents.run_compaction_failed",
@@ -308,7 +309,7 @@ class CtxwiseSession:
         agents = _agents()
         given = list(data.model_data.input)
         async with self._lock:
-            view = await asyncio.to_thread(self._view)
+            view = await asyncio.to_thread(self._synced, self._view)
         return agents.run_config.ModelInputData(input=view + self._unstored(given),
                                                 instructions=data.model_data.instructions)
 
@@ -339,6 +340,24 @@ class CtxwiseSession:
                                       strict_json_schema=True)
 
     # -- work (in a worker thread) --------------------------------------------------------
+
+    def _synced(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` after catching up with what another writer stored since this object
+        last read the session (another CtxwiseSession on the same session, another worker or
+        process): one indexed version read, and a reload when it moved. Without it the object
+        that did not write last raised SessionConflict on every call until reloaded by hand
+        (found by a fresh-user check); the LangChain middleware does the same. A write that
+        loses a race (SessionConflict: nothing was stored) is tried once more after a reload."""
+        from ctxwise import SessionConflict
+
+        ctx = self.ctx
+        if ctx.version != ctx.manager.store.version(ctx.user_id, ctx.session_id):
+            ctx.reload()
+        try:
+            return fn(*args)
+        except SessionConflict:  # another writer got in between the read and the write: once more
+            ctx.reload()
+            return fn(*args)
 
     def _open_calls(self) -> set[str]:
         """Call ids still waiting for an output, paired in order: a call id a model reuses
