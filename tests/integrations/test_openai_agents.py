@@ -37,6 +37,29 @@ from ctxwise.providers import check_wire  # noqa: E402
 set_tracing_disabled(True)
 
 RETAIL = TRAJECTORIES / "tau2-bench" / "retail_gpt-4.1_1trial.json"
+
+
+def _screen(png: str) -> type:
+    """A real ``agents.AsyncComputer`` whose screenshot is ``png`` (base64) and whose actions do
+    nothing: the Runner writes its computer_call and computer_call_output items."""
+    from agents import AsyncComputer
+
+    class Screen(AsyncComputer):
+        environment, dimensions = "browser", (8, 8)
+
+        async def screenshot(self) -> str:
+            return png
+
+        async def click(self, x, y, button): ...
+        async def double_click(self, x, y): ...
+        async def scroll(self, x, y, scroll_x, scroll_y): ...
+        async def type(self, text): ...
+        async def wait(self): ...
+        async def move(self, x, y): ...
+        async def keypress(self, keys): ...
+        async def drag(self, path): ...
+
+    return Screen
 BUDGET = 4000
 
 
@@ -412,7 +435,7 @@ def test_hosted_tool_items_are_kept_as_written_and_sent_back_as_responses_input_
     like any item. Driven by Runner.run with a model answering with hosted-tool output items
     and a ComputerTool on a real AsyncComputer (the Runner writes its computer_call and
     computer_call_output in a batch of hosted items only, kept with the message before it)."""
-    from agents import Agent, AsyncComputer, ComputerTool, Runner
+    from agents import Agent, ComputerTool, Runner
     from agents.items import ModelResponse
     from agents.models.interface import Model
     from agents.usage import Usage
@@ -450,20 +473,7 @@ def test_hosted_tool_items_are_kept_as_written_and_sent_back_as_responses_input_
         def stream_response(self, *a, **kw):
             raise NotImplementedError
 
-    class Screen(AsyncComputer):
-        environment, dimensions = "browser", (8, 8)
-
-        async def screenshot(self) -> str:
-            return "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-
-        async def click(self, x, y, button): ...
-        async def double_click(self, x, y): ...
-        async def scroll(self, x, y, scroll_x, scroll_y): ...
-        async def type(self, text): ...
-        async def wait(self): ...
-        async def move(self, x, y): ...
-        async def keypress(self, keys): ...
-        async def drag(self, path): ...
+    Screen = _screen("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 
     cm = ContextManager(f"sqlite:///{tmp_path / 'h.db'}", policy())
     s = Spy(cm.session("u", "hosted"))
@@ -639,7 +649,7 @@ def test_hosted_items_are_an_update_of_their_message_and_counted_in_the_budget(t
     session's counter; a screenshot by the image rule), so the budget holds them and
     compaction fires for them. Driven by Runner.run with a ComputerTool on a real
     AsyncComputer and a model answering with hosted items."""
-    from agents import Agent, AsyncComputer, ComputerTool, Runner
+    from agents import Agent, ComputerTool, Runner
     from agents.items import ModelResponse
     from agents.models.interface import Model
     from agents.usage import Usage
@@ -680,20 +690,7 @@ def test_hosted_items_are_an_update_of_their_message_and_counted_in_the_budget(t
         def stream_response(self, *a, **kw):
             raise NotImplementedError
 
-    class Screen(AsyncComputer):
-        environment, dimensions = "browser", (8, 8)
-
-        async def screenshot(self) -> str:
-            return png
-
-        async def click(self, x, y, button): ...
-        async def double_click(self, x, y): ...
-        async def scroll(self, x, y, scroll_x, scroll_y): ...
-        async def type(self, text): ...
-        async def wait(self): ...
-        async def move(self, x, y): ...
-        async def keypress(self, keys): ...
-        async def drag(self, path): ...
+    Screen = _screen(png)
 
     cm = ContextManager(f"sqlite:///{tmp_path / 'h.db'}", policy(reserve_output=0))
     s = Spy(cm.session("u", "hosted-truth"))
