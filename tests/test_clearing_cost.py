@@ -196,3 +196,36 @@ def test_a_paying_clear_waits_while_the_context_will_not_reach_the_hard_limit():
         out = clear_tool_results(msgs, b, size)
         assert [e.stage for e in out.events] == ["clearing"], shape
         assert "saving over the calls ahead" in out.events[0].trigger
+
+
+def _stages(msgs, b):
+    return [e.stage for e in compact(msgs, b, DigestSummarizer(), size=b.size(msgs)).events]
+
+
+def test_over_the_hard_limit_a_summary_is_chosen_when_clearing_would_rebill_more_per_unit_of_room():
+    """Over the hard limit, clearing old results deep in the history re-bills everything after
+    the oldest one and leaves little room (long answers cannot be cleared); folding the old
+    turns into a summary re-bills only the summary and what follows its cut, for more room."""
+    msgs = [system()]
+    for k in range(6):
+        msgs += tool_turn(f"Round {k}: order #W{k} status?", [("lookup", {"order": k}, f"order {k} " + "x" * 400)],
+                          f"Order {k} is on its way. " + "w" * 900)
+    msgs.append(user("And the next order?"))
+    b = budgeting(budget=8_000)
+    assert b.size(msgs) > b.level(1.0)
+    assert _stages(msgs, b)[0] == "summarizing"
+    # Ragent's rule (edit_when="watermark") keeps the old order: clearing first.
+    assert _stages(msgs, budgeting(budget=8_000, edit_when="watermark"))[0] == "clearing"
+
+
+def test_over_the_hard_limit_clearing_stays_when_it_is_the_cheaper_cut():
+    """Large old results and short answers: clearing them in place frees far more room per
+    re-billed token than a summary that must keep the recent turns verbatim after it."""
+    msgs = [system()]
+    for k in range(6):
+        msgs += tool_turn(f"Round {k}: order #W{k} status?", [("lookup", {"order": k}, f"order {k} " + "x" * 1400)],
+                          f"Order {k} ok.")
+    msgs.append(user("And the next order?"))
+    b = budgeting(budget=8_000)
+    assert b.size(msgs) > b.level(1.0)
+    assert _stages(msgs, b)[0] == "clearing"

@@ -29,7 +29,7 @@ from ..policy import Policy
 from ..units import tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, head_end, in_flight_start, mark, with_mark
 from .placeholder import placeholder_text, recall_key, render_input, reused_ids  # noqa: F401  (render_input: re-exported)
-from .cost import calls_ahead, edit_pays, limit_ahead
+from .cost import calls_ahead, cut_cost, edit_pays, limit_ahead
 from .stage import StageInput
 
 
@@ -238,6 +238,11 @@ def _grown(messages: list[Message], b: Budgeting) -> int:
 class ClearingStage:
     """Tool-result clearing as a pipeline stage (:func:`clear_tool_results`).
 
+    In ``"watermark"`` mode over the hard limit, with ``edit_when="pays"``, the stage steps
+    aside when summarizing the old turns is the cheaper cut (fewer re-billed tokens per unit
+    of room, :func:`~ctxwise.compaction.cost.cut_cost`): the summarizing stage that follows
+    makes it, and clearing runs again on what it leaves.
+
     ``mode``: ``"watermark"`` (above ``clear_at``, down to ``clear_target``), ``"over_hard"``
     (above the hard limit, the recent cycles of old turns too) or ``"last_resort"`` (the
     completed cycles of the current turn too)."""
@@ -249,5 +254,43 @@ class ClearingStage:
         self.name = "clearing" if mode == "watermark" else f"clearing_{mode}"
 
     def run(self, inp: StageInput) -> StageResult:
-        return clear_tool_results(inp.messages, inp.budgeting, inp.size,
-                                  over_hard=self.mode == "over_hard", last_resort=self.mode == "last_resort")
+        res = clear_tool_results(inp.messages, inp.budgeting, inp.size,
+                                 over_hard=self.mode == "over_hard", last_resort=self.mode == "last_resort")
+        if self.mode == "watermark" and res.changes and inp.size > inp.hard and _summary_cheaper(inp, res):
+            return StageResult(inp.messages)  # the summarizing stage, next, makes the cheaper cut
+        return res
+
+
+def _rebilled(before: list[Message], res: StageResult, b: Budgeting) -> int:
+    """The suffix a clearing re-bills: the size, after the edit, from its first edited message on."""
+    new = {ch.message_id: ch.current for ch in res.changes if isinstance(ch, Replace)}
+    first = next(i for i, m in enumerate(before) if m.id in new)
+    return sum(b.size_of(new.get(m.id, m)) for m in before[first:])
+
+
+def _summary_cheaper(inp: StageInput, res: StageResult) -> bool:
+    """Over the hard limit, whether summarizing the old turns (the cut
+    :func:`~ctxwise.compaction.summarizing.plan_summary` would make) is a cheaper cut than
+    clearing ``res`` under :func:`~ctxwise.compaction.cost.cut_cost`: fewer re-billed tokens
+    per unit of room bought. Clearing edits results in place deep in the history, so it
+    re-bills nearly everything after the oldest one, and often leaves the context just under
+    the limit; a summary re-bills itself and what follows its cut. The summary's size is
+    estimated at its target (``summary_target``, or the material when smaller), before any
+    summarizer call. Only with ``edit_when="pays"`` (the cost-aware mode), and never for a
+    range whose summary already failed."""
+    from .summarizing import SUMMARY_HEADER, plan_summary, summary_id
+
+    b, p = inp.budgeting, inp.budgeting.policy
+    if p.edit_when != "pays" or not p.summarize:
+        return False
+    plan = plan_summary(inp.messages, b, inp.size)
+    if plan is None or summary_id(plan.replaced(inp.messages)) in inp.skip_summaries:
+        return False
+    lo = plan.start - len(plan.segments) if plan.roll else plan.start
+    material = sum(plan.sizes[lo:plan.cut])
+    header = b.size_of(Message(id="summary-estimate", role="user", blocks=[TextBlock(text=SUMMARY_HEADER)]))
+    summary = min(b.level(p.summary_target), material) + header
+    s_after = inp.size - material + summary
+    s_cost = cut_cost(summary + sum(plan.sizes[plan.cut:]), s_after, inp.hard)
+    c_cost = cut_cost(_rebilled(inp.messages, res, b), res.events[-1].size_after, inp.hard)
+    return s_cost < c_cost

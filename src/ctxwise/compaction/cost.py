@@ -71,3 +71,15 @@ def limit_ahead(size: int, grown: int, made: int, calls: int, hard: int) -> bool
     the module doc: an optional edit is made only when an edit is coming anyway)."""
     rate = grown / max(1, made)
     return size + rate * calls > hard
+
+
+def cut_cost(rebilled: int, size_after: int, hard: int) -> float:
+    """What a forced cut (the context is over the hard limit) costs per unit of room it buys:
+    the suffix it re-bills (``rebilled``: the size from its first edited message to the end,
+    after the edit) over the headroom it leaves under ``hard`` (all policy unit). The context
+    grows back towards the hard limit at its own pace whatever the cut, so the cut with the
+    lower figure pays fewer re-billed tokens per call until the next one; ``inf`` when the
+    cut does not bring the context under ``hard``."""
+    if size_after > hard:
+        return float("inf")
+    return rebilled / max(hard - size_after, 1)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import dataclass
 from typing import Sequence
 
 from ..changes import Hide, InsertSummary
@@ -69,17 +70,48 @@ def summarize_old_turns(
     ``summarizer_failed`` events) of ranges already tried without success: the same range is
     not sent to the summarizer again until the history changes (no repeated paid calls).
     """
+    t0 = time.perf_counter()
+    plan = plan_summary(messages, b, size)
+    if plan is None:
+        return StageResult(messages)
+    return summarize_range(messages, b, size, summarizer, plan.start, plan.cut, plan.segments, plan.roll, facts=facts,
+                           skip=skip, trigger=b.trigger(size, "summarize_at", b.policy.summarize_at), t0=t0,
+                           sizes=plan.sizes)
+
+
+@dataclass(frozen=True)
+class SummaryPlan:
+    """Where :func:`summarize_old_turns` would cut, before any summarizer call:
+    ``messages[start:cut]`` is the new material (with ``segments``, the earlier summary
+    segments right before ``start``, rolled in when ``roll``); ``sizes`` are the messages'
+    sizes in the policy unit."""
+
+    start: int
+    cut: int
+    segments: Sequence[Message]
+    roll: bool
+    sizes: Sequence[int]
+
+    def replaced(self, messages: Sequence[Message]) -> list[str]:
+        """The message ids the summary would stand for."""
+        lo = self.start - len(self.segments) if self.roll else self.start
+        return [m.id for m in messages[lo:self.cut]]
+
+
+def plan_summary(messages: list[Message], b: Budgeting, size: int) -> SummaryPlan | None:
+    """The cut the summarizing stage would make on ``messages`` (``size`` in the policy unit,
+    overhead included), or None when it would not summarize (not due, nothing old enough,
+    too little material). Pure: no summarizer call (see the module doc for the rules)."""
     p = b.policy
     if not summary_due(messages, b, size):
-        return StageResult(messages)
-    t0 = time.perf_counter()
+        return None
     spans = body_turns(messages)
     pinned = pinned_indices(messages)
     # Turns before the current one (which may be in flight), after the pinned head.
     current = current_turn_start(messages)
     older = [t for t in spans if t.end <= current]
     if not older:
-        return StageResult(messages)
+        return None
     keep_level = b.level(p.summary_keep_recent)
     # Earlier summary segments stand together right after the head; a new pass appends one
     # after them and leaves their text byte-identical (the cached prefix stays warm up to
@@ -91,7 +123,7 @@ def summarize_old_turns(
     segments = messages[first:start]
     older = [t for t in older if t.end > start or t.start == start - 1]  # all but the last segment's turn go
     if not older:
-        return StageResult(messages)
+        return None
     compactable = size - b.overhead - sum(b.size_of(messages[i]) for i in pinned)
     # A summary is never smaller than its header: a range not clearly larger than that cannot
     # shrink, and calling the summarizer would only fail again on every call.
@@ -153,9 +185,8 @@ def summarize_old_turns(
             fwd = [c.end for c in tool_cycles(messages) if c.start == c_back and c.end in cands]
             cut = fwd[0] if fwd and worth(fwd[0], 3) else None
     if cut is None:
-        return StageResult(messages)
-    return summarize_range(messages, b, size, summarizer, start, cut, segments, roll, facts=facts, skip=skip, trigger=b.trigger(size, "summarize_at", p.summarize_at), t0=t0,
-                           sizes=sizes)
+        return None
+    return SummaryPlan(start, cut, segments, roll, sizes)
 
 
 def summarize_range(
