@@ -219,12 +219,15 @@ def test_over_the_hard_limit_a_summary_is_chosen_when_clearing_would_rebill_more
 
 
 def test_over_the_hard_limit_clearing_stays_when_it_is_the_cheaper_cut():
-    """Large old results and short answers: clearing them in place frees far more room per
-    re-billed token than a summary that must keep the recent turns verbatim after it."""
+    """Plain dialogue, then one tool turn whose first result is large: clearing that result
+    re-bills only what follows it in its own turn and frees most of the overflow, while a
+    summary would re-bill itself for the dialogue it folds."""
     msgs = [system()]
-    for k in range(6):
-        msgs += tool_turn(f"Round {k}: order #W{k} status?", [("lookup", {"order": k}, f"order {k} " + "x" * 1400)],
-                          f"Order {k} ok.")
+    for k in range(8):
+        msgs += [user(f"Question {k} about the policy?"), assistant(f"Answer {k}: " + "w" * 500)]
+    msgs += tool_turn("Look up order #W9 and its items.",
+                      [("lookup", {"order": 9}, "order 9 " + "x" * 4000), ("items", {"order": 9}, "2 items"),
+                       ("status", {"order": 9}, "shipped")], "Order 9 shipped with 2 items.")
     msgs.append(user("And the next order?"))
     b = budgeting(budget=8_000)
     assert b.size(msgs) > b.level(1.0)

@@ -87,7 +87,7 @@ def test_replay_demo_shows_clearing_and_summarizing(tmp_path):
     r = runner.invoke(app, ["replay", *db(tmp_path)])
     assert r.exit_code == 0, r.output
     assert "demo_session.json" in r.output
-    assert "cleared" in r.output and "summarized rounds" in r.output
+    assert "pruned thinking" in r.output and "summarized rounds" in r.output
     assert "compaction off" in r.output and "support recall" in r.output
 
 
@@ -98,7 +98,8 @@ def test_replay_json_document_parses_and_holds_the_measures(tmp_path):
     on, off = doc["summary"]["ctxwise"], doc["summary"]["off"]
     assert doc["summary"]["sessions"] == 1 and doc["errors"] == []
     assert on["validator_errors"] == 0 and on["over_budget"] == 0
-    assert on["events"].get("clearing") and on["events"].get("summarizing")
+    assert on["events"].get("summarizing") and on["events"].get("thinking")
+    assert on["cost"] < off["cost"]
     assert off["events"] == {} and off["over_budget"] > 0
     assert on["input_tokens"] < off["input_tokens"]
     s = doc["sessions"][0]
