@@ -59,3 +59,20 @@ def test_user_requirements_appear_once():
     old = f'User requirements (verbatim):\n- The user said: "{req}"\nPinned facts:\n- "{req}"'
     again = DigestSummarizer().summarize([user("ok")], old, 4000, facts=[req]).text
     assert again.count("500 USD") == 1
+
+
+def test_values_of_items_dropped_to_fit_the_target_stay_in_the_summary():
+    """Kind: a tight summary target drops the oldest replies whole, and with them the totals and
+    dates a later answer quotes; their values now stay, on one line, and roll over."""
+    material = []
+    for k in range(8):
+        material += [user(f"question {k}"),
+                     assistant(f"Reply {k} is long enough to matter. Your total is ${100 + k}.25 due 2024-06-{10 + k}.")]
+    full = DigestSummarizer().summarize(material, None, 10_000).text
+    tight = DigestSummarizer().summarize(material, None, 700).text
+    assert len(tight) <= 700 < len(full)
+    assert "Reply 0 is long" not in tight  # the oldest reply went to fit
+    assert "$100.25" in tight and "2024-06-10" in tight  # its values did not
+    # Rolled into the next pass, the values line is read back and kept (newest values win space).
+    again = DigestSummarizer().summarize([user("next"), assistant("Noted. Your refund is $9.99.")], tight, 700).text
+    assert "$100.25" in again and "$9.99" in again and len(again) <= 700

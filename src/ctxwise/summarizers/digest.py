@@ -90,7 +90,12 @@ SECTIONS = (
     "Dead ends",
     "Progress",
     "Open tasks and next step",
+    "Values stated in dropped items",
 )
+VALUES = SECTIONS[-1]
+"""The section that keeps, as one comma-separated line, the salient values (ids, amounts,
+dates, statuses) of the items dropped to fit the target: a value a later answer quotes is
+still there when the sentence around it is gone."""
 _SENT = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
 _KEEP = re.compile(
     r"\d|@|\b(?:not|no|never|don't|dont|doesn't|won't|without|only|must|unless|if|at least|at most|"
@@ -197,16 +202,34 @@ class DigestSummarizer:
             sec["Open tasks and next step"] = [
                 f'Where the conversation stood: the assistant last said "{_first_sentence(last_answer, 300)}"'
             ]
-        text = _render(sec)
-        # Fit: drop the oldest items of the least important sections first.
+        values = [v for line in sec[VALUES] for v in line.split(", ") if v]
+        sec[VALUES] = []
+
+        def render() -> str:
+            sec[VALUES] = [", ".join(values)] if values else []
+            return _render(sec)
+
+        def drop(name: str, k: int) -> None:
+            item = sec[name].pop(k)
+            said = set(values)
+            for v in salient_values(item):
+                if v not in said:
+                    values.append(v)
+                    said.add(v)
+
+        text = render()
+        # Fit: drop the oldest items of the least important sections first, keeping their values.
         for name in ("Progress", "Tools called and findings", "Dead ends", "Completed actions"):
             while len(text) > target_chars and len(sec[name]) > 1:
-                sec[name].pop(0)
-                text = _render(sec)
+                drop(name, 0)
+                text = render()
         for name in ("Progress", "Tools called and findings", "Dead ends"):
-            if len(text) > target_chars and sec[name]:
-                sec[name] = []
-                text = _render(sec)
+            while len(text) > target_chars and sec[name]:
+                drop(name, 0)
+                text = render()
+        while len(text) > target_chars and values:  # then the oldest values
+            values.pop(0)
+            text = render()
         cap = max(target_chars, MIN_REQUIREMENTS_CAP)
         text = _fit_requirements(sec, facts, cap) if len(text) > cap else text
         return SummaryResult(text=text, usage=None, detail={"sections": {k: len(v) for k, v in sec.items()}})
