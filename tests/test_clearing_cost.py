@@ -97,25 +97,28 @@ def test_an_optional_clear_of_an_early_result_must_pay_back_within_the_horizon()
     assert clear_tool_results(msgs, budgeting(budget=7_000, keep_recent_cycles=1), size).events == []
 
 
-def test_clearing_over_the_hard_limit_reaches_its_target_and_does_not_refire():
-    b = budgeting(budget=5_500, keep_recent_cycles=1)
-    ctx = [system()]
+def test_the_cut_over_the_hard_limit_reaches_its_target_and_does_not_refire():
+    start = [system()]
     for k in range(4):
-        ctx += tool_turn(f"Round {k}: order #W{k}?", [("lookup", {"order": k}, f"order {k} " + "x" * 1400)], f"Answer {k}.")
-    ctx.append(user("next"))
-    size = b.size(ctx)
-    assert size > b.level(1.0)
-    out = compact(ctx, b, DigestSummarizer())
-    clears = [e for e in out.events if e.stage == "clearing"]
-    assert clears and "hard limit is crossed" in clears[0].trigger
-    assert clears[0].size_after <= clears[0].detail["target"]
-    # the next calls add small turns: no clearing fires again on them
-    ctx = out.messages
-    for k in range(3):
-        ctx = ctx + [assistant(f"Reply {k}."), user(f"small follow-up {k}")]
-        again = compact(ctx, b, DigestSummarizer())
-        assert again.events == [], k
-        ctx = again.messages
+        start += tool_turn(f"Round {k}: order #W{k}?", [("lookup", {"order": k}, f"order {k} " + "x" * 1400)], f"Answer {k}.")
+    start.append(user("next"))
+    # Clearing alone (no summary to choose instead): it reaches its target; and by default,
+    # whichever cut is cheaper (here the summary): either way small follow-ups edit nothing.
+    for b, stage in ((budgeting(budget=5_500, keep_recent_cycles=1, summarize=False), "clearing"),
+                     (budgeting(budget=5_500, keep_recent_cycles=1), "summarizing")):
+        assert b.size(start) > b.level(1.0)
+        out = compact(start, b, DigestSummarizer())
+        cuts = [e for e in out.events if e.stage == stage]
+        assert cuts and [e.stage for e in out.events][0] == stage
+        if stage == "clearing":
+            assert "hard limit is crossed" in cuts[0].trigger
+            assert cuts[0].size_after <= cuts[0].detail["target"]
+        ctx = out.messages
+        for k in range(3):
+            ctx = ctx + [assistant(f"Reply {k}."), user(f"small follow-up {k}")]
+            again = compact(ctx, b, DigestSummarizer())
+            assert again.events == [], (stage, k)
+            ctx = again.messages
 
 
 def test_nothing_is_edited_between_the_watermarks_when_no_edit_pays():

@@ -38,6 +38,7 @@ def test_demo_rounds_calls_and_actions(tmp_path):
     # re-bill more per unit of room), and thinking the provider lets go is pruned.
     assert "summarized rounds 1–" in actions and "pruned thinking" in actions
     assert r.measures.cost < r.measures.floor * 1.478  # compaction off: 1.478 x F(B) on the demo
+    assert r.measures.recall >= 0.95  # the demo target of issue 11
     assert all(c.size <= demo_policy().effective_budget for c in r.calls)
     assert r.measures.validator_errors == 0
     # The stored context is the one the engine keeps: reopening the session sees the same messages.

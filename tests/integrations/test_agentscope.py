@@ -32,13 +32,14 @@ from agentscope_agent import ScriptedModel, build_agent, run_turns  # noqa: E402
 from ctxwise import ContextManager, Policy  # noqa: E402
 from ctxwise.integrations.agentscope import CtxwiseMiddleware, to_canonical  # noqa: E402
 from ctxwise.providers import check_wire  # noqa: E402
+from ctxwise.summarizers.base import SUMMARY_HEADER  # noqa: E402
 from playback import recordings  # noqa: E402
 
 BUDGET = 4000
 
 
-def policy() -> Policy:
-    return Policy.preset("default", budget=BUDGET, unit="tokens", tokenizer="o200k_base", provider="openai")
+def policy(**kw) -> Policy:
+    return Policy.preset("default", budget=BUDGET, unit="tokens", tokenizer="o200k_base", provider="openai", **kw)
 
 
 def wire(seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -77,7 +78,8 @@ def test_compaction_fires_every_request_valid_and_the_record_keeps_every_message
     agent.injection_config = InjectionConfig(inject_runtime_state=runtime_state)
     asyncio.run(run_turns(agent, model, rec))
     stages = {e["stage"] for e in mw.session(agent.state).events()}
-    assert {"clearing", "summarizing"} <= stages, stages
+    # over the hard limit the cheaper cut goes first: on this recording, the summary
+    assert "summarizing" in stages, stages
     assert len(model.seen) == sum(len(t.assistant) for t in rec.turns)
     for call, sent in enumerate(model.seen):
         assert check_wire(wire(sent), "openai") == [], call
@@ -91,7 +93,9 @@ def test_compaction_fires_every_request_valid_and_the_record_keeps_every_message
     users = [m.text for m in parts if m.role == "user" and not m.text.startswith("<system-reminder>")]
     assert users == [t.user for t in rec.turns]
     sent_results = {m["tool_call_id"]: m["content"] for s in model.seen for m in s if m["role"] == "tool"}
-    assert any(sent_results[r.tool_use_id] != r.text for r in results)  # the model got placeholders
+    # the model got the compacted context, not the record: placeholders or a summary
+    assert (any(r.tool_use_id in sent_results and sent_results[r.tool_use_id] != r.text for r in results)
+            or any(SUMMARY_HEADER in json.dumps(s, ensure_ascii=False) for s in model.seen))
 
 
 def test_the_builtin_compressor_is_stood_in_for(tmp_path):
@@ -135,7 +139,8 @@ def test_an_agent_restored_from_saved_state_sends_the_same_next_request(tmp_path
 def test_user_memory_goes_into_the_system_prompt_once_and_recall_fetches_a_cleared_result(tmp_path):
     # kinds: the user-memory block missing (or sent twice); the recall tool not reaching the agent
     rec = recordings(n=1)[0]
-    cm = ContextManager(f"sqlite:///{tmp_path / 'm.db'}", policy())
+    # Ragent's rule (clearing above clear_at) so that results are cleared on this recording
+    cm = ContextManager(f"sqlite:///{tmp_path / 'm.db'}", policy(edit_when="watermark"))
     cm.store.add_memory("u1", "The user prefers to be contacted by e-mail.", "preference")
     mw = CtxwiseMiddleware(cm, user_id="u1")
     model = ScriptedModel()
@@ -175,7 +180,7 @@ def test_agentscope_example_runs_and_reports_compaction(turns, capsys):
     asyncio.run(main(turns_wanted=turns))
     out = capsys.readouterr().out
     assert f"{turns} turns" in out and "agent.state.context keeps all" in out
-    assert "clearing" in out and "summarizing" in out
+    assert "summarizing" in out
 
 
 def test_a_saved_state_opened_on_another_store_is_refused(tmp_path):

@@ -114,12 +114,13 @@ def played(tmp_path_factory):
     return cm, convs, [run_recorded(c, cm) for c in convs]
 
 
-def test_compaction_fires_clearing_and_summarizing_in_a_recorded_session(played):
+def test_compaction_fires_clearing_and_summarizing_in_recorded_sessions(played):
     """Kind: an integration that stores the history but never lets the engine act on it."""
     _, _, runs = played
     stages = [{e["stage"] for e in s.ctx.events()} for s, _ in runs]
-    assert any({"clearing", "summarizing"} <= st for st in stages), stages
-    assert sum("clearing" in st for st in stages) >= 5
+    # over the hard limit the cheaper cut goes first: both kinds occur over these 16 sessions
+    assert any("clearing" in st for st in stages) and any("summarizing" in st for st in stages), stages
+    assert sum(bool(st & {"clearing", "summarizing"}) for st in stages) >= 5
 
 
 def test_every_request_the_runner_sends_is_the_checked_view_within_budget(played):
@@ -374,15 +375,15 @@ def test_readme_agents_sdk_block_runs_against_the_real_responses_model(tmp_path,
 
 @pytest.mark.parametrize("example", ["openai_agents_loop.py", "raw_openai_loop.py", "raw_anthropic_loop.py"])
 def test_examples_run_offline_and_show_what_ctxwise_did(example):
-    """The examples run as shipped (no network: a scripted model) and report clearing and
-    summarizing over their 30 turns."""
+    """The examples run as shipped (no network: a scripted model) and report the summaries
+    ctxwise made over their 30 turns."""
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     r = subprocess.run([sys.executable, str(REPO / "examples" / example)], capture_output=True, text=True,
                        timeout=300, env=env)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert sum(ln.lstrip().startswith(("30 ", "turn 30")) or ln.startswith("  30") for ln in lines) == 1, r.stdout
-    assert "clearing" in r.stdout and "summarizing" in r.stdout
+    assert "summarizing" in r.stdout
 
 
 def test_pop_item_of_an_item_sharing_its_message_is_one_write(tmp_path):

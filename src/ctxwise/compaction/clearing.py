@@ -289,7 +289,7 @@ def _summary_cheaper(inp: StageInput, res: StageResult) -> bool:
     lo = plan.start - len(plan.segments) if plan.roll else plan.start
     material = sum(plan.sizes[lo:plan.cut])
     header = b.size_of(Message(id="summary-estimate", role="user", blocks=[TextBlock(text=SUMMARY_HEADER)]))
-    summary = min(b.level(p.summary_target), material) + header
+    summary = min(max(b.level(p.summary_target), 1), material) + header
     s_after = inp.size - material + summary
     s_cost = cut_cost(summary + sum(plan.sizes[plan.cut:]), s_after, inp.hard)
     c_cost = cut_cost(_rebilled(inp.messages, res, b), res.events[-1].size_after, inp.hard)

@@ -221,7 +221,9 @@ def summarize_range(
     replaced = [m.id for m in material]
     material_chars = sum(len(m.model_dump_json()) for m in material) or 1
     chars_per_unit = max(material_chars / max(material_size, 1), 1.0) if p.unit == "tokens" else 1.0
-    target_chars = int(b.level(p.summary_target) * chars_per_unit)
+    # at least one unit's worth: a target that rounds to 0 (a budget of a few messages or tokens)
+    # would leave a summary that says nothing
+    target_chars = int(max(b.level(p.summary_target), 1) * chars_per_unit)
     if not roll and summary_id(replaced) in skip:
         return StageResult(messages)
     if roll:  # the segments outgrew their share: they and the material become one summary
