@@ -882,6 +882,11 @@ class Session:
                 detail={"evicted": [f.text for f in evicted]}))
         if events:
             changes = result.changes
+            sent = self._measure(result.messages) + self._extra(head, facts)
+            if sent != events[-1].size_after:
+                # the facts block appeared or grew after the stages measured: the size this
+                # call sends, for whoever rebuilds the call from the events (the inspector)
+                events[-1].detail["size_sent"] = sent
             records = [e.model_dump(mode="json") for e in events]
             self.version = self._persist(changes, records, result.messages)
             self._context = result.messages

@@ -67,6 +67,12 @@ def replay_db(tmp_path_factory) -> tuple[str, Path]:
     db = f"sqlite:///{d / 'replay.db'}"
     r = CliRunner().invoke(cli, ["replay", "--db", db])  # the built-in demo, compaction on and off
     assert r.exit_code == 0, r.output
+    # and once under Ragent's rule (clearing above clear_at), for a session with cleared results:
+    # by default the demo's cheaper cut is always the summary
+    cfg = d / "watermark.toml"
+    cfg.write_text('budget = 5000\nunit = "tokens"\nprovider = "deepseek"\nedit_when = "watermark"\n')
+    r = CliRunner().invoke(cli, ["replay", "--config", str(cfg), "--no-baseline", "--db", db])
+    assert r.exit_code == 0, r.output
     return db, d
 
 
@@ -137,7 +143,7 @@ def test_pages_load_with_no_console_errors(server, browser, replay_db):
     page = w.page
     page.goto(server + "/ui")
     rows = page.locator("table.sessions tr").count() - 1
-    assert rows == 2                                           # the demo, compaction on and off
+    assert rows == 3                        # the demo, compaction on and off, and under Ragent's rule
     page.fill("input[name=q]", "replay-off")
     page.click("form.search button")
     page.wait_for_url(re.compile(r"q=replay-off"))
@@ -203,10 +209,12 @@ def test_the_two_records_and_the_chart_render_for_a_replayed_session(server, bro
 
 def test_expanding_a_cleared_result_shows_the_original(server, browser, replay_db, tmp_path):
     db = replay_db[0]
-    user, sid = compacted_session(db)
     store = open_store(db)
-    state = store.load(user, sid, include_hidden=True)
+    states = [store.load(s.user_id, s.session_id, include_hidden=True) for s in store.list_sessions()
+              if s.user_id.startswith("replay/")]
     store.close()
+    state = next(st for st in states if any(r.state == "cleared" for r in st.rows))
+    user, sid = state.user_id, state.session_id
     row = next(r for r in state.rows if r.state == "cleared")
     cleared = row.current.tool_results[0].text
     original = row.original.tool_results[0].text if row.original else ""

@@ -237,9 +237,14 @@ def session_calls(state: SessionState, events: list[dict[str, Any]],
         for group in at_call.get(k, []):
             apply(group, change)
         c.categories = dict(running)
-        c.size_before = size_before + next_gap[k]
-        c.size = sum(running.values()) + (next_gap[k + 1] if k in at_call else next_gap[k])
         c.exact = k in at_call
+        if c.exact:  # the events measured this call: their sizes, not a rebuilt estimate
+            c.size_before = int(at_call[k][0][0]["size_before"])
+            last = at_call[k][-1][-1]
+            c.size = int((last.get("detail") or {}).get("size_sent", last["size_after"]))
+        else:
+            c.size_before = size_before + next_gap[k]
+            c.size = sum(running.values()) + next_gap[k]
         c.full = base + full
     return calls
 
