@@ -51,7 +51,8 @@ def test_a_new_pass_appends_a_segment_and_earlier_text_stays_byte_identical():
 
 
 def test_segments_roll_up_when_they_outgrow_their_share():
-    seen = passes(Policy.preset("default", budget=9_000, keep_tools=["lookup"], summary_rollup_share=0.3), 8)
+    seen = passes(Policy.preset("default", budget=9_000, keep_tools=["lookup"], summary_rollup_share=0.3,
+                                summary_target=0.15), 8)  # segments big enough to outgrow the share in 8 passes
     counts = [len(s) for s in seen]
     assert max(counts) >= 2, counts                      # segments were appended first
     assert any(b < a for a, b in zip(counts, counts[1:])), counts   # then rolled into one
