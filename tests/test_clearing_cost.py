@@ -235,3 +235,27 @@ def test_over_the_hard_limit_clearing_stays_when_it_is_the_cheaper_cut():
     b = budgeting(budget=8_000)
     assert b.size(msgs) > b.level(1.0)
     assert _stages(msgs, b)[0] == "clearing"
+
+
+def test_the_last_resort_clears_every_completed_cycle_of_the_current_turn_so_the_next_calls_fit():
+    """One long tool loop alone over the hard limit (nothing old to summarize or trim): clearing
+    just enough re-billed the turn from its oldest cycle on every new result; clearing every
+    completed cycle re-bills from the same place once and leaves room for the calls ahead."""
+    b = budgeting(budget=6_000)
+    ctx = [system(), user("Check orders #W0 to #W5 and tell me which shipped.")]
+    for k in range(6):
+        a = assistant(calls=[("lookup", {"order": k})])
+        ctx += [a, *results(a, [f"order {k}: status shipped, total ${k}0.50 " + "x" * 1000])]
+    assert b.size(ctx) > b.level(1.0)
+    out = compact(ctx, b, DigestSummarizer())
+    assert [e.stage for e in out.events] == ["clearing"] and out.events[0].detail["last_resort"]
+    cleared = [r.text for m in out.messages for r in m.tool_results if "result cleared" in r.text]
+    assert len(cleared) == 5  # every completed cycle; the in-flight one (the last) stays
+    assert all(f"{k}0.50" in text for k, text in enumerate(cleared))  # their key values stay inline
+    ctx = out.messages
+    for k in range(6, 8):  # the next two results fit without another cut
+        a = assistant(calls=[("lookup", {"order": k})])
+        ctx = ctx + [a, *results(a, [f"order {k}: status pending " + "x" * 1000])]
+        again = compact(ctx, b, DigestSummarizer())
+        assert again.events == [], k
+        ctx = again.messages
