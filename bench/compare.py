@@ -566,15 +566,24 @@ def remaining(per_budget: dict[int, dict[str, Score]]) -> list[str]:
                    f"content; no management sends those payloads as they are, {nm.empty:,} validator errors). "
                    f"Matching no management's cost means sending invalid payloads.")
     out += [
-        "- **default at 3,000 and 6,000** (tried, not adopted; same data, full runs): the gap at 6,000 is "
-        "clearing at the hard limit, nearly all forced. Leaving old turns to the summary instead of clearing "
-        "their results first, and folding every old turn (`summary_keep_recent` 0), gave ×1.031 at 6,000 "
-        "(recall 0.980), but ×1.196 with recall 0.888 at 3,000, and it fails case B15, whose acceptable "
-        "outputs keep the recent turns verbatim; with `summary_keep_recent` 0.1: ×1.041 at 6,000, ×1.232 and "
-        "recall 0.901 at 3,000. At 3,000 cost and recall pull apart: every deeper cut lowers both (the `lean` "
-        "preset, which drops every old turn at once, is below F(B) with recall 0.79), and the system prompt "
-        "alone fills 1,252-1,619 of the 3,000 tokens, so the room left holds one or two tool results and "
-        "nearly every new result forces a cut.",
+        "- **default at 3,000** (and 6,000 under DeepSeek prices): what this round changed, each measured on "
+        "the same data with `default` alone: over the hard limit the cheaper cut goes first, clearing or the "
+        "summary, by re-billed tokens per unit of room (6,000: ×1.063 → ×1.051; 3,000: ×1.278 → ×1.242); "
+        "`summary_keep_recent` 0.2 → 0.1 (6,000: ×1.039); `summary_target` 0.15 → 0.1 (6,000: ×1.037, 3,000: "
+        "×1.212); the last resort clears every completed cycle of the current turn, not just enough (6,000: "
+        "×1.032, 3,000: ×1.194, recall 0.902). Tried and not adopted (figures from those runs, at the code of "
+        "the time): `summary_target` 0.05 (6,000 ×1.026, 3,000 ×1.172 with recall 0.899, and the demo's recall "
+        "falls to 87.4 %) and 0.03 (×1.020, ×1.145, recall 0.891); `trim_target` 0.6 (3,000 ×1.202, recall "
+        "0.888); `summary_keep_recent` 0 (3,000 ×1.198, recall 0.889, and case B15, whose acceptable outputs "
+        "keep the recent turn verbatim, fails); summarizing at a turn boundary when the next turn, at the size "
+        "of the last, would cross the hard limit (3,000 ×1.231, recall 0.892; 6,000 ×1.036, recall 0.974); "
+        "clearing newest-first at the hard limit, or to a shallower target (no change: every eligible result "
+        "is cleared either way). At 3,000 the system prompt alone fills 1,252-1,619 of the 3,000 tokens, and "
+        "the first turn of most sessions (one request, then a tool loop) outgrows the rest by itself: most "
+        "cuts fall inside that turn, where every edit re-bills the turn so far, and every deeper cut lowers "
+        "recall with cost (the `lean` preset, which drops every old turn at once, is below F(B) with recall "
+        "0.79). Under DeepSeek prices a re-billed token weighs 49 cached ones, so the same breaks cost five "
+        "times as much relative to F(B).",
         ""]
     return out
 
