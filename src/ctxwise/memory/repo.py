@@ -9,9 +9,14 @@ and marks the old one ``superseded``; a retraction marks it ``retracted``; a cle
 every active entry (or deletes the user's entries with ``purge=True``).
 
 Two extractions for one user never run at once: :func:`extract_and_store` takes the store's
-per-user claim (a claim older than ``ttl_s`` is taken over), decides with
-:func:`ctxwise.memory.user.decide` *outside* any transaction (pattern work never holds a lock
-other users wait on), applies each utterance's ops in one write, then releases.
+per-user claim, decides with :func:`ctxwise.memory.user.decide` *outside* any transaction
+(pattern work never holds a lock other users wait on), applies each utterance's ops in one
+write, then releases. The claim is a lease of ``ttl_s`` seconds (default :data:`LEASE_S`): a
+heartbeat thread renews it every ``ttl_s / 3`` while the extraction works, so a slow decider
+(an LLM call) keeps it as long as it runs, and the claim of a process that died (SIGKILL, a
+lost machine) is taken over by the next extraction within one lease. Each write checks, in its
+own transaction, that the claim is still this extraction's: a holder that stalled past its lease
+and was taken over writes nothing (:class:`MemoryBusy`).
 
 Example::
 
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -107,19 +113,64 @@ def default_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def claim(db: Any, user_id: str, owner: str, ttl_s: float = 600.0) -> bool:
+LEASE_S = 30.0
+"""Seconds a memory claim lives without renewal: the longest a dead holder blocks its user."""
+
+
+def claim(db: Any, user_id: str, owner: str, ttl_s: float = LEASE_S) -> bool:
     """Take the user's memory claim for ``owner``: True when taken (or already held by
-    ``owner``, whose claim time is refreshed), False when another owner holds a claim younger
-    than ``ttl_s`` seconds. A claim older than ``ttl_s`` is taken over (its holder is presumed
-    dead)."""
+    ``owner``, whose claim time is refreshed), False when another owner holds a claim renewed
+    less than ``ttl_s`` seconds ago. A claim not renewed for ``ttl_s`` is taken over (its holder
+    is presumed dead): a holder working longer calls :func:`renew` (or :class:`Heartbeat`)."""
     with _store(db) as s:
         return bool(s.claim_memory(user_id, owner, stale_after_s=ttl_s))
+
+
+def renew(db: Any, user_id: str, owner: str) -> bool:
+    """Renew ``owner``'s claim; False when ``owner`` does not hold it any more."""
+    with _store(db) as s:
+        return bool(s.renew_memory(user_id, owner))
 
 
 def release(db: Any, user_id: str, owner: str) -> bool:
     """Drop ``owner``'s claim on the user; False when ``owner`` did not hold it."""
     with _store(db) as s:
         return bool(s.release_memory(user_id, owner))
+
+
+class Heartbeat:
+    """Renews ``owner``'s claim on ``user_id`` in ``store`` every ``every_s`` seconds on a
+    daemon thread, from :meth:`start` until :meth:`stop`. ``lost`` becomes True (and the
+    renewing stops) once a renewal finds the claim no longer ``owner``'s. A renewal that fails
+    (the database briefly unreachable) is retried at the next beat; if none succeeds within the
+    lease the claim may be taken over, and the next write finds that out (see
+    ``apply_memory(owner=...)``)."""
+
+    def __init__(self, store: Any, user_id: str, owner: str, every_s: float) -> None:
+        self.store, self.user_id, self.owner, self.every_s = store, user_id, owner, every_s
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"ctxwise-memory-claim-{owner}", daemon=True)
+
+    def start(self) -> "Heartbeat":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            try:
+                held = self.store.renew_memory(self.user_id, self.owner)
+            except Exception:  # noqa: BLE001 - a transient store error: try again at the next beat
+                continue
+            if not held:
+                self.lost = True
+                return
+
+    def stop(self) -> None:
+        """Stop renewing (waits for a renewal in progress)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
 
 
 @dataclass
@@ -142,7 +193,7 @@ def extract_and_store(
     *,
     session_id: str | None = None,
     owner: str | None = None,
-    ttl_s: float = 600.0,
+    ttl_s: float = LEASE_S,
     wait_s: float = 10.0,
     poll_s: float = 0.05,
     threshold: float | None = None,
@@ -154,7 +205,10 @@ def extract_and_store(
     ``utterances`` are strings (taken as the user's words) or messages (only user input is
     read: assistant, tool, system and ctxwise-made messages are skipped; the message id is
     recorded as ``source_message_id``). The claim is awaited up to ``wait_s`` seconds
-    (polling every ``poll_s``), then :class:`MemoryBusy` is raised. Decisions see the
+    (polling every ``poll_s``), then :class:`MemoryBusy` is raised. The claim is a lease of
+    ``ttl_s`` seconds, renewed every ``ttl_s / 3`` by a :class:`Heartbeat` while this call works
+    (a claim not renewed for ``ttl_s`` is taken over); each write checks it still holds the
+    claim and raises :class:`MemoryBusy` (writing nothing more) when it was taken over. Decisions see the
     entries as they are once the claim is held and run outside any transaction; each
     utterance's ops are applied in one write, so two concurrent extractions for one user give
     the same result as two in a row (a repeated preference is stored once). ``on_claimed`` is
@@ -172,6 +226,7 @@ def extract_and_store(
                                  f"waited {wait_s:g}s")
             time.sleep(poll_s)
         out = StoredExtraction(owner=owner, waited_s=time.monotonic() - start)
+        beat = Heartbeat(store, user_id, owner, ttl_s / 3).start()
         try:
             if on_claimed is not None:
                 on_claimed()
@@ -184,20 +239,24 @@ def extract_and_store(
                     text, mid = u.text, u.id
                 else:
                     text, mid = str(u), None
+                if beat.lost:  # taken over while this call stalled: decide nothing more
+                    raise MemoryBusy(f"memory claim of user {user_id!r} was taken over from {owner!r} "
+                                     f"(its lease of {ttl_s:g}s ran out)")
                 ops = (decider or decide)(text, entries, **kw)
                 out.ops.extend(ops)
                 if any(op.op != "NOOP" for op in ops):
                     out.applied.extend(store.apply_memory(user_id, ops, source_session_id=session_id,
-                                                          source_message_id=mid))
+                                                          source_message_id=mid, owner=owner))
                     entries = store.list_memory(user_id)
             out.entries = entries
         finally:
+            beat.stop()
             store.release_memory(user_id, owner)
         return out
 
 
 __all__ = [
     "MemoryBusy", "MemoryEntryNotFound", "StoredExtraction", "list_memory", "add_memory",
-    "supersede_memory", "retract_memory", "clear_memory", "user_memory_block", "claim", "release",
-    "extract_and_store", "default_owner",
+    "supersede_memory", "retract_memory", "clear_memory", "user_memory_block", "claim", "renew", "release",
+    "Heartbeat", "LEASE_S", "extract_and_store", "default_owner",
 ]

@@ -398,11 +398,15 @@ class InMemoryStore:
             return len(active)
 
     def apply_memory(self, user_id: str, ops: Iterable[Any], *, source_session_id: str | None = None,
-                     source_message_id: str | None = None) -> list[Any]:
-        from ..errors import MemoryEntryNotFound
+                     source_message_id: str | None = None, owner: str | None = None) -> list[Any]:
+        from ..errors import MemoryBusy, MemoryEntryNotFound
 
         done: list[Any] = []
         with self._lock:
+            if owner is not None:
+                if not self.renew_memory(user_id, owner):
+                    raise MemoryBusy(f"memory claim of user {user_id!r} was taken over from {owner!r} "
+                                     f"(its lease ran out); nothing of this extraction was written")
             saved, saved_next = copy.deepcopy(self._memory), self._next_entry
             try:
                 for op in ops:
@@ -429,7 +433,7 @@ class InMemoryStore:
                 raise
         return done
 
-    def claim_memory(self, user_id: str, owner: str, *, stale_after_s: float = 600.0) -> bool:
+    def claim_memory(self, user_id: str, owner: str, *, stale_after_s: float = 30.0) -> bool:
         with self._lock:
             now = _now()
             held = self._claims.get(user_id)
@@ -438,6 +442,14 @@ class InMemoryStore:
             if held is not None and held[0] != owner:
                 return False
             self._claims[user_id] = (owner, now)
+            return True
+
+    def renew_memory(self, user_id: str, owner: str) -> bool:
+        with self._lock:
+            held = self._claims.get(user_id)
+            if held is None or held[0] != owner:
+                return False
+            self._claims[user_id] = (owner, _now())
             return True
 
     def release_memory(self, user_id: str, owner: str) -> bool:

@@ -172,14 +172,23 @@ class MemoryStore(Protocol):
         ...
 
     def apply_memory(self, user_id: str, ops: Iterable[Any], *, source_session_id: str | None = None,
-                     source_message_id: str | None = None) -> list[Any]:
+                     source_message_id: str | None = None, owner: str | None = None) -> list[Any]:
         """Apply ``Op``s (ADD / SUPERSEDE / RETRACT / CLEAR; NOOP skipped) in one write;
-        returns those that changed something."""
+        returns those that changed something. With ``owner``: only while ``owner`` holds the
+        user's claim, checked (and the claim renewed) in the same write, so a holder whose
+        claim was taken over writes nothing; raises :class:`~ctxwise.errors.MemoryBusy` then."""
         ...
 
-    def claim_memory(self, user_id: str, owner: str, *, stale_after_s: float = 600.0) -> bool:
+    def claim_memory(self, user_id: str, owner: str, *, stale_after_s: float = 30.0) -> bool:
         """Take the user's extraction claim for ``owner`` (True; refreshed when ``owner`` holds
-        it already); False when another owner holds one younger than ``stale_after_s``."""
+        it already); False when another owner holds one renewed less than ``stale_after_s``
+        seconds ago. A claim is a lease: its holder renews it (:meth:`renew_memory`) while it
+        works, so only a holder that died (or stalled longer than the lease) loses it."""
+        ...
+
+    def renew_memory(self, user_id: str, owner: str) -> bool:
+        """Renew ``owner``'s claim (its time becomes now); False when ``owner`` does not hold
+        it any more (taken over, or released): a renewal never takes a claim."""
         ...
 
     def release_memory(self, user_id: str, owner: str) -> bool:

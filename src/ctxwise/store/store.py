@@ -669,13 +669,23 @@ class SqlStore:
                                     .values(status="retracted", updated_at=utcnow())).rowcount)
 
     def apply_memory(self, user_id: str, ops: Iterable[Any], *, source_session_id: str | None = None,
-                     source_message_id: str | None = None) -> list[Any]:
-        """Apply ``Op``s in one transaction; returns those that changed something."""
-        from ..errors import MemoryEntryNotFound
+                     source_message_id: str | None = None, owner: str | None = None) -> list[Any]:
+        """Apply ``Op``s in one transaction; returns those that changed something. With
+        ``owner``: the transaction first locks the user's claim row and renews it, and raises
+        :class:`~ctxwise.errors.MemoryBusy` (nothing written) when ``owner`` does not hold it;
+        a takeover waits for the lock, then sees the renewed claim."""
+        from ..errors import MemoryBusy, MemoryEntryNotFound
 
         done: list[Any] = []
         M = UserMemoryRow
         with self._write() as conn:
+            if owner is not None:
+                K = MemoryClaimRow
+                held = conn.execute(select(K.owner).where(K.user_id == user_id).with_for_update()).scalar()
+                if held != owner:
+                    raise MemoryBusy(f"memory claim of user {user_id!r} was taken over from {owner!r} "
+                                     f"(its lease ran out); nothing of this extraction was written")
+                conn.execute(update(K).where(K.user_id == user_id, K.owner == owner).values(claimed_at=utcnow()))
             for op in ops:
                 if op.op == "ADD":
                     _add(conn, user_id, op.text or "", op.kind or "preference", None, source_session_id,
@@ -697,11 +707,14 @@ class SqlStore:
                 done.append(op)
         return done
 
-    def claim_memory(self, user_id: str, owner: str, *, stale_after_s: float = 600.0) -> bool:
+    def claim_memory(self, user_id: str, owner: str, *, stale_after_s: float = 30.0) -> bool:
         """Take the user's memory-extraction claim for ``owner`` (refreshed when ``owner``
-        holds it already). False when another owner holds a claim younger than
-        ``stale_after_s`` (an older one is taken over). Database-level: ``user_id`` is the
-        primary key of ``memory_claims``, a unique violation means someone else got there."""
+        holds it already). False when another owner holds a claim renewed less than
+        ``stale_after_s`` seconds ago (an older one is taken over: its holder stopped renewing,
+        see :meth:`renew_memory`). Database-level: ``user_id`` is the primary key of
+        ``memory_claims``, a unique violation means someone else got there. Times are this
+        process's UTC clock: nodes that share a database need clocks agreeing to well within
+        the lease."""
         M = MemoryClaimRow
         now = utcnow()
         try:
@@ -718,6 +731,15 @@ class SqlStore:
                 return True
         except IntegrityError:
             return False
+
+    def renew_memory(self, user_id: str, owner: str) -> bool:
+        """Renew ``owner``'s claim (one UPDATE of its time); False when ``owner`` does not hold
+        it any more. On PostgreSQL a takeover's DELETE of the stale row and this UPDATE lock the
+        same row, so whichever commits second sees the other's result."""
+        M = MemoryClaimRow
+        with self._write() as conn:
+            return conn.execute(update(M).where(M.user_id == user_id, M.owner == owner)
+                                .values(claimed_at=utcnow())).rowcount == 1
 
     def release_memory(self, user_id: str, owner: str) -> bool:
         """Drop ``owner``'s claim on the user; False when ``owner`` did not hold it."""
