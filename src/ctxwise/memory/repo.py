@@ -113,8 +113,14 @@ def default_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-LEASE_S = 30.0
-"""Seconds a memory claim lives without renewal: the longest a dead holder blocks its user."""
+LEASE_S = 15.0
+"""Seconds a memory claim lives without renewal: the longest a dead holder blocks its user.
+Its holder renews it every third of that, so a live one loses it only when no renewal got
+through for two thirds of a lease (10 s)."""
+
+WAIT_S = LEASE_S + 5.0
+"""How long :func:`extract_and_store` waits for a claim by default: longer than a lease, so the
+claim of a holder that died is taken over within one wait."""
 
 
 def claim(db: Any, user_id: str, owner: str, ttl_s: float = LEASE_S) -> bool:
@@ -194,7 +200,7 @@ def extract_and_store(
     session_id: str | None = None,
     owner: str | None = None,
     ttl_s: float = LEASE_S,
-    wait_s: float = 10.0,
+    wait_s: float = WAIT_S,
     poll_s: float = 0.05,
     threshold: float | None = None,
     on_claimed: Callable[[], None] | None = None,
@@ -258,5 +264,5 @@ def extract_and_store(
 __all__ = [
     "MemoryBusy", "MemoryEntryNotFound", "StoredExtraction", "list_memory", "add_memory",
     "supersede_memory", "retract_memory", "clear_memory", "user_memory_block", "claim", "renew", "release",
-    "Heartbeat", "LEASE_S", "extract_and_store", "default_owner",
+    "Heartbeat", "LEASE_S", "WAIT_S", "extract_and_store", "default_owner",
 ]

@@ -433,7 +433,7 @@ class InMemoryStore:
                 raise
         return done
 
-    def claim_memory(self, user_id: str, owner: str, *, stale_after_s: float = 30.0) -> bool:
+    def claim_memory(self, user_id: str, owner: str, *, stale_after_s: float = 15.0) -> bool:
         with self._lock:
             now = _now()
             held = self._claims.get(user_id)

@@ -179,7 +179,7 @@ class MemoryStore(Protocol):
         claim was taken over writes nothing; raises :class:`~ctxwise.errors.MemoryBusy` then."""
         ...
 
-    def claim_memory(self, user_id: str, owner: str, *, stale_after_s: float = 30.0) -> bool:
+    def claim_memory(self, user_id: str, owner: str, *, stale_after_s: float = 15.0) -> bool:
         """Take the user's extraction claim for ``owner`` (True; refreshed when ``owner`` holds
         it already); False when another owner holds one renewed less than ``stale_after_s``
         seconds ago. A claim is a lease: its holder renews it (:meth:`renew_memory`) while it

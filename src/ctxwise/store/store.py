@@ -707,7 +707,7 @@ class SqlStore:
                 done.append(op)
         return done
 
-    def claim_memory(self, user_id: str, owner: str, *, stale_after_s: float = 30.0) -> bool:
+    def claim_memory(self, user_id: str, owner: str, *, stale_after_s: float = 15.0) -> bool:
         """Take the user's memory-extraction claim for ``owner`` (refreshed when ``owner``
         holds it already). False when another owner holds a claim renewed less than
         ``stale_after_s`` seconds ago (an older one is taken over: its holder stopped renewing,
