@@ -142,10 +142,10 @@ def make_router(server: Server) -> APIRouter:
     @router.post("/sessions/{session_id}/messages", response_model=AppendResponse, tags=["sessions"],
                  summary="Append what arrived since the last model call (creates the session).")
     async def append(body: AppendRequest, request: Request, session_id: str = Sid,
-                     user_id: str = UserId) -> AppendResponse:
+                     user_id: str = UserId) -> JSONResponse:
         return await server.workers.run(append_now, body, request, session_id, user_id, priority=APPEND)
 
-    def append_now(body: AppendRequest, request: Request, session_id: str, user_id: str) -> AppendResponse:
+    def append_now(body: AppendRequest, request: Request, session_id: str, user_id: str) -> JSONResponse:
         if getattr(request.state, "tenant", None) is None:
             server.authenticate(request)
         def op(s: Session, _checked: int | None) -> int:
@@ -164,17 +164,19 @@ def make_router(server: Server) -> APIRouter:
         # An empty batch writes nothing, so the store's version check cannot stand in for a read.
         s, version = with_session(request, user_id, session_id, op, create=not body.expected_version,
                                   expected=body.expected_version, optimistic=bool(body.messages))
-        return AppendResponse(user_id=user_id, session_id=session_id, version=version,
-                              context_messages=len(s.messages))
+        # built here, as prepare's: no response-model validation and encoding pass (AppendResponse
+        # documents the shape at /docs)
+        return JSONResponse({"user_id": user_id, "session_id": session_id, "version": version,
+                             "context_messages": len(s.messages)})
 
     @router.post("/sessions/{session_id}/prepare", response_model=PrepareResponse, tags=["sessions"],
                  summary="Compact if needed, check, and render the provider payload.")
     async def prepare(request: Request, body: PrepareRequest | None = None, session_id: str = Sid,
                       user_id: str = UserId) -> JSONResponse:
-        return await server.workers.run(prepare_now, request, body or PrepareRequest(), session_id, user_id,
+        return await server.workers.run(prepare_now, body or PrepareRequest(), request, session_id, user_id,
                                         priority=PREPARE)
 
-    def prepare_now(request: Request, body: PrepareRequest, session_id: str, user_id: str) -> JSONResponse:
+    def prepare_now(body: PrepareRequest, request: Request, session_id: str, user_id: str) -> JSONResponse:
         if getattr(request.state, "tenant", None) is None:
             server.authenticate_with(request, user_id, session_id)  # the key and the session in one read
 
@@ -192,6 +194,9 @@ def make_router(server: Server) -> APIRouter:
                              "size_before": p.size_before, "chars": p.chars, "unit": p.unit,
                              "events": [e.model_dump(mode="json") for e in p.events], "version": s.version,
                              "latency_ms": round(p.latency_ms, 3)})
+
+    server.hot_calls = {"messages": (AppendRequest, append_now, APPEND),
+                        "prepare": (PrepareRequest, prepare_now, PREPARE)}
 
     @router.get("/sessions/{session_id}/transcript", tags=["sessions"],
                 summary="The transcript: one row per user message and per final reply (never compacted).")
