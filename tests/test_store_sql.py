@@ -7,6 +7,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 from sqlalchemy import create_engine, event, insert, inspect
@@ -193,3 +194,30 @@ def test_reopen_reads_the_visible_rows_through_their_index(store: Store, store_u
         with store.engine.connect() as conn:
             plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters))
         assert "ix_context_visible" in plan, plan
+
+
+@pytest.mark.postgresql
+def test_a_pooled_connection_that_died_while_idle_is_replaced_unseen(pg_schema_url: str, monkeypatch) -> None:
+    """Kind: the store pinged PostgreSQL before every transaction (pool_pre_ping: a round trip
+    each); now only a connection idle longer than IDLE_PING_S is pinged. One whose backend was
+    terminated while it sat in the pool (a database restart) is replaced at its next use, and
+    the call succeeds."""
+    from sqlalchemy import text
+
+    from ctxwise.store import sql
+
+    monkeypatch.setattr(sql, "IDLE_PING_S", 0.2)
+    store = Store(pg_schema_url)
+    try:
+        with store.engine.connect() as conn:
+            pid = conn.execute(text("SELECT pg_backend_pid()")).scalar()
+        killer = create_engine(pg_schema_url)
+        with killer.connect() as conn:
+            assert conn.execute(text("SELECT pg_terminate_backend(:p)"), {"p": pid}).scalar() is True
+        killer.dispose()
+        time.sleep(0.5)
+        assert store.list_sessions(None) == []  # the dead connection failed its ping and was replaced
+        with store.engine.connect() as conn:
+            assert conn.execute(text("SELECT pg_backend_pid()")).scalar() != pid
+    finally:
+        store.close()

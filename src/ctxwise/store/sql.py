@@ -5,9 +5,14 @@ Everything else is built with SQLAlchemy expressions (bound parameters, no strin
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from sqlalchemy import Engine, event
+from sqlalchemy.exc import DisconnectionError
+
+IDLE_PING_S = 5.0
+"""A pooled PostgreSQL connection idle longer than this is pinged before it is handed out."""
 
 
 def setup_sqlite(engine: Engine, busy_timeout_s: float) -> None:
@@ -42,7 +47,26 @@ def setup_postgresql(engine: Engine, lock_timeout_s: float, schema: str | None =
     """Bound every lock wait by ``lock_timeout`` (a timed-out wait raises and is reported as
     :class:`~ctxwise.errors.SessionConflict`). With ``schema`` (a plain identifier, checked by
     the caller): create it if missing and make it the connection's ``search_path``, so every
-    ctxwise table and the migrations' version table live there."""
+    ctxwise table and the migrations' version table live there.
+
+    A pooled connection idle for more than :data:`IDLE_PING_S` is pinged before it is handed
+    out, and replaced when the ping fails (the database restarted meanwhile). SQLAlchemy's
+    ``pool_pre_ping`` pinged on every checkout: a round trip before each transaction, which
+    under load is most of a short read's cost; a connection in steady use is known alive from
+    its last use. A connection that dies while in use fails its statement as before, and
+    SQLAlchemy then drops every pooled connection older than the failure."""
+
+    @event.listens_for(engine, "checkout")
+    def _ping_if_idle(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        now = time.monotonic()
+        last = record.info.get("ctxwise_used")
+        record.info["ctxwise_used"] = now
+        if last is None or now - last <= IDLE_PING_S:  # opened just now, or in use moments ago
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:  # noqa: BLE001 - the pool opens a new connection instead
+            raise DisconnectionError(f"a pooled connection failed its ping: {type(exc).__name__}") from exc
 
     @event.listens_for(engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:

@@ -101,8 +101,6 @@ class SqlStore:
         kwargs: dict[str, Any] = {"json_serializer": checks.dumps}
         if backend == "sqlite":
             kwargs["connect_args"] = {"timeout": wait_timeout_s}
-        else:
-            kwargs["pool_pre_ping"] = True
         self.engine = create_engine(url, **kwargs)
         self._with_queries: dict[int, tuple[Any, Any]] = {}
         self.backend = backend
