@@ -76,3 +76,34 @@ def test_values_of_items_dropped_to_fit_the_target_stay_in_the_summary():
     # Rolled into the next pass, the values line is read back and kept (newest values win space).
     again = DigestSummarizer().summarize([user("next"), assistant("Noted. Your refund is $9.99.")], tight, 700).text
     assert "$100.25" in again and "$9.99" in again and len(again) <= 700
+
+
+def test_amounts_and_versions_are_not_cut_at_their_decimal_point():
+    """Kind: the digest quoting "$154." for "$154.17" (a sentence split at a decimal point), in
+    the user's verbatim requirements and in where the conversation stood."""
+    reply = "The AC adapter (available, $154.17) fits model v2.5 too. Shall I order it?"
+    out = DigestSummarizer().summarize([user("I can spend at most $160.50 on it."), assistant(reply)], None, 4000).text
+    assert "$154.17" in out and "v2.5" in out and "$160.50 on it." in out
+    assert "$154." not in out.replace("$154.17", "") and "$160." not in out.replace("$160.50", "")
+
+
+def test_the_summary_target_counts_characters_as_sent_not_stored_metadata():
+    """Kind: a summary target inflated by metadata that is never sent (a recording's raw copy of
+    each message): the summarizer was asked for 2-5x the policy's summary_target."""
+    from ctxwise.compaction import Budgeting
+    from ctxwise.compaction.summarizing import summarize_range
+    from ctxwise.tokens import get_counter
+
+    class Spy(DigestSummarizer):
+        asked: list[int] = []
+
+        def summarize(self, material, previous, target_chars, *, facts=()):
+            Spy.asked.append(target_chars)
+            return super().summarize(material, previous, target_chars, facts=facts)
+
+    plain = [user(f"question {k} " + "q" * 200) for k in range(4)]
+    heavy = [m.model_copy(update={"metadata": {"raw_data": {"copy": m.text * 20}}}) for m in plain]
+    b = Budgeting(Policy.preset("default", budget=3000, unit="tokens"), get_counter("o200k_base"))
+    for material in (plain, heavy):
+        summarize_range(material + [user("now")], b, b.size(material), Spy(), 0, len(material), trigger="t", t0=0.0)
+    assert Spy.asked[0] == Spy.asked[1]

@@ -43,3 +43,12 @@ def test_from_toml_names_the_file(tmp_path):
     with pytest.raises(PolicyError, match="not valid TOML"):
         (tmp_path / "x.toml").write_text("= =")
         Policy.from_toml(tmp_path / "x.toml")
+
+
+def test_a_hard_limit_above_the_budget_is_refused():
+    """Kind: a watermark that lets prepare() send more than the budget (hard_limit 2.0 sent
+    5,778 tokens against 3,000, silently)."""
+    for bad in (1.01, 2.0):
+        with pytest.raises(PolicyError, match="hard_limit"):
+            Policy.preset("default", budget=3000, unit="tokens", summarize_at=0.9, hard_limit=bad)
+    assert Policy.preset("default", hard_limit=1.0).hard_limit == 1.0

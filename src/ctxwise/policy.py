@@ -108,7 +108,7 @@ class Policy(BaseModel):
     budget in one batch (fewer, larger batches keep the prompt cache warm longer)."""
     summarize_at: float = Field(0.8, gt=0)
     """Watermark above which old turns are summarized (at a turn boundary only)."""
-    hard_limit: float = Field(1.0, gt=0)
+    hard_limit: float = Field(1.0, gt=0, le=1)
     """Watermark above which whole old turns are trimmed; no request is sent above it."""
     trim_target: float | None = Field(None, ge=0)
     """When whole old turns must be trimmed, trim down to this share of the budget (None:
@@ -146,13 +146,12 @@ class Policy(BaseModel):
     summarize: bool = True
     """Whether the summarizing stage runs at all."""
     summary_target: float = Field(0.1, gt=0, le=1)
-    """Size to aim a summary at, as a share of the effective budget (the digest keeps the
-    user's requirements verbatim beyond it, up to 2,000 characters). A summary is re-billed
-    whole on the call that writes it and carried on every call after, so a small one pays:
-    on ``bench/compare.py``'s data the default at 6,000 tokens costs 1.039 x F(B) at 0.15,
-    1.037 at 0.1 and 1.026 at 0.05, recall 0.985 each; at 3,000 tokens 1.235, 1.212 and 1.172,
-    recall 0.905, 0.903 and 0.899. Below 0.1 the demo (``make demo``) loses values its later
-    answers quote (recall 95.8 % at 0.08, 87.4 % at 0.05, 100 % at 0.1)."""
+    """Size to aim a summary at, as a share of the effective budget (at least 200 characters;
+    the digest keeps the user's requirements verbatim beyond it, up to 2,000 characters). A
+    summary is re-billed whole on the call that writes it and carried on every call after, so
+    a small one pays: ``bench/results/compare.md`` gives the default's cost and recall at 0.1,
+    and the smaller targets tried (0.05 and below cost less on its data, but the demo, ``make
+    demo``, then loses values its later answers quote)."""
     summary_rollup_share: float = Field(0.2, gt=0, le=1)
     """A new summary pass appends a segment after the earlier ones (their text stays
     byte-identical, so the prompt cache keeps them); when the segments together would grow

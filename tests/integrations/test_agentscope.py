@@ -139,8 +139,9 @@ def test_an_agent_restored_from_saved_state_sends_the_same_next_request(tmp_path
 def test_user_memory_goes_into_the_system_prompt_once_and_recall_fetches_a_cleared_result(tmp_path):
     # kinds: the user-memory block missing (or sent twice); the recall tool not reaching the agent
     rec = recordings(n=1)[0]
-    # Ragent's rule (clearing above clear_at) so that results are cleared on this recording
-    cm = ContextManager(f"sqlite:///{tmp_path / 'm.db'}", policy(edit_when="watermark"))
+    # Ragent's rule (clearing above clear_at) and no summary, so that cleared results stay in
+    # the requests of this recording (by default its cheaper cut is the summary)
+    cm = ContextManager(f"sqlite:///{tmp_path / 'm.db'}", policy(edit_when="watermark", summarize=False))
     cm.store.add_memory("u1", "The user prefers to be contacted by e-mail.", "preference")
     mw = CtxwiseMiddleware(cm, user_id="u1")
     model = ScriptedModel()
@@ -153,8 +154,7 @@ def test_user_memory_goes_into_the_system_prompt_once_and_recall_fetches_a_clear
         assert sent[0]["role"] == "system" and "prefers to be contacted by e-mail" in json.dumps(sent[0])
 
     assert any(e["stage"] == "clearing" for e in mw.session(agent.state).events())
-    last = model.seen[-1]
-    placeholder = next(m for m in last if m["role"] == "tool" and "recall" in m["content"])
+    placeholder = next(m for sent in model.seen for m in sent if m["role"] == "tool" and "recall" in m["content"])
     (recall,) = tools
     chunk = asyncio.run(recall.call(tool_use_id=placeholder["tool_call_id"], _agent_state=agent.state))
     text = chunk.content[0].text

@@ -29,10 +29,17 @@ from typing import Sequence
 from ..changes import Hide, InsertSummary
 from ..messages import Message, TextBlock
 from ..summarizers.base import SUMMARY_HEADER, Summarizer, SummarizerError
+from ..tokens import get_counter
 from ..units import is_user_input, tool_cycles
 from .context import Budgeting, StageResult, body_turns, current_turn_start, inner_cuts, pinned_indices
 from .events import CompactionEvent
 from .stage import StageInput
+
+
+MIN_TARGET_CHARS = 200
+"""The least a summary is asked for, in characters, however small the budget or its unit (a
+budget counted in messages makes one unit a message): a summary that says nothing loses the
+turns it stands for."""
 
 
 def summary_id(replaced: Sequence[str]) -> str:
@@ -219,11 +226,14 @@ def summarize_range(
     material = messages[start:cut]
     material_size = sum(sizes[start:cut])
     replaced = [m.id for m in material]
-    material_chars = sum(len(m.model_dump_json()) for m in material) or 1
+    # characters as sent (text, reasoning, tool names, inputs, results: the chars counter), not
+    # the stored JSON, whose metadata (a recording's raw copy of each message) is never sent
+    chars = get_counter("chars")
+    material_chars = sum(chars.count_message(m) for m in material) or 1
     chars_per_unit = max(material_chars / max(material_size, 1), 1.0) if p.unit == "tokens" else 1.0
     # at least one unit's worth: a target that rounds to 0 (a budget of a few messages or tokens)
     # would leave a summary that says nothing
-    target_chars = int(max(b.level(p.summary_target), 1) * chars_per_unit)
+    target_chars = max(int(max(b.level(p.summary_target), 1) * chars_per_unit), MIN_TARGET_CHARS)
     if not roll and summary_id(replaced) in skip:
         return StageResult(messages)
     if roll:  # the segments outgrew their share: they and the material become one summary

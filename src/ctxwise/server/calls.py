@@ -215,6 +215,7 @@ def session_calls(state: SessionState, events: list[dict[str, Any]],
     for o, group in zip(owner, groups):
         at_call.setdefault(o, []).append(group)
     running = dict.fromkeys(CATEGORIES, 0)
+    after_gap: int | None = None
     included = 0  # rows[:included] are before the current call
     full = 0
 
@@ -242,9 +243,13 @@ def session_calls(state: SessionState, events: list[dict[str, Any]],
             c.size_before = int(at_call[k][0][0]["size_before"])
             last = at_call[k][-1][-1]
             c.size = int((last.get("detail") or {}).get("size_sent", last["size_after"]))
+            # what the rows do not hold changes only on a call that fired events (the facts
+            # block after a summary or trim): from here on it is what this call sent beyond them
+            after_gap = c.size - sum(running.values())
         else:
-            c.size_before = size_before + next_gap[k]
-            c.size = sum(running.values()) + next_gap[k]
+            gap = next_gap[k] if after_gap is None else after_gap
+            c.size_before = size_before + gap
+            c.size = sum(running.values()) + gap
         c.full = base + full
     return calls
 

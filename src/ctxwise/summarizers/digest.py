@@ -96,7 +96,8 @@ VALUES = SECTIONS[-1]
 """The section that keeps, as one comma-separated line, the salient values (ids, amounts,
 dates, statuses) of the items dropped to fit the target: a value a later answer quotes is
 still there when the sentence around it is gone."""
-_SENT = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
+_SENT = re.compile(r"(?:[^.!?。！？\n]|[.!?](?=[^\s.!?]))+[.!?。！？]?")
+"""One sentence: a . ! ? followed by another character (``$154.17``, ``v1.2``, ``e.g.``) does not end it."""
 _KEEP = re.compile(
     r"\d|@|\b(?:not|no|never|don't|dont|doesn't|won't|without|only|must|unless|if|at least|at most|"
     r"under|over|below|above|within|before|after|by|prefer|want|would like|need|please|instead|"
