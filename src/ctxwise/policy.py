@@ -158,9 +158,9 @@ class Policy(BaseModel):
     past this share of the budget, they are rolled into one summary instead."""
     summary_keep_recent: float = Field(0.1, ge=0, le=1)
     """Recent turns kept verbatim after a summary cut, as a fraction of the effective budget
-    (0.1: what the summary keeps verbatim is re-billed with it on the call it fires; at 0.2
-    the default cost 1.051 x F(B) at 6,000 tokens on ``bench/compare.py``'s data, at 0.1
-    1.039, recall 0.986 and 0.985)."""
+    (0.1: what the summary keeps verbatim is re-billed with it on the call it fires; when it
+    went from 0.2 to 0.1 the default's cost at 6,000 tokens on ``bench/compare.py``'s data
+    went from 1.051 to 1.039 x F(B), recall 0.986 and 0.985, at the code of that commit)."""
     summary_min_material: float = Field(0.5, ge=0, le=1)
     """Skip summarizing when the material is under this share of the compactable context."""
     summarizer: Literal["digest", "openai"] = "digest"
