@@ -52,3 +52,17 @@ def test_a_hard_limit_above_the_budget_is_refused():
         with pytest.raises(PolicyError, match="hard_limit"):
             Policy.preset("default", budget=3000, unit="tokens", summarize_at=0.9, hard_limit=bad)
     assert Policy.preset("default", hard_limit=1.0).hard_limit == 1.0
+
+
+def test_the_budget_error_names_the_hard_limit_it_applied():
+    """Kind: ContextBudgetExceeded naming the budget when the limit applied was a lower hard limit."""
+    from ctxwise import ContextManager, InMemoryStore
+    from ctxwise.errors import ContextBudgetExceeded
+
+    cm = ContextManager(InMemoryStore(), Policy.preset("default", budget=3000, unit="chars", clear_at=0.002, clear_target=0.001,
+                                                       summarize_at=0.005, hard_limit=0.01))
+    s = cm.session("u", "s")
+    s.append_openai([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "x" * 100}])
+    with pytest.raises(ContextBudgetExceeded) as e:
+        s.prepare()
+    assert "the budget 3000 chars (its hard limit 30 chars)" in str(e.value)

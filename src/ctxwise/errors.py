@@ -105,9 +105,12 @@ class ContextBudgetExceeded(CtxwiseError):
 
     def __init__(self, report: BudgetReport, *, hint: str | None = None) -> None:
         self.report = report
+        limit = (report.details or {}).get("hard_limit")
+        under = (f" (its hard limit {limit} {report.unit})"
+                 if isinstance(limit, int) and limit != report.budget else "")
         super().__init__(
             f"context budget exceeded: pinned content is {report.pinned} {report.unit}, "
-            f"the whole context {report.total} {report.unit}, the budget {report.budget} {report.unit}",
+            f"the whole context {report.total} {report.unit}, the budget {report.budget} {report.unit}{under}",
             hint=hint,
         )
 
