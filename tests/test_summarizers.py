@@ -111,3 +111,27 @@ def test_a_hanging_endpoint_times_out_and_the_pipeline_falls_back():
         assert out.size_after <= policy.budget
     finally:
         server.shutdown()
+
+
+def test_an_empty_summary_is_a_failure_not_a_summary_of_nothing():
+    """Kind: a summarizer returning "" let the old turns go with only a header standing for
+    them; it is now ``summarizer_failed``, and the hard trim or clearing make the room."""
+    from ctxwise.summarizers.base import SummaryResult
+
+    class Empty(DigestSummarizer):
+        name = "empty"
+
+        def summarize(self, material, previous, target_chars, *, facts=()):
+            return SummaryResult(text="  ", usage=None)
+
+    ctx = [system()]
+    for k in range(6):
+        ctx += tool_turn(f"Round {k}: order #W{k}?", [("lookup", {"order": k}, f"order {k} " + "x" * 300)],
+                         f"Answer {k}: shipped. " + "w" * 900)
+    ctx.append(user("next"))
+    b = Budgeting(Policy.preset("default", budget=6_000), get_counter("chars"))
+    out = compact(ctx, b, Empty(), size=b.size(ctx))
+    stages = [e.stage for e in out.events]
+    assert "summarizer_failed" in stages and "summarizing" not in stages, stages
+    assert not any(m.kind == "summary" for m in out.messages)
+    assert b.size(out.messages) <= b.level(1.0)

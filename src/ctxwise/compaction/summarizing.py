@@ -249,6 +249,9 @@ def summarize_range(
         result = summarizer.summarize(material, prev_text, target_chars, facts=facts)
     except SummarizerError as e:
         return StageResult(messages, [_failed(b, size, replaced, str(e), t0, trigger)])
+    if not result.text.strip():  # the turns would go with nothing standing for them
+        return StageResult(messages, [_failed(b, size, replaced, "the summarizer returned an empty summary", t0,
+                                              trigger)])
     summary = _summary_message(replaced, result.text, _rounds(segments if roll else [], material), summarizer.name)
     sid = summary.id
     rounds = summary.metadata["ctxwise"]["rounds"]
