@@ -246,17 +246,9 @@ class BodyLimit:
                 return
             chunks.append(chunk)
             more = message.get("more_body", False)
-        body = b"".join(chunks)
-        sent = False
+        from .hot import replaying
 
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(b"".join(chunks), receive), send)
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send, more: bool = True) -> None:
         # Read the rest of the body (discarding it) before answering: closing a connection with

@@ -36,6 +36,22 @@ from urllib.parse import parse_qsl
 from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """An ASGI ``receive`` that hands on ``body`` (already read, whole) as one request message,
+    then whatever ``receive`` gives (a disconnect): for handing a request whose body was read
+    to the next app."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
 ASGI = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _PATH = re.compile(r"^/v1/sessions/([^/]+)/(messages|prepare)$")
@@ -91,14 +107,7 @@ class HotPath:
             chunks.append(message.get("body", b""))
             more = message.get("more_body", False)
         body = b"".join(chunks)
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
+        replay = replaying(body, receive)
 
         model, fn, priority = self.calls[which]
         try:
