@@ -107,3 +107,18 @@ def test_the_summary_target_counts_characters_as_sent_not_stored_metadata():
     for material in (plain, heavy):
         summarize_range(material + [user("now")], b, b.size(material), Spy(), 0, len(material), trigger="t", t0=0.0)
     assert Spy.asked[0] == Spy.asked[1]
+
+
+def test_a_date_with_a_comma_stays_one_value_when_the_values_line_is_read_back():
+    """Kind: the values line split on ", " when a summary rolled, so "May 1, 2024" came back as
+    "May 1" and "2024", and dropping the oldest value to fit left the year alone."""
+    material = []
+    for k in range(6):
+        material += [user(f"question {k}"),
+                     assistant(f"Reply {k} is long enough to matter here. You fly on May {k + 1}, 2024.")]
+    tight = DigestSummarizer().summarize(material, None, 500).text
+    assert "May 1, 2024" in tight and "Reply 0 is long" not in tight
+    for target in range(480, 300, -10):  # tighter passes: the oldest values go first, whole
+        again = DigestSummarizer().summarize([user("next"), assistant("Noted.")], tight, target).text
+        lines = [ln for ln in again.splitlines() if ln.startswith("- May") or ln.startswith("- 2024")]
+        assert all(ln.startswith("- May") for ln in lines), (target, lines)

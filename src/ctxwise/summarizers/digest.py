@@ -92,8 +92,11 @@ SECTIONS = (
     "Open tasks and next step",
     "Values stated in dropped items",
 )
+VALUE_SEP = "; "
+"""Between the values on that line: not ", ", which values hold themselves (``May 1, 2024``,
+``$1,254.50`` is safe, a date is not)."""
 VALUES = SECTIONS[-1]
-"""The section that keeps, as one comma-separated line, the salient values (ids, amounts,
+"""The section that keeps, as one line (values separated by :data:`VALUE_SEP`), the salient values (ids, amounts,
 dates, statuses) of the items dropped to fit the target: a value a later answer quotes is
 still there when the sentence around it is gone."""
 _SENT = re.compile(r"(?:[^.!?。！？\n]|[.!?](?=[^\s.!?]))+[.!?。！？]?")
@@ -203,11 +206,11 @@ class DigestSummarizer:
             sec["Open tasks and next step"] = [
                 f'Where the conversation stood: the assistant last said "{_first_sentence(last_answer, 300)}"'
             ]
-        values = [v for line in sec[VALUES] for v in line.split(", ") if v]
+        values = [v for line in sec[VALUES] for v in line.split(VALUE_SEP) if v]
         sec[VALUES] = []
 
         def render() -> str:
-            sec[VALUES] = [", ".join(values)] if values else []
+            sec[VALUES] = [VALUE_SEP.join(values)] if values else []
             return _render(sec)
 
         def drop(name: str, k: int) -> None:
