@@ -69,7 +69,7 @@ def test_clearing_edits_in_place_and_keeps_ids_and_pairing():
         if old.id in cleared:
             r_old, r_new = old.tool_results[0], new.tool_results[0]
             assert (r_new.tool_use_id, r_new.name, r_new.state) == (r_old.tool_use_id, r_old.name, r_old.state)
-            assert "tool_use_id" in r_new.text and len(r_new.text) < len(r_old.text)
+            assert r_old.tool_use_id in r_new.text and len(r_new.text) < len(r_old.text)
         elif old.role != "tool":
             assert new == old
     assert check(out.messages, "openai") == []

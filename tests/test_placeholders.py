@@ -43,12 +43,25 @@ def test_placeholder_keeps_ids_amounts_dates_status_and_names_and_the_id():
 def test_values_are_bounded_cut_between_whole_values_salient_first():
     body = json.dumps({"orders": [f"#W{1000000 + i}" for i in range(60)], "status": "active"})
     out = distill(body, 80)
-    assert len(out) <= 80 and out.endswith(", …")
-    parts = out.removesuffix(", …").split(", ")
-    assert all(p.startswith("orders=#W") and len(p) == len("orders=#W1000000") for p in parts)  # whole values only
+    assert len(out) <= 80 and out.endswith("; …")
+    assert out.startswith("orders=#W1000000, ")  # the key once, before its values
+    parts = out.removeprefix("orders=").removesuffix("; …").split(", ")
+    assert len(parts) >= 5 and all(p.startswith("#W") and len(p) == len("#W1000000") for p in parts)  # whole values only
     assert "status=active" not in out  # kept for its key alone: after the salient values, no room left
     assert distill(body, 0) == "" and distill("no values here", 100) == ""
     assert [t for _, t in key_values("Order W77 costs $12.50 on 2024-01-02")] == ["W77", "$12.50", "2024-01-02"]
+
+
+def test_a_list_of_records_writes_each_key_once():
+    """Kind: a result listing several records with the same fields (flights, orders, items):
+    the key is written once, its values after it in the body's order, so more values fit in
+    the same characters than as ``key=value`` pairs."""
+    flights = [{"flight_number": f"HAT{i:03d}", "date": f"2024-05-{i + 10}", "price": 100 + i} for i in range(4)]
+    out = distill(json.dumps({"flights": flights, "status": "confirmed"}), 400)
+    assert out == ("flight_number=HAT000, HAT001, HAT002, HAT003; date=2024-05-10, 2024-05-11, 2024-05-12, "
+                   "2024-05-13; price=100, 101, 102, 103; status=confirmed")
+    pairs = ", ".join(f"{k}={v}" for f in flights for k, v in f.items())
+    assert len(out) < len(pairs)
 
 
 def test_placeholder_is_byte_stable_and_ragent_keeps_its_exact_text():
@@ -56,7 +69,7 @@ def test_placeholder_is_byte_stable_and_ragent_keeps_its_exact_text():
     p = Policy.preset("default")
     assert placeholder_text(p, result(body), {}) == placeholder_text(p, result(body), {})
     limited = placeholder_text(p.with_(placeholder_values_max=0), result(body), {})
-    assert "key values" not in limited and "call_8ONA" in limited
+    assert "=" not in limited and "call_8ONA" in limited
     rag = placeholder_text(Policy.preset("ragent"), result(body), {"q": "a"})
     assert rag == f"[历史工具结果已省略，原长 {len(body)} 字符，原入参 {{q=a}}]"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from .salient import salient_values
@@ -32,7 +33,7 @@ def _scalar(v: Any) -> str | None:
     return v if isinstance(v, str) else json.dumps(v)
 
 
-def _walk(node: Any, key: str, out: list[tuple[int, str]]) -> None:
+def _walk(node: Any, key: str, out: list[tuple[int, str, str]]) -> None:
     if isinstance(node, dict):
         for k, v in node.items():
             _walk(v, str(k), out)
@@ -46,61 +47,82 @@ def _walk(node: Any, key: str, out: list[tuple[int, str]]) -> None:
         return
     text = " ".join(text.split())
     if len(text) > 60:  # a long free text: keep only its salient values
-        out.extend((0, f"{key}={v}" if key else v) for v in salient_values(text))
+        out.extend((0, key, v) for v in salient_values(text))
         return
     if salient_values(text) or isinstance(node, float):
-        out.append((0, f"{key}={text}" if key else text))
+        out.append((0, key, text))
     elif key and KEY_FIELDS.search(key):
-        out.append((1, f"{key}={text}"))
+        out.append((1, key, text))
 
 
-def key_values(body: str) -> list[tuple[int, str]]:
-    """The key values of a tool-result body as ``(rank, text)``, in order of appearance,
+def key_items(body: str) -> list[tuple[int, str, str]]:
+    """The key values of a tool-result body as ``(rank, key, value)``, in order of appearance,
     without repeats. Rank 0: a salient value (:func:`ctxwise.salient.salient_values`: ids with
     a digit, e-mails, amounts, dates) or a decimal number; rank 1: a value kept for its key
-    alone (:data:`KEY_FIELDS`: a status, a name). A JSON body gives ``key=value`` with the
-    leaf's own key, at any depth; any other text gives its salient values."""
+    alone (:data:`KEY_FIELDS`: a status, a name). A JSON body gives each leaf with its own key,
+    at any depth; any other text gives its salient values with the key ``""``."""
     try:
         data = json.loads(body)
     except (ValueError, TypeError):
         data = None
-    out: list[tuple[int, str]] = []
+    out: list[tuple[int, str, str]] = []
     if isinstance(data, (dict, list)):
         _walk(data, "", out)
     else:
-        out = [(0, v) for v in salient_values(body)]
-    seen: set[str] = set()
+        out = [(0, "", v) for v in salient_values(body)]
+    seen: set[tuple[str, str]] = set()
     unique = []
-    for r, t in out:
-        if t not in seen:
-            seen.add(t)
-            unique.append((r, t))
+    for r, k, v in out:
+        if (k, v) not in seen:
+            seen.add((k, v))
+            unique.append((r, k, v))
     return unique
 
 
-def distill(body: str, limit: int) -> str:
-    """The body's :func:`key_values` that fit in ``limit`` characters, salient ones first, then
-    those kept for their key, shown in their order in the body and joined by ``", "``; ``"…"``
-    ends the list when some did not fit. ``""`` when there are none or ``limit`` is 0."""
+def key_values(body: str) -> list[tuple[int, str]]:
+    """:func:`key_items` as ``(rank, "key=value")`` (``(rank, value)`` for a value with no key)."""
+    return [(r, f"{k}={v}" if k else v) for r, k, v in key_items(body)]
+
+
+def render_values(items: list[tuple[str, str]]) -> str:
+    """``(key, value)`` pairs grouped by key, in order of each key's first appearance: the
+    values of one key joined by ``", "`` after ``key=``, the groups by ``"; "``
+    (``flight_number=HAT294, HAT013; date=2024-05-16``). A key is written once however many
+    records repeat it, which is what makes a list of records cheap to keep; values with no
+    key form a group of their own."""
+    groups: dict[str, list[str]] = {}
+    for k, v in items:
+        groups.setdefault(k, []).append(v)
+    return "; ".join((f"{k}=" if k else "") + ", ".join(vs) for k, vs in groups.items())
+
+
+def distill(body: str, limit: int, exclude: Callable[[str], bool] | None = None) -> str:
+    """The body's :func:`key_items` that fit in ``limit`` characters as
+    :func:`render_values` writes them, salient ones first, then those kept for their key,
+    each key's values in their order in the body; ``"; …"`` ends the text when some did not
+    fit. Values for which ``exclude`` is true are left out. ``""`` when there are none or
+    ``limit`` is 0."""
     if limit <= 0:
         return ""
-    values = key_values(body)
+    items = [(r, k, v) for r, k, v in key_items(body) if exclude is None or not exclude(v)]
     chosen: set[int] = set()
+    keys: set[str] = set()
     used = 0
     dropped = False
     for rank in (0, 1):
-        for i, (r, v) in enumerate(values):
+        for i, (r, k, v) in enumerate(items):
             if r != rank:
                 continue
-            extra = len(v) + (2 if chosen else 0)
+            if k in keys:
+                extra = len(v) + 2
+            else:
+                extra = (len(k) + 1 if k else 0) + len(v) + (2 if keys else 0)
             if used + extra > limit - 3:
                 dropped = True
                 continue
             chosen.add(i)
+            keys.add(k)
             used += extra
-    kept = [v for i, (_, v) in enumerate(values) if i in chosen]
-    if not kept:
+    if not chosen:
         return ""
-    return ", ".join(kept) + (", …" if dropped else "")
-
-
+    return render_values([(k, v) for i, (_, k, v) in enumerate(items) if i in chosen]) + ("; …" if dropped else "")

@@ -20,7 +20,7 @@ from ctxwise.formats import load
 from ctxwise.recall import recall_tool_result
 from ctxwise.errors import ToolResultNotFound
 
-KEY = re.compile(r"tool_use_id (.+?) \(recall_tool_result\)")
+KEY = re.compile(r'recall_tool_result\("(.+?)"\)')
 
 
 def _placeholders(payload: list[dict]) -> list[tuple[str, str]]:

@@ -21,7 +21,7 @@ import json
 import re
 from typing import Sequence
 
-from ..distill import key_values
+from ..distill import distill
 from ..messages import Message, ToolResultBlock, ToolUseBlock
 from ..salient import salient_values
 from .base import SummaryResult
@@ -69,19 +69,12 @@ def stated(text: str, limit: int = REPLY_CHARS) -> str:
 
 
 def findings(body: str, call_ids: set[str]) -> str:
-    """A tool result's key values (``key=value`` for JSON; salient values otherwise), without
-    any tool call id (a cleared result's placeholder names its own), at most
-    :data:`FINDING_CHARS` characters."""
-    vals = [v for _, v in key_values(body)
-            if not any(cid and cid in v for cid in call_ids) and "recall_tool_result" not in v]
-    out, used = [], 0
-    for v in vals:
-        if used + len(v) + 2 > FINDING_CHARS:
-            out.append("…")
-            break
-        out.append(v)
-        used += len(v) + 2
-    return ", ".join(out)
+    """A tool result's key values (:func:`ctxwise.distill.distill`: ``key=value, value; ...``
+    for JSON, salient values otherwise), without any tool call id (a cleared result's
+    placeholder names its own), at most :data:`FINDING_CHARS` characters."""
+    return distill(body, FINDING_CHARS,
+                   exclude=lambda v: "recall_tool_result" in v or any(cid and cid in v for cid in call_ids))
+
 
 SECTIONS = (
     "User requirements (verbatim)",
