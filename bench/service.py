@@ -13,7 +13,7 @@ recording's ids) and prepares; after the last call it appends the model's output
    processes with 32 clients), each session kept open in its thread as a library user would,
    on its own PostgreSQL database. Latency of every ``append()`` and ``prepare()``.
 2. **HTTP**, once per ``--routing`` (both by default, each on a fresh database): 2 ``ctxwise
-   serve`` processes on one PostgreSQL database, 32 asyncio clients (httpx, in 2 processes).
+   serve`` processes on one PostgreSQL database, 32 asyncio clients (aiohttp, in 2 processes).
    ``affinity``: a session's requests go to one server (a hash of its id: a load balancer with
    session affinity, so the server's open copy of the session is current); ``round-robin``:
    every request goes to the next live server in turn (no stickiness: consecutive requests of
@@ -237,18 +237,39 @@ class Stats:
     hedge_winner_killed: int = 0
 
 
+class Reply:
+    """An answered request, read whole: ``status_code``, ``headers``, ``text``, ``json()``."""
+
+    __slots__ = ("status_code", "headers", "body")
+
+    def __init__(self, status_code: int, headers: Any, body: bytes) -> None:
+        self.status_code, self.headers, self.body = status_code, headers, body
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
 class Servers:
     """The two server processes as a client sees them: with ``routing="affinity"`` each session
     goes to one server (a hash of its id, as a load balancer with session affinity does; the
     other live server when that one is down), with ``"round-robin"`` each request to the next
-    live server (no stickiness)."""
+    live server (no stickiness).
+
+    The client is aiohttp (C HTTP parser): the clients share the machine's 2 cores with the
+    servers, and httpx cost about 5 ms of client CPU per model call."""
 
     def __init__(self, urls: list[str], key: str, stats: Stats, routing: str = "affinity") -> None:
-        import httpx
+        import aiohttp
 
-        limits = httpx.Limits(max_connections=CLIENTS * 2, max_keepalive_connections=CLIENTS * 2)
-        self.clients = [httpx.AsyncClient(base_url=u, headers={"Authorization": f"Bearer {key}"}, timeout=120,
-                                          limits=limits) for u in urls]
+        self.urls = urls
+        self.headers = {"Authorization": f"Bearer {key}"}
+        self.clients = [aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=CLIENTS * 2, limit_per_host=CLIENTS * 2),
+            timeout=aiohttp.ClientTimeout(total=120)) for _u in urls]
         self.alive = [True] * len(urls)
         self.turn = 0
         self.stats = stats
@@ -262,9 +283,19 @@ class Servers:
         self.turn += 1
         return live[self.turn % len(live)]
 
+    async def request(self, i: int, method: str, path: str, params: dict[str, Any], body: Any) -> Reply:
+        headers = self.headers
+        data = None
+        if body is not None:  # compact UTF-8 JSON, as httpx sends it
+            data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+            headers = {**headers, "Content-Type": "application/json"}
+        async with self.clients[i].request(method, self.urls[i] + path, params=params, data=data,
+                                           headers=headers) as r:
+            return Reply(r.status, r.headers, await r.read())
+
     async def send(self, method: str, path: str, *, params: dict[str, Any], body: Any = None,
                    server: int | None = None) -> tuple[Any, float]:
-        import httpx
+        import aiohttp
 
         session_id = path.split("/")[3]
         for _attempt in range(100):
@@ -272,10 +303,10 @@ class Servers:
             server = None
             t0 = time.perf_counter()
             try:
-                r = await self.clients[i].request(method, path, params=params, json=body)
-            except httpx.TransportError as e:  # the server died under the request, or is gone
+                r = await self.request(i, method, path, params, body)
+            except (aiohttp.ClientError, asyncio.TimeoutError) as e:  # the server died under the request, or is gone
                 self.stats.transport_errors += 1
-                if isinstance(e, httpx.ConnectError):
+                if isinstance(e, aiohttp.ClientConnectorError):
                     self.alive[i] = False
                 await asyncio.sleep(0.05)
                 continue
@@ -304,7 +335,7 @@ class Servers:
 
     async def close(self) -> None:
         for c in self.clients:
-            await c.aclose()
+            await c.close()
 
 
 async def http_session(w: Work, srv: Servers, stats: Stats, hedge: bool, t_start: float) -> None:
@@ -414,16 +445,18 @@ def start_servers(url: str, n: int) -> tuple[list[subprocess.Popen], list[str]]:
                                        "--log-level", "warning"], env=env, stdout=subprocess.DEVNULL,
                                       stderr=open(f"/tmp/ctxwise-bench-server-{port}.log", "w")))
         urls.append(f"http://127.0.0.1:{port}")
-    import httpx
+    import urllib.error
+    import urllib.request
 
     deadline = time.monotonic() + 120
     for u, p in zip(urls, procs):
         while True:
             assert p.poll() is None, f"server {u} exited ({p.returncode})"
             try:
-                if httpx.get(u + "/readyz", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
+                with urllib.request.urlopen(u + "/readyz", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:  # not listening yet (URLError), or not ready (HTTPError 503)
                 pass
             assert time.monotonic() < deadline, f"server {u} did not become ready"
             time.sleep(0.2)
@@ -630,6 +663,8 @@ def http_phase(pg: str, works: list[Work], inproc: dict[str, Any], routing: str)
     server_cpu = children_cpu() - c0 - stats.cpu
     print(f"http ({routing}): {wall:.1f} s, killed server exit {killed}, 5xx {stats.s5xx}, 409 {stats.c409}, "
           f"cache {stats.cache}", flush=True)
+    for op_, steps_ in stats.server_timing.items():
+        print(f"timing {op_}: " + ", ".join(f"{n}={statistics.median(v):.1f}(n={len(v)})" for n, v in steps_.items()), flush=True)
     check = final_check(http_url, works)
     mismatched_keys = sorted(k for k, h in stats.hashes.items() if inproc["hashes"].get(k) != h)
     mismatched = len(mismatched_keys)
@@ -741,7 +776,7 @@ def main() -> None:
         "",
         f"- command: `bash scripts/with-postgres.sh .venv/bin/python bench/service.py{opts}`",
         f"- date: {now()}; wall time {(time.perf_counter() - started) / 60:.1f} min",
-        *machine(("fastapi", "uvicorn", "httpx", "psycopg", "sqlalchemy")),
+        *machine(("fastapi", "uvicorn", "aiohttp", "psycopg", "sqlalchemy")),
         "- load average (1 min) after the in-process run and after each HTTP run: "
         + ", ".join(f"{x:.1f}" for x in loads),
         f"- workload: {len(works)} sessions x {args.calls} model calls of recorded turns ({', '.join(FILES)}), "
@@ -749,7 +784,7 @@ def main() -> None:
         "4,000 o200k tokens, provider openai (compaction fires along the way)",
         "- in-process: the library in 2 processes x 16 threads on its own PostgreSQL database, one open Session per "
         "session; HTTP: 2 `ctxwise serve` processes (one uvicorn worker each) on one PostgreSQL database, 32 asyncio "
-        "httpx clients in 2 processes. Routing `affinity`: each session's requests go to one server (a hash of the "
+        "aiohttp clients in 2 processes. Routing `affinity`: each session's requests go to one server (a hash of the "
         "session id, as a load balancer with session affinity); `round-robin`: each request to the next live server "
         f"(no stickiness). Every {HEDGE_EVERY}th session sends each append to both servers at once (hedged: one "
         "wins, the other is 409); server 1 killed with SIGKILL when half the model calls were done (its sessions "
