@@ -1,7 +1,8 @@
 """The server's worker threads (ctxwise.server.workers): waiting calls are taken cheapest kind
 first (prepares before appends), in arrival order within a kind, and every call still runs
-once; errors reach the awaiting request; a call whose request went away before it started is
-skipped, one that started runs to its end."""
+once; at most ``appends`` appends run at once, the other threads left for prepares; errors
+reach the awaiting request; a call whose request went away before it started is skipped, one
+that started runs to its end."""
 
 from __future__ import annotations
 
@@ -149,3 +150,71 @@ def test_context_variables_reach_the_call_and_close_waits_for_queued_calls():
 def test_a_pool_without_threads_is_refused(threads):
     with pytest.raises(ValueError, match="at least 1"):
         Workers(threads)
+
+
+@pytest.mark.parametrize("appends", [0, -2])
+def test_a_cap_of_no_appends_is_refused(appends):
+    with pytest.raises(ValueError, match="appends=.*at least 1"):
+        Workers(2, appends)
+
+
+def test_appends_over_the_cap_wait_while_a_prepare_takes_a_free_thread():
+    """3 threads, at most 2 appends: with 2 appends running, a third append waits although a
+    thread is free, and a prepare arriving after it runs on that thread at once; the third
+    append starts when a running one ends, and every call runs once."""
+    workers = Workers(3, appends=2)
+    assert workers.appends == 2
+    gate = threading.Event()
+    log: list[str] = []
+    lock = threading.Lock()
+    running = threading.Semaphore(0)
+
+    def append(name: str) -> str:
+        with lock:
+            log.append(f"{name} start")
+        running.release()
+        if name != "a3":
+            gate.wait(10)
+        with lock:
+            log.append(f"{name} end")
+        return name
+
+    async def main() -> list[str]:
+        a = [asyncio.ensure_future(workers.run(append, name)) for name in ("a1", "a2")]
+        for _ in a:
+            while not running.acquire(timeout=0.01):
+                await asyncio.sleep(0.01)
+        a3 = asyncio.ensure_future(workers.run(append, "a3"))
+        await asyncio.sleep(0.05)  # a free thread, and a3 waiting: the cap holds it back
+        with lock:
+            assert log == ["a1 start", "a2 start"]
+        prepared = await asyncio.wait_for(workers.run(lambda: "prepared", priority=PREPARE), 10)
+        with lock:
+            assert log == ["a1 start", "a2 start"]  # the prepare ran while both appends still ran
+        gate.set()
+        return [*(await asyncio.gather(*a, a3)), prepared]
+
+    try:
+        assert asyncio.run(main()) == ["a1", "a2", "a3", "prepared"]
+    finally:
+        workers.close()
+    assert log.index("a3 start") > min(log.index("a1 end"), log.index("a2 end"))
+    assert sorted(log) == sorted(f"{n} {w}" for n in ("a1", "a2", "a3") for w in ("start", "end"))
+
+
+def test_the_cap_is_at_most_the_threads_and_none_means_all():
+    assert Workers(3, appends=8).appends == 3
+    assert Workers(3).appends == 3
+
+
+@pytest.mark.parametrize("env, threads, appends", [({}, 8, 4), ({"CTXWISE_SERVER_APPEND_THREADS": "2"}, 8, 2),
+                                                   ({"CTXWISE_SERVER_THREADS": "3"}, 3, 3)])
+def test_the_server_takes_its_threads_and_append_cap_from_the_environment(tmp_path, env, threads, appends):
+    from ctxwise.server import create_app_from_env
+
+    app = create_app_from_env({"CTXWISE_DB": f"sqlite:///{tmp_path / 'c.db'}", **env})
+    try:
+        workers = app.state.server.workers
+        assert (workers.threads, workers.appends) == (threads, appends)
+    finally:
+        app.state.server.close()

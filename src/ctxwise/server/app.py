@@ -67,6 +67,16 @@ staying near the connection pool (5 kept, 10 more opened and closed on demand: a
 threads made PostgreSQL fork a backend for most requests under load)."""
 
 
+DEFAULT_APPEND_THREADS = 4
+"""Of the worker threads, how many may run appends at once; the others are left for prepares
+(:class:`~ctxwise.server.workers.Workers`). Every running thread competes for the process's
+interpreter lock with the event loop: under bench/service.py's load (64-session runs on a
+shared 2-core machine), with all 8 threads on appends a prepare waited for the lock at each of
+its steps (37-41 ms in the server for 2 ms of work); with appends capped at 4 it took 10-14 ms.
+The appends wait longer in the queue instead (client p50 1.5-2.2x the in-process one in those
+runs, 1.3-1.8x uncapped); throughput was the same within the noise."""
+
+
 class Unauthorized(Exception):
     """No API key, or one that is malformed, unknown or revoked (401, one text for all)."""
 
@@ -317,11 +327,13 @@ def _one_line(exc: RequestValidationError) -> str:
 def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping[str, Any] | None = None, *,
                summarizer: Summarizer | None = None, max_body_bytes: int = DEFAULT_MAX_BODY,
                session_cache: int = DEFAULT_CACHE, threads: int | None = DEFAULT_THREADS,
-               hot: bool = True) -> FastAPI:
+               append_threads: int | None = DEFAULT_APPEND_THREADS, hot: bool = True) -> FastAPI:
     """The ctxwise service over the database at ``store_url`` (see the module docstring).
     ``session_cache``: how many open sessions the process keeps between requests, each checked
     against the store on every use (:mod:`ctxwise.server.sessions`; 0: open every request).
     ``threads``: worker threads for the routes (:data:`DEFAULT_THREADS`; None: anyio's 40).
+    ``append_threads``: how many of them may run appends at once (:data:`DEFAULT_APPEND_THREADS`,
+    at most ``threads``; None: all), the rest kept for prepares.
     ``hot``: answer ordinary appends and prepares in :class:`~ctxwise.server.hot.HotPath`,
     ahead of FastAPI's routing (same answers, less CPU per request); False: every request
     through FastAPI.
@@ -333,7 +345,7 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
     server = Server(store_url=store_url, policy=manager.policy, manager=manager, keys=KeyStore(store_url),
                     max_body_bytes=max_body_bytes, opener=opener)
     server.sessions = SessionCache(server, session_cache)
-    server.workers = Workers(threads or DEFAULT_THREADS)
+    server.workers = Workers(threads or DEFAULT_THREADS, append_threads)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -428,7 +440,9 @@ def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:
     ``sqlite:///ctxwise.db``), the policy from the TOML file ``CTXWISE_CONFIG`` when set, else
     from ``CTXWISE_*`` settings (:meth:`~ctxwise.Policy.from_env`), ``CTXWISE_SERVER_MAX_BODY``
     (bytes), ``CTXWISE_SERVER_SESSION_CACHE`` (open sessions kept per process, default 1024;
-    0 turns the cache off), ``CTXWISE_SERVER_THREADS`` (worker threads, default 8). The factory ``ctxwise serve`` hands to uvicorn (``--factory``)."""
+    0 turns the cache off), ``CTXWISE_SERVER_THREADS`` (worker threads, default 8),
+    ``CTXWISE_SERVER_APPEND_THREADS`` (how many of them may run appends at once, default 4). The
+    factory ``ctxwise serve`` hands to uvicorn (``--factory``)."""
     env = dict(os.environ if environ is None else environ)
     url = env.get("CTXWISE_DB") or "sqlite:///ctxwise.db"
     config = env.get("CTXWISE_CONFIG")
@@ -437,9 +451,11 @@ def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:
     max_body = env.get("CTXWISE_SERVER_MAX_BODY")
     cache = env.get("CTXWISE_SERVER_SESSION_CACHE")
     threads = env.get("CTXWISE_SERVER_THREADS")
+    appends = env.get("CTXWISE_SERVER_APPEND_THREADS")
     return create_app(url, policy, max_body_bytes=int(max_body) if max_body else DEFAULT_MAX_BODY,
                       session_cache=int(cache) if cache else DEFAULT_CACHE,
-                      threads=int(threads) if threads else DEFAULT_THREADS)
+                      threads=int(threads) if threads else DEFAULT_THREADS,
+                      append_threads=int(appends) if appends else DEFAULT_APPEND_THREADS)
 
 
 def dumps(value: Any) -> str:
