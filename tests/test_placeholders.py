@@ -30,12 +30,15 @@ def test_placeholder_keeps_ids_amounts_dates_status_and_names_and_the_id():
     """Kind: a cleared JSON tool result whose values later answers quote (ids, amounts, dates,
     statuses, names): each stays readable in the placeholder."""
     body = json.dumps(ORDER)
-    text = placeholder_text(Policy.preset("default"), result(body), {"order_id": "#W4923227"})
+    text = placeholder_text(Policy.preset("default", placeholder_values_max=400), result(body), {"order_id": "#W4923227"})
     for v in ("#W4923227", "isabella_lopez_6490", "7751905257", "321.18", "pending", "Bluetooth Speaker",
               "credit_card_8554680", "2024-05-05", "call_8ONA", "recall_tool_result"):
         assert v in text, v
     assert "Phoenix" not in text and "x" * 20 not in text  # not a key value: dropped
     assert len(text) < len(body)
+    default = placeholder_text(Policy.preset("default"), result(body), {})
+    for v in ("#W4923227", "status=pending", "call_8ONA"):  # at the default size: the references and the state
+        assert v in default, v
     # the replay's recoverable measure sees the placeholder as naming its original
     assert result(body).tool_use_id in text
 
@@ -83,3 +86,19 @@ def test_a_placeholder_with_the_values_supports_them_in_the_recall_measure():
     out = text_message("o", "assistant", "Order #W4923227 is pending: $321.18, delivered May 5, 2024.")
     s = metrics.call_support(hist, hist[:2] + [Message(id="t", role="tool", blocks=[cleared])], out)
     assert s.missing_norm == [] and set(s.needed_norm) == {"W4923227", "$321.18", "May 5, 2024"}
+
+
+def test_values_that_name_records_go_first():
+    """Kind: a result that lists the records the next calls will work through (a user's
+    reservations, an order's item ids) beside many other salient values (e-mails, birth
+    dates, timestamps): when not all fit, the references are the ones kept."""
+    user = {"email": "sofia.kim1937@example.com", "dob": "1950-06-24",
+            "payment_methods": {f"gift_card_{k}": {"source": "gift_card", "balance": 100.5 + k} for k in range(6)},
+            "created_at": "2024-05-01T09:08:54", "reservations": ["OI5L9G", "OBUT9V", "4BMN53", "Q0ZF0J"],
+            "membership": "gold"}
+    out = distill(json.dumps(user), 80)
+    assert "reservations=OI5L9G, OBUT9V, 4BMN53, Q0ZF0J" in out, out
+    assert "created_at" not in out and out.endswith("; …")
+    order = {"order_id": "#W123", "placed": "2024-01-02", "items": [{"item_id": f"IT-7751905{k}", "price": 10.5}
+                                                                    for k in range(3)], "status": "pending"}
+    assert distill(json.dumps(order), 80) == "order_id=#W123; item_id=IT-77519050, IT-77519051, IT-77519052; status=pending; …"

@@ -33,34 +33,51 @@ def _scalar(v: Any) -> str | None:
     return v if isinstance(v, str) else json.dumps(v)
 
 
-def _walk(node: Any, key: str, out: list[tuple[int, str, str]]) -> None:
+REFERENCE_KEYS = re.compile(r"(?:^|_)(?:id|ids|number|numbers|no|code|codes)$", re.IGNORECASE)
+"""Keys whose values name a record (``order_id``, ``flight_number``): what the next tool call
+in a loop over records is made with, so a placeholder keeps them before other salient values."""
+
+STATE_KEYS = re.compile(r"(?:^|_)(?:status|state)$", re.IGNORECASE)
+"""Keys whose short value says where a record stands (``"status": "pending"``): kept next."""
+
+
+def _walk(node: Any, key: str, out: list[tuple[int, str, str]], listed: bool = False) -> None:
     if isinstance(node, dict):
         for k, v in node.items():
             _walk(v, str(k), out)
         return
     if isinstance(node, list):
         for v in node:
-            _walk(v, key, out)
+            _walk(v, key, out, True)
         return
     text = _scalar(node)
     if text is None or not text.strip():
         return
     text = " ".join(text.split())
     if len(text) > 60:  # a long free text: keep only its salient values
-        out.extend((0, key, v) for v in salient_values(text))
+        out.extend((2, key, v) for v in salient_values(text))
         return
-    if salient_values(text) or isinstance(node, float):
+    ref = bool(key and REFERENCE_KEYS.search(key))
+    if (ref or listed) and salient_values(text):
+        # a reference: under an id-like key, or one of a list of salient scalars (a user's
+        # reservations): the work queue of the calls that follow
         out.append((0, key, text))
-    elif key and KEY_FIELDS.search(key):
+    elif key and STATE_KEYS.search(key):
         out.append((1, key, text))
+    elif salient_values(text) or isinstance(node, float):
+        out.append((2, key, text))
+    elif key and KEY_FIELDS.search(key):
+        out.append((3, key, text))
 
 
 def key_items(body: str) -> list[tuple[int, str, str]]:
     """The key values of a tool-result body as ``(rank, key, value)``, in order of appearance,
-    without repeats. Rank 0: a salient value (:func:`ctxwise.salient.salient_values`: ids with
-    a digit, e-mails, amounts, dates) or a decimal number; rank 1: a value kept for its key
-    alone (:data:`KEY_FIELDS`: a status, a name). A JSON body gives each leaf with its own key,
-    at any depth; any other text gives its salient values with the key ``""``."""
+    without repeats. Rank 0: a reference (a value under a :data:`REFERENCE_KEYS` key, or a
+    salient scalar in a list: the records the next calls work through); 1: a state
+    (:data:`STATE_KEYS`); 2: another salient value (:func:`ctxwise.salient.salient_values`:
+    ids with a digit, e-mails, amounts, dates) or a decimal number; 3: a value kept for its key
+    alone (:data:`KEY_FIELDS`: a name). A JSON body gives each leaf with its own key, at any
+    depth; any other text gives its salient values (rank 2) with the key ``""``."""
     try:
         data = json.loads(body)
     except (ValueError, TypeError):
@@ -69,7 +86,7 @@ def key_items(body: str) -> list[tuple[int, str, str]]:
     if isinstance(data, (dict, list)):
         _walk(data, "", out)
     else:
-        out = [(0, "", v) for v in salient_values(body)]
+        out = [(2, "", v) for v in salient_values(body)]
     seen: set[tuple[str, str]] = set()
     unique = []
     for r, k, v in out:
@@ -109,7 +126,7 @@ def distill(body: str, limit: int, exclude: Callable[[str], bool] | None = None)
     keys: set[str] = set()
     used = 0
     dropped = False
-    for rank in (0, 1):
+    for rank in range(4):
         for i, (r, k, v) in enumerate(items):
             if r != rank:
                 continue

@@ -42,12 +42,14 @@ from .errors import PolicyError
 from .providers.profiles import PROFILES
 from .prices import PRICE_MODELS, PriceModel
 
-DEFAULT_PLACEHOLDER = '[{name} result cleared, {n} chars; {values}recall_tool_result("{id}") returns it]'
-"""The default placeholder. It leaves out ``{input}``: the ``tool_use`` it answers, kept just
-before it, already holds the input. Every token of it is carried on every later call, and a
-smaller placeholder lets clearing free more per cache break: the ~20 template tokens this
-saves per placeholder took the default from 1.138 to 1.127 x F(B) at 3,000 tokens on
-``bench/compare.py``'s data (with the key values grouped by key, ``ctxwise.distill``)."""
+DEFAULT_PLACEHOLDER = '[{name} result cleared; {values}recall_tool_result("{id}")]'
+"""The default placeholder: the tool's name, the body's key values (``key=value, value; ...``)
+and the call that brings the original back. It leaves out ``{input}`` (the ``tool_use`` it
+answers, kept just before it, already holds the input) and the original's length. Every token
+of it is carried on every later call, and a smaller placeholder lets clearing free more per
+cache break: the ~30 template tokens this saves per placeholder, with the key values grouped
+by key and references first (``ctxwise.distill``), took the default from 1.138 to 1.119 x F(B)
+at 3,000 tokens on ``bench/compare.py``'s data, and support recall from 0.899 to 0.912."""
 RAGENT_PLACEHOLDER = "[历史工具结果已省略，原长 {n} 字符，原入参 {input}]"
 
 PROVIDERS = tuple(PROFILES)
@@ -142,12 +144,14 @@ class Policy(BaseModel):
     """How ``{input}`` is written: compact JSON or Ragent's ``{key=value, ...}``."""
     placeholder_input_max: int = Field(120, ge=0)
     """``{input}`` is cut to this many characters."""
-    placeholder_values_max: int = Field(200, ge=0)
+    placeholder_values_max: int = Field(170, ge=0)
     """``{values}`` keeps at most this many characters of key values (grouped by key:
     ``flight_number=HAT1, HAT2; date=...``), cut between whole values (0 = none). Each value
-    kept may answer a later question without a recall, and is carried on every call: at
-    3,000 tokens on ``bench/compare.py``'s data 200 / 240 gave cost 1.127 / 1.134 x F(B) and
-    support recall 0.911 / 0.914."""
+    kept may answer a later question without a recall, and is carried on every call. Values
+    that name a record (ids, a list's items) go first, then states (``ctxwise.distill``). At
+    3,000 tokens on ``bench/compare.py``'s data, with the default template, 165 / 170 gave cost
+    1.118 / 1.119 x F(B) and support recall 0.910 / 0.912 (240: 1.134 and 0.914 with a
+    longer template)."""
 
     summarize: bool = True
     """Whether the summarizing stage runs at all."""

@@ -66,5 +66,5 @@ def placeholder_text(policy: Policy, result: ToolResultBlock, tool_input: dict[s
         input=render_input(tool_input, policy.placeholder_input, policy.placeholder_input_max),
         id=key if key is not None else result.tool_use_id,
         state=result.state,
-        values=f"key values: {values}; " if values else "",
+        values=f"{values}; " if values else "",
     )
