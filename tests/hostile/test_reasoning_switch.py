@@ -190,7 +190,7 @@ def test_anthropic_tool_loop_that_thinks_once_survives_the_last_resort_trim(stor
     # one long turn, thinking only in its first reply (no interleaved thinking), in a budget
     # that forces dropping the turn's own completed cycles: the first reply stays first
     cm, s = _anthropic(store_url, budget=3000)
-    for k in range(30):
+    for k in range(60):  # placeholders are small: enough cycles that even they do not fit
         s.append_anthropic([_tool_use(f"t{k}", k == 0)])
         s.append_anthropic([_tool_result(f"t{k}", 600)])
         p = s.prepare()
