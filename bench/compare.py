@@ -566,11 +566,14 @@ def remaining(per_budget: dict[int, dict[str, Score]]) -> list[str]:
                    f"content; no management sends those payloads as they are, {nm.empty:,} validator errors). "
                    f"Matching no management's cost means sending invalid payloads.")
     out += [
-        "- **default at 3,000 under Anthropic and DeepSeek prices, and 6,000 and 12,000 under DeepSeek**: the engine weighs its edits with the provider's own price model (here "
-        "`openai`, the flat 0.1 ratio), and the flat targets are met at every budget. Under DeepSeek prices a "
-        "re-billed token weighs 49 cached ones instead of 9, so the same breaks cost five times as much relative "
-        "to F(B); under Anthropic's, prompts under 1,024 tokens are not cached at all. At 6,000 no management "
-        "sends 184 calls over the budget.",
+        "- **default at 3,000 under Anthropic and DeepSeek prices, 6,000 and 12,000 under DeepSeek, and "
+        "against no management under those prices**: the flat-price figures are the ones met. Under DeepSeek "
+        "prices a re-billed token weighs 49 cached ones instead of 9, so the same breaks cost five times as "
+        "much relative to F(B); under Anthropic's a re-billed token is written at 1.25, and prompts under 1,024 "
+        "tokens are not cached at all. Weighing the edits with DeepSeek's prices (`price_model=\"deepseek\"`) "
+        "changes little (3,000: ×1.217 under DeepSeek prices either way; 6,000: ×1.048 against ×1.049), "
+        "because nearly every cut at these budgets is forced by the hard limit, not chosen: a cheaper "
+        "DeepSeek figure needs fewer forced cuts, not a different weighing of optional ones.",
         "- What the last two rounds changed, each measured on the same data with `default` alone: over the hard "
         "limit the cheaper cut goes first, clearing or the summary, by re-billed tokens per unit of room "
         "(6,000: ×1.063 → ×1.051; 3,000: ×1.278 → ×1.242); `summary_keep_recent` 0.2 → 0.1 (6,000: ×1.039); "
