@@ -295,3 +295,34 @@ def test_a_server_with_another_policy_serves_old_sessions_with_their_stored_poli
             assert h2.get("/v1/sessions/new/context", params={"user_id": "u"}).json()["provider"] == "deepseek"
     finally:
         stop_server(server, thread)
+
+
+def test_a_reused_call_id_recalls_the_body_the_placeholder_names(live: Live):
+    """Kind: a session that reuses a tool call id (tau-bench recordings do): the placeholder
+    names ``"call_0, message_id m"``; the HTTP recall takes that key as it is (URL-encoded), or
+    the id with ``?message_id=``, and returns that message's body, never the other call's."""
+    from urllib.parse import quote
+
+    http = live.client()
+    batch: list[dict] = [{"role": "system", "content": "agent"}]
+    for k in range(2):
+        batch += [{"role": "user", "content": f"order {k}?"},
+                  {"role": "assistant", "content": None, "tool_calls": [
+                      {"id": "call_0", "type": "function", "function": {"name": "get_order", "arguments": "{}"}}]},
+                  {"role": "tool", "tool_call_id": "call_0", "content": f"BODY-{k} " + "x" * 50},
+                  {"role": "assistant", "content": f"order {k} ok"}]
+    r = http.post("/v1/sessions/reuse/messages", params={"user_id": "u"}, json={"format": "openai", "messages": batch})
+    assert r.status_code == 200, raw(r)
+    ctx = http.get("/v1/sessions/reuse/context", params={"user_id": "u"}).json()["messages"]
+    tool_ids = [m["id"] for m in ctx if m["role"] == "tool"]
+    assert len(tool_ids) == 2
+    for k, mid in enumerate(tool_ids):
+        for path, q in ((f"call_0, message_id {mid}", {}), ("call_0", {"message_id": mid})):
+            got = http.get(f"/v1/sessions/reuse/tool-results/{quote(path, safe='')}", params={"user_id": "u", **q})
+            assert got.status_code == 200, raw(got)
+            body = got.json()
+            assert body["message_id"] == mid and f"BODY-{k}" in json.dumps(body["message"]), body
+    wrong = http.get("/v1/sessions/reuse/tool-results/call_0", params={"user_id": "u", "message_id": "no-such"})
+    assert wrong.status_code == 404
+    other = http.get("/v1/sessions/reuse/tool-results/call_9", params={"user_id": "u", "message_id": tool_ids[0]})
+    assert other.status_code == 404  # the message holds no result of call_9

@@ -221,11 +221,20 @@ def make_router(server: Server) -> APIRouter:
                 summary="The original message holding a tool result (before clearing).")
     def tool_result(request: Request, session_id: str = Sid,
                     tool_use_id: str = Path(..., min_length=1, max_length=255, pattern=ID_PATTERN),
-                    user_id: str = UserId) -> dict[str, Any]:
-        found = store.original(server.store_user(request.state.tenant, user_id), session_id, tool_use_id)
-        if found is None:
-            raise ToolResultNotFound(f"no tool result {tool_use_id!r} in session {session_id!r}")
-        return {"user_id": user_id, "session_id": session_id, "tool_use_id": tool_use_id, "message": _dump(found)}
+                    user_id: str = UserId,
+                    message_id: str | None = Query(None, min_length=1, max_length=255, pattern=ID_PATTERN)
+                    ) -> dict[str, Any]:
+        # the same lookup as the recall tool: the placeholder's whole key ("call_0, message_id
+        # m12", URL-encoded) or the id with ?message_id=, so a reused call id gives its own body
+        from ..recall import StoreRecall, _key, find_original
+
+        stored = StoreRecall(store, server.store_user(request.state.tenant, user_id), session_id, user_id)
+        try:
+            found = find_original(stored, tool_use_id, message_id)
+        except ToolResultNotFound:
+            raise ToolResultNotFound(f"no tool result {tool_use_id!r} in session {session_id!r}") from None
+        return {"user_id": user_id, "session_id": session_id, "tool_use_id": _key(tool_use_id, message_id)[0],
+                "message_id": found.id, "message": _dump(found)}
 
     @router.delete("/sessions/{session_id}/messages/last", tags=["sessions"],
                    summary="Retract the last appended message (kept in the store, out of the context).")
