@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ctxwise.errors import PolicyError
@@ -66,3 +68,14 @@ def test_the_budget_error_names_the_hard_limit_it_applied():
     with pytest.raises(ContextBudgetExceeded) as e:
         s.prepare()
     assert "the budget 3000 chars (its hard limit 30 chars)" in str(e.value)
+
+
+@pytest.mark.parametrize("template,says", [("{nope}", "unknown field {nope}"), ("[cleared {values", "not a template"),
+                                           ("{0}", "not a template"), ("", "renders empty"), ("  ", "renders empty")])
+def test_a_placeholder_template_that_cannot_render_is_refused_when_the_policy_is_made(template, says):
+    """Kind: a placeholder template with a field the placeholder does not have, a broken
+    brace, or no text: refused at once naming the field, not a KeyError (or an empty tool
+    result the provider refuses) at the first clearing, calls later."""
+    with pytest.raises(PolicyError, match=r"policy placeholder: .*" + re.escape(says)):
+        Policy.preset("default", placeholder=template)
+    assert Policy.preset("default", placeholder="[cleared {{raw}} {name}: {id}]").placeholder  # doubled braces are text

@@ -252,6 +252,22 @@ class Policy(BaseModel):
             raise ValueError(f"unknown price_model {self.price_model!r}; known: {', '.join(PRICE_MODELS)}")
         return self
 
+    @field_validator("placeholder")
+    @classmethod
+    def _placeholder_template(cls, template: str) -> str:
+        """A template that renders: only the named fields, and some text of its own (an empty
+        tool result is refused by providers: Anthropic, cases invariant 9)."""
+        fields = "{n}, {name}, {input}, {id}, {state}, {values}"
+        try:
+            text = template.format(n=0, name="t", input="{}", id="call_0", state="success", values="")
+        except KeyError as e:
+            raise ValueError(f"unknown field {{{e.args[0]}}} in the template; known: {fields}") from None
+        except (ValueError, IndexError) as e:
+            raise ValueError(f"not a template ({e}); fields are written {fields}, a literal brace doubled") from None
+        if not text.strip():
+            raise ValueError("the template renders empty text; a placeholder must say the result was cleared")
+        return template
+
     @field_validator("tokenizer")
     @classmethod
     def _known_tokenizer(cls, name: str) -> str:
