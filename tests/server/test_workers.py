@@ -218,3 +218,18 @@ def test_the_server_takes_its_threads_and_append_cap_from_the_environment(tmp_pa
         assert (workers.threads, workers.appends) == (threads, appends)
     finally:
         app.state.server.close()
+
+
+@pytest.mark.parametrize("name, raw", [("CTXWISE_SERVER_APPEND_THREADS", "0"), ("CTXWISE_SERVER_APPEND_THREADS", "-1"),
+                                       ("CTXWISE_SERVER_APPEND_THREADS", "abc"), ("CTXWISE_SERVER_THREADS", "abc"),
+                                       ("CTXWISE_SERVER_SESSION_CACHE", "-2"), ("CTXWISE_SERVER_MAX_BODY", "1.5")])
+def test_a_bad_server_setting_is_refused_naming_the_variable(tmp_path, name, raw):
+    """Kind: a server setting in the environment that is not an integer in range: one line
+    naming the variable and the value, before the store is opened (not "cannot open the
+    store", not a traceback)."""
+    from ctxwise.errors import PolicyError
+    from ctxwise.server import create_app_from_env
+
+    with pytest.raises(PolicyError, match=f"^{name}={raw!r}: must be an integer >= "):
+        create_app_from_env({"CTXWISE_DB": f"sqlite:///{tmp_path / 'c.db'}", name: raw})
+    assert not (tmp_path / "c.db").exists()  # failed before the store was opened

@@ -448,14 +448,28 @@ def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:
     config = env.get("CTXWISE_CONFIG")
     policy = Policy.from_toml(config, default_preset=env.get("CTXWISE_PRESET", "default")) if config \
         else Policy.from_env(env)
-    max_body = env.get("CTXWISE_SERVER_MAX_BODY")
-    cache = env.get("CTXWISE_SERVER_SESSION_CACHE")
-    threads = env.get("CTXWISE_SERVER_THREADS")
-    appends = env.get("CTXWISE_SERVER_APPEND_THREADS")
-    return create_app(url, policy, max_body_bytes=int(max_body) if max_body else DEFAULT_MAX_BODY,
-                      session_cache=int(cache) if cache else DEFAULT_CACHE,
-                      threads=int(threads) if threads else DEFAULT_THREADS,
-                      append_threads=int(appends) if appends else DEFAULT_APPEND_THREADS)
+    return create_app(url, policy, max_body_bytes=_env_int(env, "CTXWISE_SERVER_MAX_BODY", DEFAULT_MAX_BODY, 1),
+                      session_cache=_env_int(env, "CTXWISE_SERVER_SESSION_CACHE", DEFAULT_CACHE, 0),
+                      threads=_env_int(env, "CTXWISE_SERVER_THREADS", DEFAULT_THREADS, 1),
+                      append_threads=_env_int(env, "CTXWISE_SERVER_APPEND_THREADS", DEFAULT_APPEND_THREADS, 1))
+
+
+def _env_int(env: Mapping[str, str], name: str, default: int, least: int) -> int:
+    """The integer setting ``name`` of ``env`` (``default`` when unset or empty). Raises
+    :class:`~ctxwise.errors.PolicyError` naming the variable when it is not an integer of at
+    least ``least``."""
+    from ..errors import PolicyError
+
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise PolicyError(f"{name}={raw!r}: must be an integer >= {least}")
+    return value
 
 
 def dumps(value: Any) -> str:
