@@ -102,3 +102,13 @@ def test_values_that_name_records_go_first():
     order = {"order_id": "#W123", "placed": "2024-01-02", "items": [{"item_id": f"IT-7751905{k}", "price": 10.5}
                                                                     for k in range(3)], "status": "pending"}
     assert distill(json.dumps(order), 80) == "order_id=#W123; item_id=IT-77519050, IT-77519051, IT-77519052; status=pending; …"
+
+
+def test_a_value_holding_the_lists_own_separators_stays_one_value():
+    """Kind: values with ", ", "; ", "=", quotes or brackets (addresses, free-text statuses):
+    quoted, so they read as one value and cannot end the placeholder early; a value too long
+    to fit leaves the ellipsis, not silence."""
+    body = json.dumps({"order_id": "A1, B2", "status": "ok; done", "item_id": "id; x=1", "note_id": 'N7")]'})
+    out = distill(body, 400)
+    assert out == 'order_id="A1, B2"; status="ok; done"; item_id="id; x=1"; note_id="N7\\")]"'
+    assert distill(json.dumps({"order_id": "W1234567890123"}), 12) == "…"

@@ -101,24 +101,35 @@ def key_values(body: str) -> list[tuple[int, str]]:
     return [(r, f"{k}={v}" if k else v) for r, k, v in key_items(body)]
 
 
+_SEPARATORS = (", ", "; ", "=", '"', "[", "]", "…")
+
+
+def shown(value: str) -> str:
+    """``value`` as :func:`render_values` writes it: as is, or JSON-quoted when it holds a
+    character of the list's own syntax (``", "``, ``"; "``, ``=``, a quote, a bracket), so
+    ``"A1, B2"`` reads as one value and nothing in a value can end the placeholder."""
+    return json.dumps(value, ensure_ascii=False) if any(c in value for c in _SEPARATORS) else value
+
+
 def render_values(items: list[tuple[str, str]]) -> str:
     """``(key, value)`` pairs grouped by key, in order of each key's first appearance: the
     values of one key joined by ``", "`` after ``key=``, the groups by ``"; "``
-    (``flight_number=HAT294, HAT013; date=2024-05-16``). A key is written once however many
-    records repeat it, which is what makes a list of records cheap to keep; values with no
-    key form a group of their own."""
+    (``flight_number=HAT294, HAT013; date=2024-05-16``); a value holding one of those
+    separators is quoted (:func:`shown`). A key is written once however many records repeat
+    it, which is what makes a list of records cheap to keep; values with no key form a group
+    of their own."""
     groups: dict[str, list[str]] = {}
     for k, v in items:
-        groups.setdefault(k, []).append(v)
-    return "; ".join((f"{k}=" if k else "") + ", ".join(vs) for k, vs in groups.items())
+        groups.setdefault(k, []).append(shown(v))
+    return "; ".join((f"{shown(k)}=" if k else "") + ", ".join(vs) for k, vs in groups.items())
 
 
 def distill(body: str, limit: int, exclude: Callable[[str], bool] | None = None) -> str:
     """The body's :func:`key_items` that fit in ``limit`` characters as
     :func:`render_values` writes them, salient ones first, then those kept for their key,
     each key's values in their order in the body; ``"; …"`` ends the text when some did not
-    fit. Values for which ``exclude`` is true are left out. ``""`` when there are none or
-    ``limit`` is 0."""
+    fit (``"…"`` alone when none did). Values for which ``exclude`` is true are left out.
+    ``""`` when there are none or ``limit`` is 0."""
     if limit <= 0:
         return ""
     items = [(r, k, v) for r, k, v in key_items(body) if exclude is None or not exclude(v)]
@@ -131,9 +142,9 @@ def distill(body: str, limit: int, exclude: Callable[[str], bool] | None = None)
             if r != rank:
                 continue
             if k in keys:
-                extra = len(v) + 2
+                extra = len(shown(v)) + 2
             else:
-                extra = (len(k) + 1 if k else 0) + len(v) + (2 if keys else 0)
+                extra = (len(shown(k)) + 1 if k else 0) + len(shown(v)) + (2 if keys else 0)
             if used + extra > limit - 3:
                 dropped = True
                 continue
@@ -141,5 +152,5 @@ def distill(body: str, limit: int, exclude: Callable[[str], bool] | None = None)
             keys.add(k)
             used += extra
     if not chosen:
-        return ""
+        return "…" if dropped else ""  # values there were, none short enough: say so
     return render_values([(k, v) for i, (_, k, v) in enumerate(items) if i in chosen]) + ("; …" if dropped else "")
