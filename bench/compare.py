@@ -558,13 +558,23 @@ def remaining(per_budget: dict[int, dict[str, Score]]) -> list[str]:
     out = ["Targets still missed:", ""]
     for b, sc in per_budget.items():
         d, nm = sc.get("ctxwise default"), sc.get("no management")
-        if d is None or nm is None or d.compacted or d.cost <= nm.cost:
+        if d is None or nm is None:
             continue
-        out.append(f"- **default vs no management at {b:,}**: default compacts no call here (0 compacted calls), "
-                   f"yet costs {d.cost - nm.cost:+,.0f} more: its payloads differ from no management's only by "
-                   f"the one-line marker ctxwise gives an empty tool result at append (providers reject empty "
-                   f"content; no management sends those payloads as they are, {nm.empty:,} validator errors). "
-                   f"Matching no management's cost means sending invalid payloads.")
+        if not d.compacted and d.cost > nm.cost:
+            out.append(f"- **default vs no management at {b:,}**: default compacts no call here (0 compacted calls), "
+                       f"yet costs {d.cost - nm.cost:+,.0f} more: its payloads differ from no management's only by "
+                       f"the one-line marker ctxwise gives an empty tool result at append (providers reject empty "
+                       f"content; no management sends those payloads as they are, {nm.empty:,} validator errors). "
+                       f"Matching no management's cost means sending invalid payloads.")
+        if nm.over == 0 and d.compacted:
+            out.append(f"- **default sends exactly what no management sends at {b:,}**: no call has to change here, "
+                       f"yet default edits {d.compacted:,} calls. With `edit_when=\"pays\"` an optional clearing "
+                       f"runs when the context grows fast enough to reach the hard limit within `edit_horizon` "
+                       f"calls and the saving over those calls exceeds what it re-bills; a session that ends "
+                       f"before the limit makes that a forecast, not a need. Here the edits cost "
+                       f"{d.cost - nm.cost:+,.0f} against no management (flat 0.1 prices). With `keep_recent_cycles` 2 "
+                       f"(the previous default) no optional clearing fired at 12,000 on this data, and default "
+                       f"cost more than no management at 6,000 (see below).")
     out += [
         "- **default at 3,000 under Anthropic and DeepSeek prices, 6,000 and 12,000 under DeepSeek, and "
         "against no management under those prices**: the flat-price figures are the ones met. Under DeepSeek "
