@@ -79,3 +79,11 @@ def test_a_placeholder_template_that_cannot_render_is_refused_when_the_policy_is
     with pytest.raises(PolicyError, match=r"policy placeholder: .*" + re.escape(says)):
         Policy.preset("default", placeholder=template)
     assert Policy.preset("default", placeholder="[cleared {{raw}} {name}: {id}]").placeholder  # doubled braces are text
+
+
+def test_the_screenshot_switch_of_the_inspector_tests_is_not_a_policy_setting():
+    """``CTXWISE_SCREENSHOTS=docs`` (how docs/inspector-*.png are made) used to be refused as an
+    unknown policy setting by every server the Chromium tests start."""
+    assert Policy.from_env({"CTXWISE_SCREENSHOTS": "docs", "CTXWISE_BUDGET": "5000"}).budget == 5000
+    with pytest.raises(PolicyError, match="CTXWISE_SCREENSHOT"):
+        Policy.from_env({"CTXWISE_SCREENSHOT": "docs"})

@@ -379,7 +379,7 @@ class Policy(BaseModel):
             raise PolicyError(f"{var}: {e}") from None
 
 
-NOT_POLICY_VARIABLES = frozenset({"CTXWISE_PRESET", "CTXWISE_SHARED", "CTXWISE_TEST_PG_URL", "CTXWISE_DB",
+NOT_POLICY_VARIABLES = frozenset({"CTXWISE_PRESET", "CTXWISE_SHARED", "CTXWISE_TEST_PG_URL", "CTXWISE_SCREENSHOTS", "CTXWISE_DB",
                                   "CTXWISE_CONFIG"})
 """``CTXWISE_`` variables that are not policy settings (the preset, test and tool settings, the
 policy file ``ctxwise serve`` reads); ``CTXWISE_SERVER_*`` are the server's own settings."""
