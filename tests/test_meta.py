@@ -28,7 +28,7 @@ PINNED = [
     "RECALL_TOOL_NAME", "Replace", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState",
     "SessionStore", "SqlStore", "StoreSchemaError", "StoreUnavailable", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
     "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolResultNotFound", "ToolUseBlock", "TranscriptRow",
-    "Violation", "__version__", "get_counter", "open_store", "recall_tool_output", "recall_tool_schema",
+    "Violation", "__version__", "find_original", "get_counter", "open_store", "recall_tool_output", "recall_tool_schema",
     "text_message",
 ]
 """`ctxwise.__all__`, exactly. A change here is a change of the public API: say so in the commit."""

@@ -38,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     "SessionInfo": "store.types", "TranscriptRow": "store.types",
     # the recall tool: fetch a cleared tool result back by its id
     "RECALL_TOOL_NAME": "recall", "recall_tool_schema": "recall", "recall_tool_output": "recall",
+    "find_original": "recall",
     # summarizers and counters
     "Summarizer": "summarizers", "SummaryResult": "summarizers", "DigestSummarizer": "summarizers",
     "OpenAISummarizer": "summarizers",
@@ -59,8 +60,8 @@ __all__ = [
     "RECALL_TOOL_NAME", "Replace", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState",
     "SessionStore", "SqlStore", "StoreSchemaError", "StoreUnavailable", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
     "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolResultNotFound", "ToolUseBlock", "TranscriptRow",
-    "Violation", "__version__", "get_counter", "open_store", "recall_tool_output", "recall_tool_schema",
-    "text_message",
+    "Violation", "__version__", "find_original", "get_counter", "open_store", "recall_tool_output",
+    "recall_tool_schema", "text_message",
 ]
 """What users import; pinned by tests/test_meta.py (add a name there and in ``_EXPORTS``)."""
 

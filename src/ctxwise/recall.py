@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .errors import FormatError, ToolResultNotFound
@@ -87,24 +86,10 @@ def _key(tool_use_id: str, message_id: str | None) -> tuple[str, str | None]:
     return m.group("id"), message_id.strip() if message_id is not None else m.group("mid")
 
 
-@dataclass
-class StoreRecall:
-    """:class:`RecallSession` straight over a store: one session of one user (``owner``: the
-    user id as the store keys it, e.g. with the service's tenant prefix; ``user_id``: as the
-    caller names it). The service's ``GET .../tool-results/{tool_use_id}`` reads through it."""
-
-    store: Any
-    owner: str
-    session_id: str
-    user_id: str
-
-    def original(self, tool_use_id: str | None = None, *, message_id: str | None = None) -> Message | None:
-        return self.store.original(self.owner, self.session_id, tool_use_id, message_id=message_id)
-
-
-def find_original(session: RecallSession, tool_use_id: str, message_id: str | None = None) -> Message:
-    """The original message holding the tool result that ``tool_use_id`` names in ``session``
-    (as it was appended, before any clearing). ``tool_use_id`` may be a placeholder's whole
+def find_original(session: RecallSession, tool_use_id: str, message_id: str | None = None) -> tuple[str, Message]:
+    """``(call id, original message)``: the message holding the tool result that
+    ``tool_use_id`` names in ``session`` (as it was appended, before any clearing), and the
+    call id that key names. ``tool_use_id`` may be a placeholder's whole
     recall key (``"call_0, message_id msg-000012"``, when the session reused the call id), or
     the id with ``message_id`` given apart; then this result is returned, never another call's.
     Without a message id, the cleared result in the context whose placeholder names the bare
@@ -114,7 +99,7 @@ def find_original(session: RecallSession, tool_use_id: str, message_id: str | No
     original = (session.original(message_id=message_id) if message_id is not None
                 else session.original(tool_use_id))
     if original is not None and any(r.tool_use_id == tool_use_id for r in original.tool_results):
-        return original
+        return tool_use_id, original
     where = f" in message {message_id!r}" if message_id is not None else ""
     raise ToolResultNotFound(f"no tool result with tool_use_id {tool_use_id!r}{where} in session "
                              f"{session.session_id!r} of user {session.user_id!r}")
@@ -125,8 +110,7 @@ def recall_tool_result(session: RecallSession, tool_use_id: str, message_id: str
     :func:`find_original` for the key forms). Raises
     :class:`~ctxwise.errors.ToolResultNotFound` when the session (of this user) holds no such
     result."""
-    original = find_original(session, tool_use_id, message_id)
-    key, _ = _key(tool_use_id, message_id)
+    key, original = find_original(session, tool_use_id, message_id)
     return next(r.text for r in original.tool_results if r.tool_use_id == key)
 
 

@@ -25,7 +25,7 @@ every use (:mod:`.sessions`): any process may serve any request, none serves a s
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Callable, Literal, TypeVar
 
@@ -35,7 +35,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import MemoryEntryNotFound, Prepared, Session, ToolResultNotFound
+from .. import MemoryEntryNotFound, Message, Prepared, Session, ToolResultNotFound, find_original
 from .app import Server, timing
 from .workers import APPEND, PREPARE
 
@@ -104,6 +104,21 @@ class MemoryAdd(BaseModel):
 
     text: str = Field(min_length=1, max_length=4000)
     kind: Literal["preference", "profile"] = "preference"
+
+
+@dataclass
+class _StoredSession:
+    """The recall lookup's view of one stored session of one user (``owner``: the user id as
+    the store keys it, with the tenant's prefix; ``user_id``: as the caller names it), read
+    straight from the store (:func:`ctxwise.find_original`)."""
+
+    store: Any
+    owner: str
+    session_id: str
+    user_id: str
+
+    def original(self, tool_use_id: str | None = None, *, message_id: str | None = None) -> Message | None:
+        return self.store.original(self.owner, self.session_id, tool_use_id, message_id=message_id)
 
 
 def _iso(value: Any) -> Any:
@@ -226,14 +241,12 @@ def make_router(server: Server) -> APIRouter:
                     ) -> dict[str, Any]:
         # the same lookup as the recall tool: the placeholder's whole key ("call_0, message_id
         # m12", URL-encoded) or the id with ?message_id=, so a reused call id gives its own body
-        from ..recall import StoreRecall, _key, find_original
-
-        stored = StoreRecall(store, server.store_user(request.state.tenant, user_id), session_id, user_id)
+        stored = _StoredSession(store, server.store_user(request.state.tenant, user_id), session_id, user_id)
         try:
-            found = find_original(stored, tool_use_id, message_id)
+            call_id, found = find_original(stored, tool_use_id, message_id)
         except ToolResultNotFound:
             raise ToolResultNotFound(f"no tool result {tool_use_id!r} in session {session_id!r}") from None
-        return {"user_id": user_id, "session_id": session_id, "tool_use_id": _key(tool_use_id, message_id)[0],
+        return {"user_id": user_id, "session_id": session_id, "tool_use_id": call_id,
                 "message_id": found.id, "message": _dump(found)}
 
     @router.delete("/sessions/{session_id}/messages/last", tags=["sessions"],
