@@ -57,14 +57,15 @@ def _walk(node: Any, key: str, out: list[tuple[int, str, str]], listed: bool = F
     if len(text) > 60:  # a long free text: keep only its salient values
         out.extend((2, key, v) for v in salient_values(text))
         return
+    salient = bool(salient_values(text))
     ref = bool(key and REFERENCE_KEYS.search(key))
-    if (ref or listed) and salient_values(text):
+    if (ref or listed) and salient:
         # a reference: under an id-like key, or one of a list of salient scalars (a user's
         # reservations): the work queue of the calls that follow
         out.append((0, key, text))
     elif key and STATE_KEYS.search(key):
         out.append((1, key, text))
-    elif salient_values(text) or isinstance(node, float):
+    elif salient or isinstance(node, float):
         out.append((2, key, text))
     elif key and KEY_FIELDS.search(key):
         out.append((3, key, text))
@@ -126,8 +127,8 @@ def render_values(items: list[tuple[str, str]]) -> str:
 
 def distill(body: str, limit: int, exclude: Callable[[str], bool] | None = None) -> str:
     """The body's :func:`key_items` that fit in ``limit`` characters as
-    :func:`render_values` writes them, salient ones first, then those kept for their key,
-    each key's values in their order in the body; ``"; …"`` ends the text when some did not
+    :func:`render_values` writes them, chosen by rank (references, states, other salient
+    values, names) and written in the body's order, grouped by key; ``"; …"`` ends the text when some did not
     fit (``"…"`` alone when none did). Values for which ``exclude`` is true are left out.
     ``""`` when there are none or ``limit`` is 0."""
     if limit <= 0:
