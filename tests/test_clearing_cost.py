@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from builders import assistant, results, system, tool_turn, user
 from ctxwise.compaction import Budgeting, clear_tool_results, compact
-from ctxwise.compaction.cost import calls_ahead, edit_pays
+from ctxwise.compaction.clearing import _growth
+from ctxwise.compaction.cost import calls_ahead, edit_pays, limit_ahead
 from ctxwise.policy import Policy
 from ctxwise.summarizers import DigestSummarizer
 from ctxwise.tokens import get_counter
@@ -56,17 +57,25 @@ def test_optional_clearing_does_not_fire_when_no_summary_is_due_and_it_does_not_
     assert [e.stage for e in clear_tool_results(msgs, wb, size).events] == ["clearing"]
 
 
-def test_optional_clearing_fires_when_it_pays():
-    # The same shape after many calls: the saving is repaid many times over.
+def a_long_session_with_a_manual(manual: int, answer_pad: int) -> list:
+    """Twelve short answered rounds (answers padded by ``answer_pad`` characters), then a
+    manual of ``manual`` characters loaded, and a tool loop in flight."""
     msgs = [system()]
     for k in range(12):
         msgs += tool_turn(f"Round {k}: order #W{k} status?", [("lookup", {"order": k}, f"order {k} short")],
-                          f"Order {k} is fine.")
+                          f"Order {k} is fine. " + "v" * answer_pad)
     big = assistant(calls=[("manual", {"part": "all"})])
-    msgs += [user("Load the manual."), big, *results(big, ["manual " + "z" * 3000]), assistant("Loaded."),
+    msgs += [user("Load the manual."), big, *results(big, ["manual " + "z" * manual]), assistant("Loaded."),
              user("Thanks."), assistant("You are welcome."), user("One more: the warranty?")]
     a = assistant(calls=[("warranty", {})])
     msgs += [a, *results(a, ["warranty: 2 years"])]
+    return msgs
+
+
+def test_optional_clearing_fires_when_it_pays():
+    # After many calls the saving is repaid many times over, and the context grows steadily
+    # enough to pass the hard limit within the calls ahead: the edit is coming anyway.
+    msgs = a_long_session_with_a_manual(1_700, 100)
     # An agent known to run long (edit_horizon raised): the saving is repaid over the calls ahead.
     b = budgeting(budget=7_000, keep_recent_cycles=1, edit_horizon=50)
     size = b.size(msgs)
@@ -77,6 +86,28 @@ def test_optional_clearing_fires_when_it_pays():
     # The default horizon caps the calls ahead at 4, however long the session has run.
     d = budgeting(budget=7_000, keep_recent_cycles=1)
     assert calls_ahead(msgs, d.policy) == d.policy.edit_horizon == 4
+
+
+def test_one_huge_result_is_an_event_not_a_growth_rate():
+    # Kind of fault: an optional clearing forecast from one huge tool result, in a session
+    # that grows slowly otherwise and may end before the hard limit (bench/compare.py at
+    # 12,000 tokens: no management never passes the budget, yet a 5,000-token result made
+    # the average rate cross it). A step over a quarter of the hard limit is left out of the
+    # rate; the same saving with a steady rate that crosses still fires (test above).
+    b = budgeting(budget=7_000, keep_recent_cycles=1, edit_horizon=50)
+    hard = b.level(1.0)
+    slow = a_long_session_with_a_manual(3_000, 0)
+    size = b.size(slow)
+    assert b.level(0.5) < size < b.level(0.8)
+    grown, calls = _growth(slow, b, hard)
+    assert calls == calls_ahead(slow, b.policy) - 1  # the manual's call is left out with it
+    assert not limit_ahead(size, grown, calls, calls_ahead(slow, b.policy), hard)
+    # counted in, the manual alone would make the average rate cross the limit
+    assert limit_ahead(size, *_growth(slow, b, 10**9), calls_ahead(slow, b.policy), hard)
+    assert clear_tool_results(slow, b, size).events == []
+    # The watermark rule (Ragent's) clears it: the forecast, not the eligibility, decides.
+    wb = budgeting(budget=7_000, keep_recent_cycles=1, edit_horizon=50, edit_when="watermark")
+    assert [e.stage for e in clear_tool_results(slow, wb, size).events] == ["clearing"]
 
 
 def test_an_optional_clear_of_an_early_result_must_pay_back_within_the_horizon():
@@ -162,11 +193,18 @@ def _slow_session(system_chars: int, turns: int, big: int) -> list:
     return msgs
 
 
-def _projected(msgs: list, calls: int = 4) -> float:
-    """The context's size (chars) after ``calls`` more calls at the rate it grew so far."""
+def _projected(msgs: list, hard: int, calls: int = 4) -> float:
+    """The context's size (chars) after ``calls`` more calls at the rate it grew so far: each
+    call's step (its assistant message and the inputs after it, from the first question on),
+    a step over a quarter of ``hard`` (one huge result) left out with its call."""
     size = CHARS.count(msgs)
-    grown = size - CHARS.count(msgs[:2])  # all after the system prompt and the first question
-    return size + calls * grown / sum(1 for m in msgs if m.role == "assistant")
+    steps: list[int] = []
+    for m in msgs[2:]:  # after the system prompt and the first question
+        if m.role == "assistant":
+            steps.append(0)
+        steps[-1] += CHARS.count([m])
+    kept = [x for x in steps if x <= hard // 4]
+    return size + calls * sum(kept) / len(kept)
 
 
 SHAPES = ((1_500, 12, 3_000), (4_000, 20, 4_000), (500, 8, 2_500), (300, 30, 6_000))
@@ -182,7 +220,7 @@ def test_a_paying_clear_waits_while_the_context_will_not_reach_the_hard_limit():
         size = CHARS.count(msgs)
         budget = int(size / 0.55)
         b = budgeting(budget=budget, keep_recent_cycles=1)
-        assert b.size(msgs) == size and b.level(0.5) < size < b.level(0.8) and _projected(msgs) < budget, shape
+        assert b.size(msgs) == size and b.level(0.5) < size < b.level(0.8) and _projected(msgs, budget) < budget, shape
         # the batch the watermark rule makes pays for itself within the default horizon
         w = clear_tool_results(msgs, budgeting(budget=budget, keep_recent_cycles=1, edit_when="watermark"), size)
         first = min(i for i, m in enumerate(msgs) if m.id in w.events[0].affected_ids)
@@ -193,9 +231,9 @@ def test_a_paying_clear_waits_while_the_context_will_not_reach_the_hard_limit():
         assert compact(msgs, b, DigestSummarizer()).events == [], shape
         # Under a budget the context would pass within the default 4 calls at its rate so
         # far (under the hard limit now), the break is coming anyway: it is taken now, deep.
-        budget = int((size + _projected(msgs)) / 2)
+        budget = int((size + _projected(msgs, size)) / 2)
         b = budgeting(budget=budget, keep_recent_cycles=1)
-        assert b.level(0.5) < size < budget < _projected(msgs), shape
+        assert b.level(0.5) < size < budget < _projected(msgs, budget), shape
         out = clear_tool_results(msgs, b, size)
         assert [e.stage for e in out.events] == ["clearing"], shape
         assert "saving over the calls ahead" in out.events[0].trigger

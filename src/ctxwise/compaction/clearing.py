@@ -207,7 +207,7 @@ def clear_tool_results(
         elif p.edit_when == "watermark":
             why = "edit_when is watermark"
         elif (edit_pays(saved, suffix, calls_ahead(messages, p), p)
-              and limit_ahead(size, _grown(messages, b), _made(messages), calls_ahead(messages, p), hard)):
+              and limit_ahead(size, *_growth(messages, b, hard), calls_ahead(messages, p), hard)):
             why = "the saving over the calls ahead exceeds the re-billed suffix"
         else:
             return StageResult(messages)
@@ -227,18 +227,33 @@ def clear_tool_results(
     return StageResult(messages, [ev], [Replace(out[i].id, out[i], "cleared") for i in sorted(set(edited))])
 
 
-def _made(messages: list[Message]) -> int:
-    """Model calls the session has made: its assistant messages in the context."""
-    return sum(1 for m in messages if m.role == "assistant")
+def _growth(messages: list[Message], b: Budgeting, hard: int) -> tuple[int, int]:
+    """``(grown, calls)``: how much the context has grown over how many model calls, for the
+    rate :func:`~ctxwise.compaction.cost.limit_ahead` projects (policy unit).
 
-
-def _grown(messages: list[Message], b: Budgeting) -> int:
-    """How much the context has grown since the session began: everything after the pinned
-    head and the first user input (policy unit). After a summary or trim this is what is
-    left, so the rate it gives errs low (towards not editing)."""
+    Each call's step is its assistant message and the inputs that follow it, counted from
+    the first user input after the pinned head. A step larger than a quarter of the hard
+    limit (one huge tool result) is an event, not a rate, and is left out with its call: a
+    5,000-token result at 12,000 tokens would otherwise forecast the limit within a few calls
+    of a session that ends first (``bench/compare.py``, tau2 airline #13: an optional clearing
+    where no management never passes the budget). After a summary or trim the steps are
+    what is left, so the rate errs low (towards not editing)."""
     start = head_end(messages)
     first = next((i for i in range(start, len(messages)) if messages[i].role == "user"), len(messages))
-    return sum(b.size_of(m) for m in messages[first + 1:])
+    steps: list[int] = []
+    lead = 0
+    for m in messages[first + 1:]:
+        if m.role == "assistant":
+            steps.append(lead + b.size_of(m))
+            lead = 0
+        elif steps:
+            steps[-1] += b.size_of(m)
+        else:
+            lead += b.size_of(m)
+    if not steps:
+        return lead, 1
+    kept = [x for x in steps if x <= hard // 4]
+    return sum(kept), max(1, len(kept))
 
 
 class ClearingStage:

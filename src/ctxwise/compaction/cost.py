@@ -20,7 +20,8 @@ task-oriented sessions end soon.
 
 That saving is an estimate; the break is certain. So an optional edit is made only when an
 edit is coming anyway: :func:`limit_ahead` projects the context over the same calls at the rate
-it has grown so far, and when it stays under the hard limit the session may well end before
+it has grown so far (one huge result left out: an event, not a rate), and when it stays under
+the hard limit the session may well end before
 any edit is needed (then the edit's break is pure loss, as at 12,000 tokens in
 ``bench/results/compare.md``, where no call of no management is over the budget). When it
 crosses, the break would come within the horizon anyway, and making it now, deeper, saves the
