@@ -98,7 +98,7 @@ class Prepared:
     latency_ms: float = 0.0
 
 
-EMPTY_RESULT_MARKER = "(the tool returned no output)"
+EMPTY_RESULT_MARKER = "(no output)"
 
 
 def _as_list(messages: Any, call: str) -> list[Any]:
@@ -118,8 +118,9 @@ def mark_empty_result(m: Message) -> Message:
 
     Providers reject empty non-final content (Anthropic: "all messages must have non-empty
     content except for the optional final assistant message"), and recorded sessions hold
-    such results (tau-bench has 83). The marker says what happened; the message's marker dict
-    records ``empty_marked`` so nothing is hidden (cases README notation ``3*``).
+    such results (tau-bench has 83). The marker, ``(no output)`` (3 o200k tokens, carried by
+    every later call), says what happened; the message's marker dict records ``empty_marked``
+    so nothing is hidden (cases README notation ``3*``).
     """
     if m.role != "tool" or not any(_blank_result(r) for r in m.tool_results):
         return m
