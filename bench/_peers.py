@@ -68,6 +68,28 @@ class Everything(Strategy):
         return out, _ms(t0)
 
 
+class EverythingValid(Strategy):
+    """No management, made valid: the whole history, every call, with an empty tool result
+    given the one-line marker ctxwise gives it at append (``ctxwise.engine.mark_empty_result``;
+    Anthropic rejects empty content). The cheapest payload that sends everything and is valid
+    on every provider: what "sends exactly what no management sends" is measured against."""
+
+    name = "no management, valid"
+
+    def __init__(self) -> None:
+        self._marked: dict[str, Message] = {}
+
+    def reset(self) -> None:
+        self._marked = {}
+
+    def prepare(self, history: list[Message]) -> tuple[list[Message], float]:
+        from ctxwise.engine import mark_empty_result
+
+        t0 = time.perf_counter()
+        out = [self._marked.get(m.id) or self._marked.setdefault(m.id, mark_empty_result(m)) for m in history]
+        return out, _ms(t0)
+
+
 class RollingWindow(Strategy):
     """The system prompt plus as many of the latest messages as fit, oldest dropped first,
     with no regard for tool cycles (what a hand-written ``history[-n:]`` does)."""
