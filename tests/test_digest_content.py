@@ -53,12 +53,46 @@ def test_tool_findings_carry_values_not_call_ids_also_when_cleared():
 def test_user_requirements_appear_once():
     """Kind: the user's words written twice (as requirements and as pinned facts) in one summary."""
     req = "Keep the total under 500 USD and ship before 2025-03-14."
-    out = DigestSummarizer().summarize([user(req), assistant("Noted.")], None, 4000, facts=[req]).text
-    assert out.count("500 USD") == 1 and "Pinned facts" not in out
-    # a previous summary that still had the section rolls in without duplicating
+    other = "Use the card ending 7815."
+    out = DigestSummarizer().summarize([user(req), user(other), assistant("Noted.")], None, 4000, facts=[req]).text
+    # the pinned facts block beside the summary quotes it: the summary does not
+    assert "500 USD" not in out and "Pinned facts" not in out
+    assert out.count("card ending 7815") == 1  # not pinned: quoted here, once
+    assert DigestSummarizer().summarize([user(req), assistant("Noted.")], None, 4000).text.count("500 USD") == 1
+    # a previous summary that still had the section (or the quote, pinned since) rolls in without it
     old = f'User requirements (verbatim):\n- The user said: "{req}"\nPinned facts:\n- "{req}"'
     again = DigestSummarizer().summarize([user("ok")], old, 4000, facts=[req]).text
-    assert again.count("500 USD") == 1
+    assert "500 USD" not in again
+
+
+def test_a_requirement_reaches_the_model_once_with_the_summary_and_the_pinned_facts():
+    """Kind: the payload of a summarized session quoting each request twice (the summary's
+    "User requirements" and the pinned facts block beside it)."""
+    import json
+
+    from ctxwise import ContextManager
+    from ctxwise.policy import Policy as P
+
+    cm = ContextManager("memory://", P(budget=6000, unit="tokens", provider="openai"))
+    s = cm.session("alice", "orders")
+    s.append_openai([{"role": "system", "content": "You are a shop agent."}])
+    summarized = False
+    for i in range(14):
+        s.append_openai([{"role": "user", "content": f"Please check order #W{1000 + i}. What's its status?"}])
+        call = {"id": f"call_{i}", "type": "function",
+                "function": {"name": "get_order_details", "arguments": json.dumps({"order_id": f"#W{1000 + i}"})}}
+        s.append_openai([{"role": "assistant", "content": None, "tool_calls": [call]}])
+        body = {"order_id": f"#W{1000 + i}", "status": "pending", "total": 100 + i,
+                "items": [{"item_id": f"{4000000000 + 7 * i + j}", "note": "lorem ipsum " * 40} for j in range(4)]}
+        s.append_openai([{"role": "tool", "tool_call_id": f"call_{i}", "content": json.dumps(body)}])
+        p = s.prepare()
+        summarized = summarized or any(e.stage == "summarizing" for e in p.events)
+        s.append_openai([{"role": "assistant", "content": f"Order #W{1000 + i} is pending, total ${100 + i}."}])
+    payload = json.dumps(s.prepare().payload)
+    assert summarized and "Pinned facts" in payload
+    assert payload.count("Please check order #W1000.") == 1
+    # and what the agent said about the summarized orders is kept in its words
+    assert "Order #W1000 is pending, total $100." in payload or "Order #W1001 is pending, total $101." in payload
 
 
 def test_values_of_items_dropped_to_fit_the_target_stay_in_the_summary():
