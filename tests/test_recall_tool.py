@@ -33,6 +33,35 @@ def test_schema_matches_each_sdk_tool_type():
         recall_tool_schema("cohere")
 
 
+def _strict_ok(schema: dict) -> list[str]:
+    """What OpenAI's strict mode (Structured Outputs) refuses in a JSON Schema object: a
+    property missing from "required", additionalProperties not false (checked recursively)."""
+    bad = []
+    if schema.get("type") == "object" or "properties" in schema:
+        props = schema.get("properties", {})
+        if set(schema.get("required", [])) != set(props):
+            bad.append(f"required {schema.get('required')} != properties {sorted(props)}")
+        if schema.get("additionalProperties") is not False:
+            bad.append("additionalProperties is not false")
+        for v in props.values():
+            bad += _strict_ok(v)
+    return bad
+
+
+def test_a_strict_tool_lists_every_property_as_required():
+    """Kind: a function tool declared ``strict`` with an optional property (the Responses API
+    refuses the request: in strict mode every property is required, optional ones nullable)."""
+    for provider in ("openai", "deepseek", "qwen", "gemini", "anthropic", "openai_responses"):
+        schema = recall_tool_schema(provider)
+        strict = schema.get("strict") or schema.get("function", {}).get("strict")
+        params = schema.get("parameters") or schema.get("input_schema") or schema["function"]["parameters"]
+        if strict:
+            assert _strict_ok(params) == [], provider
+    params = recall_tool_schema("openai_responses")["parameters"]
+    assert params["properties"]["message_id"]["type"] == ["string", "null"]
+    assert recall_tool_schema("openai")["function"]["parameters"]["required"] == ["tool_use_id"]
+
+
 @pytest.fixture
 def cleared_session(tmp_path):
     """A session small enough that clearing fires: the prepared context holds placeholders."""
@@ -62,6 +91,8 @@ def test_recall_returns_the_original_a_placeholder_names(cleared_session):
         assert recall_tool_result(s, b.tool_use_id) == original != b.text
         text, is_error = recall_tool_output(s, json.dumps({"tool_use_id": b.tool_use_id}))
         assert (text, is_error) == (original, False)
+        # as a strict (Responses API) call sends it: every property present, the unused one null
+        assert recall_tool_output(s, {"tool_use_id": b.tool_use_id, "message_id": None}) == (original, False)
 
 
 def test_recall_is_scoped_to_the_sessions_user(cleared_session):

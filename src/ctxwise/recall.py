@@ -60,13 +60,19 @@ def recall_tool_schema(provider: str = "openai") -> dict[str, Any]:
     """The recall tool's declaration in ``provider``'s tool format: Chat Completions shape for
     ``openai``, ``deepseek``, ``qwen`` and ``gemini`` (its OpenAI-compatible endpoint), the
     Responses API function tool for ``openai_responses``, Anthropic's ``input_schema`` shape for
-    ``anthropic``. Raises :class:`~ctxwise.errors.FormatError` for an unknown provider."""
+    ``anthropic``; for ``openai_responses`` in strict mode (every property required,
+    ``message_id`` nullable). Raises :class:`~ctxwise.errors.FormatError` for an unknown provider."""
     if provider not in PROFILES:
         raise FormatError(f"provider {provider!r}", f"unknown provider; known: {', '.join(PROFILES)}")
     params = json.loads(json.dumps(RECALL_TOOL_PARAMETERS))  # a fresh copy the caller may edit
     if provider == "anthropic":
         return {"name": RECALL_TOOL_NAME, "description": RECALL_TOOL_DESCRIPTION, "input_schema": params}
     if provider == "openai_responses":
+        # Strict mode (the Responses API's default for function tools) needs every property
+        # listed in "required"; an optional one is a union with null (OpenAI, Structured
+        # Outputs: "all fields must be required"; the handler reads null as absent).
+        params["properties"]["message_id"]["type"] = ["string", "null"]
+        params["required"] = list(params["properties"])
         return {"type": "function", "name": RECALL_TOOL_NAME, "description": RECALL_TOOL_DESCRIPTION,
                 "parameters": params, "strict": True}
     return {"type": "function",
