@@ -71,7 +71,10 @@ def test_the_budget_error_names_the_hard_limit_it_applied():
 
 
 @pytest.mark.parametrize("template,says", [("{nope}", "unknown field {nope}"), ("[cleared {values", "not a template"),
-                                           ("{0}", "not a template"), ("", "renders empty"), ("  ", "renders empty")])
+                                           ("{0}", "not a template"), ("", "renders empty"), ("  ", "renders empty"),
+                                           # attribute or index access renders a Python repr or one letter
+                                           ("[{name.upper} cleared]", "unknown field {name.upper}"),
+                                           ("[{name[0]} cleared]", "unknown field {name[0]}")])
 def test_a_placeholder_template_that_cannot_render_is_refused_when_the_policy_is_made(template, says):
     """Kind: a placeholder template with a field the placeholder does not have, a broken
     brace, or no text: refused at once naming the field, not a KeyError (or an empty tool

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import string
 import tomllib
 from dataclasses import replace
 from collections.abc import Mapping
@@ -258,7 +259,13 @@ class Policy(BaseModel):
         """A template that renders: only the named fields, and some text of its own (an empty
         tool result is refused by providers: Anthropic, cases invariant 9)."""
         fields = "{n}, {name}, {input}, {id}, {state}, {values}"
+        known = ("n", "name", "input", "id", "state", "values")
         try:
+            # a field is one of the names, as is: no attribute or index ({name.upper} would
+            # render a Python repr into the payload, {name[0]} a letter)
+            for _, field, _, _ in string.Formatter().parse(template):
+                if field and not field.isdigit() and field not in known:  # "{}" / "{0}": format refuses
+                    raise KeyError(field)
             text = template.format(n=0, name="t", input="{}", id="call_0", state="success", values="")
         except KeyError as e:
             raise ValueError(f"unknown field {{{e.args[0]}}} in the template; known: {fields}") from None
