@@ -326,3 +326,13 @@ def test_a_reused_call_id_recalls_the_body_the_placeholder_names(live: Live):
     assert wrong.status_code == 404
     other = http.get("/v1/sessions/reuse/tool-results/call_9", params={"user_id": "u", "message_id": tool_ids[0]})
     assert other.status_code == 404  # the message holds no result of call_9
+    # a call id with a slash (any id the store takes), URL-encoded as the README says
+    r = http.post("/v1/sessions/reuse/messages", params={"user_id": "u"}, json={"format": "openai", "messages": [
+        {"role": "user", "content": "one more"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "fn/a/b", "type": "function", "function": {"name": "get_order", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "fn/a/b", "content": "BODY-SLASH"}]})
+    assert r.status_code == 200, raw(r)
+    got = http.get(f"/v1/sessions/reuse/tool-results/{quote('fn/a/b', safe='')}", params={"user_id": "u"})
+    assert got.status_code == 200 and got.json()["tool_use_id"] == "fn/a/b", raw(got)
+    assert "BODY-SLASH" in json.dumps(got.json()["message"])

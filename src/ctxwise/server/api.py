@@ -232,7 +232,9 @@ def make_router(server: Server) -> APIRouter:
         return {"user_id": user_id, "session_id": session_id,
                 "events": store.events(server.store_user(request.state.tenant, user_id), session_id)}
 
-    @router.get("/sessions/{session_id}/tool-results/{tool_use_id}", tags=["sessions"],
+    # ":path": a call id may hold "/" (the store takes any id); URL-encoded as %2F it arrives
+    # decoded, and a plain segment would not match it
+    @router.get("/sessions/{session_id}/tool-results/{tool_use_id:path}", tags=["sessions"],
                 summary="The original message holding a tool result (before clearing).")
     def tool_result(request: Request, session_id: str = Sid,
                     tool_use_id: str = Path(..., min_length=1, max_length=255, pattern=ID_PATTERN),
