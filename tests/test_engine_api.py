@@ -112,3 +112,30 @@ def test_every_event_is_logged_as_one_json_line_handed_to_on_event_and_stored(st
     stored = s.events()
     assert [e["stage"] for e in stored] == [e.stage for e in p.events]
     assert stored[0]["size_before"] > stored[0]["size_after"]
+
+
+def test_append_errors_name_the_item_of_the_append_and_the_rule():
+    """Kind: an append error whose index counts messages the caller did not send (the session's
+    last tool cycle, read before the batch so results can answer its calls) or an index into a
+    window of the context: the caller cannot find the message it names."""
+    cm = ContextManager("memory://", Policy(budget=3000, unit="tokens", provider="openai"))
+    s = cm.session("u", "c")
+    s.append_openai([{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}])
+    s.append_openai([{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "get_order", "arguments": "{}"}}]}])
+    s.append_openai([{"role": "tool", "tool_call_id": "c1", "content": "ok"}])
+    before = (s.version, s.messages)
+    with pytest.raises(FormatError) as e:
+        s.append_openai([{"role": "tool", "tool_call_id": "nope", "content": "x"}])
+    assert str(e.value).startswith("item 0 of this append") and "[orphan-tool-result]" in str(e.value)
+    assert "answer a tool call" in e.value.hint
+    with pytest.raises(FormatError) as e:
+        s.append_openai([{"role": "user", "content": "ok"}, {"role": "assistant", "content": "fine"},
+                         {"role": "tool", "tool_call_id": "zz", "content": "x"}])
+    assert str(e.value).startswith("item 2 of this append") and "[orphan-tool-result]" in str(e.value)
+    with pytest.raises(PayloadInvalid) as e:
+        s.append_openai([{"role": "tool", "tool_call_id": "c1", "content": "again"}])
+    # session index 4; its call is the assistant message 2 before it (index 2), not "message 0"
+    assert "message 4" in str(e.value) and "of the assistant message 2 message(s) before it" in str(e.value)
+    assert (s.version, s.messages) == before  # nothing stored by any of them
+    cm.close()

@@ -44,13 +44,13 @@ def test_tool_result_with_no_call(tmp_path):
     p = _write(tmp_path, "o.json", [
         {"role": "user", "content": "hi"},
         {"role": "tool", "tool_call_id": "call_1", "content": "x"}])
-    with pytest.raises(FormatError, match=r"o\.json: message 1: tool result with no call: 'call_1'"):
+    with pytest.raises(FormatError, match=r"o\.json: message 1: \[orphan-tool-result\] tool result with no call: 'call_1'"):
         load(p)
     with pytest.raises(FormatError, match="tool result with no call"):
         from_openai([{"role": "assistant", "content": None, "tool_calls": [
             {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
             {"role": "tool", "tool_call_id": "b", "content": "x"}])
-    with pytest.raises(FormatError, match="message 1, block 0: tool result with no call"):
+    with pytest.raises(FormatError, match=r"message 1, block 0: \[orphan-tool-result\] tool result with no call"):
         from_anthropic({"messages": [{"role": "user", "content": "a"},
                                      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}]})
 
@@ -59,7 +59,7 @@ def test_tool_result_with_no_call_in_tau2_names_simulation(tmp_path):
     p = _write(tmp_path, "r.json", {"info": {}, "simulations": [{"id": "s1", "messages": [
         {"role": "assistant", "content": "hi", "tool_calls": None},
         {"role": "tool", "id": "nope", "content": "x", "requestor": "assistant", "error": False}]}]})
-    with pytest.raises(FormatError, match=r"r\.json: simulation 0 \(s1\), message 1: tool result with no call"):
+    with pytest.raises(FormatError, match=r"r\.json: simulation 0 \(s1\), message 1: \[orphan-tool-result\] tool result with no call"):
         load(p)
 
 

@@ -178,7 +178,7 @@ def test_append_anthropic_refuses_a_result_without_its_call_and_stores_nothing(t
     before = (s.version, s.messages)
     with pytest.raises(FormatError) as e:
         s.append_anthropic([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "x"}]}])
-    assert "message 0" in str(e.value)
+    assert "item 0 of this append" in str(e.value) and "[orphan-tool-result]" in str(e.value)
     assert (s.version, s.messages) == before
     s.append_anthropic(anthropic.types.Message.model_validate(_anthropic_reply(1)))
     assert [m.id for m in s.messages] == ["msg-000001", "msg-000002"]

@@ -20,6 +20,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
@@ -637,10 +638,15 @@ class Session:
         try:
             return reader(prefix + new)[skip:]
         except FormatError as e:
-            if not prefix:
-                raise
-            raise FormatError(f"{e.place} (the first {len(prefix)} message(s) are the open tool cycle "
-                              "already in the session)", e.rule) from None
+            if not prefix:  # the reader's "message N" is the batch's item N
+                raise FormatError(re.sub(r"^message (\d+)", r"item \1 of this append", e.place), e.rule,
+                                  hint=e.hint) from None
+            # the reader counted the prefix: name the item of this append instead
+            place = re.sub(r"^message (\d+)", lambda m: (
+                f"item {int(m.group(1)) - len(prefix)} of this append" if int(m.group(1)) >= len(prefix)
+                else f"message {m.group(1)} of the session's last tool cycle, given before this append"), e.place)
+            raise FormatError(f"{place} (read after the session's last tool cycle, {len(prefix)} message(s), so "
+                              "results can answer its calls)", e.rule, hint=e.hint) from None
 
     def _append_numbered(self, read: list[Message], keep_id: list[bool] | None,
                          notes: dict[int, list[dict]] | None = None) -> int:

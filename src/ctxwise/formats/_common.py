@@ -125,9 +125,15 @@ def unknown_block(place: str, t: Any, allowed: Iterable[str]) -> FormatError:
     return FormatError(place, f"unknown block type {t!r}; expected one of {', '.join(allowed)}")
 
 
+NO_CALL_HINT = ("a tool result must answer a tool call (tool_use) of the assistant message before it: append "
+                "that assistant message first, in this batch or an earlier one, and use its call id; a result "
+                "already answered is not sent twice")
+
+
 def no_call(place: str, call_id: Any, detail: str) -> FormatError:
-    """The error for a tool result that answers no earlier tool call."""
-    return FormatError(place, f"tool result with no call: {call_id!r} {detail}")
+    """The error for a tool result that answers no earlier tool call (rule ``orphan-tool-result``,
+    the slug the provider validators use for the same fault)."""
+    return FormatError(place, f"[orphan-tool-result] tool result with no call: {call_id!r} {detail}", hint=NO_CALL_HINT)
 
 
 # -- carry: make writers lossless for the canonical model -------------------------------

@@ -69,10 +69,10 @@ def check_tool_pairing(messages: list[Message], profile: ProviderProfile) -> lis
                 cid = r.tool_use_id
                 if wanted[cid] == 0:
                     out.append(_v(profile, j, ORPHAN_TOOL_RESULT,
-                                  f"result for {cid!r} answers no call of assistant message {i}"))
+                                  f"result for {cid!r} answers no call of the assistant message {j - i} message(s) before it"))
                 elif answered[cid] >= wanted[cid]:
                     out.append(_v(profile, j, DUPLICATE_TOOL_RESULT,
-                                  f"second result for call {cid!r} of assistant message {i}"))
+                                  f"second result for call {cid!r} of the assistant message {j - i} message(s) before it"))
                 else:
                     answered[cid] += 1
             j += 1
