@@ -126,4 +126,8 @@ def test_an_in_flight_image_is_replaced_by_a_note_when_that_is_what_makes_the_ca
     assert not any(isinstance(o, ImageBlock) for o in got["t-shot"].tool_results[0].output)
     assert "left out 1 image" in got["t-shot"].tool_results[0].text
     assert "GET /health 200" in got["t-log"].tool_results[0].text  # the log keeps its head
+    # each note names the recall call for its full result, as a placeholder does
+    for mid in ("t-shot", "t-log"):
+        r = got[mid].tool_results[0]
+        assert f'recall_tool_result("{r.tool_use_id}")' in r.text, r.text[-200:]
     assert check(out.messages, "openai", reference=msgs) == []

@@ -156,11 +156,12 @@ def _without(messages: list[Message], drop: set[int], b: Budgeting, trigger: str
 
 TRUNCATION_NOTE = (
     "\n[ctxwise cut {omitted} of {total} characters of this tool result to fit the context "
-    "budget; the full result is kept under tool_use_id {id}]"
+    "budget; the full result: recall_tool_result(\"{id}\")]"
 )
+"""The note after the kept head of a cut result: it names the recall call, as a placeholder does."""
 IMAGE_NOTE = (
     "[ctxwise left out {n} image(s) of this tool result to fit the context budget; the full "
-    "result is kept under tool_use_id {id}]"
+    "result: recall_tool_result(\"{id}\")]"
 )
 
 
