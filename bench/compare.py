@@ -587,13 +587,17 @@ def remaining(per_budget: dict[int, dict[str, Score]]) -> list[str]:
                        f"{d.cost - nm.cost:+,.0f} against no management (flat 0.1 prices). With `keep_recent_cycles` 2 "
                        f"(the previous default) no optional clearing fired at 12,000 on this data, and default "
                        f"cost more than no management at 6,000 (see below).")
-    missed = [f"{m} at {b:,} (×{sc['ctxwise default'].ratio(m):.3f} against {TARGET_RATIO[b]})"
+    missed = [f"{m} at {b:,} (×{sc['ctxwise default'].ratio(m):.3f} against {TARGET_RATIO[b]}; no management "
+              f"×{sc['no management'].ratio(m):.3f})"
               for b, sc in per_budget.items() if "ctxwise default" in sc and b in TARGET_RATIO
               for m in PRICES if m != "flat 0.1" and sc["ctxwise default"].ratio(m) > TARGET_RATIO[b]]
     if missed:
         out += [
         f"- **default's cost ÷ F(B) under other price models**: missed for {', '.join(missed)}; "
-        "the flat-price figures are the targets this run meets or misses above. Under DeepSeek "
+        "the flat-price figures are the targets this run meets or misses above. Where nothing has to be "
+        "cut (12,000) default sends what no management sends, and no management's own figure is over "
+        "the target: the 3 reply-priming tokens per call that no cache serves weigh 0.98 under DeepSeek "
+        "prices (see the cause \"other\" below). Under DeepSeek "
         "prices a re-billed token weighs 49 cached ones instead of 9, so the same breaks cost five times as "
         "much relative to F(B); under Anthropic's a re-billed token is written at 1.25, and prompts under 1,024 "
         "tokens are not cached at all. Weighing the edits with DeepSeek's prices (`price_model=\"deepseek\"`) "
