@@ -63,6 +63,13 @@ def test_user_requirements_appear_once():
     old = f'User requirements (verbatim):\n- The user said: "{req}"\nPinned facts:\n- "{req}"'
     again = DigestSummarizer().summarize([user("ok")], old, 4000, facts=[req]).text
     assert "500 USD" not in again
+    # a pinned clause of a request does not stand for the whole request: the rest would be lost
+    book = "Book me a flight to Lisbon, not before 2024-06-01, under $300, and no red-eye."
+    out = DigestSummarizer().summarize([user(book), assistant("Searching.")], None, 4000,
+                                       facts=["not before 2024-06-01", "under $300"]).text
+    assert "Lisbon" in out and "no red-eye" in out
+    # the pinned clauses are elided (the pinned block beside the summary quotes them), not repeated
+    assert 'The user said: "Book me a flight to Lisbon, …, …, and no red-eye."' in out and "2024-06-01" not in out
 
 
 def test_a_requirement_reaches_the_model_once_with_the_summary_and_the_pinned_facts():

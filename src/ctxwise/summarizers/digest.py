@@ -170,7 +170,7 @@ class DigestSummarizer:
         sec = _parse_previous(previous)
         pinned = list(facts)
         req = sec["User requirements (verbatim)"]
-        req[:] = [q for q in req if not _covered(q, pinned)]  # an earlier pass's, pinned since
+        req[:] = [e for e in (_elide(q, pinned) for q in req) if e]  # an earlier pass's, pinned since
         uses: dict[str, ToolUseBlock] = {}
         last_answer = ""
         for m in material:
@@ -178,9 +178,9 @@ class DigestSummarizer:
                 continue
             if m.role == "user" and not m.tool_results:
                 for r in _requirements(m.text):
-                    q = f'The user said: "{r}"'
-                    # the pinned facts block quotes it already (engine): once, not twice
-                    if q not in req and not _covered(q, pinned):
+                    # what the pinned facts block quotes already (engine) is elided: once, not twice
+                    q = _elide(f'The user said: "{r}"', pinned)
+                    if q and q not in req:
                         req.append(q)
             elif m.role == "assistant":
                 for u in m.tool_uses:
@@ -256,7 +256,8 @@ def _fit_requirements(sec: dict[str, list[str]], facts: Sequence[str], target_ch
     text = _render(sec)
     req = sec["User requirements (verbatim)"]
     pinned = list(facts)
-    for rank in (lambda q: _covered(q, pinned), lambda q: not any(ch.isdigit() for ch in q), lambda q: True):
+    for rank in (lambda q: _covered(q, pinned, whole=False), lambda q: not any(ch.isdigit() for ch in q),
+                 lambda q: True):
         i = 0
         while len(text) > target_chars and len(req) > 1 and i < len(req) - 1:
             if rank(req[i]):
@@ -267,11 +268,33 @@ def _fit_requirements(sec: dict[str, list[str]], facts: Sequence[str], target_ch
     return text
 
 
-def _covered(quote: str, pinned: Sequence[str]) -> bool:
-    """Whether a requirement quote (``The user said: "..."``) is already in a pinned fact, or a
-    pinned fact in it: the engine sends the pinned facts in their own block beside the summary."""
+_FILLER = re.compile(r"[\W_]+|\b(?:and|or|but|also|then|so|please|the|a|an|to|it|is)\b", re.IGNORECASE)
+"""What is left of a request once its pinned clauses are elided that says nothing on its own."""
+
+
+def _elide(quote: str, pinned: Sequence[str]) -> str:
+    """A requirement quote (``The user said: "..."``) with each pinned fact it holds (at least 6
+    characters) replaced by "…", the engine sending the pinned facts verbatim in their own block
+    beside the summary: ``The user said: "Book me a flight to Lisbon, …, …, and no red-eye."``.
+    The words no fact holds stay verbatim. "" when nothing of substance is left."""
     body = quote.removeprefix('The user said: "').removesuffix('"')
-    return any(body in f or f in body for f in pinned)
+    out = body
+    for f in sorted({f.strip() for f in pinned}, key=len, reverse=True):
+        if len(f) >= 6 and f in out:
+            out = out.replace(f, "…")
+    if out == body:
+        return quote
+    return f'The user said: "{out}"' if _FILLER.sub("", out.replace("…", "")) else ""
+
+
+def _covered(quote: str, pinned: Sequence[str], *, whole: bool = True) -> bool:
+    """Whether a requirement quote (``The user said: "..."``) stands whole in a pinned fact: the
+    engine sends the pinned facts in their own block beside the summary, so it need not be
+    quoted again. A fact that is only a clause of it (``not before 2024-06-01`` of "Book me a
+    flight to Lisbon, not before 2024-06-01") does not cover it: the rest would be lost. With
+    ``whole=False``, sharing either way counts (an order for dropping quotes when over the cap)."""
+    body = quote.removeprefix('The user said: "').removesuffix('"')
+    return any(body in f or (not whole and f in body) for f in pinned)
 
 
 def _render(sec: dict[str, list[str]]) -> str:
