@@ -93,6 +93,9 @@ def test_recall_returns_the_original_a_placeholder_names(cleared_session):
         assert (text, is_error) == (original, False)
         # as a strict (Responses API) call sends it: every property present, the unused one null
         assert recall_tool_output(s, {"tool_use_id": b.tool_use_id, "message_id": None}) == (original, False)
+        # the placeholder's call copied whole, or the id in its quotes (a model copies what it sees)
+        for copied in (f'recall_tool_result("{b.tool_use_id}")', f'"{b.tool_use_id}"'):
+            assert recall_tool_output(s, {"tool_use_id": copied}) == (original, False), copied
 
 
 def test_recall_is_scoped_to_the_sessions_user(cleared_session):

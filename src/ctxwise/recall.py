@@ -79,13 +79,19 @@ def recall_tool_schema(provider: str = "openai") -> dict[str, Any]:
             "function": {"name": RECALL_TOOL_NAME, "description": RECALL_TOOL_DESCRIPTION, "parameters": params}}
 
 
+_CALL = re.compile(rf"""^\s*(?:{RECALL_TOOL_NAME}\s*\(\s*)?(?P<q>["'])(?P<key>.*)(?P=q)\s*\)?\s*$""", re.DOTALL)
+"""The id as a placeholder writes it, copied whole: ``recall_tool_result("call_0")`` or ``"call_0"``."""
 _KEY = re.compile(r"^\s*(?:tool_use_id[\s:=]+)?(?P<id>[^\s,;]+)\s*(?:[,;]\s*message_id[\s:=]+(?P<mid>[^\s,;]+))?\s*$")
 
 
 def _key(tool_use_id: str, message_id: str | None) -> tuple[str, str | None]:
     """The call id and message id of a recall key, as a model may copy it from a placeholder:
     ``"call_0"``, ``"call_0, message_id msg-000012"``, the phrase with its ``tool_use_id``
-    word, extra spaces, a ``;`` for the comma. Anything else is taken as given."""
+    word, extra spaces, a ``;`` for the comma, the placeholder's whole call
+    (``recall_tool_result("call_0")``) or the id in quotes. Anything else is taken as given."""
+    call = _CALL.match(tool_use_id)
+    if call is not None:
+        tool_use_id = call.group("key")
     m = _KEY.match(tool_use_id)
     if m is None:
         return tool_use_id, message_id
