@@ -159,6 +159,14 @@ TRUNCATION_NOTE = (
     "budget; the full result: recall_tool_result(\"{id}\")]"
 )
 """The note after the kept head of a cut result: it names the recall call, as a placeholder does."""
+RECALLED_NOTE = (
+    "\n[ctxwise cut {omitted} of {total} characters of this recalled result to fit the context "
+    "budget; the original does not fit whole, and recalling it again returns the same cut]"
+)
+"""The note after the kept head of a cut ``recall_tool_result`` result: it names no recall
+call, so a model is not sent back for the same body in a loop."""
+RECALL_TOOL = "recall_tool_result"
+""":data:`ctxwise.recall.RECALL_TOOL_NAME` (the compaction layer does not import the recall tool)."""
 IMAGE_NOTE = (
     "[ctxwise left out {n} image(s) of this tool result to fit the context budget; the full "
     "result: recall_tool_result(\"{id}\")]"
@@ -257,7 +265,11 @@ def _cut_blocks(m: Message, ratio: float, drop_images: bool, reused: set[str] = 
         if blk.text:
             total = len(blk.text)
             keep = max(int(total * ratio) - 160, 0)
-            note = TRUNCATION_NOTE.format(omitted=total - keep, total=total, id=key)
+            # end the kept head at a line or word break when one is near (not mid-token)
+            brk = max(blk.text.rfind("\n", 0, keep + 1), blk.text.rfind(" ", 0, keep + 1))
+            keep = brk if brk >= keep * 0.9 and brk > 0 else keep
+            note = (RECALLED_NOTE if blk.name == RECALL_TOOL else TRUNCATION_NOTE).format(
+                omitted=total - keep, total=total, id=key)
             output.append(TextBlock(text=blk.text[:keep] + note))
         if images and drop_images:
             output.append(TextBlock(text=IMAGE_NOTE.format(n=len(images), id=key)))
