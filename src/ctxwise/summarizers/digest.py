@@ -150,8 +150,9 @@ class DigestSummarizer:
     """Offline structured summary (see module doc). ``target_chars`` (characters) is honoured
     by dropping the oldest items first: tool findings, then the assistant's replies, dead ends
     and completed actions, their salient values kept on one line; the user's requirements
-    go last (those a pinned fact in ``facts`` quotes are not written at all: the engine sends
-    that block beside the summary), so a summary may exceed the target when they alone do."""
+    go last (the clauses a pinned fact in ``facts`` holds are elided from their quotes: the
+    engine sends that block beside the summary), so a summary may exceed the target when they
+    alone do."""
 
     name = "digest"
 
@@ -256,7 +257,7 @@ def _fit_requirements(sec: dict[str, list[str]], facts: Sequence[str], target_ch
     text = _render(sec)
     req = sec["User requirements (verbatim)"]
     pinned = list(facts)
-    for rank in (lambda q: _covered(q, pinned, whole=False), lambda q: not any(ch.isdigit() for ch in q),
+    for rank in (lambda q: _covered(q, pinned), lambda q: not any(ch.isdigit() for ch in q),
                  lambda q: True):
         i = 0
         while len(text) > target_chars and len(req) > 1 and i < len(req) - 1:
@@ -287,14 +288,12 @@ def _elide(quote: str, pinned: Sequence[str]) -> str:
     return f'The user said: "{out}"' if _FILLER.sub("", out.replace("…", "")) else ""
 
 
-def _covered(quote: str, pinned: Sequence[str], *, whole: bool = True) -> bool:
-    """Whether a requirement quote (``The user said: "..."``) stands whole in a pinned fact: the
-    engine sends the pinned facts in their own block beside the summary, so it need not be
-    quoted again. A fact that is only a clause of it (``not before 2024-06-01`` of "Book me a
-    flight to Lisbon, not before 2024-06-01") does not cover it: the rest would be lost. With
-    ``whole=False``, sharing either way counts (an order for dropping quotes when over the cap)."""
+def _covered(quote: str, pinned: Sequence[str]) -> bool:
+    """Whether a requirement quote (``The user said: "..."``) and a pinned fact share text, one
+    inside the other: the order in which quotes go when the requirements alone are over the cap
+    (the pinned facts block beside the summary still quotes that text)."""
     body = quote.removeprefix('The user said: "').removesuffix('"')
-    return any(body in f or (not whole and f in body) for f in pinned)
+    return any(body in f or f in body for f in pinned)
 
 
 def _render(sec: dict[str, list[str]]) -> str:
