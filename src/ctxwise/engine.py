@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 from pydantic import ValidationError
 
 from .compaction import Budgeting, CompactionEvent, Pipeline
-from .errors import (CtxwiseError, FormatError, MessageNotStorable, PayloadInvalid, PolicyError, PolicyMismatch,
+from .errors import (CtxwiseError, FormatError, MessageNotStorable, NotNewestMessage, PayloadInvalid, PolicyError, PolicyMismatch,
                      SessionConflict, StoreUnavailable, Violation)
 from .messages import Message, TextBlock, ToolResultBlock
 from .normalize import normalize_batch, omitted, prepare_openai
@@ -433,10 +433,10 @@ class Session:
             if book is not None:
                 self.memory.restore(book)
             raise e.at(len(self._context) - 1) from None
-        except ValueError as e:
+        except NotNewestMessage:
             if book is not None:
                 self.memory.restore(book)
-            if not str(e).startswith("pop:") or repl:
+            if repl:
                 raise
             return self._pop_omitted()
         except BaseException:
@@ -501,9 +501,7 @@ class Session:
                                                     events=[event], state=self._state())
         except MessageNotStorable as e:
             raise e.at(len(self._context) - 1) from None
-        except ValueError as e:
-            if not str(e).startswith("amend:"):
-                raise
+        except NotNewestMessage:
             return self._amend_omitted(update)
         self.version = version
         self._saved_state = _dump(self._state())

@@ -122,6 +122,19 @@ class SessionConflict(CtxwiseError):
     hint = "another writer changed this session: open it again with cm.session(user_id, session_id) and retry"
 
 
+class NotNewestMessage(CtxwiseError, ValueError):
+    """A store write that names the newest stored message (``pop`` / ``amend`` with
+    ``message_id``) found another message newest: typically a reply left out of the context
+    (:mod:`ctxwise.normalize`) stored after it. Nothing was written. ``newest`` is the id the
+    store holds as newest, ``given`` the id the caller named."""
+
+    hint = "open the session again (cm.session(...)) and retry: the newest stored message is another one"
+
+    def __init__(self, op: str, newest: str | None, given: str | None) -> None:
+        self.op, self.newest, self.given = op, newest, given
+        super().__init__(f"{op}: the last appended message is {newest!r}, not {given!r}")
+
+
 class SessionNotFound(CtxwiseError, KeyError):
     """No session with that ``(user_id, session_id)``."""
 

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Sequence
 
 from ..changes import Change, Hide, InsertSummary, Replace
-from ..errors import MessageNotStorable, SessionConflict, SessionNotFound
+from ..errors import MessageNotStorable, NotNewestMessage, SessionConflict, SessionNotFound
 from ..messages import Message
 from ..transcript import Entry, derive
 from . import checks
@@ -487,5 +487,5 @@ def _newest_row(s: Any, message_id: str | None, op: str) -> Any:
     last = max((r for r in s.rows if r.generation == 0 and r.state in VISIBLE_STATES),
                key=lambda r: r.seq, default=None)
     if last is not None and message_id is not None and last.message_id != message_id:
-        raise ValueError(f"{op}: the last appended message is {last.message_id!r}, not {message_id!r}")
+        raise NotNewestMessage(op, last.message_id, message_id)
     return last

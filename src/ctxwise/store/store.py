@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from .._optional import require
 from ..changes import Change, Hide, InsertSummary, Replace
-from ..errors import CtxwiseError, MessageNotStorable, SessionConflict, SessionNotFound
+from ..errors import CtxwiseError, MessageNotStorable, NotNewestMessage, SessionConflict, SessionNotFound
 from ..messages import Message
 from ..transcript import Entry, derive
 from . import checks, migrate, sql
@@ -504,7 +504,7 @@ class SqlStore:
             return None
         seq, mid, current = last
         if message_id is not None and mid != message_id:
-            raise ValueError(f"{op}: the last appended message is {mid!r}, not {message_id!r}")
+            raise NotNewestMessage(op, mid, message_id)
         body = conn.execute(select(O.body).where(O.session_pk == sess.id, O.user_id == user_id,
                                                  O.seq == seq)).scalar_one()
         return seq, mid, current, body
