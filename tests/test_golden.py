@@ -40,8 +40,10 @@ def test_quick_subset_matches_the_recorded_digest(shared_dir: Path) -> None:
     sources = {golden.source_of(k.rel) for k in map(golden.RunKey.parse, digest["runs"])}
     assert len(sources) == 8 and summary["runs"] == 8 * len(digest["meta"]["providers"]) * 3
     assert summary["calls"] > 1000
-    report = "\n".join(line for m in mismatches for line in m.lines())
-    assert not mismatches, f"prepare() output changed on {len(mismatches)} runs:\n{report}"
+    if mismatches:
+        golden.explain(mismatches[0], digest["meta"]["src_commit"], DATA, "memory")  # its diff, from git
+        report = "\n".join(line for m in mismatches for line in m.lines())
+        pytest.fail(f"prepare() output changed on {len(mismatches)} runs:\n{report}", pytrace=False)
 
 
 def test_the_driver_makes_the_calls_ctxwise_replay_makes(tmp_path: Path, shared_dir: Path) -> None:
