@@ -242,6 +242,7 @@ class RunDigest:
     outcome: str = ""
 
     def as_dict(self) -> dict[str, Any]:
+        """The digest file's entry for the run."""
         return {"calls": self.calls, "sha256": self.sha256, "outcome": self.outcome, "steps": self.steps}
 
 
@@ -328,7 +329,9 @@ def write_digest(path: Path, runs: dict[str, dict[str, Any]], meta: dict[str, An
     text = ('{\n "meta": ' + json.dumps(meta, sort_keys=True, indent=1).replace("\n", "\n ")
             + ',\n "runs": {\n' + ",\n".join(lines) + "\n }\n}\n")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)  # a reader never sees half a file
 
 
 def read_digest(path: Path) -> dict[str, Any]:
@@ -354,6 +357,7 @@ class Mismatch:
     diff: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
+        """The mismatch as printed: a head line, both outcomes when they differ, the diff."""
         head = f"MISMATCH {self.key}: "
         if self.call is not None:
             head += f"first differing call {self.call} ({', '.join(self.parts) or 'beyond the step digests'})"
@@ -546,6 +550,7 @@ def write_report(a: argparse.Namespace, lines: list[str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line (``--help``); returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = ap.add_mutually_exclusive_group(required=True)
