@@ -481,14 +481,14 @@ def record(a: argparse.Namespace) -> int:
 
 
 def check(data: Path, digest: dict[str, Any], *, quick: bool = False, only: str | None = None, jobs: int = 1,
-          store: str = "memory") -> tuple[list[Mismatch], dict[str, Any]]:
+          store: str = "memory", progress: bool = False) -> tuple[list[Mismatch], dict[str, Any]]:
     """Recompute the digest file's runs (restricted by ``quick`` / ``only``) and compare them.
     Returns the mismatches and a summary: ``runs``, ``calls``, ``seconds``, ``unrecorded`` (keys
     the current code and data would add), ``data_changed`` (files whose bytes differ)."""
     recorded = [RunKey.parse(k) for k in digest["runs"]]
     keys = select(recorded, data, quick=quick, only=only)
     t0 = time.perf_counter()
-    got = run_many(keys, data, jobs=jobs, store=store)
+    got = run_many(keys, data, jobs=jobs, store=store, progress=progress)
     mismatches = [m for k in keys if (m := compare(str(k), digest["runs"][str(k)], got[str(k)])) is not None]
     now = {str(k) for k in select(all_keys(data, providers()), data, quick=quick, only=only)}
     fingerprint = data_fingerprint(data)
@@ -501,7 +501,8 @@ def check(data: Path, digest: dict[str, Any], *, quick: bool = False, only: str 
 def check_command(a: argparse.Namespace) -> int:
     """``--check``: compare, print every mismatch with its first differing call, exit 1 on any."""
     digest = read_digest(a.digest)
-    mismatches, s = check(a.data, digest, quick=a.quick, only=a.only, jobs=a.jobs, store=a.store)
+    mismatches, s = check(a.data, digest, quick=a.quick, only=a.only, jobs=a.jobs, store=a.store,
+                          progress=not a.quick)
     ref = a.baseline if a.baseline is not None else digest["meta"].get("src_commit", "")
     lines: list[str] = []
     for m in mismatches[:a.diffs]:
@@ -514,7 +515,7 @@ def check_command(a: argparse.Namespace) -> int:
         lines.append(f"note: {len(s['unrecorded'])} runs the current code would add are not in the digest "
                      f"(e.g. {s['unrecorded'][0]}); they are not compared")
     verdict = "FAIL" if mismatches else "OK"
-    lines.append(f"{verdict}: {len(s['runs']) if isinstance(s['runs'], list) else s['runs']} runs, {s['calls']} "
+    lines.append(f"{verdict}: {s['runs']} runs, {s['calls']} "
                  f"calls, {len(mismatches)} mismatches, {s['seconds']:.0f} s "
                  f"({'quick' if a.quick else 'full'}{', only ' + repr(a.only) if a.only else ''}, store {a.store}, "
                  f"jobs {a.jobs}; baseline src {str(digest['meta'].get('src_commit', '?'))[:12]})")
