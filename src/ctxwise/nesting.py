@@ -90,10 +90,9 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
     return None if found <= limit else f"nested more than {limit} levels deep"
 
 
-def check_message(m: Message, index: int) -> None:
-    """Raise :class:`~ctxwise.errors.MessageNotStorable` (rule ``too-deep``, naming ``index``)
-    when a JSON value of ``m`` (``metadata``, a block's ``extra``, a tool input, a tool
-    result's blocks' ``extra``) nests deeper than :data:`MAX_DEPTH`."""
+def json_values(m: Message) -> list[tuple[str, Any]]:
+    """The free-form JSON values of ``m`` as ``(where, value)``: its ``metadata``, each block's
+    ``extra``, each tool input, each tool result's blocks' ``extra``."""
     values: list[tuple[str, Any]] = [("metadata", m.metadata)]
     for j, b in enumerate(m.blocks):
         values.append((f"block {j} extra", b.extra))
@@ -101,11 +100,31 @@ def check_message(m: Message, index: int) -> None:
             values.append((f"block {j} (tool call {b.name!r}) input", b.input))
         elif isinstance(b, ToolResultBlock):
             values += [(f"block {j} output {k} extra", o.extra) for k, o in enumerate(b.output)]
-    for where, value in values:
+    return values
+
+
+def keys(value: Any) -> list[str]:
+    """Every dict key in ``value`` (at any depth, iteratively), as strings."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            out.extend(str(k) for k in node)
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return out
+
+
+def check_message(m: Message, index: int) -> None:
+    """Raise :class:`~ctxwise.errors.MessageNotStorable` (rule ``too-deep``, naming ``index``)
+    when a value of :func:`json_values` nests deeper than :data:`MAX_DEPTH`."""
+    for where, value in json_values(m):
         why = too_deep(value)
         if why is not None:
             raise MessageNotStorable(index, "too-deep", f"message {m.id!r}: its {where} is {why}; send deeper "
                                      "data as text (json.dumps) or flatten it")
 
 
-__all__ = ["MAX_DEPTH", "TooDeep", "depth", "text_depth", "loads", "too_deep", "check_message"]
+__all__ = ["MAX_DEPTH", "TooDeep", "depth", "text_depth", "loads", "too_deep", "check_message", "json_values", "keys"]

@@ -59,12 +59,24 @@ _RULE_TEXT = {
 }
 
 
+def _check_keys(m: Message, index: int) -> None:
+    """Raise :class:`MessageNotStorable` (rule ``lone-surrogate``) for a key of a free-form
+    value of ``m`` holding a lone surrogate: the JSON serializer would write it as U+FFFD, so
+    what is stored would differ from what was sent (values are checked in the dump itself)."""
+    for where, value in nesting.json_values(m):
+        bad = next((k for k in nesting.keys(value) if _SURROGATE.search(k)), None)
+        if bad is not None:
+            raise MessageNotStorable(index, "lone-surrogate", f"message {m.id!r}: a key of its {where} "
+                                                              f"({bad!a}) {_RULE_TEXT['lone-surrogate']}")
+
+
 def message_body(m: Any, index: int) -> dict[str, Any]:
     """``m`` as the JSON dict to store. Raises TypeError (not a Message) or
     :class:`MessageNotStorable` naming ``index``."""
     if not isinstance(m, Message):
         raise TypeError(f"message {index}: expected a ctxwise Message, got {type(m).__name__}")
     nesting.check_message(m, index)
+    _check_keys(m, index)
     try:
         data = m.model_dump(mode="json")
         dump = dumps(data)
