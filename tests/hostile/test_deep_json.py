@@ -228,3 +228,15 @@ def test_bounded_loads_and_depth_agree_with_json():
     with pytest.raises(TooDeep):
         loads(DEEP_TEXT)
     assert loads('{"a": [1, 2]}') == {"a": [1, 2]}
+
+
+def test_a_deep_beside_item_in_an_amendment_is_a_ctxwise_error(store_url: str):
+    cm = ContextManager(store_url, policy())
+    s = cm.session("u1", "amend")
+    s.append([system(), user("hello"), assistant("hi")])
+    for md in ({"x": deep_value(DEEP)}, {"ctxwise": {"beside": [deep_value(DEEP)]}}):
+        with pytest.raises(CtxwiseError, match="deep"):
+            s.amend(lambda m, md=md: m.model_copy(update={"metadata": {**m.metadata, **md}}))
+    assert ContextManager(store_url).session("u1", "amend").messages[-1].metadata == {}
+    assert s.prepare().payload
+    cm.close()
