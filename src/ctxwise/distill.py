@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from .nesting import loads
 from .salient import salient_values
 
 KEY_FIELDS = re.compile(
@@ -80,7 +81,7 @@ def key_items(body: str) -> list[tuple[int, str, str]]:
     alone (:data:`KEY_FIELDS`: a name). A JSON body gives each leaf with its own key, at any
     depth; any other text gives its salient values (rank 2) with the key ``""``."""
     try:
-        data = json.loads(body)
+        data = loads(body)  # JSON nested too deep (TooDeep, a ValueError) is read as text
     except (ValueError, TypeError):
         data = None
     out: list[tuple[int, str, str]] = []

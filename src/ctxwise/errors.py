@@ -217,10 +217,11 @@ class MessageNotStorable(NotStorable):
     ``rule`` one of ``id-too-long`` (message or tool-call id over 255 characters),
     ``nul-character`` (U+0000: PostgreSQL cannot store it in text), ``lone-surrogate`` (text
     decoded with ``errors="surrogateescape"``: not valid Unicode), ``duplicate-message-id``,
-    ``not-json``. Every backend refuses the same messages."""
+    ``not-json``, ``too-deep`` (a tool input, ``metadata`` or a block's ``extra`` nested deeper
+    than :data:`ctxwise.nesting.MAX_DEPTH`). Every backend refuses the same messages."""
 
     hint = ("nothing was stored: remove NUL characters, decode bytes with errors='replace', keep ids at most "
-            "255 characters (hash long ones), use a new id for a new message")
+            "255 characters (hash long ones), use a new id for a new message, send deeply nested data as text")
 
     def __init__(self, index: int, rule: str, message: str) -> None:
         self.index = index

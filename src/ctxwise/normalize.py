@@ -30,7 +30,12 @@ before anything is stored:
   RFC 8259 section 6), a JSON array or string; arguments given as an object (some SDK
   wrappers and local servers do) are serialized to JSON text first (noted);
 * a tool input (canonical ``tool_use.input``) holding a value JSON cannot carry (a
-  ``datetime``, a set, bytes, NaN).
+  ``datetime``, a set, bytes, NaN);
+* ``arguments`` text nested deeper than :data:`ctxwise.nesting.MAX_DEPTH`.
+
+A JSON value nested deeper than :data:`ctxwise.nesting.MAX_DEPTH` (a tool input, ``metadata``,
+a block's ``extra``) is refused with :class:`~ctxwise.errors.MessageNotStorable` (rule
+``too-deep``, naming the message index): no walker could read it back.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import json
 import math
 from typing import Any
 
+from . import nesting
 from .errors import FormatError
 from .messages import ROLES, ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
@@ -50,7 +56,7 @@ def _reject_constant(name: str) -> Any:
 
 
 def _strict_loads(text: str) -> Any:
-    return json.loads(text, parse_constant=_reject_constant)
+    return nesting.loads(text, parse_constant=_reject_constant)
 
 
 def prepare_openai(raw: list[Any], base: int) -> tuple[list[Any], dict[int, list[dict[str, Any]]]]:
@@ -94,6 +100,8 @@ def prepare_openai(raw: list[Any], base: int) -> tuple[list[Any], dict[int, list
                 if args.strip():
                     try:
                         parsed = _strict_loads(args)
+                    except nesting.TooDeep as e:
+                        raise FormatError(where, f"arguments are {e}") from None
                     except ValueError as e:
                         raise FormatError(where, f"arguments are not valid JSON ({e})") from None
                     if not isinstance(parsed, dict):
@@ -106,6 +114,9 @@ def prepare_openai(raw: list[Any], base: int) -> tuple[list[Any], dict[int, list
 
 
 def _dumps_input(value: Any, place: str) -> str:
+    why = nesting.too_deep(value)
+    if why is not None:
+        raise FormatError(place, f"tool input is {why}; send deeper data as text or flatten it")
     try:
         return json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as e:
@@ -180,7 +191,8 @@ def normalize_batch(batch: list[Message], base: int,
     ``base`` is the session index of ``batch[0]``; ``notes`` are earlier notes per batch
     position (from :func:`prepare_openai`). Returns the batch to store (same length, same
     ids) and one record per changed message ``{"index", "id", "rules": [...]}``. Raises
-    :class:`FormatError` naming the message index for a tool input JSON cannot carry.
+    :class:`FormatError` naming the message index for a tool input JSON cannot carry, and
+    :class:`MessageNotStorable` (rule ``too-deep``) for a JSON value nested too deep.
     """
     notes = notes or {}
     out: list[Message] = []
@@ -188,6 +200,7 @@ def normalize_batch(batch: list[Message], base: int,
     for k, m in enumerate(batch):
         place = f"message {base + k}"
         _check_shape(m, place)
+        nesting.check_message(m, base + k)
         for j, u in enumerate(m.tool_uses):
             if not isinstance(u.input, dict):
                 raise FormatError(f"{place}, tool call {j}", "tool input must be an object")

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from .errors import FormatError, ToolResultNotFound
 from .messages import Message
+from .nesting import loads
 from .providers import PROFILES
 
 
@@ -139,7 +140,7 @@ def recall_tool_output(session: RecallSession, arguments: str | dict[str, Any]) 
     one-line error for the model (bad arguments, unknown id) with ``is_error`` True, so an agent
     loop can send it back as a failed tool result instead of stopping."""
     try:
-        args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
+        args = loads(arguments) if isinstance(arguments, str) else dict(arguments)
         message_id = args.get("message_id") or None
         tool_use_id = args.get("tool_use_id") or None
         if tool_use_id is None and isinstance(message_id, str):

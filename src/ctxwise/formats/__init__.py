@@ -25,6 +25,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
+from .. import nesting
 from ..errors import FormatError
 from ..messages import Message
 from .agentscope import from_agentscope, to_agentscope
@@ -118,10 +119,17 @@ def detect(doc: Any) -> str | None:
     return None
 
 
+_FILE_DEPTH = 2 * nesting.MAX_DEPTH
+"""The deepest nesting read from a file: a message's own values nest at most
+:data:`ctxwise.nesting.MAX_DEPTH` deep, inside the file's wrappers."""
+
+
 def _parse(path: Path, text: str) -> tuple[list[Any], bool]:
     """The JSON documents of a file: ``([doc], False)`` or JSONL ``([doc, ...], True)``."""
     try:
-        return [json.loads(text)], False
+        return [nesting.loads(text, _FILE_DEPTH)], False
+    except nesting.TooDeep as e:
+        raise FormatError(str(path), str(e)) from None
     except json.JSONDecodeError as e:
         if not e.msg.startswith("Extra data"):
             raise FormatError(f"{path}: line {e.lineno} column {e.colno}", f"not JSON ({e.msg})") from None
@@ -129,7 +137,9 @@ def _parse(path: Path, text: str) -> tuple[list[Any], bool]:
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
-                docs.append(json.loads(line))
+                docs.append(nesting.loads(line, _FILE_DEPTH))
+            except nesting.TooDeep as e:
+                raise FormatError(f"{path}: line {n}", str(e)) from None
             except json.JSONDecodeError as e:
                 raise FormatError(f"{path}: line {n} column {e.colno}", f"not JSON ({e.msg})") from None
     return docs, True

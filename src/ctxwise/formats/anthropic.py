@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .. import nesting
 from ..errors import FormatError
 from ..messages import (
     ImageBlock,
@@ -109,12 +110,17 @@ def _tool_input(raw: Any, place: str) -> dict[str, Any]:
     reader parses ``arguments``), none at all as ``{}``. Anything else is a FormatError: it was
     stored as ``{}`` and the call's arguments were lost without a word."""
     if isinstance(raw, dict):
+        why = nesting.too_deep(raw)
+        if why is not None:
+            raise FormatError(place, f"tool_use input is {why}")
         return raw
     if raw is _ABSENT or raw is None:
         return {}
     if isinstance(raw, str):
         try:
-            parsed = json.loads(raw)
+            parsed = nesting.loads(raw)
+        except nesting.TooDeep as e:
+            raise FormatError(place, f"tool_use input is {e}") from None
         except ValueError:
             parsed = None
         if isinstance(parsed, dict):

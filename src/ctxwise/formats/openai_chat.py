@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
+from .. import nesting
 from ..errors import FormatError
 from ..messages import (
     ImageBlock,
@@ -159,10 +160,15 @@ def _read_call(raw: Any, place: str) -> ToolUseBlock:
     args = fn.get("arguments", "")
     inp: dict[str, Any] = {}
     if isinstance(args, dict):
+        why = nesting.too_deep(args)
+        if why is not None:
+            raise FormatError(place, f"tool call arguments are {why}")
         inp, book["arguments_object"] = args, True
     else:
         try:
-            parsed = json.loads(args) if isinstance(args, str) and args.strip() else {}
+            parsed = nesting.loads(args) if isinstance(args, str) and args.strip() else {}
+        except nesting.TooDeep as e:
+            raise FormatError(place, f"tool call arguments are {e}") from None
         except json.JSONDecodeError:
             parsed = None
         if isinstance(parsed, dict):
@@ -292,8 +298,8 @@ def _write_call(u: ToolUseBlock) -> dict[str, Any]:
 
 def _same_args(raw: str, inp: dict[str, Any]) -> bool:
     try:
-        parsed = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError:
+        parsed = nesting.loads(raw) if raw.strip() else {}
+    except ValueError:  # not JSON, or nested too deep to be the input read from it
         return inp == {}
     return parsed == inp if isinstance(parsed, dict) else inp == {}
 

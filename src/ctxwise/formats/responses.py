@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
+from .. import nesting
 from ..errors import FormatError
 from ..messages import (
     ImageBlock,
@@ -150,7 +151,9 @@ def _read(items: Any, strict: bool) -> list[Message]:
                                                  f"(got {raw.get(k)!r}); its output is matched by call_id")
                 args = raw.get("arguments", "")
                 try:
-                    inp = json.loads(args) if isinstance(args, str) and args.strip() else {}
+                    inp = nesting.loads(args) if isinstance(args, str) and args.strip() else {}
+                except nesting.TooDeep as e:
+                    raise FormatError(place, f"function_call arguments are {e}") from None
                 except json.JSONDecodeError as e:
                     raise FormatError(place, f"function_call arguments are not JSON ({e.msg} at character {e.pos}); "
                                              "the model's call cannot be sent back as it is") from None
@@ -282,8 +285,8 @@ def to_responses(messages: list[Message], *, extras: bool = True) -> list[dict[s
                 elif isinstance(b, ToolUseBlock):
                     raw = bk.get("arguments")
                     try:
-                        same = isinstance(raw, str) and json.loads(raw) == b.input
-                    except json.JSONDecodeError:
+                        same = isinstance(raw, str) and nesting.loads(raw) == b.input
+                    except ValueError:  # not JSON, or nested too deep to be the input read from it
                         same = b.input == {}
                     args = raw if same else json.dumps(b.input)
                     it = {**(bk.get("item") or _SKEL["function_call"]), "call_id": b.id, "name": b.name, "arguments": args}

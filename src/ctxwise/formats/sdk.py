@@ -11,18 +11,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import nesting
 from ..errors import FormatError
 
+MESSAGE_DEPTH = nesting.MAX_DEPTH + 8
+"""The deepest nesting read from one message object: its values nest at most
+:data:`ctxwise.nesting.MAX_DEPTH` deep, inside the message's own levels (content, block)."""
 
-def plain(x: Any) -> Any:
+
+def plain(x: Any, place: str = "input", _level: int = 0) -> Any:
     """``x`` with every pydantic model (at any depth) dumped to a JSON dict, ``None`` fields
-    left out; dicts and lists are copied, other values returned as they are."""
+    left out; dicts and lists are copied, other values returned as they are. Raises
+    :class:`~ctxwise.errors.FormatError` naming ``place`` when ``x`` nests deeper than
+    :data:`MESSAGE_DEPTH`."""
+    if _level > MESSAGE_DEPTH:
+        raise FormatError(place, f"nested more than {MESSAGE_DEPTH} levels deep (a message's values may nest "
+                                 f"{nesting.MAX_DEPTH}); send deeper data as text or flatten it")
     if hasattr(x, "model_dump") and callable(x.model_dump):
-        return plain(x.model_dump(mode="json", exclude_none=True))
+        return plain(x.model_dump(mode="json", exclude_none=True), place, _level)
     if isinstance(x, dict):
-        return {k: plain(v) for k, v in x.items()}
+        return {k: plain(v, place, _level + 1) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [plain(v) for v in x]
+        return [plain(v, place, _level + 1) for v in x]
     return x
 
 
@@ -40,7 +50,7 @@ def openai_dicts(messages: Any) -> list[dict[str, Any]]:
     the message for anything that is not a message."""
     out = []
     for i, m in enumerate(_items(messages)):
-        d = plain(m)
+        d = plain(m, f"message {i}")
         if not isinstance(d, dict):
             raise FormatError(f"message {i}", f"expected a message object, got {type(m).__name__}")
         out.append(d)
@@ -54,9 +64,9 @@ def anthropic_dicts(messages: Any) -> list[dict[str, Any]]:
     ``reply.content`` list of blocks (read as one assistant message), or a ``{"system"?,
     "messages"}`` payload. Raises :class:`~ctxwise.errors.FormatError` naming the message."""
     if isinstance(messages, dict) and "messages" in messages and "role" not in messages:
-        head = [{"role": "system", "content": plain(messages["system"])}] if "system" in messages else []
+        head = [{"role": "system", "content": plain(messages["system"], "system")}] if "system" in messages else []
         return head + anthropic_dicts(messages["messages"])
-    items = [plain(m) for m in _items(messages)]
+    items = [plain(m, f"message {i}") for i, m in enumerate(_items(messages))]
     if items and all(isinstance(b, dict) and "type" in b and "role" not in b for b in items):
         return [{"role": "assistant", "content": items}]  # reply.content
     out = []

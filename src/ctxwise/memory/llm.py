@@ -30,6 +30,7 @@ from typing import Any
 
 from .._optional import require
 from ..messages import Message
+from ..nesting import loads
 from ..units import is_user_input
 from .facts import FACT_KINDS, Fact, extract_facts
 from .user import MemoryEntry, Op, decide, screen, vet
@@ -156,8 +157,8 @@ def parse_facts(content: str, message: Message) -> list[Fact]:
     message, or have an unknown kind, are dropped; ids are ``"<message id>:l<n>"``."""
     body = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", content or "")
     try:
-        data = json.loads(body)
-    except json.JSONDecodeError as exc:
+        data = loads(body)
+    except ValueError as exc:  # not JSON, or nested too deep (TooDeep)
         raise ValueError(f"answer is not JSON: {exc}") from exc
     items = data.get("facts") if isinstance(data, dict) else None
     if not isinstance(items, list):
@@ -310,8 +311,8 @@ def parse_memory_ops(content: str) -> list[Op]:
     JSON shape; items of an unknown op are dropped."""
     body = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", content or "")
     try:
-        data = json.loads(body)
-    except json.JSONDecodeError as exc:
+        data = loads(body)
+    except ValueError as exc:  # not JSON, or nested too deep (TooDeep)
         raise ValueError(f"answer is not JSON: {exc}") from exc
     items = data.get("ops") if isinstance(data, dict) else None
     if not isinstance(items, list):

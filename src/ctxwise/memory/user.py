@@ -151,7 +151,7 @@ _CONTROL_EN = (
     r"procedures?|prompts?|jailbreak\w{0,4}|refund\w{0,4}|reimburs\w{0,6}|chargebacks?|compensat\w{0,6}|"
     r"entitle\w{0,5}|grant\w{0,4}|limits?|limitless|unlimited|quotas?|restrict\w{0,6}|unrestricted|clearance|"
     r"escalat\w{0,5}|automatic\w{0,4}|auto-\w{1,12}|internal|confidential|credentials?|passwords?|passcodes?|"
-    r"passphrases?|pins?|2fa|mfa|otp|two-factor|kyc|fraud|security|safety|safeguards?|guardrails?|"
+    r"passphrases?|(?-i:PINs?)|pin (?:codes?|numbers?)|(?:my|your|the|card|bank|atm|debit|new|old|secret) pins?|2fa|mfa|otp|two-factor|kyc|fraud|security|safety|safeguards?|guardrails?|"
     r"discount\w{0,3}|vip|staff|employees?|supervisors?|managers?|insiders?|impersonat\w{0,5}|"
     r"on behalf of|other (?:users?|customers?|accounts?|people'?s?|clients?)|someone else'?s?|"
     r"(?:account|card) (?:owner|holder)|owner of (?:this|the|that|all)|"
@@ -255,12 +255,12 @@ _SECRET_NOUN = (
     r"card verification(?: code| value)?|expiry date|expiration date"
 )
 SECRET_NAMED = re.compile(
-    rf"\b(?:{_SECRET_NOUN})(?:\b|(?<=\.))[^!?\n]{{0,40}}?(?:\b(?:is|was|are|were|reads|equals|of|be)\b|[:=：]|\d)"
+    rf"\b(?:{_SECRET_NOUN})(?:\b|(?<=\.))[^!?\n]{{0,40}}?(?:\b(?:is|was|are|were|reads|equals|be)\b|\bof\s{{1,4}}['\"‘“]|[:=：]|\d)"
     rf"|\b(?:is|as|was|be|for)\s{{1,4}}(?:my|the|our|his|her|their)\s{{1,4}}(?:new\s{{1,4}}|current\s{{1,4}}|old\s{{1,4}}|usual\s{{1,4}})?"
     rf"(?:{_SECRET_NOUN})\b"
     rf"|\bset\s{{1,4}}(?:my|the)\s{{1,4}}(?:{_SECRET_NOUN})\s{{1,4}}to\b"
     r"|(?:密码|口令|验证码|校验码|动态码|短信码|安全码|支付密码|身份证(?:号码?)?|护照(?:号码?)?|卡号|银行卡|信用卡|"
-    r"账号|帐号|账户号?|社保号|社会安全号|密保|私钥|助记词|令牌|PIN码?|CVV|娘家姓|母亲的姓|开户行)"
+    r"账号|帐号|账户号?|社保号|社会安全号|密保|私钥|助记词|令牌|(?<![A-Za-z])(?:PIN码?|CVV)(?![A-Za-z])|娘家姓|母亲的姓|开户行)"
     r"[^。！？\n]{0,12}?(?:是|为|:|：|=|\d|[A-Za-z])",
     re.IGNORECASE,
 )
@@ -379,7 +379,7 @@ PROFILE: list[tuple[str, re.Pattern[str]]] = [
         r"|\bi\s{1,4}(?:use|need)\s{1,4}a\s{1,4}(wheelchair|cane|walker|hearing aid)\b|\bi have (diabetes|asthma|epilepsy|celiac disease|a disability)\b"
         r"|我(?:是)?(色盲|左撇子|糖尿病|孕妇|坐轮椅|听力不好|视力不好|残疾)", re.I)),
     ("occupation", re.compile(
-        r"\bi work as (?:an? )?([\w -]{2,40})|\bi(?:'m| am) (?:an? |retired|a retired )(nurse|teacher|doctor|physician|student|lawyer|"
+        r"\bi work as (?:an? )?([\w -]{2,40})|\bi(?:'m| am) (?:an? |retired|a retired )(?:[\w-]{1,15} ){0,2}(nurse|teacher|doctor|physician|student|lawyer|"
         r"accountant|architect|designer|chef|cook|pilot|driver|farmer|pharmacist|dentist|journalist|writer|artist|musician|"
         r"programmer|software engineer|engineer|scientist|researcher|professor|firefighter|police officer|electrician|plumber|"
         r"carpenter|mechanic|photographer|translator|consultant|freelancer|retiree|homemaker|stay-at-home parent|veterinarian|vet|"
@@ -632,7 +632,8 @@ PASSIVE = re.compile(
     r"\b(?:is|are|be|being|been|was|were|get|gets|got|getting|have|has|having)\s{1,4}(?:\w{1,12}\s{1,4})?"
     r"(?!(?:contacted|called|emailed|e-mailed|texted|messaged|phoned|notified|informed|updated|reminded|answered|"
     r"addressed|greeted|told|asked|based|married|engaged|divorced|retired|interested|located|settled|seated|placed|"
-    r"served|cooked|prepared|delivered|packed|wrapped|shipped|tired|bored|scared|excited|relaxed|surprised|worried|"
+    r"served|cooked|prepared|dried|smoked|baked|fried|grilled|roasted|pickled|salted|boiled|steamed|stuffed|toasted|"
+    r"iced|chilled|sliced|mashed|scrambled|poached|fermented|whipped|glazed|candied|spiced|sweetened|unsweetened|delivered|packed|wrapped|shipped|tired|bored|scared|excited|relaxed|surprised|worried|"
     r"pleased|satisfied|confused|qualified|experienced|crowded|interested|used|supposed|allowed|called|named|"
     r"vaccinated|diagnosed|born|raised)\b)(?:\w{2,20}ed|taken|given|broken|written|chosen|driven|forgotten|hidden|"
     r"frozen|stolen|shown|done|forgiven|overridden|ridden|beaten|let|put|set|sent|kept|paid|bought|held|left|made|"
@@ -643,6 +644,11 @@ PASSIVE = re.compile(
 """A passive in a preference ("I prefer that my warranty is extended", "my SIM swaps handled
 over chat"): something the service should do to the user's affairs, not a taste. Passives of
 how to be talked to ("contacted by email", "called Sam") and of the user's own state are not."""
+
+
+JOB_TITLE_BEFORE = re.compile(r"\bwork(?:s|ed|ing)?\s{1,4}as\s{1,4}(?:an?\s{1,4})?(?:[\w-]{1,20}\s{1,4}){0,3}$", re.IGNORECASE)
+"""Text before a word of :data:`AGENT` that makes it the user's job title ("I work as a
+passenger service agent"), not a reference to whoever serves the user."""
 
 
 def is_instruction(text: str) -> bool:
@@ -657,6 +663,8 @@ def is_instruction(text: str) -> bool:
     if (PREFERENCE.search(t) or REQUEST.search(t)) and PASSIVE.search(t):
         return True
     for m in AGENT.finditer(t):
+        if JOB_TITLE_BEFORE.search(t[max(0, m.start() - 80):m.start()]):
+            continue  # "I work as a travel agent": the user's job, not the agent serving them
         if not COMM_AFTER.search(t[m.end():m.end() + 60]):
             return True
     return False

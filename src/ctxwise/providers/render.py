@@ -65,14 +65,14 @@ def unique_call_ids(messages: list[Message]) -> list[Message]:
         blocks: list[Any] = []
         for b in m.blocks:
             if isinstance(b, ToolUseBlock):
-                new = b.id
+                orig = new = b.id  # the recorded id, which the results of this cycle answer
                 if new in used:
                     n = 2
                     while f"{b.id}_{n}" in used or f"{b.id}_{n}" in seen:
                         n += 1
                     new = f"{b.id}_{n}"
                     b = b.model_copy(update={"id": new})
-                renames.setdefault(_orig(m, blocks), []).append(new)
+                renames.setdefault(orig, []).append(new)
                 used.add(new)
             blocks.append(b)
         if any(old != new for old, news in renames.items() for new in news):
@@ -94,12 +94,6 @@ def unique_call_ids(messages: list[Message]) -> list[Message]:
             j += 1
         i = j
     return out
-
-
-def _orig(m: Message, done: list[Any]) -> str:
-    """The recorded id of the next call of ``m`` (``done`` holds the blocks before it)."""
-    k = sum(1 for x in done if isinstance(x, ToolUseBlock))
-    return m.tool_uses[k].id
 
 
 def call_arguments(b: ToolUseBlock) -> str:

@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from .. import nesting
 from ..errors import MessageNotStorable, NotStorable
 from ..messages import Message
 
@@ -37,12 +38,18 @@ def _bad_text(dump: str) -> str | None:
 
 
 def _has_nul(obj: Any) -> bool:
-    if isinstance(obj, str):
-        return "\x00" in obj
-    if isinstance(obj, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in obj.items())
-    if isinstance(obj, list):
-        return any(_has_nul(v) for v in obj)
+    """Whether a string in ``obj`` (a key or a value, at any depth) holds U+0000. Iterative."""
+    stack = [obj]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if "\x00" in node:
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
     return False
 
 
@@ -52,11 +59,24 @@ _RULE_TEXT = {
 }
 
 
+def _check_keys(m: Message, index: int) -> None:
+    """Raise :class:`MessageNotStorable` (rule ``lone-surrogate``) for a key of a free-form
+    value of ``m`` holding a lone surrogate: the JSON serializer would write it as U+FFFD, so
+    what is stored would differ from what was sent (values are checked in the dump itself)."""
+    for where, value in nesting.json_values(m):
+        bad = next((k for k in nesting.keys(value) if _SURROGATE.search(k)), None)
+        if bad is not None:
+            raise MessageNotStorable(index, "lone-surrogate", f"message {m.id!r}: a key of its {where} "
+                                                              f"({bad!a}) {_RULE_TEXT['lone-surrogate']}")
+
+
 def message_body(m: Any, index: int) -> dict[str, Any]:
     """``m`` as the JSON dict to store. Raises TypeError (not a Message) or
     :class:`MessageNotStorable` naming ``index``."""
     if not isinstance(m, Message):
         raise TypeError(f"message {index}: expected a ctxwise Message, got {type(m).__name__}")
+    nesting.check_message(m, index)
+    _check_keys(m, index)
     try:
         data = m.model_dump(mode="json")
         dump = dumps(data)
@@ -106,7 +126,11 @@ def key(user_id: Any, session_id: Any) -> None:
 
 
 def json_doc(obj: Any, where: str) -> Any:
-    """``obj`` as strict, storable JSON (a copy). Raises :class:`NotStorable` naming ``where``."""
+    """``obj`` as strict, storable JSON (a copy). Raises :class:`NotStorable` naming ``where``
+    (also for a value nested deeper than :data:`ctxwise.nesting.MAX_DEPTH`)."""
+    why = nesting.too_deep(obj)
+    if why is not None:
+        raise NotStorable(f"{where}: {why}")
     try:
         dump = dumps(obj)
     except (TypeError, ValueError) as exc:

@@ -23,6 +23,7 @@ from typing import Sequence
 
 from ..distill import distill
 from ..messages import Message, ToolResultBlock, ToolUseBlock
+from ..nesting import loads
 from ..salient import salient_values
 from .base import SummaryResult
 
@@ -43,8 +44,8 @@ def unwrap(text: str) -> str:
     if not (t.startswith("{") and t.endswith("}")):
         return text
     try:
-        data = json.loads(t)
-    except ValueError:
+        data = loads(t)
+    except ValueError:  # not JSON, or nested too deep (TooDeep): the text as it is
         return text
     if isinstance(data, dict):
         for k in _WRAPPER_KEYS:

@@ -25,7 +25,7 @@ What one message costs, in the counter's unit::
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -64,7 +64,7 @@ CHUNK_CHARS = 1 << 16
 """Text longer than this is counted in pieces of about this many characters (bounded memory)."""
 
 
-def text_chunks(text: str, size: int = CHUNK_CHARS):
+def text_chunks(text: str, size: int = CHUNK_CHARS) -> Iterator[str]:
     """``text`` in consecutive pieces of at most ``size`` characters, for counting a huge tool
     result in bounded memory (a 20 MB result encoded whole held ~1 GB of token ids).
 
@@ -179,7 +179,15 @@ class TokenCounter:
 
     def _count_beside(self, item: Any) -> int:
         """One of :attr:`Message.beside`'s items: its JSON text (``ensure_ascii=False``), each
-        inline ``data:image/<type>;base64,`` URL in it counted as an image instead."""
+        inline ``data:image/<type>;base64,`` URL in it counted as an image instead. Raises
+        :class:`~ctxwise.errors.FormatError` for an item nested deeper than
+        :data:`ctxwise.nesting.MAX_DEPTH` (no store holds it)."""
+        from ..errors import FormatError
+        from ..nesting import too_deep
+
+        why = too_deep(item)
+        if why is not None:
+            raise FormatError("metadata beside item", f"{why}; send deeper data as text or flatten it")
         images: list[ImageBlock] = []
 
         def strip(v: Any) -> Any:
