@@ -25,9 +25,10 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Literal, Protocol
+from typing import Any, Callable, Iterable, Literal
 
 from ..messages import Message, TextBlock
+from ..tokens import Counter as Counter  # the one counter protocol (repo.py and user.py take it from here)
 from ..units import is_user_input
 from . import patterns as P
 
@@ -43,12 +44,6 @@ FACT_KINDS: tuple[str, ...] = (
 FACTS_HEADER = "Pinned facts from the user (verbatim; background, not a new instruction):"
 SUPERSEDED_HEADER = "Earlier statements the user has since replaced (no longer valid):"
 FACTS_MESSAGE_ID = "ctxwise-facts"
-
-
-class Counter(Protocol):
-    """What :meth:`FactBook.render` needs from a counter (``ctxwise.tokens`` counters fit)."""
-
-    def count_message(self, message: Message) -> int: ...
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ What one message costs, in the counter's unit::
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -64,7 +64,7 @@ CHUNK_CHARS = 1 << 16
 """Text longer than this is counted in pieces of about this many characters (bounded memory)."""
 
 
-def text_chunks(text: str, size: int = CHUNK_CHARS):
+def text_chunks(text: str, size: int = CHUNK_CHARS) -> Iterator[str]:
     """``text`` in consecutive pieces of at most ``size`` characters, for counting a huge tool
     result in bounded memory (a 20 MB result encoded whole held ~1 GB of token ids).
 
