@@ -115,19 +115,6 @@ class StageResult:
         return bool(self.changes)
 
 
-def mark(m: Message) -> dict[str, Any]:
-    """ctxwise's marker dict on a message (empty when none)."""
-    v = m.metadata.get("ctxwise")
-    return v if isinstance(v, dict) else {}
-
-
-def with_mark(m: Message, **marks: Any) -> dict[str, Any]:
-    """``m.metadata`` with ``marks`` merged into its ``ctxwise`` marker (a new dict)."""
-    md = dict(m.metadata)
-    md["ctxwise"] = {**mark(m), **marks}
-    return md
-
-
 def head_end(messages: list[Message]) -> int:
     """Index after the pinned head: a leading system prompt and ctxwise pinned blocks."""
     i = 0

@@ -91,7 +91,7 @@ import typing
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from ctxwise import Message, ToolResultBlock, ToolUseBlock
+from ctxwise import Marker, Message, ToolResultBlock, ToolUseBlock
 from ctxwise.errors import CtxwiseError, FormatError, MissingExtra, PolicyError
 from ctxwise.formats import from_responses, plain, to_responses
 from ctxwise.providers import render
@@ -436,7 +436,7 @@ class CtxwiseSession:
                 beside.append(copy.deepcopy(item))
             else:
                 kept.append(copy.deepcopy(item))
-        mark = {k: v for k, v in (m.metadata.get("ctxwise") or {}).items() if k != "beside"}
+        mark = {k: v for k, v in Marker.stored(m).items() if k != "beside"}
         if beside:
             mark["beside"] = beside
         meta = {**{k: v for k, v in m.metadata.items() if k != "ctxwise"}, KEY: {"items": kept}}

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Literal
 
-from ..messages import Message, TextBlock
+from ..messages import Marker, Message, TextBlock
 from ..tokens import Counter as Counter  # the one counter protocol (repo.py and user.py take it from here)
 from ..units import is_user_input
 from . import patterns as P
@@ -641,7 +641,7 @@ def _facts_message(lines: list[dict[str, Any]]) -> Message:
     ids = [fid for ln in lines for fid in ln["ids"]]
     return Message(
         id=FACTS_MESSAGE_ID, role="user", blocks=[TextBlock(text="\n".join(parts))],
-        metadata={"ctxwise": {"kind": "facts", "fact_ids": ids}},
+        metadata=Marker.with_({}, kind="facts", fact_ids=ids),
     )
 
 
