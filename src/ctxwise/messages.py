@@ -284,7 +284,7 @@ class Marker(BaseModel):
         found = memo.get("ctxwise/marker")
         if found is None:
             found = memo["ctxwise/marker"] = cls._parse(message.metadata.get(MARKER_KEY))
-        return found  # type: ignore[no-any-return]
+        return found
 
     @classmethod
     def _parse(cls, raw: Any) -> "Marker":

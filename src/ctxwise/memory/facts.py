@@ -25,7 +25,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Callable, Container, Iterable, Literal
 
 from ..messages import Marker, Message, TextBlock
 from ..tokens import Counter as Counter  # the one counter protocol (repo.py and user.py take it from here)
@@ -106,7 +106,8 @@ def split_clauses(text: str) -> list[str]:
     return out
 
 
-def _spans(text: str, sep: re.Pattern[str], start: int, end: int, allowed=None) -> list[tuple[int, int]]:
+def _spans(text: str, sep: re.Pattern[str], start: int, end: int,
+           allowed: Container[int] | None = None) -> list[tuple[int, int]]:
     spans, cur = [], start
     for m in sep.finditer(text, start, end):
         if allowed is not None and m.start() not in allowed:

@@ -27,9 +27,20 @@ class Counter(Protocol):
     be shared between threads.
     """
 
-    name: str
-    unit: Unit
-    frame: ChatFrame
+    @property
+    def name(self) -> str:
+        """The counter's name (the key of its cached sizes; a registered counter's registry name)."""
+        ...
+
+    @property
+    def unit(self) -> Unit:
+        """``"chars"`` or ``"tokens"``."""
+        ...
+
+    @property
+    def frame(self) -> ChatFrame:
+        """The chat framing, in ``unit`` (all zero for ``chars``)."""
+        ...
 
     def count_text(self, text: str) -> int:
         """The size of ``text``."""
