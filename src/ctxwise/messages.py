@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
@@ -172,7 +172,7 @@ class Message(BaseModel):
     def kind(self) -> str | None:
         """The kind of ctxwise's own message (``summary``, ``facts``, ``user_memory``; see
         :attr:`Marker.kind`) or None."""
-        if "ctxwise" not in self.metadata:
+        if MARKER_KEY not in self.metadata:
             return None
         return Marker.read(self).kind
 
@@ -183,7 +183,7 @@ class Message(BaseModel):
         hosted-tool items, see :meth:`ctxwise.Session.amend`). Counted in the message's size
         (their JSON text, an inline ``data:image/...`` URL by the image rule); never rendered
         by ctxwise, and they leave the context with the message."""
-        if "ctxwise" not in self.metadata:
+        if MARKER_KEY not in self.metadata:
             return []
         return list(Marker.read(self).beside or ())
 
@@ -237,6 +237,9 @@ class Marker(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True, extra="allow", strict=True)
+
+    KEY: ClassVar[str] = MARKER_KEY
+    """The :attr:`Message.metadata` key that holds the marker (``"ctxwise"``)."""
 
     kind: MarkKind | None = None
     """The kind of message ctxwise wrote: ``summary``, ``facts`` (the pinned fact block) or

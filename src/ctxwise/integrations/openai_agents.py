@@ -439,9 +439,9 @@ class CtxwiseSession:
         mark = {k: v for k, v in Marker.stored(m).items() if k != "beside"}
         if beside:
             mark["beside"] = beside
-        meta = {**{k: v for k, v in m.metadata.items() if k != "ctxwise"}, KEY: {"items": kept}}
+        meta = {**{k: v for k, v in m.metadata.items() if k != Marker.KEY}, KEY: {"items": kept}}
         if mark:
-            meta["ctxwise"] = mark
+            meta[Marker.KEY] = mark
         return m.model_copy(update={"metadata": meta})
 
     def _tail(self, limit: int) -> list[dict[str, Any]]:
