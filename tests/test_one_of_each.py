@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import ctxwise
-from ctxwise import ContextManager, Marker, Message, Policy, PolicyError, TokenCounter, text_message
+from ctxwise import ContextManager, FormatError, Marker, Message, Policy, PolicyError, TokenCounter, text_message
 from ctxwise.messages import ImageBlock, TextBlock, ToolResultBlock, ToolUseBlock
 from ctxwise.prices import ANTHROPIC, DEEPSEEK, FLAT, OPENAI, PriceModel, call_costs, common_prefix, prices_of, priced_cost
 from ctxwise.tokens import COUNTER_NAMES
@@ -296,12 +296,15 @@ def test_read_is_typed_and_never_raises() -> None:
 
 def test_with_refuses_unknown_fields_and_wrong_types_and_changes_nothing() -> None:
     m = Message(id="x", role="user", metadata={"ctxwise": {"kind": "summary"}})
-    with pytest.raises(ValueError, match="not a marker field"):
+    with pytest.raises(FormatError, match="Marker.with_: shortend_from is not a marker field") as err:
         Marker.with_(m, shortend_from=3)
-    with pytest.raises(ValueError, match="rounds"):
+    assert "Marker's own fields" in err.value.hint
+    with pytest.raises(FormatError, match=r"field rounds: Input should be a valid integer \(got str\)"):
         Marker.with_(m, rounds="3")
-    with pytest.raises(ValueError, match="kind"):
+    with pytest.raises(FormatError, match="field kind: "):
         Marker.with_(m, kind="notes")
+    with pytest.raises(FormatError, match=r"field cleared\.1: "):
+        Marker.with_(m, cleared=["c1", 2])
     assert m.metadata == {"ctxwise": {"kind": "summary"}}
 
 

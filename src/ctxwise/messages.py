@@ -33,6 +33,8 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from .errors import FormatError
+
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 
@@ -233,7 +235,7 @@ class Marker(BaseModel):
     typed view of a message's marker; :meth:`with_` gives the metadata with keys set, the
     stored order kept and new keys appended, so the stored bytes are the same as writing the
     dict by hand. Values are checked strictly (no coercion): a stored key whose value has
-    the wrong type reads as absent; :meth:`with_` raises ``ValueError`` for it.
+    the wrong type reads as absent; :meth:`with_` raises :class:`~ctxwise.errors.FormatError` for it.
     """
 
     model_config = ConfigDict(frozen=True, extra="allow", strict=True)
@@ -308,13 +310,20 @@ class Marker(BaseModel):
         """The metadata of ``target`` (a message or a metadata dict) with ``fields`` set in its
         marker: a new dict, the marker's stored keys in their order, new keys after them.
 
-        Raises ``ValueError`` for a name that is not a :class:`Marker` field or a value of the
-        wrong type; ``target`` is never changed."""
+        Raises :class:`~ctxwise.errors.FormatError` (a ``ValueError``) naming the field for a
+        name that is not a :class:`Marker` field or a value of the wrong type; ``target`` is
+        never changed."""
+        hint = "give Marker's own fields with the types its docstring gives (a new key needs a new field)"
         unknown = sorted(set(fields) - set(cls.model_fields))
         if unknown:
-            raise ValueError(f"Marker.with_: {', '.join(unknown)} is not a marker field; "
-                             f"fields: {', '.join(cls.model_fields)}")
-        cls.model_validate(fields)  # ValidationError (a ValueError) names the field and the type
+            raise FormatError("Marker.with_", f"{', '.join(unknown)} is not a marker field; fields: "
+                                              f"{', '.join(cls.model_fields)}", hint=hint)
+        try:
+            cls.model_validate(fields)
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise FormatError(f"Marker.with_, field {'.'.join(map(str, err['loc']))}",
+                              f"{err['msg']} (got {type(err['input']).__name__})", hint=hint) from None
         md = dict(target.metadata if isinstance(target, Message) else target)
         raw = md.get(MARKER_KEY)
         md[MARKER_KEY] = {**(raw if isinstance(raw, dict) else {}), **fields}
