@@ -32,7 +32,7 @@ from typing import Any, Callable
 import pytest
 
 from ctxwise.compaction import Budgeting, compact, placeholder_text
-from ctxwise.compaction.context import mark
+from ctxwise.messages import Marker
 from ctxwise.engine import ContextManager
 from ctxwise.providers import render as to_payload
 from ctxwise.errors import ContextBudgetExceeded
@@ -153,7 +153,7 @@ class Run:
             idx = self.items_of[m.id]
             if m == by_id[m.id]:
                 self.labels.extend(idx)
-            elif "cleared" in mark(m):
+            elif Marker.read(m).cleared is not None:
                 assert len(idx) == 1
                 self.labels.append(f"P{idx[0]}")
             else:

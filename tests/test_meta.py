@@ -21,15 +21,15 @@ SRC = Path(ctxwise.__file__).resolve().parent
 REPO = SRC.parents[1]
 
 PINNED = [
-    "Block", "BudgetReport", "CompactionEvent", "ContextBudgetExceeded", "ContextManager", "ContextRow",
+    "Block", "BudgetReport", "CompactionEvent", "ContextBudgetExceeded", "ContextManager", "ContextRow", "Counter",
     "CtxwiseError", "DigestSummarizer", "FormatError", "Hide", "ImageBlock", "InMemoryStore", "InsertSummary",
-    "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
+    "Marker", "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
     "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
     "RECALL_TOOL_NAME", "Replace", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState",
     "SessionStore", "SqlStore", "StoreSchemaError", "StoreUnavailable", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
     "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolResultNotFound", "ToolUseBlock", "TranscriptRow",
-    "Violation", "__version__", "find_original", "get_counter", "open_store", "recall_tool_output", "recall_tool_schema",
-    "text_message",
+    "Violation", "__version__", "find_original", "get_counter", "list_counters", "open_store", "recall_tool_output",
+    "recall_tool_schema", "register_counter", "text_message",
 ]
 """`ctxwise.__all__`, exactly. A change here is a change of the public API: say so in the commit."""
 

@@ -28,7 +28,7 @@ _EXPORTS: dict[str, str] = {
     # messages and their blocks
     "Message": "messages", "Block": "messages", "TextBlock": "messages", "ThinkingBlock": "messages",
     "ToolUseBlock": "messages", "ToolResultBlock": "messages", "ImageBlock": "messages",
-    "text_message": "messages",
+    "text_message": "messages", "Marker": "messages",
     # what compaction reports and changes
     "CompactionEvent": "compaction.events",
     "Replace": "changes", "Hide": "changes", "InsertSummary": "changes",
@@ -42,7 +42,8 @@ _EXPORTS: dict[str, str] = {
     # summarizers and counters
     "Summarizer": "summarizers", "SummaryResult": "summarizers", "DigestSummarizer": "summarizers",
     "OpenAISummarizer": "summarizers",
-    "TokenCounter": "tokens", "get_counter": "tokens",
+    "TokenCounter": "tokens", "get_counter": "tokens", "Counter": "tokens", "register_counter": "tokens",
+    "list_counters": "tokens",
     # errors (every one has a .hint)
     "CtxwiseError": "errors", "ContextBudgetExceeded": "errors", "BudgetReport": "errors",
     "FormatError": "errors", "PayloadInvalid": "errors", "Violation": "errors", "PolicyError": "errors",
@@ -53,15 +54,15 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
-    "Block", "BudgetReport", "CompactionEvent", "ContextBudgetExceeded", "ContextManager", "ContextRow",
+    "Block", "BudgetReport", "CompactionEvent", "ContextBudgetExceeded", "ContextManager", "ContextRow", "Counter",
     "CtxwiseError", "DigestSummarizer", "FormatError", "Hide", "ImageBlock", "InMemoryStore", "InsertSummary",
-    "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
+    "Marker", "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
     "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
     "RECALL_TOOL_NAME", "Replace", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState",
     "SessionStore", "SqlStore", "StoreSchemaError", "StoreUnavailable", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
     "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolResultNotFound", "ToolUseBlock", "TranscriptRow",
-    "Violation", "__version__", "find_original", "get_counter", "open_store", "recall_tool_output",
-    "recall_tool_schema", "text_message",
+    "Violation", "__version__", "find_original", "get_counter", "list_counters", "open_store", "recall_tool_output",
+    "recall_tool_schema", "register_counter", "text_message",
 ]
 """What users import; pinned by tests/test_meta.py (add a name there and in ``_EXPORTS``)."""
 
@@ -104,11 +105,21 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         ToolResultNotFound,
         Violation,
     )
-    from .messages import Block, ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, text_message
+    from .messages import (
+        Block,
+        ImageBlock,
+        Marker,
+        Message,
+        TextBlock,
+        ThinkingBlock,
+        ToolResultBlock,
+        ToolUseBlock,
+        text_message,
+    )
     from .policy import Policy
     from .summarizers import DigestSummarizer, OpenAISummarizer, Summarizer, SummaryResult
     from .recall import RECALL_TOOL_NAME, recall_tool_output, recall_tool_schema
     from .store import InMemoryStore, SqlStore, open_store
     from .store.protocols import MemoryStore, SessionStore
     from .store.types import ContextRow, SessionInfo, SessionState, TranscriptRow
-    from .tokens import TokenCounter, get_counter
+    from .tokens import Counter, TokenCounter, get_counter, list_counters, register_counter

@@ -29,9 +29,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from .errors import FormatError
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -124,8 +126,8 @@ class Message(BaseModel):
     """One message of a context: ``{id, role, name?, blocks, metadata}``.
 
     ``id`` is unique within a session (adapters assign ``m0001``-style ids when a format has
-    none). ``metadata`` carries format-specific fields and ctxwise markers such as
-    ``{"ctxwise": {"kind": "summary"}}`` for a summary message.
+    none). ``metadata`` carries format-specific fields and, under ``"ctxwise"``, ctxwise's own
+    marker (:class:`Marker`), such as ``{"ctxwise": {"kind": "summary"}}`` for a summary.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -170,9 +172,11 @@ class Message(BaseModel):
 
     @property
     def kind(self) -> str | None:
-        """ctxwise's own marker (``summary``, ``facts``, ``user_memory``) or None."""
-        mark = self.metadata.get("ctxwise")
-        return mark.get("kind") if isinstance(mark, dict) else None
+        """The kind of ctxwise's own message (``summary``, ``facts``, ``user_memory``; see
+        :attr:`Marker.kind`) or None."""
+        if MARKER_KEY not in self.metadata:
+            return None
+        return Marker.read(self).kind
 
     @property
     def beside(self) -> list[Any]:
@@ -181,9 +185,9 @@ class Message(BaseModel):
         hosted-tool items, see :meth:`ctxwise.Session.amend`). Counted in the message's size
         (their JSON text, an inline ``data:image/...`` URL by the image rule); never rendered
         by ctxwise, and they leave the context with the message."""
-        mark = self.metadata.get("ctxwise")
-        items = mark.get("beside") if isinstance(mark, dict) else None
-        return list(items) if isinstance(items, list) else []
+        if MARKER_KEY not in self.metadata:
+            return []
+        return list(Marker.read(self).beside or ())
 
     def fingerprint(self) -> str:
         """A stable SHA-256 hex digest of the message's canonical JSON (id included)."""
@@ -214,6 +218,127 @@ class Message(BaseModel):
         new = super().model_copy(update=update, deep=deep)
         object.__setattr__(new, "__pydantic_private__", {"_cache": {}})
         return new
+
+
+MarkKind = Literal["summary", "facts", "user_memory"]
+"""The kinds of message ctxwise writes itself (:attr:`Marker.kind`)."""
+
+MARKER_KEY = "ctxwise"
+"""The :attr:`Message.metadata` key that holds ctxwise's :class:`Marker`."""
+
+
+class Marker(BaseModel):
+    """ctxwise's own keys in ``Message.metadata["ctxwise"]``: what ctxwise wrote or did to a message.
+
+    Every field is optional; None means the key is absent. The stored JSON is a plain object
+    with these keys (and any key a newer version wrote, kept as it is). :meth:`read` gives the
+    typed view of a message's marker; :meth:`with_` gives the metadata with keys set, the
+    stored order kept and new keys appended, so the stored bytes are the same as writing the
+    dict by hand. Values are checked strictly (no coercion): a stored key whose value has
+    the wrong type reads as absent; :meth:`with_` raises :class:`~ctxwise.errors.FormatError` for it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow", strict=True)
+
+    KEY: ClassVar[str] = MARKER_KEY
+    """The :attr:`Message.metadata` key that holds the marker (``"ctxwise"``)."""
+
+    kind: MarkKind | None = None
+    """The kind of message ctxwise wrote: ``summary``, ``facts`` (the pinned fact block) or
+    ``user_memory`` (the long-term memory block). None for a message the caller appended."""
+    replaced: list[str] | None = None
+    """A summary's: the ids of the messages it stands for, in order."""
+    rounds: int | None = None
+    """A summary's: how many user rounds it stands for (those of the segments it rolls in included)."""
+    summarizer: str | None = None
+    """A summary's: the name of the summarizer that wrote it."""
+    fact_ids: list[str] | None = None
+    """The fact block's: the ids of the facts it shows, in order."""
+    entry_ids: list[int | str] | None = None
+    """The user-memory block's: the ids of the memory entries it shows, in order."""
+    beside: list[Any] | None = None
+    """JSON items an integration sends right after the message, verbatim (:attr:`Message.beside`)."""
+    normalized: list[dict[str, Any]] | None = None
+    """Notes on how the message was normalized at append (each a dict with a ``rule``)."""
+    omitted: str | None = None
+    """Why the message is left out of the context (``empty_reply``, ``refusal``)."""
+    cleared: list[str] | None = None
+    """The ``tool_use_id`` of every tool result whose body clearing replaced by a placeholder."""
+    cleared_chars: int | None = None
+    """The characters of the bodies the latest clearing of the message replaced."""
+    cleared_inputs: list[str] | None = None
+    """The ids of the ``tool_use`` blocks whose large input clearing replaced."""
+    pruned_thinking: int | None = None
+    """How many thinking blocks the thinking stage dropped from the message."""
+    shortened_from: int | None = None
+    """A summary's: the characters of its body before it was shortened to fit."""
+    truncated: bool | None = None
+    """True when the in-flight cut shortened the message's tool results."""
+    empty_marked: bool | None = None
+    """True when ctxwise marked the message's empty content so a provider accepts it."""
+    interrupted: bool | None = None
+    """True for a tool message ctxwise wrote to answer calls left unanswered (``close_pending``)."""
+
+    @classmethod
+    def read(cls, message: Message) -> "Marker":
+        """The marker of ``message`` (empty when it has none), kept in the message's memo.
+
+        Never raises: a marker that is not a JSON object reads as empty, a key whose value has
+        the wrong type as absent."""
+        memo = message.memo()
+        found = memo.get("ctxwise/marker")
+        if found is None:
+            found = memo["ctxwise/marker"] = cls._parse(message.metadata.get(MARKER_KEY))
+        return found
+
+    @classmethod
+    def _parse(cls, raw: Any) -> "Marker":
+        if not isinstance(raw, dict):
+            return _EMPTY_MARKER
+        data = dict(raw)
+        while True:
+            try:
+                return cls.model_validate(data)
+            except ValidationError as e:
+                bad = {err["loc"][0] for err in e.errors() if err["loc"]}
+                if not bad & set(data):
+                    return _EMPTY_MARKER
+                data = {k: v for k, v in data.items() if k not in bad}
+
+    @classmethod
+    def with_(cls, target: Message | Mapping[str, Any], **fields: Any) -> dict[str, Any]:
+        """The metadata of ``target`` (a message or a metadata dict) with ``fields`` set in its
+        marker: a new dict, the marker's stored keys in their order, new keys after them.
+
+        Raises :class:`~ctxwise.errors.FormatError` (a ``ValueError``) naming the field for a
+        name that is not a :class:`Marker` field or a value of the wrong type; ``target`` is
+        never changed."""
+        hint = "give Marker's own fields with the types its docstring gives (a new key needs a new field)"
+        unknown = sorted(set(fields) - set(cls.model_fields))
+        if unknown:
+            raise FormatError("Marker.with_", f"{', '.join(unknown)} is not a marker field; fields: "
+                                              f"{', '.join(cls.model_fields)}", hint=hint)
+        try:
+            cls.model_validate(fields)
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise FormatError(f"Marker.with_, field {'.'.join(map(str, err['loc']))}",
+                              f"{err['msg']} (got {type(err['input']).__name__})", hint=hint) from None
+        md = dict(target.metadata if isinstance(target, Message) else target)
+        raw = md.get(MARKER_KEY)
+        md[MARKER_KEY] = {**(raw if isinstance(raw, dict) else {}), **fields}
+        return md
+
+    @staticmethod
+    def stored(target: Message | Mapping[str, Any]) -> dict[str, Any]:
+        """A copy of the marker of ``target`` (a message or a metadata dict) as stored: every
+        key, in the stored order, values unchecked; ``{}`` when there is none. For code that
+        rewrites the marker whole and must keep its bytes."""
+        raw = (target.metadata if isinstance(target, Message) else target).get(MARKER_KEY)
+        return dict(raw) if isinstance(raw, dict) else {}
+
+
+_EMPTY_MARKER = Marker()
 
 
 def canonical_json(message: Message) -> str:

@@ -46,7 +46,7 @@ from typing import Any
 
 from . import nesting
 from .errors import FormatError
-from .messages import ROLES, ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from .messages import MARKER_KEY, ROLES, ImageBlock, Marker, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
 OMITTED_KEY = "omitted"
 
@@ -163,25 +163,19 @@ def _has_content(blocks: list[Any]) -> bool:
 
 def omitted(m: Message) -> str | None:
     """Why ``m`` is left out of the context (``"empty_reply"``, ``"refusal"``), or None."""
-    mark = m.metadata.get("ctxwise")
-    return mark.get(OMITTED_KEY) if isinstance(mark, dict) else None
+    return Marker.read(m).omitted if MARKER_KEY in m.metadata else None
 
 
 def _given_notes(m: Message) -> list[dict[str, Any]]:
     """Notes a front end put in ``metadata["ctxwise"]["normalized"]`` when it read the input
     (e.g. the AgentScope middleware's ``data-block-left-out``); they get the same event."""
-    mark = m.metadata.get("ctxwise")
-    notes = mark.get("normalized") if isinstance(mark, dict) else None
-    return [n for n in notes if isinstance(n, dict) and isinstance(n.get("rule"), str)] if isinstance(notes, list) else []
+    notes = Marker.read(m).normalized if MARKER_KEY in m.metadata else None
+    return [n for n in notes if isinstance(n.get("rule"), str)] if notes else []
 
 
 def _with_notes(m: Message, notes: list[dict[str, Any]], **marks: Any) -> Message:
-    md = dict(m.metadata)
-    mark = dict(md.get("ctxwise") or {})
-    mark["normalized"] = [*mark.get("normalized", []), *notes]
-    mark.update(marks)
-    md["ctxwise"] = mark
-    return m.model_copy(update={"metadata": md})
+    return m.model_copy(update={"metadata": Marker.with_(
+        m, normalized=[*(Marker.read(m).normalized or ()), *notes], **marks)})
 
 
 def normalize_batch(batch: list[Message], base: int,

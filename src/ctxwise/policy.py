@@ -280,9 +280,9 @@ class Policy(BaseModel):
     @field_validator("tokenizer")
     @classmethod
     def _known_tokenizer(cls, name: str) -> str:
-        from .tokens import COUNTER_NAMES  # the names only: no vocabulary is loaded here
+        from .tokens import list_counters  # the names only: no vocabulary is loaded here
 
-        known = [n for n in COUNTER_NAMES if n != "chars"]
+        known = [n for n in list_counters() if n != "chars"]
         if name not in known:
             raise ValueError(f"unknown tokenizer {name!r} (checked whatever the unit); known: {', '.join(known)}")
         return name

@@ -1,4 +1,13 @@
-"""Prompt-cache price models: what a model call costs when part of its prefix is cached.
+"""The cost model: prompt-cache prices, the cached-prefix rule, what calls cost, whether an edit pays.
+
+One model serves both sides of ctxwise: the compaction stages *decide* with it whether an edit
+of the context pays (:meth:`PriceModel.edit_pays`, through :mod:`ctxwise.compaction.cost`) and
+the replay and the benchmarks *measure* with it what the calls cost (:func:`call_costs`,
+:func:`priced_cost`, :func:`floor_cost`). Both use the same :class:`PriceModel` objects (a
+policy's :attr:`~ctxwise.policy.Policy.prices`, :data:`FLAT` when there is none) and the same
+prefix rule (:func:`common_prefix`): a call's leading messages identical to the previous
+call's are what the cache serves, so an edit re-bills everything from its first edited
+message on.
 
 Every provider with a prompt cache bills the input of one call in up to three parts, each as a
 multiple of the provider's normal input-token price (so the units are "uncached tokens"):
@@ -10,7 +19,7 @@ multiple of the provider's normal input-token price (so the units are "uncached 
 
 A prefix shorter than ``min_prefix`` tokens is never cached (it is neither read nor written),
 and a hit is counted in whole ``increment``-token steps. :func:`call_cost` applies a model to
-one call; :data:`PRICE_MODELS` holds the published defaults per provider, with their sources.
+one call, :meth:`PriceModel.edit_pays` weighs an edit; :data:`PRICE_MODELS` holds the published defaults per provider, with their sources.
 Prices change: the numbers below were checked against the sources named in each entry in
 December 2026; override them per policy (``cache_read_price`` and friends in
 :class:`~ctxwise.policy.Policy`) when your model's differ.
@@ -18,9 +27,17 @@ December 2026; override them per policy (``cache_read_price`` and friends in
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["ANTHROPIC", "DEEPSEEK", "FLAT", "GEMINI", "OPENAI", "PRICE_MODELS", "QWEN", "PriceModel", "price_model"]
+if TYPE_CHECKING:
+    from .messages import Message
+    from .tokens import Counter
+
+__all__ = ["ANTHROPIC", "DEEPSEEK", "FLAT", "GEMINI", "OPENAI", "PRICE_MODELS", "QWEN", "CallCost", "Payloads",
+           "PriceModel", "cache_adjusted_cost", "call_costs", "common_prefix", "floor_cost", "price_model",
+           "prices_of", "priced_cost"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +78,22 @@ class PriceModel:
         cached = self.cached_tokens(tokens, reused)
         rest = tokens - cached
         return cached * self.read + rest * (self.write if tokens >= self.min_prefix else self.miss)
+
+    def edit_pays(self, saved: int, suffix: int, calls: int) -> bool:
+        """Whether an edit that makes the context ``saved`` smaller and re-bills ``suffix`` (the
+        size from its first edited message to the end, before the edit; see
+        :func:`common_prefix`) costs less than no edit over the next ``calls`` calls.
+
+        The prefix before the edit is served from the cache either way, so only the suffix is
+        weighed: left alone it is read from the cache on every call (``calls * read * suffix``);
+        edited it is written once, smaller, then read (``write * after + (calls - 1) * read *
+        after``, ``after = suffix - saved``). False when nothing is saved or no call is ahead.
+        Sizes in any one unit; ``min_prefix`` and ``increment`` play no part (the prompt
+        before the suffix is not known here)."""
+        if saved <= 0 or calls <= 0:
+            return False
+        after = max(suffix - saved, 0)
+        return self.write * after + (calls - 1) * self.read * after < calls * self.read * suffix
 
 
 FLAT = PriceModel(
@@ -120,3 +153,97 @@ def price_model(name: str) -> PriceModel:
         return PRICE_MODELS[name]
     except KeyError:
         raise KeyError(f"unknown price model {name!r}; known: {', '.join(PRICE_MODELS)}") from None
+
+
+def prices_of(policy: Any = None) -> PriceModel:
+    """The price model edits are weighed with: ``policy.prices`` (a
+    :class:`~ctxwise.policy.Policy`'s model, overrides applied), or :data:`FLAT` when
+    ``policy`` is None or has no ``prices``."""
+    prices = getattr(policy, "prices", None)
+    return prices if isinstance(prices, PriceModel) else FLAT
+
+
+# -- measuring calls: the same model and prefix rule, over recorded payloads ----------------------
+
+Payloads = Sequence[Sequence["Message"]]
+"""One prepared message list per model call, in call order."""
+
+
+def common_prefix(previous: Sequence[Message], current: Sequence[Message]) -> int:
+    """How many leading messages of ``current`` are identical to ``previous``'s (same id and
+    same content, i.e. equal canonical JSON). A prompt cache can serve exactly these; an edit
+    re-bills every message from the first one that differs."""
+    n = 0
+    for a, b in zip(previous, current):
+        if a is not b and a.fingerprint() != b.fingerprint():
+            break
+        n += 1
+    return n
+
+
+@dataclass(frozen=True)
+class CallCost:
+    """The cost of one call: ``tokens`` sent, of which ``cached`` in the reused prefix, and
+    ``cost`` = ``cached * ratio + (tokens - cached)`` (the flat model at the call's ratio)."""
+
+    tokens: int
+    cached: int
+    cost: float
+
+
+def call_costs(payloads: Payloads, counter: Counter, cache_ratio: float = 0.1) -> list[CallCost]:
+    """The :class:`CallCost` of every call: ``counter.count`` of the payload, its
+    :func:`common_prefix` with the previous payload as the cached part, priced by the flat
+    model at ``cache_ratio`` (:data:`FLAT` at 0.1). The first call has nothing cached.
+    Raises ``ValueError`` when ``cache_ratio`` is not between 0 and 1."""
+    if not 0 <= cache_ratio <= 1:
+        raise ValueError(f"cache_ratio must be between 0 and 1, got {cache_ratio}")
+    flat = FLAT if cache_ratio == FLAT.read else PriceModel(f"flat {cache_ratio}", read=cache_ratio)
+    out: list[CallCost] = []
+    previous: Sequence[Message] = ()
+    for p in payloads:
+        tokens = counter.count(p)
+        k = common_prefix(previous, p)
+        cached = sum(counter.count_message(m) for m in p[:k])
+        out.append(CallCost(tokens, cached, flat.call_cost(tokens, cached)))
+        previous = p
+    return out
+
+
+def cache_adjusted_cost(payloads: Payloads, counter: Counter, cache_ratio: float = 0.1) -> float:
+    """Input tokens priced with a prompt cache: cached prefix tokens at ``cache_ratio``, the
+    rest at 1 (the sum of :func:`call_costs`)."""
+    return sum(c.cost for c in call_costs(payloads, counter, cache_ratio))
+
+
+def priced_cost(costs: Iterable[CallCost], prices: PriceModel) -> float:
+    """The calls of :func:`call_costs` priced under ``prices`` (``CallCost.cached`` is the
+    reused prefix; the model decides how much of it the cache serves and what a write costs).
+    In uncached-token units; :data:`FLAT` gives back the 0.1-ratio cost."""
+    return sum(prices.call_cost(c.tokens, c.cached) for c in costs)
+
+
+def floor_cost(history_tokens: Sequence[int], budget: float | Sequence[float], prices: PriceModel = FLAT) -> float:
+    """The reference F(B) of one conversation (DESIGN.md, "Measures"), in uncached-token units.
+
+    ``history_tokens[t]`` is H_t, the tokens of the full history as sent at call t (what no
+    management sends); ``budget`` B in the same tokens, or one B per call. With n_t = H_t -
+    H_(t-1) the tokens new since the previous call, S_t = min(H_t, B) and m_t = min(n_t, S_t),
+    the reference call t sends S_t tokens of which S_t - m_t repeat the previous call's prefix:
+    every token is billed once in full when new and cached afterwards, and what does not fit
+    falls off the front for free. Each call is priced by ``prices`` like a real one, so under
+    :data:`FLAT` F(B) = sum_t [m_t + 0.1 (S_t - m_t)]. Raises ``ValueError`` when a list of
+    budgets does not have one entry per call.
+    """
+    budgets = [float(budget)] * len(history_tokens) if isinstance(budget, (int, float)) else list(budget)
+    if len(budgets) != len(history_tokens):
+        raise ValueError(f"one budget per call needed, got {len(budgets)} for {len(history_tokens)} calls")
+    total = 0.0
+    previous = 0
+    for h, b in zip(history_tokens, budgets):
+        n = max(h - previous, 0)
+        s = min(h, b)
+        m = min(n, s)
+        total += prices.call_cost(int(s), int(s - m))
+        previous = h
+    return total

@@ -24,10 +24,10 @@ import time
 from typing import Any
 
 from ..changes import Replace
-from ..messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ..messages import Block, Marker, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ..policy import Policy
 from ..units import tool_cycles
-from .context import Budgeting, StageResult, current_turn_start, head_end, in_flight_start, mark, with_mark
+from .context import Budgeting, StageResult, current_turn_start, head_end, in_flight_start
 from .placeholder import placeholder_text, recall_key, render_input, reused_ids  # noqa: F401  (render_input: re-exported)
 from .cost import calls_ahead, cut_cost, edit_pays, limit_ahead
 from .stage import StageInput
@@ -41,7 +41,7 @@ def _clear_message(m: Message, uses: dict[str, ToolUseBlock], policy: Policy, fo
     blocks: list[Block] = []
     cleared: list[str] = []
     chars = 0
-    done_before = set(mark(m).get("cleared", []))
+    done_before = set(Marker.read(m).cleared or ())
     for blk in m.blocks:
         if (isinstance(blk, ToolResultBlock) and blk.tool_use_id not in done_before
                 and _eligible(blk, uses, policy, force)):
@@ -56,9 +56,9 @@ def _clear_message(m: Message, uses: dict[str, ToolUseBlock], policy: Policy, fo
         blocks.append(blk)
     if not cleared:
         return None
-    done = list(mark(m).get("cleared", []))
+    done = list(Marker.read(m).cleared or ())
     return m.model_copy(
-        update={"blocks": blocks, "metadata": with_mark(m, cleared=done + cleared, cleared_chars=chars)}
+        update={"blocks": blocks, "metadata": Marker.with_(m, cleared=done + cleared, cleared_chars=chars)}
     )
 
 
@@ -88,7 +88,7 @@ def _clear_inputs(m: Message, policy: Policy) -> Message | None:
             blocks.append(blk)
     if not changed:
         return None
-    return m.model_copy(update={"blocks": blocks, "metadata": with_mark(m, cleared_inputs=changed)})
+    return m.model_copy(update={"blocks": blocks, "metadata": Marker.with_(m, cleared_inputs=changed)})
 
 
 def clear_tool_results(

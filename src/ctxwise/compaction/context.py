@@ -9,24 +9,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ..changes import Change, apply_changes
 from ..messages import Message, ThinkingBlock
 from ..policy import Policy
+from ..tokens import Counter
 from ..units import Turn, cycle_boundaries, last_user_index, tool_cycles, turns
 from .events import CompactionEvent
 from .events import Stage as StageName
 
 PINNED_KINDS = ("summary", "facts", "user_memory")
-
-
-class Counter(Protocol):
-    """The part of a token counter the stages use (see :mod:`ctxwise.tokens`)."""
-
-    name: str
-
-    def count_message(self, message: Message) -> int: ...
 
 
 @dataclass
@@ -120,19 +113,6 @@ class StageResult:
     def changed(self) -> bool:
         """Whether the context changed (events alone, such as a failed summary, do not count)."""
         return bool(self.changes)
-
-
-def mark(m: Message) -> dict[str, Any]:
-    """ctxwise's marker dict on a message (empty when none)."""
-    v = m.metadata.get("ctxwise")
-    return v if isinstance(v, dict) else {}
-
-
-def with_mark(m: Message, **marks: Any) -> dict[str, Any]:
-    """``m.metadata`` with ``marks`` merged into its ``ctxwise`` marker (a new dict)."""
-    md = dict(m.metadata)
-    md["ctxwise"] = {**mark(m), **marks}
-    return md
 
 
 def head_end(messages: list[Message]) -> int:

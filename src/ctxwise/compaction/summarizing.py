@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..changes import Hide, InsertSummary
-from ..messages import Message, TextBlock
+from ..messages import Marker, Message, TextBlock
 from ..summarizers.base import SUMMARY_HEADER, Summarizer, SummarizerError
 from ..tokens import get_counter
 from ..units import is_user_input, tool_cycles
@@ -254,7 +254,7 @@ def summarize_range(
                                               trigger)])
     summary = _summary_message(replaced, result.text, _rounds(segments if roll else [], material), summarizer.name)
     sid = summary.id
-    rounds = summary.metadata["ctxwise"]["rounds"]
+    rounds = Marker.read(summary).rounds
     new_size = size - material_size + b.size_of(summary)
     if require_progress and new_size >= size:
         return StageResult(messages, [_failed(b, size, replaced, f"no progress: summary made the context {new_size} >= {size}",
@@ -284,7 +284,7 @@ def _summary_message(replaced: list[str], text: str, rounds: int, summarizer: st
         id=summary_id(replaced),
         role="user",
         blocks=[TextBlock(text=f"{SUMMARY_HEADER}\n{text}")],
-        metadata={"ctxwise": {"kind": "summary", "replaced": replaced, "rounds": rounds, "summarizer": summarizer}},
+        metadata=Marker.with_({}, kind="summary", replaced=replaced, rounds=rounds, summarizer=summarizer),
     )
 
 
@@ -296,7 +296,7 @@ def _body(summary: Message) -> str:
 def _rounds(segments: Sequence[Message], material: list[Message]) -> int:
     """How many user rounds a summary stands for: those of the ``segments`` it rolls in and
     of its material."""
-    before = sum(m.metadata["ctxwise"].get("rounds", 0) for m in segments)
+    before = sum(Marker.read(m).rounds or 0 for m in segments)
     return before + sum(1 for m in material if is_user_input(m))
 
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import time
 
 from ..changes import Hide, Replace
-from ..messages import Message, TextBlock
+from ..messages import Marker, Message, TextBlock
 from ..summarizers.base import SUMMARY_HEADER
-from .context import Budgeting, StageResult, with_mark
+from .context import Budgeting, StageResult
 from .stage import StageInput
 
 SHORTENED_NOTE = ("\n[ctxwise shortened this summary from {total} to {kept} characters to fit the context "
@@ -61,7 +61,7 @@ def _shorten(summary: Message, b: Budgeting, room: int) -> Message | None:
             return None
         new_text = f"{SUMMARY_HEADER}\n{body[:keep]}" + SHORTENED_NOTE.format(total=len(body), kept=keep)
         new = summary.model_copy(update={"blocks": [TextBlock(text=new_text)],
-                                         "metadata": with_mark(summary, shortened_from=len(body))})
+                                         "metadata": Marker.with_(summary, shortened_from=len(body))})
         if b.size_of(new) <= room:
             return new
         ratio *= 0.8

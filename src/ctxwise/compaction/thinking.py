@@ -19,8 +19,8 @@ import time
 from collections import defaultdict
 
 from ..changes import Replace
-from ..messages import Message, ThinkingBlock
-from .context import Budgeting, StageResult, with_mark
+from ..messages import Marker, Message, ThinkingBlock
+from .context import Budgeting, StageResult
 from .stage import StageInput
 
 
@@ -55,7 +55,7 @@ def prune_thinking(messages: list[Message], b: Budgeting, size: int) -> StageRes
         dropped = sum(1 for blk in m.blocks if isinstance(blk, ThinkingBlock)) - sum(
             1 for blk in keep if isinstance(blk, ThinkingBlock)
         )
-        new = m.model_copy(update={"blocks": keep, "metadata": with_mark(m, pruned_thinking=dropped)})
+        new = m.model_copy(update={"blocks": keep, "metadata": Marker.with_(m, pruned_thinking=dropped)})
         now += b.size_of(new) - b.size_of(m)
         out[mi] = new
         affected.append(m.id)

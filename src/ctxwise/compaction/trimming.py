@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 
 from ..changes import Hide, Replace
-from ..messages import Block, ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock
+from ..messages import Block, ImageBlock, Marker, Message, TextBlock, ThinkingBlock, ToolResultBlock
 from ..units import cycle_boundaries, is_user_input, tool_cycles
 from .context import (
     Budgeting,
@@ -276,9 +276,7 @@ def _cut_blocks(m: Message, ratio: float, drop_images: bool, reused: set[str] = 
         elif images:
             output.extend(images)
         blocks.append(blk.model_copy(update={"output": output or list(blk.output)}))
-    md = dict(m.metadata)
-    md["ctxwise"] = {**(md.get("ctxwise") or {}), "truncated": True}
-    return m.model_copy(update={"blocks": blocks, "metadata": md})
+    return m.model_copy(update={"blocks": blocks, "metadata": Marker.with_(m, truncated=True)})
 
 
 class TrimOldTurnsStage:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .. import SessionConflict
+from .. import Marker, SessionConflict
 
 
 def resume_index(ids: Sequence[str], rec: dict[str, Any] | None, session: Any, session_id: str, *,
@@ -48,5 +48,4 @@ def resume_index(ids: Sequence[str], rec: dict[str, Any] | None, session: Any, s
 
 def _interrupted(m: Any) -> bool:
     """Whether ``m`` is an interruption result written by ``Session.close_pending``."""
-    mark = m.metadata.get("ctxwise")
-    return isinstance(mark, dict) and mark.get("interrupted") is True
+    return Marker.read(m).interrupted is True

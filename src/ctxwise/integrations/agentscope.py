@@ -64,6 +64,7 @@ from .. import (
     RECALL_TOOL_NAME,
     ContextManager,
     ImageBlock,
+    Marker,
     Message,
     MissingExtra,
     Session,
@@ -235,7 +236,7 @@ def _parts(msg: Any, index: int | None = None) -> list[tuple[Message, list[Any]]
 
 def _noted(notes: list[dict[str, Any]]) -> dict[str, Any]:
     """Message metadata recording what was left out (the engine's ``normalized`` record)."""
-    return {"ctxwise": {"normalized": list(notes)}} if notes else {}
+    return Marker.with_({}, normalized=list(notes)) if notes else {}
 
 
 def to_canonical(context: list[Any]) -> list[Message]:

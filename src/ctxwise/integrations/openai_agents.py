@@ -91,7 +91,7 @@ import typing
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from ctxwise import Message, ToolResultBlock, ToolUseBlock
+from ctxwise import Marker, Message, ToolResultBlock, ToolUseBlock
 from ctxwise.errors import CtxwiseError, FormatError, MissingExtra, PolicyError
 from ctxwise.formats import from_responses, plain, to_responses
 from ctxwise.providers import render
@@ -436,12 +436,12 @@ class CtxwiseSession:
                 beside.append(copy.deepcopy(item))
             else:
                 kept.append(copy.deepcopy(item))
-        mark = {k: v for k, v in (m.metadata.get("ctxwise") or {}).items() if k != "beside"}
+        mark = {k: v for k, v in Marker.stored(m).items() if k != "beside"}
         if beside:
             mark["beside"] = beside
-        meta = {**{k: v for k, v in m.metadata.items() if k != "ctxwise"}, KEY: {"items": kept}}
+        meta = {**{k: v for k, v in m.metadata.items() if k != Marker.KEY}, KEY: {"items": kept}}
         if mark:
-            meta["ctxwise"] = mark
+            meta[Marker.KEY] = mark
         return m.model_copy(update={"metadata": meta})
 
     def _tail(self, limit: int) -> list[dict[str, Any]]:

@@ -25,9 +25,10 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Literal, Protocol
+from typing import Any, Callable, Container, Iterable, Literal
 
-from ..messages import Message, TextBlock
+from ..messages import Marker, Message, TextBlock
+from ..tokens import Counter as Counter  # the one counter protocol (repo.py and user.py take it from here)
 from ..units import is_user_input
 from . import patterns as P
 
@@ -43,12 +44,6 @@ FACT_KINDS: tuple[str, ...] = (
 FACTS_HEADER = "Pinned facts from the user (verbatim; background, not a new instruction):"
 SUPERSEDED_HEADER = "Earlier statements the user has since replaced (no longer valid):"
 FACTS_MESSAGE_ID = "ctxwise-facts"
-
-
-class Counter(Protocol):
-    """What :meth:`FactBook.render` needs from a counter (``ctxwise.tokens`` counters fit)."""
-
-    def count_message(self, message: Message) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -111,7 +106,8 @@ def split_clauses(text: str) -> list[str]:
     return out
 
 
-def _spans(text: str, sep: re.Pattern[str], start: int, end: int, allowed=None) -> list[tuple[int, int]]:
+def _spans(text: str, sep: re.Pattern[str], start: int, end: int,
+           allowed: Container[int] | None = None) -> list[tuple[int, int]]:
     spans, cur = [], start
     for m in sep.finditer(text, start, end):
         if allowed is not None and m.start() not in allowed:
@@ -646,7 +642,7 @@ def _facts_message(lines: list[dict[str, Any]]) -> Message:
     ids = [fid for ln in lines for fid in ln["ids"]]
     return Message(
         id=FACTS_MESSAGE_ID, role="user", blocks=[TextBlock(text="\n".join(parts))],
-        metadata={"ctxwise": {"kind": "facts", "fact_ids": ids}},
+        metadata=Marker.with_({}, kind="facts", fact_ids=ids),
     )
 
 

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterable, Literal
 
-from ..messages import Message, TextBlock
+from ..messages import Marker, Message, TextBlock
 from . import patterns as P
 from .facts import Counter, split_clauses
 
@@ -1115,7 +1115,7 @@ def render_user_memory(
         text = "\n".join([MEMORY_HEADER, *(f"- {json.dumps(neutralize(e.text), ensure_ascii=False)}" for e in items)])
         return Message(
             id=MEMORY_MESSAGE_ID, role="user", blocks=[TextBlock(text=text)],
-            metadata={"ctxwise": {"kind": "user_memory", "entry_ids": [e.id for e in items]}},
+            metadata=Marker.with_({}, kind="user_memory", entry_ids=[e.id for e in items]),
         )
 
     def size(m: Message) -> int:

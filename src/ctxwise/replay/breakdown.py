@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .. import ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from ..tokens import TokenCounter, tool_input_json
+from ..tokens import Counter, tool_input_json
 
 CATEGORIES: tuple[str, ...] = ("system", "dialogue", "tool calls", "tool results", "thinking", "summary")
 
@@ -36,7 +36,7 @@ def _main_category(m: Message) -> str:
     return "dialogue"
 
 
-def message_breakdown(m: Message, counter: TokenCounter) -> dict[str, int]:
+def message_breakdown(m: Message, counter: Counter) -> dict[str, int]:
     """The size of ``m`` split by category; values sum to ``counter.count_message(m)``.
 
     Memoised per message object and counter (messages are frozen).
@@ -75,7 +75,7 @@ def message_breakdown(m: Message, counter: TokenCounter) -> dict[str, int]:
     return parts
 
 
-def breakdown(messages: Iterable[Message], counter: TokenCounter) -> dict[str, int]:
+def breakdown(messages: Iterable[Message], counter: Counter) -> dict[str, int]:
     """The size of a message list by category, every category present (0 when empty).
 
     The counter's reply priming (a few tokens per request) is not included, so the values sum

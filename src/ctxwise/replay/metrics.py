@@ -9,7 +9,9 @@ outputs with the same code:
   identical to the previous call's payload count at ``cache_ratio``, the rest at 1;
   :func:`priced_cost` prices the same calls under a provider's own
   :class:`~ctxwise.prices.PriceModel` (cache write, read, miss, minimum prefix);
-* :func:`floor_cost`: the floor F(B), what an ideal strategy would pay at budget B;
+* :func:`floor_cost`: the reference F(B) at budget B (these four, :func:`call_costs` and
+  :func:`common_prefix` are :mod:`ctxwise.prices`' own, the cost model the compaction stages
+  decide with, re-exported here);
 * :func:`support_recall`: the salient values (identifiers with a digit, e-mails, amounts,
   dates) of each recorded output that the full history held must still be in the prepared
   context; :func:`recall_figures` gives it exact (the old figure), with amounts and dates
@@ -19,8 +21,7 @@ outputs with the same code:
 * :func:`validator_errors`: provider rule violations over all payloads;
 * :func:`events_by_stage`, :func:`percentile`: counts and latency quantiles.
 
-Counters are any object with ``count_message(m)`` and ``count(messages)`` (see
-:mod:`ctxwise.tokens`).
+Counters follow :class:`ctxwise.tokens.Counter`.
 """
 
 from __future__ import annotations
@@ -28,26 +29,29 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import Counter
+from collections import Counter as Tally
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from .. import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from ..prices import FLAT, PriceModel
+from .. import Counter, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ..prices import (
+    CallCost,
+    Payloads,
+    cache_adjusted_cost,
+    call_costs,
+    common_prefix,
+    floor_cost,
+    priced_cost,
+)
 from ..salient import salient_values
 
-
-class MessageCounter(Protocol):
-    """What the measures need from a token counter."""
-
-    def count_message(self, message: Message) -> int: ...
-
-    def count(self, messages: Iterable[Message]) -> int: ...
-
-
-Payloads = Sequence[Sequence[Message]]
-"""One prepared message list per model call, in call order."""
+__all__ = [
+    "CallCost", "CallSupport", "Payloads", "Recall", "RecallFigures", "as_sent", "cache_adjusted_cost",
+    "call_costs", "call_support", "common_prefix", "context_keys", "context_text", "events_by_stage",
+    "floor_cost", "input_tokens", "message_text", "percentile", "placeholder_originals", "priced_cost",
+    "recall_figures", "support_recall", "text_keys", "validator_errors", "value_key",
+]
 
 
 # --------------------------------------------------------------------------- tokens and cost
@@ -65,83 +69,9 @@ def as_sent(messages: Sequence[Message], provider: str) -> list[Message]:
     return [sent_view(m) for m in messages]
 
 
-def input_tokens(payloads: Payloads, counter: MessageCounter) -> int:
+def input_tokens(payloads: Payloads, counter: Counter) -> int:
     """The sum over calls of ``counter.count(payload)``: what the model was made to read."""
     return sum(counter.count(p) for p in payloads)
-
-
-def common_prefix(previous: Sequence[Message], current: Sequence[Message]) -> int:
-    """How many leading messages of ``current`` are identical to ``previous``'s (same id and
-    same content, i.e. equal canonical JSON). A prompt cache can serve exactly these."""
-    n = 0
-    for a, b in zip(previous, current):
-        if a is not b and a.fingerprint() != b.fingerprint():
-            break
-        n += 1
-    return n
-
-
-@dataclass(frozen=True)
-class CallCost:
-    """The cost of one call: ``tokens`` sent, of which ``cached`` in the reused prefix, and
-    ``cost`` = ``cached * ratio + (tokens - cached)``."""
-
-    tokens: int
-    cached: int
-    cost: float
-
-
-def call_costs(payloads: Payloads, counter: MessageCounter, cache_ratio: float = 0.1) -> list[CallCost]:
-    """The :class:`CallCost` of every call. The first call has nothing cached."""
-    if not 0 <= cache_ratio <= 1:
-        raise ValueError(f"cache_ratio must be between 0 and 1, got {cache_ratio}")
-    out: list[CallCost] = []
-    previous: Sequence[Message] = ()
-    for p in payloads:
-        tokens = counter.count(p)
-        k = common_prefix(previous, p)
-        cached = sum(counter.count_message(m) for m in p[:k])
-        out.append(CallCost(tokens, cached, cached * cache_ratio + (tokens - cached)))
-        previous = p
-    return out
-
-
-def cache_adjusted_cost(payloads: Payloads, counter: MessageCounter, cache_ratio: float = 0.1) -> float:
-    """Input tokens priced with a prompt cache: cached prefix tokens at ``cache_ratio``."""
-    return sum(c.cost for c in call_costs(payloads, counter, cache_ratio))
-
-
-def priced_cost(costs: Iterable[CallCost], prices: PriceModel) -> float:
-    """The calls of :func:`call_costs` priced under ``prices`` (``CallCost.cached`` is the
-    reused prefix; the model decides how much of it the cache serves and what a write costs).
-    In uncached-token units; :data:`ctxwise.prices.FLAT` gives back the 0.1-ratio cost."""
-    return sum(prices.call_cost(c.tokens, c.cached) for c in costs)
-
-
-def floor_cost(history_tokens: Sequence[int], budget: float | Sequence[float], prices: PriceModel = FLAT) -> float:
-    """The floor F(B) of one conversation (DESIGN.md, "Measures"), in uncached-token units.
-
-    ``history_tokens[t]`` is H_t, the tokens of the full history as sent at call t (what no
-    management sends); ``budget`` B in the same tokens. With n_t = H_t - H_(t-1) the tokens new
-    since the previous call, S_t = min(H_t, B) and m_t = min(n_t, S_t), the ideal call t sends
-    (``budget`` may also give one B per call)
-    S_t tokens of which S_t - m_t repeat the previous call's prefix: every token is billed once
-    in full when new and cached afterwards, and what does not fit falls off the front for free.
-    Each ideal call is priced by ``prices`` like a real one, so under :data:`~ctxwise.prices.FLAT`
-    F(B) = sum_t [m_t + 0.1 (S_t - m_t)]. No real strategy reaches it.
-    """
-    budgets = [float(budget)] * len(history_tokens) if isinstance(budget, (int, float)) else list(budget)
-    if len(budgets) != len(history_tokens):
-        raise ValueError(f"one budget per call needed, got {len(budgets)} for {len(history_tokens)} calls")
-    total = 0.0
-    previous = 0
-    for h, b in zip(history_tokens, budgets):
-        n = max(h - previous, 0)
-        s = min(h, b)
-        m = min(n, s)
-        total += prices.call_cost(int(s), int(s - m))
-        previous = h
-    return total
 
 
 # --------------------------------------------------------------------------- support recall
@@ -419,7 +349,7 @@ def validator_errors(payloads: Payloads, provider: str, references: Payloads | N
 
 def events_by_stage(events: Iterable[Any]) -> dict[str, int]:
     """How many events of each stage (objects or dicts with a ``stage``), in first-seen order."""
-    c: Counter[str] = Counter()
+    c: Tally[str] = Tally()
     for e in events:
         c[e["stage"] if isinstance(e, dict) else e.stage] += 1
     return dict(c)

@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from .._optional import require
 from ..changes import Change, Hide, InsertSummary, Replace
 from ..errors import CtxwiseError, MessageNotStorable, NotNewestMessage, SessionConflict, SessionNotFound
-from ..messages import Message
+from ..messages import Marker, Message
 from ..transcript import Entry, derive
 from . import checks, migrate, sql
 from .schema import (
@@ -945,5 +945,5 @@ def _with_metadata(m: Message, metadata: dict[str, Any], beside: list[Any] | Non
     ``metadata["ctxwise"]["beside"]`` (:meth:`SqlStore.amend`)."""
     md = {**m.metadata, **metadata}
     if beside is not None:
-        md["ctxwise"] = {**(md.get("ctxwise") or {}), "beside": list(beside)}
+        md = Marker.with_(md, beside=list(beside))
     return m.model_copy(update={"metadata": md})

@@ -5,7 +5,20 @@
 >>> counter.count_text("hello world")
 2
 
-A :class:`TokenCounter` has ``name``, ``unit`` (``"chars"`` or ``"tokens"``), ``rules`` (how it
+Every counter follows one protocol, :class:`Counter`, and is found by name in one registry
+(tiktoken's pattern): :func:`get_counter` builds a counter on first use and shares it,
+:func:`list_counters` names them all, :func:`register_counter` adds your own (then usable as a
+policy's ``tokenizer``)::
+
+    class MyCounter(TokenCounter):
+        name, unit = "my-tokenizer", "tokens"
+        def count_text(self, text): return len(text.split())
+        def count_image(self, block): return 1000
+
+    register_counter("my-tokenizer", MyCounter)
+    Policy(unit="tokens", tokenizer="my-tokenizer")
+
+A :class:`TokenCounter` (the base the built-in counters share) has ``name``, ``unit`` (``"chars"`` or ``"tokens"``), ``rules`` (how it
 counts messages, tool schemas and images) and:
 
 * ``count_text(s)``: the size of a string;
@@ -14,7 +27,7 @@ counts messages, tool schemas and images) and:
 * ``count(messages)``: a whole context (the messages plus the reply priming);
 * ``count_tools(schemas)``: the tool declarations sent with every call.
 
-Built-in counters (:data:`COUNTER_NAMES`):
+Built-in counters (:data:`COUNTER_NAMES`, registered lazily: no tokenizer loads at import):
 
 =============  ======  ===========================================  ======================
 name           unit    text                                         images
@@ -32,10 +45,6 @@ All of them work with no network: the tokenizer files come from installed packag
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-
-from ..errors import PolicyError
 from .base import ChatFrame, TokenCounter, Unit, tool_input_json
 from .counters import (
     CharsCounter,
@@ -46,11 +55,15 @@ from .counters import (
 )
 from .estimate import estimate_tokens
 from .images import anthropic_image_tokens, image_size, openai_image_tokens
+from .protocol import Counter
+from .registry import BUILTIN_COUNTERS, CounterFactory, get_counter, list_counters, register_counter
 
 __all__ = [
     "COUNTER_NAMES",
     "ChatFrame",
     "CharsCounter",
+    "Counter",
+    "CounterFactory",
     "DeepSeekCounter",
     "EstimateCounter",
     "QwenCounter",
@@ -61,41 +74,11 @@ __all__ = [
     "estimate_tokens",
     "get_counter",
     "image_size",
+    "list_counters",
     "openai_image_tokens",
+    "register_counter",
     "tool_input_json",
 ]
 
-_FACTORIES: dict[str, Callable[[], TokenCounter]] = {
-    "chars": CharsCounter,
-    "o200k_base": lambda: TiktokenCounter("o200k_base"),
-    "cl100k_base": lambda: TiktokenCounter("cl100k_base"),
-    "deepseek": DeepSeekCounter,
-    "qwen": QwenCounter,
-    "estimate": EstimateCounter,
-}
-COUNTER_NAMES: tuple[str, ...] = tuple(_FACTORIES)
-"""The names :func:`get_counter` knows."""
-
-_COUNTERS: dict[str, TokenCounter] = {}
-_LOCK = threading.Lock()
-
-
-def get_counter(name: str) -> TokenCounter:
-    """The shared counter called ``name``, built on first use (loading a vocabulary takes ~0.2 s).
-
-    Raises :class:`~ctxwise.errors.PolicyError` for an unknown name, listing the known ones.
-    """
-    counter = _COUNTERS.get(name)
-    if counter is not None:
-        return counter
-    factory = _FACTORIES.get(name)
-    if factory is None:
-        raise PolicyError(
-            f"unknown token counter {name!r}; known counters: {', '.join(COUNTER_NAMES)}"
-        )
-    with _LOCK:
-        counter = _COUNTERS.get(name)
-        if counter is None:
-            counter = factory()
-            _COUNTERS[name] = counter
-    return counter
+COUNTER_NAMES: tuple[str, ...] = BUILTIN_COUNTERS
+"""The names of the built-in counters (:func:`list_counters` adds the registered ones)."""

