@@ -44,13 +44,16 @@ import tomllib
 from dataclasses import replace
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import PolicyError
 from .providers.profiles import PROFILES
 from .prices import PRICE_MODELS, PriceModel
+
+if TYPE_CHECKING:
+    from .summarizers import Summarizer
 
 DEFAULT_PLACEHOLDER = '[{name} result cleared; {values}recall_tool_result("{id}")]'
 """The default placeholder: the tool's name, the body's key values (``key=value, value; ...``)
@@ -524,6 +527,16 @@ class RuntimeSettings(BaseModel):
             super().__init__(**data)
         except ValidationError as e:
             raise _runtime_error(e) from None
+
+    def make_summarizer(self) -> Summarizer:
+        """The summarizer these settings name: a new
+        :class:`~ctxwise.summarizers.DigestSummarizer` for ``digest``, a new
+        :class:`~ctxwise.summarizers.openai.OpenAISummarizer` with this model, endpoint, timeout
+        and retries for ``openai`` (raises :class:`~ctxwise.errors.MissingExtra` without the
+        ``llm`` extra)."""
+        from .summarizers import from_settings
+
+        return from_settings(self)
 
     @classmethod
     def from_toml(cls, path: str | Path, **update: Any) -> "RuntimeSettings":

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .base import SUMMARY_HEADER, Summarizer, SummarizerError, SummaryResult, render_transcript
+from ..errors import SummarizerError
+from .base import SUMMARY_HEADER, Summarizer, SummaryResult, render_transcript
 from .digest import DigestSummarizer
 
 if TYPE_CHECKING:
