@@ -8,6 +8,7 @@ older ctxwise (``tests/fixtures/old_session``) reopens with the README's own cod
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -172,3 +173,15 @@ def test_a_session_stored_by_an_older_version_reopens_with_the_readme_code(tmp_p
         moved = cm.session("user-42", "chat-7", migrate_policy=True)
         assert (moved.policy.keep_recent_cycles, moved.policy.summary_target) == (1, 0.09)
         assert len(moved.messages) == 6
+
+
+def test_the_readme_policy_file_feeds_both_objects(tmp_path):
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    (toml,) = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
+    f = tmp_path / "policy.toml"
+    f.write_text(toml, encoding="utf-8")
+    policy, runtime = Policy.from_toml(f), RuntimeSettings.from_toml(f)
+    assert (policy.budget, policy.provider) == (8000, "anthropic")
+    assert runtime == RuntimeSettings(summarizer_timeout_s=30)
+    with ContextManager(f"sqlite:///{tmp_path / 'c.db'}", policy, runtime=runtime) as cm:
+        assert cm.runtime.summarizer_timeout_s == 30 and cm.summarizer.name == "digest"
