@@ -153,6 +153,10 @@ def test_a_session_stored_by_an_older_version_reopens_with_the_readme_code(tmp_p
     raw_policy = json.loads(raw)
     assert raw_policy["summarizer_timeout_s"] == 20.0 and raw_policy["keep_recent_cycles"] == 2
     assert raw_policy["summary_target"] == 0.1 and Policy().summary_target != 0.1
+    with pytest.raises(PolicyError, match="a process setting"):
+        Policy(**raw_policy)
+    stored = Policy.from_stored(raw_policy)  # what the inspector reads: the process settings ignored
+    assert (stored.keep_recent_cycles, stored.summary_target, stored.budget) == (2, 0.1, 60_000)
 
     # the README's "Using it in an agent" code, word for word
     policy = Policy(budget=60_000, unit="tokens", reserve_output=4_000, provider="openai")
@@ -185,3 +189,23 @@ def test_the_readme_policy_file_feeds_both_objects(tmp_path):
     assert runtime == RuntimeSettings(summarizer_timeout_s=30)
     with ContextManager(f"sqlite:///{tmp_path / 'c.db'}", policy, runtime=runtime) as cm:
         assert cm.runtime.summarizer_timeout_s == 30 and cm.summarizer.name == "digest"
+
+
+def test_the_inspector_reads_a_session_an_older_version_stored(tmp_path):
+    """The inspector builds the stored policy for its pages; the process settings an older
+    version stored in it are ignored, not refused."""
+    from ctxwise import SqlStore
+    from ctxwise.server.calls import session_calls
+    from ctxwise.server.pages import policy_table
+
+    db = tmp_path / "ctxwise.db"
+    shutil.copy(FIXTURE, db)
+    store = SqlStore(f"sqlite:///{db}")
+    try:
+        state = store.load("user-42", "chat-7", include_hidden=True)
+        events = store.events("user-42", "chat-7")
+        assert "budget 56,000 tokens after the reserve" in policy_table(state)
+        calls = session_calls(state, events, store.transcript("user-42", "chat-7"))
+        assert len(calls) == 2 and all(c.size > 0 for c in calls)
+    finally:
+        store.close()
