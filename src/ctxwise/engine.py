@@ -1038,9 +1038,9 @@ class ContextManager:
     (:class:`~ctxwise.policy.RuntimeSettings`: which summarizer, its model, endpoint, timeout,
     retries), never stored or compared. ``counter``: the :class:`~ctxwise.tokens.TokenCounter`
     measuring the policy unit (default: the one the policy names). ``summarizer``: default the
-    one ``runtime`` names (the offline digest without it). ``fact_extractor``: ``Message -> list[Fact]`` for the pinned facts (default
-    the rules; e.g. an :class:`~ctxwise.memory.LLMFactExtractor`). ``memory_decider``: the
-    long-term memory decider, called as ``memory_decider(text, entries, threshold=...)``
+    one ``runtime`` names (the offline digest without it). ``fact_extractor``:
+    ``Message -> list[Fact]`` for the pinned facts (default the rules; e.g. an
+    :class:`~ctxwise.memory.LLMFactExtractor`). ``memory_decider``: the long-term memory decider, called as ``memory_decider(text, entries, threshold=...)``
     (default the rules of :func:`ctxwise.memory.decide`; e.g. an
     :class:`~ctxwise.memory.LLMMemoryDecider`, held to the same limits). ``memory_store``: where
     long-term user memory lives (default ``store``). ``on_event`` is called with every

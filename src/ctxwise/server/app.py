@@ -451,7 +451,8 @@ def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:
     policy = Policy.from_toml(config, default_preset=env.get("CTXWISE_PRESET", "default")) if config \
         else Policy.from_env(env)
     runtime = RuntimeSettings.from_toml(config) if config else RuntimeSettings.from_env(env)
-    return create_app(url, policy, summarizer=runtime.make_summarizer(), max_body_bytes=_env_int(env, "CTXWISE_SERVER_MAX_BODY", DEFAULT_MAX_BODY, 1),
+    return create_app(url, policy, summarizer=runtime.make_summarizer(),
+                      max_body_bytes=_env_int(env, "CTXWISE_SERVER_MAX_BODY", DEFAULT_MAX_BODY, 1),
                       session_cache=_env_int(env, "CTXWISE_SERVER_SESSION_CACHE", DEFAULT_CACHE, 0),
                       threads=_env_int(env, "CTXWISE_SERVER_THREADS", DEFAULT_THREADS, 1),
                       append_threads=_env_int(env, "CTXWISE_SERVER_APPEND_THREADS", DEFAULT_APPEND_THREADS, 1))
