@@ -24,7 +24,7 @@ _EXPORTS: dict[str, str] = {
     # the engine
     "ContextManager": "engine", "Session": "engine", "Prepared": "engine",
     # configuration
-    "Policy": "policy",
+    "Policy": "policy", "RuntimeSettings": "policy",
     # messages and their blocks
     "Message": "messages", "Block": "messages", "TextBlock": "messages", "ThinkingBlock": "messages",
     "ToolUseBlock": "messages", "ToolResultBlock": "messages", "ImageBlock": "messages",
@@ -58,7 +58,7 @@ __all__ = [
     "CtxwiseError", "DigestSummarizer", "FormatError", "Hide", "ImageBlock", "InMemoryStore", "InsertSummary",
     "Marker", "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
     "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
-    "RECALL_TOOL_NAME", "Replace", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState",
+    "RECALL_TOOL_NAME", "Replace", "RuntimeSettings", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState",
     "SessionStore", "SqlStore", "StoreSchemaError", "StoreUnavailable", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
     "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolResultNotFound", "ToolUseBlock", "TranscriptRow",
     "Violation", "__version__", "find_original", "get_counter", "list_counters", "open_store", "recall_tool_output",
@@ -116,7 +116,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         ToolUseBlock,
         text_message,
     )
-    from .policy import Policy
+    from .policy import Policy, RuntimeSettings
     from .summarizers import DigestSummarizer, OpenAISummarizer, Summarizer, SummaryResult
     from .recall import RECALL_TOOL_NAME, recall_tool_output, recall_tool_schema
     from .store import InMemoryStore, SqlStore, open_store

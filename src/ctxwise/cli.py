@@ -124,7 +124,7 @@ def replay(
 
     Example: ctxwise replay ../shared/data/trajectories/tau2-bench/retail_gpt-4.1_1trial.json --unit tokens --budget 4000
     """
-    from . import Policy
+    from . import Policy, RuntimeSettings
     from .replay import render
     from .replay.run import DEMO_POLICY, run
 
@@ -134,7 +134,8 @@ def replay(
         fail("--tokenizer counts tokens, but --unit chars was given (hint: drop one of them)")
     overrides = {k: v for k, v in {
         "budget": budget, "unit": unit.value if unit else None, "tokenizer": tokenizer,
-        "provider": provider, "summarizer": summarizer.value if summarizer else None}.items() if v is not None}
+        "provider": provider}.items() if v is not None}
+    process = {"summarizer": summarizer.value} if summarizer else {}
     if not paths and config is None:
         # the built-in demo: its budget and provider, with any option given on top
         demo = dict(DEMO_POLICY)
@@ -162,6 +163,7 @@ def replay(
             notes = picked.notes
         policy = (Policy.from_toml(config, default_preset=preset, **overrides) if config
                   else Policy.preset(preset, **overrides))
+        runtime = RuntimeSettings.from_toml(config, **process) if config else RuntimeSettings(**process)
         if policy.unit == "tokens":
             from .tokens import get_counter
 
@@ -172,7 +174,7 @@ def replay(
     if notes:
         (err if json_out else out).print("defaults from the recording (pass --provider / --budget to choose):\n  "
                                          + "\n  ".join(notes), soft_wrap=True, highlight=False, markup=False)
-    if policy.summarizer == "openai" and not os.environ.get("OPENAI_API_KEY"):
+    if runtime.summarizer == "openai" and not os.environ.get("OPENAI_API_KEY"):
         err.print("[yellow]warning:[/] --summarizer openai: OPENAI_API_KEY is not set; summaries will fail "
                   "and the other stages will keep the context in budget (see the summarizer_failed events)",
                   soft_wrap=True, highlight=False)
@@ -199,7 +201,7 @@ def replay(
         bar.start()
     try:
         result = run([str(p) for p in paths or []], policy, db=db, cache_ratio=cache_ratio, limit=limit,
-                     baseline=baseline, progress=progress, loaded=loaded)
+                     baseline=baseline, progress=progress, loaded=loaded, runtime=runtime)
     except CtxwiseError as e:
         fail(e)
     except Exception as e:  # the store could not be opened, say

@@ -34,12 +34,12 @@ from .messages import Message, TextBlock, ToolResultBlock
 from .normalize import normalize_batch, omitted, prepare_openai
 from .memory.session import SessionMemory
 from .memory.user import SKIPPED
-from .policy import Policy
+from .policy import RUNTIME_FIELDS, Policy, RuntimeSettings
 from .providers import check as check_payload
 from .providers import check_wire, get_profile, render
 from .providers import rules as provider_rules
 from .changes import InsertSummary, Replace
-from .summarizers import Summarizer, from_policy
+from .summarizers import Summarizer, from_settings
 from .tokens import TokenCounter, get_counter
 from .units import is_user_input, tool_cycles
 
@@ -1032,12 +1032,15 @@ class ContextManager:
     ``store``: a :class:`~ctxwise.store.SessionStore` instance (``SqlStore``,
     ``InMemoryStore``, your own), or a URL (``sqlite:///ctxwise.db`` by default,
     ``postgresql+psycopg://...`` in production, ``memory://`` for an in-memory store).
-    ``policy``: for new sessions; an existing session keeps the policy it was created with
-    (see :meth:`session`). ``counter``: the :class:`~ctxwise.tokens.TokenCounter` measuring the
-    policy unit (default: the one the policy names). ``summarizer``: default the one the
-    policy names. ``fact_extractor``: ``Message -> list[Fact]`` for the pinned facts (default
-    the rules; e.g. an :class:`~ctxwise.memory.LLMFactExtractor`). ``memory_decider``: the
-    long-term memory decider, called as ``memory_decider(text, entries, threshold=...)``
+    ``policy``: the session settings for new sessions; an existing session keeps the policy it
+    was created with, and only the fields this one sets are compared with it (see
+    :meth:`session`). ``runtime``: the process settings
+    (:class:`~ctxwise.policy.RuntimeSettings`: which summarizer, its model, endpoint, timeout,
+    retries), never stored or compared. ``counter``: the :class:`~ctxwise.tokens.TokenCounter`
+    measuring the policy unit (default: the one the policy names). ``summarizer``: default the
+    one ``runtime`` names (the offline digest without it). ``fact_extractor``:
+    ``Message -> list[Fact]`` for the pinned facts (default the rules; e.g. an
+    :class:`~ctxwise.memory.LLMFactExtractor`). ``memory_decider``: the long-term memory decider, called as ``memory_decider(text, entries, threshold=...)``
     (default the rules of :func:`ctxwise.memory.decide`; e.g. an
     :class:`~ctxwise.memory.LLMMemoryDecider`, held to the same limits). ``memory_store``: where
     long-term user memory lives (default ``store``). ``on_event`` is called with every
@@ -1060,6 +1063,7 @@ class ContextManager:
         on_event: Callable[[CompactionEvent], None] | None = None,
         store: "SessionStore | None" = None,
         pipeline: Pipeline | None = None,
+        runtime: RuntimeSettings | None = None,
     ) -> None:
         if policy is not None and not isinstance(policy, Policy):
             if not isinstance(policy, Mapping):
@@ -1083,7 +1087,8 @@ class ContextManager:
                                    f"{str(e).splitlines()[0] if str(e) else ''}") from None
         self.memory_store: Any = memory_store if memory_store is not None else self.store
         self.counter = counter
-        self.summarizer = summarizer or from_policy(self.policy)
+        self.runtime = runtime or RuntimeSettings()
+        self.summarizer = summarizer or from_settings(self.runtime)
         self.fact_extractor = fact_extractor
         self.memory_decider = memory_decider
         self.on_event = on_event
@@ -1096,14 +1101,32 @@ class ContextManager:
         scoped by user: another user's session id is not found). ``tools`` are the tool schemas
         sent with every call (counted inside the budget).
 
-        A session keeps the policy it was created with. Reopening it with a different one
-        (``policy``, or the manager's when one was given) raises
-        :class:`~ctxwise.errors.PolicyMismatch` naming the differing fields, unless
-        ``migrate_policy=True``: then the session switches to the new policy, recorded as a
-        ``policy_migrated`` event. A manager built without a policy opens existing sessions
-        with their stored one."""
+        A session keeps the policy it was created with. Reopening it compares the fields the
+        given policy sets (``policy``, or the manager's when one was given; its
+        ``model_fields_set``) with the stored ones; the others keep their stored values, so a
+        default that moved in a newer ctxwise changes no stored session. A difference raises
+        :class:`~ctxwise.errors.PolicyMismatch` naming the fields (``clearing.clear_at``:
+        stored vs given), unless ``migrate_policy=True``: then the session takes the given
+        fields (the others as stored), recorded as a ``policy_migrated`` event. A manager built
+        without a policy opens existing sessions with their stored one. Process settings
+        (``runtime``) are never compared."""
+        if migrate_policy and (policy is not None or self.policy_given):
+            policy = self._adopted(user_id, session_id, policy or self.policy)
         return Session(self, user_id, session_id, tools=tools, create=create, policy=policy,
                        migrate_policy=migrate_policy)
+
+    def _adopted(self, user_id: str, session_id: str, given: Policy) -> Policy:
+        """The policy ``migrate_policy=True`` switches a stored session to: the stored one with
+        the fields ``given`` sets (``given`` itself for a session not stored yet). Raises
+        PolicyError when the two together do not validate."""
+        from .errors import SessionNotFound
+
+        try:
+            state = self.store.load(user_id, session_id)
+        except SessionNotFound:
+            return given
+        stored = _stored_policy(state.policy, state.provider, given)
+        return stored.with_(**given.session_settings(only_set=True))
 
     def emit(self, event: CompactionEvent) -> None:
         """Log ``event`` as one JSON line and hand it to ``on_event``."""
@@ -1132,27 +1155,33 @@ def _dump(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def _normalized(policy: dict[str, Any]) -> dict[str, Any]:
-    """A stored policy dict with today's defaults filled in (raw when it no longer validates)."""
+def _normalized(policy: Mapping[str, Any], provider: str | None = None) -> dict[str, Any]:
+    """A stored policy as JSON values: its fields as stored, today's defaults for the ones it
+    lacks, no process settings (raw, minus the process settings, when it no longer validates)."""
     try:
-        return Policy.model_validate(policy).model_dump(mode="json")
-    except Exception:  # noqa: BLE001 - a policy stored by another version: compare as stored
-        return dict(policy)
+        return Policy.from_stored(policy, provider).session_settings()
+    except PolicyError:  # a policy stored by another version: compare as stored
+        raw = {k: v for k, v in policy.items() if k not in RUNTIME_FIELDS}
+        if provider is not None:
+            raw.setdefault("provider", provider)
+        return raw
 
 
-def _stored_policy(stored: dict[str, Any], provider: str, fallback: Policy) -> Policy:
-    """The policy a session was stored with (``fallback`` when it no longer validates)."""
+def _stored_policy(stored: Mapping[str, Any], provider: str, fallback: Policy) -> Policy:
+    """The policy a session was stored with, process settings ignored (``fallback`` when it no
+    longer validates)."""
     try:
-        return Policy.model_validate({**stored, "provider": stored.get("provider", provider)})
-    except Exception:  # noqa: BLE001
+        return Policy.from_stored(stored, provider)
+    except PolicyError:
         return fallback
 
 
-def _policy_diff(stored: dict[str, Any], provider: str, given: Policy) -> dict[str, tuple[Any, Any]]:
-    """``{field: (stored, given)}`` for every policy field that differs (provider included)."""
-    old, new = _normalized(stored), given.model_dump(mode="json")
-    old.setdefault("provider", provider)
-    return {k: (old.get(k), new.get(k)) for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)}
+def _policy_diff(stored: Mapping[str, Any], provider: str, given: Policy) -> dict[str, tuple[Any, Any]]:
+    """``{field: (stored, given)}`` for every field ``given`` sets (its ``model_fields_set``)
+    whose value differs from the stored one; fields it leaves unset are not compared, nor are
+    process settings."""
+    old, new = _normalized(stored, provider), given.session_settings(only_set=True)
+    return {k: (old.get(k), new[k]) for k in sorted(new) if old.get(k) != new[k]}
 
 
 __all__ = ["ContextManager", "Prepared", "Session", "CtxwiseError"]

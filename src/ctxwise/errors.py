@@ -235,20 +235,28 @@ class MessageNotStorable(NotStorable):
 
 
 class PolicyMismatch(CtxwiseError, ValueError):
-    """A session was reopened with a policy that differs from the one it was created with.
+    """A session was reopened with a policy that sets a session setting to another value than
+    the one stored with the session.
 
-    ``fields`` maps each differing policy field to ``(stored, given)``."""
+    ``fields`` maps each differing policy field (flat name, ``clear_at``) to ``(stored, given)``;
+    the message names them by stage (``clearing.clear_at``). Process settings
+    (:class:`~ctxwise.policy.RuntimeSettings`) and fields the given policy leaves unset are
+    never compared."""
 
-    hint = ("open it with a ContextManager built without a policy (the stored one is used), or pass "
-            "migrate_policy=True to session() to switch it to the new policy (recorded as a policy_migrated event)")
+    hint = ("pass migrate_policy=True to session() to adopt the given settings (recorded as a "
+            "policy_migrated event), or leave those fields unset (a ContextManager built without a "
+            "policy uses the stored one)")
 
     def __init__(self, session_id: str, fields: dict[str, tuple[Any, Any]]) -> None:
+        from .policy import setting_name
+
         self.session_id = session_id
         self.fields = dict(fields)
-        shown = ", ".join(f"{k}: stored {a!r}, given {b!r}" for k, (a, b) in list(self.fields.items())[:6])
+        shown = ", ".join(f"{setting_name(k)}: stored {a!r}, given {b!r}"
+                          for k, (a, b) in list(self.fields.items())[:6])
         more = f" (+{len(self.fields) - 6} more)" if len(self.fields) > 6 else ""
-        super().__init__(f"session {session_id!r} was created with another policy ({shown}{more}); "
-                         "open it without a policy to use the stored one, or pass migrate_policy=True")
+        super().__init__(f"session {session_id!r} was created with other session settings ({shown}{more}); "
+                         "pass migrate_policy=True to adopt them, or leave them unset to keep the stored ones")
 
 
 class StoreSchemaError(CtxwiseError):

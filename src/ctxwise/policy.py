@@ -1,4 +1,12 @@
-"""The configuration: one pydantic model, loaded from code, a TOML file or ``CTXWISE_*`` env.
+"""The configuration: the session settings (:class:`Policy`) and the process settings
+(:class:`RuntimeSettings`), each loaded from code, a TOML file or ``CTXWISE_*`` env.
+
+A :class:`Policy` defines a session's context: it is stored with the session, and reopening the
+session compares the fields the caller set with the stored ones (a difference raises
+:class:`~ctxwise.errors.PolicyMismatch`; fields the caller did not set keep their stored
+values). Its fields are grouped by stage (:data:`SETTING_GROUPS`: ``clearing.clear_at``, ...).
+:class:`RuntimeSettings` say how this process runs (which summarizer, its model, endpoint,
+timeout, retries): never stored, never compared.
 
 Sizes are in the policy's ``unit``: ``chars`` (Ragent's rule, see :mod:`ctxwise.tokens`) or
 ``tokens`` counted with ``tokenizer``. Watermarks are fractions of the *effective budget*
@@ -24,6 +32,7 @@ Example::
     policy = Policy.preset("default").model_copy(update={"budget": 4000, "unit": "tokens"})
     policy = Policy.from_toml("ctxwise.toml")      # [ctxwise] table or top-level keys
     policy = Policy.from_env()                     # CTXWISE_BUDGET=4000 CTXWISE_UNIT=tokens ...
+    runtime = RuntimeSettings.from_env()           # CTXWISE_SUMMARIZER=openai CTXWISE_SUMMARIZER_TIMEOUT_S=30
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ import tomllib
 from dataclasses import replace
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -43,14 +52,14 @@ from .errors import PolicyError
 from .providers.profiles import PROFILES
 from .prices import PRICE_MODELS, PriceModel
 
+if TYPE_CHECKING:
+    from .summarizers import Summarizer
+
 DEFAULT_PLACEHOLDER = '[{name} result cleared; {values}recall_tool_result("{id}")]'
 """The default placeholder: the tool's name, the body's key values (``key=value, value; ...``)
 and the call that brings the original back. It leaves out ``{input}`` (the ``tool_use`` it
 answers, kept just before it, already holds the input) and the original's length. Every token
-of it is carried on every later call, and a smaller placeholder lets clearing free more per
-cache break: the ~30 template tokens this saves per placeholder, with the key values grouped
-by key and references first (``ctxwise.distill``), took the default from 1.138 to 1.119 x F(B)
-at 3,000 tokens on ``bench/compare.py``'s data, and support recall from 0.899 to 0.912."""
+of it is carried on every later call, so it is short (tuning: ``bench/results/tuning.md``)."""
 RAGENT_PLACEHOLDER = "[历史工具结果已省略，原长 {n} 字符，原入参 {input}]"
 
 PROVIDERS = tuple(PROFILES)
@@ -58,8 +67,13 @@ PROVIDERS = tuple(PROFILES)
 
 
 class Policy(BaseModel):
-    """Every knob of ctxwise. Frozen; derive variants with ``with_(...)`` or
-    ``Policy.preset(name, **changes)`` (``model_copy(update=...)`` validates too).
+    """The session settings: what defines a session's context, stored with it. Frozen; derive
+    variants with ``with_(...)`` or ``Policy.preset(name, **changes)`` (``model_copy(update=...)``
+    validates too). ``model_fields_set`` holds the fields the caller gave (keyword arguments, a
+    preset's own keys, TOML or environment keys, kept through ``with_``): only those are
+    compared when a stored session is reopened. Fields are read flat (``policy.clear_at``) and
+    named by stage in errors (:data:`SETTING_GROUPS`). The process settings are
+    :class:`RuntimeSettings`.
 
     Sizes are in ``unit``; the watermark fields are fractions of the effective budget
     (``budget - reserve_output``). Each field's docstring is its description
@@ -104,10 +118,8 @@ class Policy(BaseModel):
     edit_horizon: int = Field(4, ge=1, le=10_000)
     """How many model calls ahead an optional edit must pay back within (``edit_when="pays"``):
     the calls the session has made so far, capped at this. A cache break is paid now and the
-    saving only over the calls that follow, and a task-oriented session usually ends soon
-    (tau-bench sessions: 12 calls on average, and clearing that assumed as many calls ahead as
-    behind lost money at every budget in ``bench/results/compare.md``). Raise it for agents
-    known to run hundreds of calls per session."""
+    saving only over the calls that follow. Raise it for agents known to run hundreds of calls
+    per session."""
     clear_min_batch: float = Field(0.1, ge=0, le=1)
     """Below the hard limit, clearing fires only when it saves at least this share of the
     budget in one batch (fewer, larger batches keep the prompt cache warm longer)."""
@@ -124,10 +136,7 @@ class Policy(BaseModel):
     """The latest tool cycles never cleared by the ordinary clearing (a parallel batch is one
     cycle; the current turn is protected on its own, ``protect_current_turn``). 1: the last
     cycle of the previous turns stays whole; one more protected cycle is one result fewer each
-    clearing batch can free, so the batch that must come re-bills as much for less room. On
-    ``bench/compare.py``'s data, 2 -> 1 took the default from 1.119 to 1.116 x F(B) at 3,000
-    tokens (support recall 0.912 -> 0.913) and from 1.015 to 1.014 at 6,000 (0.987 both);
-    Ragent's preset keeps 2."""
+    clearing batch can free. Ragent's preset keeps 2."""
     protect_current_turn: bool = True
     """Clearing leaves the current turn alone; only when nothing else makes the call fit are
     its completed cycles (never the in-flight one) cleared as a last resort, with an event."""
@@ -155,43 +164,23 @@ class Policy(BaseModel):
     """``{values}`` keeps at most this many characters of key values (grouped by key:
     ``flight_number=HAT1, HAT2; date=...``), cut between whole values (0 = none). Each value
     kept may answer a later question without a recall, and is carried on every call. Values
-    that name a record (ids, a list's items) go first, then states (``ctxwise.distill``). At
-    3,000 tokens on ``bench/compare.py``'s data, with the default template, 165 / 170 gave cost
-    1.118 / 1.119 x F(B) and support recall 0.910 / 0.912 (240: 1.134 and 0.914 with a
-    longer template)."""
+    that name a record (ids, a list's items) go first, then states (``ctxwise.distill``)."""
 
     summarize: bool = True
     """Whether the summarizing stage runs at all."""
     summary_target: float = Field(0.09, gt=0, le=1)
     """Size to aim a summary at, as a share of the effective budget (at least 200 characters;
     the digest keeps the user's requirements verbatim beyond it, up to 2,000 characters). A
-    summary is re-billed whole on the call that writes it and carried on every call after, so
-    a small one pays: ``bench/results/compare.md`` gives the default's cost and recall at 0.09
-    (0.1 until the digest stopped quoting requests the pinned facts carry: 3,000 tokens x1.109
-    -> x1.103, Anthropic prices x1.123 -> x1.117, recall 0.916 either way), and the smaller
-    targets tried (0.05 and below cost less on its data, but the demo, ``make demo``, then
-    loses values its later answers quote; 0.08 keeps exact recall at 0.910 only just)."""
+    summary is re-billed whole on the call that writes it and carried on every call after."""
     summary_rollup_share: float = Field(0.2, gt=0, le=1)
     """A new summary pass appends a segment after the earlier ones (their text stays
     byte-identical, so the prompt cache keeps them); when the segments together would grow
     past this share of the budget, they are rolled into one summary instead."""
     summary_keep_recent: float = Field(0.1, ge=0, le=1)
     """Recent turns kept verbatim after a summary cut, as a fraction of the effective budget
-    (0.1: what the summary keeps verbatim is re-billed with it on the call it fires; when it
-    went from 0.2 to 0.1 the default's cost at 6,000 tokens on ``bench/compare.py``'s data
-    went from 1.051 to 1.039 x F(B), recall 0.986 and 0.985, at the code of that commit)."""
+    (what the summary keeps verbatim is re-billed with it on the call it fires)."""
     summary_min_material: float = Field(0.5, ge=0, le=1)
     """Skip summarizing when the material is under this share of the compactable context."""
-    summarizer: Literal["digest", "openai"] = "digest"
-    """``digest`` (offline, deterministic) or ``openai`` (any OpenAI-compatible endpoint)."""
-    summarizer_model: str = "gpt-4.1-mini"
-    """Model name for the ``openai`` summarizer."""
-    summarizer_base_url: str | None = None
-    """Endpoint for the ``openai`` summarizer (default: ``OPENAI_BASE_URL``)."""
-    summarizer_timeout_s: float = Field(20.0, gt=0)
-    """Seconds one summary request may take before it counts as failed."""
-    summarizer_max_retries: int = Field(1, ge=0, le=5)
-    """Retries after a failed summary request."""
 
     facts: bool = True
     """Pin the user's own facts (ids, amounts, dates, constraints) in a block of their own."""
@@ -322,8 +311,9 @@ class Policy(BaseModel):
         return "*" in self.clearable_tools or name in self.clearable_tools
 
     def with_(self, **update: Any) -> "Policy":
-        """A validated copy with ``update`` applied; :class:`PolicyError` on a bad value."""
-        return _build({**self.model_dump(), **update})
+        """A validated copy with ``update`` applied; :class:`PolicyError` on a bad value. The
+        copy's ``model_fields_set`` is this policy's plus the keys of ``update``."""
+        return _build({**self.model_dump(include=set(self.model_fields_set)), **update})
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> "Policy":
         """A copy; with ``update`` it is validated like :meth:`with_` (PolicyError on a bad value)."""
@@ -343,8 +333,9 @@ class Policy(BaseModel):
     @classmethod
     def from_toml(cls, path: str | Path, *, default_preset: str = "default", **update: Any) -> "Policy":
         """Load from a TOML file: keys at top level or in a ``[ctxwise]`` table; an optional
-        ``preset = "ragent"`` key picks the base (else ``default_preset``). Raises PolicyError
-        naming the file and the key."""
+        ``preset = "ragent"`` key picks the base (else ``default_preset``). The process settings
+        (:data:`RUNTIME_FIELDS`) are left to :meth:`RuntimeSettings.from_toml`. Raises
+        PolicyError naming the file and the key."""
         p = Path(path)
         try:
             data = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -352,7 +343,7 @@ class Policy(BaseModel):
             raise PolicyError(f"{p}: cannot read policy file ({e.strerror})") from None
         except tomllib.TOMLDecodeError as e:
             raise PolicyError(f"{p}: not valid TOML ({e})") from None
-        data = data.get("ctxwise", data)
+        data = {k: v for k, v in data.get("ctxwise", data).items() if k not in RUNTIME_FIELDS}
         preset = data.pop("preset", default_preset)
         try:
             policy = cls.preset(preset, **{**data, **update})
@@ -367,17 +358,21 @@ class Policy(BaseModel):
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **update: Any) -> "Policy":
         """Load from ``CTXWISE_*`` variables (``CTXWISE_PRESET``, ``CTXWISE_BUDGET``, ...).
-        List values are comma-separated. Raises PolicyError naming the variable, also for a
-        ``CTXWISE_`` variable that is no setting (a typo like ``CTXWISE_BUGDET``)."""
+        List values are comma-separated; the process settings (``CTXWISE_SUMMARIZER_MODEL``, ...)
+        are left to :meth:`RuntimeSettings.from_env`. Raises PolicyError naming the variable, also
+        for a ``CTXWISE_`` variable that is no setting (a typo like ``CTXWISE_BUGDET``)."""
         env = os.environ if environ is None else environ
         data: dict[str, Any] = {}
         for var, raw in env.items():
             if not var.startswith("CTXWISE_") or var in NOT_POLICY_VARIABLES or var.startswith("CTXWISE_SERVER_"):
                 continue
             key = var.removeprefix("CTXWISE_").lower()
+            if key in RUNTIME_FIELDS:  # RuntimeSettings.from_env reads them
+                continue
             field = cls.model_fields.get(key)
             if field is None:
-                raise PolicyError(f"{var}: unknown setting (known: {', '.join('CTXWISE_' + k.upper() for k in cls.model_fields)})")
+                known = [*cls.model_fields, *RUNTIME_FIELDS]
+                raise PolicyError(f"{var}: unknown setting (known: {', '.join('CTXWISE_' + k.upper() for k in known)})")
             data[key] = [s.strip() for s in raw.split(",") if s.strip()] if field.annotation == list[str] else raw
         preset = env.get("CTXWISE_PRESET", "default")
         try:
@@ -386,6 +381,30 @@ class Policy(BaseModel):
             key = str(e).split(":", 1)[0].removeprefix("policy ").strip()
             var = f"CTXWISE_{key.upper()}" if key in cls.model_fields else "CTXWISE_*"
             raise PolicyError(f"{var}: {e}") from None
+
+    @classmethod
+    def from_stored(cls, stored: Mapping[str, Any], provider: str | None = None) -> "Policy":
+        """The policy a store holds for a session (``SessionState.policy``): the fields of this
+        version are read as stored, a key this version does not know (a process setting an
+        older version persisted, such as ``summarizer_timeout_s``) is ignored, and ``provider``
+        (the store's column) fills a missing ``provider``. A field the stored dict lacks takes
+        today's default. Raises PolicyError when a stored value no longer validates."""
+        data = {k: v for k, v in stored.items() if k in cls.model_fields}
+        if provider is not None:
+            data.setdefault("provider", provider)
+        return cls.model_validate(data)
+
+    def session_settings(self, *, only_set: bool = False) -> dict[str, Any]:
+        """The settings as JSON values, ``{field: value}`` (what a store persists). With
+        ``only_set``, only the fields the caller gave (``model_fields_set``: keyword arguments,
+        the preset's own keys, TOML or environment keys), the ones compared on reopen."""
+        return self.model_dump(mode="json", include=set(self.model_fields_set) if only_set else None)
+
+
+def setting_name(field: str) -> str:
+    """A field's grouped name, ``stage.field`` (``clearing.clear_at``), as errors and the README
+    name it; a name that is no Policy field is returned as it is."""
+    return f"{GROUP_OF[field]}.{field}" if field in GROUP_OF else field
 
 
 NOT_POLICY_VARIABLES = frozenset({"CTXWISE_PRESET", "CTXWISE_SHARED", "CTXWISE_TEST_PG_URL", "CTXWISE_SCREENSHOTS", "CTXWISE_DB",
@@ -406,6 +425,10 @@ def _policy_error(e: ValidationError) -> PolicyError:
         return inner
     where = ".".join(str(x) for x in err.get("loc", ()))
     msg = str(err.get("msg", "")).removeprefix("Value error, ")
+    if err.get("type") == "extra_forbidden" and where in RUNTIME_FIELDS:
+        return PolicyError(f"policy {where}: a process setting, not a session setting",
+                           hint=f"pass RuntimeSettings({where}=...) as ContextManager(runtime=...), or set it on "
+                                "the summarizer instance; TOML files and CTXWISE_* variables route it there")
     if err.get("type") == "extra_forbidden":
         near = difflib.get_close_matches(where, list(Policy.model_fields), n=1)
         guess = f"did you mean {near[0]!r}? " if near else ""
@@ -450,3 +473,118 @@ PRESETS: dict[str, dict[str, Any]] = {
         "user_memory": False,
     },
 }
+
+
+SETTING_GROUPS: dict[str, tuple[str, ...]] = {
+    "general": ("name", "enabled"),
+    "context": ("budget", "unit", "tokenizer", "reserve_output", "count_system", "tools_size", "provider"),
+    "edits": ("edit_when", "edit_horizon"),
+    "clearing": ("clear_at", "clear_target", "clear_min_batch", "keep_recent_cycles", "protect_current_turn",
+                 "clearable_tools", "keep_tools", "clear_errors", "clear_tool_inputs", "min_clear_chars",
+                 "placeholder", "placeholder_input", "placeholder_input_max", "placeholder_values_max"),
+    "summarizing": ("summarize", "summarize_at", "summary_target", "summary_rollup_share", "summary_keep_recent",
+                    "summary_min_material"),
+    "trimming": ("hard_limit", "trim_target", "truncate_in_flight"),
+    "facts": ("facts", "facts_share", "facts_mode"),
+    "memory": ("user_memory", "user_memory_share"),
+    "prices": ("price_model", "cache_read_price", "cache_write_price", "cache_miss_price", "cache_min_prefix"),
+}
+"""The session settings (every :class:`Policy` field, each in one group) by stage: ``general``
+(label, on/off), ``context`` (what is measured and for which provider), ``edits`` (when optional
+edits fire), ``clearing``, ``summarizing``, ``trimming``, ``facts`` (the pinned facts block),
+``memory`` (long-term user memory), ``prices`` (the prompt-cache price model). Errors and the
+README name a field ``group.field`` (:func:`setting_name`); code reads it flat (``policy.clear_at``)."""
+
+GROUP_OF: dict[str, str] = {f: g for g, fields in SETTING_GROUPS.items() for f in fields}
+"""``{field: group}`` for every Policy field."""
+
+
+class RuntimeSettings(BaseModel):
+    """How this process runs, apart from what defines a session (:class:`Policy`): the
+    summarizer :class:`~ctxwise.ContextManager` builds when it is given none. Never stored with
+    a session and never compared when one is reopened, so changing one never raises
+    :class:`~ctxwise.errors.PolicyMismatch`. Frozen. Read from code, the same TOML file as the
+    policy (:meth:`from_toml`) or the same ``CTXWISE_*`` variables (:meth:`from_env`). Raises
+    :class:`~ctxwise.errors.PolicyError` naming the field for a bad or unknown value.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    summarizer: Literal["digest", "openai"] = "digest"
+    """``digest`` (offline, deterministic) or ``openai`` (any OpenAI-compatible endpoint)."""
+    summarizer_model: str = "gpt-4.1-mini"
+    """Model name for the ``openai`` summarizer."""
+    summarizer_base_url: str | None = None
+    """Endpoint for the ``openai`` summarizer (None: ``OPENAI_BASE_URL``)."""
+    summarizer_timeout_s: float = Field(20.0, gt=0)
+    """Seconds one summary request may take before it counts as failed."""
+    summarizer_max_retries: int = Field(1, ge=0, le=5)
+    """Retries after a failed summary request."""
+
+    def __init__(self, /, **data: Any) -> None:
+        """Validate ``data``; :class:`PolicyError` names the first bad or unknown field."""
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise _runtime_error(e) from None
+
+    def make_summarizer(self) -> Summarizer:
+        """The summarizer these settings name: a new
+        :class:`~ctxwise.summarizers.DigestSummarizer` for ``digest``, a new
+        :class:`~ctxwise.summarizers.openai.OpenAISummarizer` with this model, endpoint, timeout
+        and retries for ``openai`` (raises :class:`~ctxwise.errors.MissingExtra` without the
+        ``llm`` extra)."""
+        from .summarizers import from_settings
+
+        return from_settings(self)
+
+    @classmethod
+    def from_toml(cls, path: str | Path, **update: Any) -> "RuntimeSettings":
+        """The process settings of a policy TOML file (top level or ``[ctxwise]`` table): its
+        keys named in :data:`RUNTIME_FIELDS`; the others are the policy's
+        (:meth:`Policy.from_toml`). Raises PolicyError naming the file and the key."""
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise PolicyError(f"{p}: cannot read policy file ({e.strerror})") from None
+        except tomllib.TOMLDecodeError as e:
+            raise PolicyError(f"{p}: not valid TOML ({e})") from None
+        table = data.get("ctxwise", data)
+        try:
+            return cls(**{**{k: v for k, v in table.items() if k in RUNTIME_FIELDS}, **update})
+        except PolicyError as e:
+            raise PolicyError(f"{p}: {e}", hint=e.hint) from None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **update: Any) -> "RuntimeSettings":
+        """The process settings among ``CTXWISE_*`` variables (``CTXWISE_SUMMARIZER``,
+        ``CTXWISE_SUMMARIZER_MODEL``, ``CTXWISE_SUMMARIZER_BASE_URL``,
+        ``CTXWISE_SUMMARIZER_TIMEOUT_S``, ``CTXWISE_SUMMARIZER_MAX_RETRIES``); the others are the
+        policy's (:meth:`Policy.from_env`). Raises PolicyError naming the variable."""
+        env = os.environ if environ is None else environ
+        data = {k: env[f"CTXWISE_{k.upper()}"] for k in RUNTIME_FIELDS if f"CTXWISE_{k.upper()}" in env}
+        try:
+            return cls(**{**data, **update})
+        except PolicyError as e:
+            key = str(e).split(":", 1)[0].removeprefix("runtime ").strip()
+            var = f"CTXWISE_{key.upper()}" if key in RUNTIME_FIELDS else "CTXWISE_*"
+            raise PolicyError(f"{var}: {e}", hint=e.hint) from None
+
+
+RUNTIME_FIELDS: tuple[str, ...] = tuple(RuntimeSettings.model_fields)
+"""The process settings (:class:`RuntimeSettings` fields): accepted in a policy TOML file and as
+``CTXWISE_*`` variables, refused by ``Policy(...)``, ignored in a stored policy."""
+
+
+def _runtime_error(e: ValidationError) -> PolicyError:
+    """The first problem of ``e`` as a one-line PolicyError naming the runtime field."""
+    err = e.errors()[0]
+    where = ".".join(str(x) for x in err.get("loc", ()))
+    msg = str(err.get("msg", "")).removeprefix("Value error, ")
+    if err.get("type") == "extra_forbidden" and where in Policy.model_fields:
+        return PolicyError(f"runtime {where}: a session setting, not a process setting",
+                           hint=f"set it on the Policy (Policy({where}=...)); it is stored with each session")
+    if err.get("type") == "extra_forbidden":
+        msg = f"unknown setting (known: {', '.join(RUNTIME_FIELDS)})"
+    return PolicyError(f"runtime {where}: {msg}" if where else f"runtime: {msg}")

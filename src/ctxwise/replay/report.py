@@ -309,7 +309,7 @@ def render_html(run: RunResult) -> str:
         "<h1>ctxwise replay</h1>",
         f"<p class='sub'>Policy <b>{escape(p.name)}</b>: budget {_n(p.budget)} {escape(p.unit)}"
         f"{' (' + escape(p.tokenizer) + ')' if p.unit == 'tokens' else ''}, clear at {p.clear_at:.0%}, "
-        f"summarize at {p.summarize_at:.0%}, provider {escape(p.provider)}, summarizer {escape(p.summarizer)}. "
+        f"summarize at {p.summarize_at:.0%}, provider {escape(p.provider)}, summarizer {escape(run.runtime.summarizer)}. "
         f"Cache-adjusted cost at a cached-price ratio of {run.cache_ratio}. Run {escape(run.run_id)}.</p>",
         _measures(run),
     ]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import ContextManager, CtxwiseError, Policy
+from .. import ContextManager, CtxwiseError, Policy, RuntimeSettings
 from .runner import Measures, SessionResult, replay_conversation
 from .sources import SourceError, builtin, collect, conversation_label
 
@@ -27,7 +27,8 @@ in thinking mode, as in the seeds' system: its reasoning is sent back, so it cou
 
 @dataclass
 class RunResult:
-    """Everything one run produced: the policy, per-session results, errors and totals."""
+    """Everything one run produced: the policy, the process settings, per-session results,
+    errors and totals."""
 
     policy: Policy
     paths: list[str]
@@ -36,6 +37,7 @@ class RunResult:
     cache_ratio: float = 0.1
     db: str = ""
     run_id: str = ""
+    runtime: RuntimeSettings = field(default_factory=RuntimeSettings)
 
     def totals(self) -> tuple[Measures, Measures | None]:
         """Measures summed over sessions, with compaction on and off (None when not run)."""
@@ -85,23 +87,26 @@ def run(
     baseline: bool = True,
     progress: Callable[[int, int, str], None] | None = None,
     loaded: tuple[list[Any], list[SourceError]] | None = None,
+    runtime: RuntimeSettings | None = None,
 ) -> RunResult:
     """Replay every conversation in ``paths`` (the built-in demo when empty) under ``policy``.
 
     ``progress(done, total, name)`` is called before and after each conversation. Raises only
     for problems of the whole run (the store cannot be opened); per-session failures land in
     ``RunResult.errors``. ``loaded`` is ``collect(paths)`` when the caller has read them already.
+    ``runtime``: the process settings (which summarizer; default the offline digest).
     """
     shown = [str(p) for p in paths] or [str(builtin("demo"))]
     result = RunResult(policy=policy, paths=shown, cache_ratio=cache_ratio, db=db,
-                       run_id=time.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(2))
+                       run_id=time.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(2),
+                       runtime=runtime or RuntimeSettings())
     conversations, result.errors = loaded if loaded is not None else collect(shown)
     if limit is not None:
         conversations = conversations[:limit]
     per_source: dict[str, int] = {}
     for c in conversations:
         per_source[str(c.source)] = per_source.get(str(c.source), 0) + 1
-    on = ContextManager(db, policy)
+    on = ContextManager(db, policy, runtime=result.runtime)
     off = ContextManager(on.store, policy.with_(enabled=False)) if baseline else None
     total = len(conversations)
     try:

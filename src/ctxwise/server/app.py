@@ -47,7 +47,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .. import ContextManager, CtxwiseError, Policy, Session, SessionNotFound, Summarizer, __version__
+from .. import ContextManager, CtxwiseError, Policy, RuntimeSettings, Session, SessionNotFound, Summarizer, __version__
 from .errors import ctxwise_error_response, error_response, log
 from .keys import KEY_FORM, KEY_LOOKUP, TENANT_SEP, KeyStore, lookup_params, tenant_in
 from .sessions import DEFAULT_SIZE as DEFAULT_CACHE
@@ -441,14 +441,18 @@ def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:
     from ``CTXWISE_*`` settings (:meth:`~ctxwise.Policy.from_env`), ``CTXWISE_SERVER_MAX_BODY``
     (bytes), ``CTXWISE_SERVER_SESSION_CACHE`` (open sessions kept per process, default 1024;
     0 turns the cache off), ``CTXWISE_SERVER_THREADS`` (worker threads, default 8),
-    ``CTXWISE_SERVER_APPEND_THREADS`` (how many of them may run appends at once, default 4). The
+    ``CTXWISE_SERVER_APPEND_THREADS`` (how many of them may run appends at once, default 4); the
+    summarizer from the process settings in the same file or variables
+    (:class:`~ctxwise.RuntimeSettings`: ``CTXWISE_SUMMARIZER``, ``CTXWISE_SUMMARIZER_MODEL``, ...). The
     factory ``ctxwise serve`` hands to uvicorn (``--factory``)."""
     env = dict(os.environ if environ is None else environ)
     url = env.get("CTXWISE_DB") or "sqlite:///ctxwise.db"
     config = env.get("CTXWISE_CONFIG")
     policy = Policy.from_toml(config, default_preset=env.get("CTXWISE_PRESET", "default")) if config \
         else Policy.from_env(env)
-    return create_app(url, policy, max_body_bytes=_env_int(env, "CTXWISE_SERVER_MAX_BODY", DEFAULT_MAX_BODY, 1),
+    runtime = RuntimeSettings.from_toml(config) if config else RuntimeSettings.from_env(env)
+    return create_app(url, policy, summarizer=runtime.make_summarizer(),
+                      max_body_bytes=_env_int(env, "CTXWISE_SERVER_MAX_BODY", DEFAULT_MAX_BODY, 1),
                       session_cache=_env_int(env, "CTXWISE_SERVER_SESSION_CACHE", DEFAULT_CACHE, 0),
                       threads=_env_int(env, "CTXWISE_SERVER_THREADS", DEFAULT_THREADS, 1),
                       append_threads=_env_int(env, "CTXWISE_SERVER_APPEND_THREADS", DEFAULT_APPEND_THREADS, 1))

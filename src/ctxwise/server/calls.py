@@ -89,7 +89,7 @@ def session_calls(state: SessionState, events: list[dict[str, Any]],
     ``state`` must be loaded with ``include_hidden=True``. Returns an empty list when no user
     input was stored yet.
     """
-    policy = Policy(**state.policy)
+    policy = Policy.from_stored(state.policy, state.provider)
     counter = get_counter(policy.tokenizer if policy.unit == "tokens" else "chars")
     rows = sorted((r for r in state.rows if r.state != "popped"), key=lambda r: r.seq)
     seq_of = {r.message_id: r.seq for r in rows}

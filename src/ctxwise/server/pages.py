@@ -31,7 +31,7 @@ STATE_NOTE = {
 }
 POLICY_KEYS = ("name", "provider", "budget", "unit", "tokenizer", "reserve_output", "clear_at", "clear_target",
                "summarize_at", "hard_limit", "edit_when", "keep_recent_cycles", "clearable_tools", "keep_tools",
-               "summarizer", "facts", "user_memory")
+               "facts", "user_memory")
 """The policy fields shown first; the rest are in a collapsed table below them."""
 
 
@@ -197,7 +197,7 @@ def records(state: SessionState, transcript: list[TranscriptRow], events: list[d
     """The two records side by side: each transcript row beside the context messages it was
     derived from (aligned by message id), in context order; context messages no transcript
     row holds (the system prompt, summaries) stand alone where they sit in the context."""
-    policy = Policy(**state.policy)
+    policy = Policy.from_stored(state.policy, state.provider)
     counter = get_counter(policy.tokenizer if policy.unit == "tokens" else "chars")
     folded_into: dict[str, str] = {}
     replaced: dict[str, list[str]] = {}
@@ -261,7 +261,7 @@ def timeline(events: list[dict[str, Any]], calls: list[CallView], ids: dict[str,
 def policy_table(state: SessionState) -> str:
     """The policy in force (the session's stored policy), the main fields first."""
     p = state.policy
-    policy = Policy(**p)
+    policy = Policy.from_stored(p, state.provider)
 
     def row(k: str) -> str:
         v = p.get(k)
@@ -283,7 +283,7 @@ def session_live(state: SessionState, transcript: list[TranscriptRow], events: l
                  calls: list[CallView], user: str, tenant_note: str = "") -> str:
     """What the live part of the session page holds: the header, the chart, the policy, the
     event timeline and the two records (swapped in whole when the session's version moves)."""
-    policy = Policy(**state.policy)
+    policy = Policy.from_stored(state.policy, state.provider)
     ids: dict[str, str] = {}
     visible = sum(1 for r in state.rows if r.visible)
     pending = " (the last bar: what the next call reads before compaction)" if calls and calls[-1].message_id is None else ""
