@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .changes import Hide, InsertSummary, Replace
 from .errors import MemoryBusy, MemoryEntryNotFound, MessageNotStorable, NotNewestMessage, NotStorable, \
     SessionConflict, SessionNotFound
+from .store.base import BaseStore
+from .store.contract import StoredRow, Write
 from .messages import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, text_message
 
 Store = Any
@@ -199,6 +201,23 @@ def check_conflicts(store: Store) -> None:
         expect_raises(SessionConflict, call, f"{name} at a stale version raises SessionConflict")
     expect(snapshot(store) == before, "a refused stale write stores nothing")
     expect(store.version("u1", "s1") == v2, "version() is the stored version")
+
+
+def check_commit_checks_version(store: Store) -> None:
+    """A :class:`~ctxwise.store.BaseStore` commit built at a version another writer has since
+    moved past raises SessionConflict and stores nothing (the race the base class's own
+    version read cannot see). Stores that are not BaseStore subclasses pass by definition."""
+    if not isinstance(store, BaseStore):
+        return
+    v = fill(store, turns=1)
+    head = store.read_session("u1", "s1").head
+    stale = Write(expected_version=v - 1, head=replace(head, version=v), changed=frozenset({"last_seq"}),
+                  inserts=(StoredRow("late", head.last_seq + 1, head.last_seq + 1, 0, "verbatim", "user", None,
+                                     text_message("late", "user", "x").model_dump(mode="json")),),
+                  events=({"stage": "late"},))
+    before = snapshot(store)
+    expect_raises(SessionConflict, lambda: store.commit("u1", "s1", stale), "a commit at a stale version")
+    expect(snapshot(store) == before, "a refused commit stores nothing")
 
 
 def check_events(store: Store) -> None:
@@ -461,7 +480,7 @@ def check_memory_apply_and_claim(store: Store) -> None:
 CHECKS: dict[str, Callable[[Store], None]] = {
     f.__name__.removeprefix("check_"): f for f in (
         check_round_trip, check_states_and_order, check_rolling_summaries, check_summary_in_one_write,
-        check_conflicts, check_events, check_user_scoping, check_bad_input_stores_nothing, check_transcript,
+        check_conflicts, check_commit_checks_version, check_events, check_user_scoping, check_bad_input_stores_nothing, check_transcript,
         check_open_session_keeps_stored, check_original, check_pop, check_pop_then_append, check_amend,
         check_clear_and_set_policy, check_list_sessions, check_memory_ops, check_memory_apply_and_claim)}
 """Every check by name; each takes an empty store and raises :class:`ConformanceError` (or

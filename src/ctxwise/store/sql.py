@@ -28,7 +28,10 @@ _READ_ONLY = ("readonly database", "read-only transaction", "read-only file syst
 def shown(url: URL | str) -> str:
     """``url`` as it may be shown: the password replaced by ``***``."""
     try:
-        return (url if isinstance(url, URL) else make_url(url)).render_as_string(hide_password=True)
+        parsed = url if isinstance(url, URL) else make_url(url)
+        if parsed.get_backend_name() == "sqlite":
+            return f"sqlite:///{parsed.database or ''}"
+        return parsed.render_as_string(hide_password=True)
     except ArgumentError:
         return str(url).split("@")[-1] if "@" in str(url) else str(url)
 
