@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..changes import Change, Hide, InsertSummary, Replace
 from .base import BaseStore
 from .memory import InMemoryStore
 from .protocols import MemoryStore, SessionStore
@@ -27,11 +28,7 @@ from .types import (
     REMOVED_STATES,
     STATES,
     VISIBLE_STATES,
-    Change,
     ContextRow,
-    Hide,
-    InsertSummary,
-    Replace,
     SessionInfo,
     SessionState,
     TranscriptRow,

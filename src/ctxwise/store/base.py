@@ -258,7 +258,8 @@ class BaseStore(ABC):
             plan.add(i, ch, body)
         plan.set_sizes(sizes or {})
         head = replace(snap.head, last_seq=plan.last_seq)
-        write = _write(expected_version, head, frozenset({"last_seq"}) | _state_changed(state_doc), state_doc,
+        changed: frozenset[HeadField] = frozenset({"last_seq"})
+        write = _write(expected_version, head, changed | _state_changed(state_doc), state_doc,
                        inserts=tuple(plan.inserts), updates=tuple(plan.updates.values()), events=docs)
         self.commit(user_id, session_id, write)
         return expected_version + 1

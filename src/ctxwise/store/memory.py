@@ -45,15 +45,22 @@ class _Session:
     events: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _matches(r: StoredRow, q: RowQuery, open_from: int | None) -> bool:
+    """Whether ``q``'s filters (all but ``message_ids`` and ``newest``) keep row ``r``."""
+    if q.open_turn and (open_from is None or r.seq < open_from):
+        return False
+    if q.states is not None and r.state not in q.states:
+        return False
+    if q.appended and r.generation != 0:
+        return False
+    return q.tool_use_id is None or q.tool_use_id in r.tool_use_ids
+
+
 def _select(s: _Session, q: RowQuery) -> tuple[StoredRow, ...]:
     """The rows of ``s`` that ``q`` selects."""
     rows: list[StoredRow] = list(s.rows.values()) if q.message_ids is None else [
         s.rows[m] for m in dict.fromkeys(q.message_ids) if m in s.rows]
-    if q.open_turn:
-        start = s.head.open_from_seq
-        rows = [] if start is None else [r for r in rows if r.seq >= start]
-    rows = [r for r in rows if (q.states is None or r.state in q.states) and (not q.appended or r.generation == 0)
-            and (q.tool_use_id is None or q.tool_use_id in r.tool_use_ids)]
+    rows = [r for r in rows if _matches(r, q, s.head.open_from_seq)]
     if q.newest and rows:
         rows = [max(rows, key=lambda r: r.seq)]
     if not q.bodies:
@@ -102,9 +109,11 @@ class InMemoryStore(BaseStore):
             for row in write.inserts:
                 s.rows[row.message_id] = row
             for u in write.updates:
-                values = {k: v for k, v in (("state", u.state), ("current", u.current), ("original", u.original),
-                                            ("size", u.size)) if v is not None}
-                s.rows[u.message_id] = replace(s.rows[u.message_id], **values)
+                r = s.rows[u.message_id]
+                s.rows[u.message_id] = replace(
+                    r, state=r.state if u.state is None else u.state, size=r.size if u.size is None else u.size,
+                    current=r.current if u.current is None else u.current,
+                    original=r.original if u.original is None else u.original)
             if write.reset_visible:
                 for mid, r in list(s.rows.items()):
                     if r.state in VISIBLE_STATES:

@@ -71,7 +71,7 @@ def _legacy(conn: Connection) -> str | None:
     found = [r for (r,) in conn.execute(select(t.c.version_num))]
     ours = set(revisions())
     if len(found) == 1 and found[0] in ours and inspect(conn).has_table("sessions"):
-        return found[0]
+        return str(found[0])
     return None
 
 

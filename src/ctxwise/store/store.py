@@ -432,7 +432,7 @@ def _rows(conn: Connection, sess: Any, q: RowQuery) -> tuple[StoredRow, ...]:
     if q.bodies:
         wanted = [r.seq for r in listed if q.originals or r.current is None]
         for chunk in range(0, len(wanted), 500):
-            originals.update(conn.execute(select(O.seq, O.body).where(  # type: ignore[arg-type]
+            originals.update(conn.execute(select(O.seq, O.body).where(
                 O.session_pk == sess.id, O.user_id == sess.user_id, O.seq.in_(wanted[chunk:chunk + 500]))).all())
     return tuple(StoredRow(r.message_id, r.seq, r.anchor_seq, r.generation, r.state, r.role,
                            r.current if q.bodies else None, originals.get(r.seq), r.size) for r in listed)
