@@ -21,10 +21,10 @@ SRC = Path(ctxwise.__file__).resolve().parent
 REPO = SRC.parents[1]
 
 PINNED = [
-    "Block", "BudgetReport", "CompactionEvent", "ContextBudgetExceeded", "ContextManager", "ContextRow",
+    "BaseStore", "Block", "BudgetReport", "CompactionEvent", "ContextBudgetExceeded", "ContextManager", "ContextRow",
     "CtxwiseError", "DigestSummarizer", "FormatError", "Hide", "ImageBlock", "InMemoryStore", "InsertSummary",
     "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
-    "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
+    "NotNewestMessage", "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
     "RECALL_TOOL_NAME", "Replace", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState",
     "SessionStore", "SqlStore", "StoreSchemaError", "StoreUnavailable", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
     "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolResultNotFound", "ToolUseBlock", "TranscriptRow",
