@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -236,6 +237,14 @@ def test_the_suite_runs_in_five_lines_and_fails_a_broken_backend() -> None:
     assert {f.name for f in validate_store(NoVersionCheck).failed} == {"commit_checks_version"}
     with pytest.raises(KeyError):
         validate_store(DictStore, only=["no-such-check"])
+
+
+def test_the_readme_block_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    """README's "Writing a store backend" block, executed as it stands."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "ctxwise.testing" in b]
+    exec(compile(block, "README.md", "exec"), {})
+    assert capsys.readouterr().out.strip() == f"{len(CHECKS)} of {len(CHECKS)} store checks passed"
 
 
 def test_in_memory_store_and_the_suite_load_no_sqlalchemy() -> None:
