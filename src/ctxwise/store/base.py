@@ -234,8 +234,8 @@ class BaseStore(ABC):
             try:
                 self.commit(user_id, session_id, write)
                 return base + 1
-            except SessionConflict:
-                if not self.wait or attempt == MAX_REBASES:
+            except SessionConflict:  # with wait: retried only when another write moved the version
+                if not self.wait or attempt == MAX_REBASES or self.version(user_id, session_id) == base:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
