@@ -128,7 +128,8 @@ def test_readme_anthropic_and_other_python_blocks_are_accounted_for():
     runs = [b for b in found if "chat.completions.create" in b]
     anthropic = [b for b in found if "append_anthropic" in b]
     frameworks = [b for b in found if "ctxwise.integrations." in b]  # run by tests/integrations/test_*_docs.py
-    assert len(runs) == 1 and len(found) == len(runs) + len(anthropic) + len(frameworks), found
+    backends = [b for b in found if "ctxwise.testing" in b]  # run by tests/test_store_conformance.py
+    assert len(runs) == 1 and len(found) == len(runs) + len(anthropic) + len(frameworks) + len(backends), found
 
 
 def test_readme_anthropic_loop_runs(tmp_path, monkeypatch):

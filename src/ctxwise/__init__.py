@@ -33,7 +33,7 @@ _EXPORTS: dict[str, str] = {
     "CompactionEvent": "compaction.events",
     "Replace": "changes", "Hide": "changes", "InsertSummary": "changes",
     # stores: the protocols, the SQL and in-memory implementations, the rows they return
-    "SessionStore": "store.protocols", "MemoryStore": "store.protocols", "SqlStore": "store",
+    "SessionStore": "store.protocols", "MemoryStore": "store.protocols", "BaseStore": "store.base", "SqlStore": "store",
     "InMemoryStore": "store", "open_store": "store", "ContextRow": "store.types", "SessionState": "store.types",
     "SessionInfo": "store.types", "TranscriptRow": "store.types",
     # the recall tool: fetch a cleared tool result back by its id
@@ -49,15 +49,15 @@ _EXPORTS: dict[str, str] = {
     "FormatError": "errors", "PayloadInvalid": "errors", "Violation": "errors", "PolicyError": "errors",
     "SessionConflict": "errors", "SessionNotFound": "errors", "MissingExtra": "errors",
     "SummarizerError": "errors", "MemoryBusy": "errors", "MemoryEntryNotFound": "errors",
-    "NotStorable": "errors", "MessageNotStorable": "errors", "PolicyMismatch": "errors", "StoreSchemaError": "errors", "StoreUnavailable": "errors",
+    "NotStorable": "errors", "MessageNotStorable": "errors", "NotNewestMessage": "errors", "PolicyMismatch": "errors", "StoreSchemaError": "errors", "StoreUnavailable": "errors",
     "ToolResultNotFound": "errors",
 }
 
 __all__ = [
-    "Block", "BudgetReport", "CompactionEvent", "ContextBudgetExceeded", "ContextManager", "ContextRow", "Counter",
+    "BaseStore", "Block", "BudgetReport", "CompactionEvent", "ContextBudgetExceeded", "ContextManager", "ContextRow", "Counter",
     "CtxwiseError", "DigestSummarizer", "FormatError", "Hide", "ImageBlock", "InMemoryStore", "InsertSummary",
     "Marker", "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
-    "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
+    "NotNewestMessage", "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
     "RECALL_TOOL_NAME", "Replace", "RuntimeSettings", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState",
     "SessionStore", "SqlStore", "StoreSchemaError", "StoreUnavailable", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
     "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolResultNotFound", "ToolUseBlock", "TranscriptRow",
@@ -93,6 +93,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         MemoryEntryNotFound,
         MessageNotStorable,
         MissingExtra,
+        NotNewestMessage,
         NotStorable,
         PayloadInvalid,
         PolicyError,
@@ -120,6 +121,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from .summarizers import DigestSummarizer, OpenAISummarizer, Summarizer, SummaryResult
     from .recall import RECALL_TOOL_NAME, recall_tool_output, recall_tool_schema
     from .store import InMemoryStore, SqlStore, open_store
+    from .store.base import BaseStore
     from .store.protocols import MemoryStore, SessionStore
     from .store.types import ContextRow, SessionInfo, SessionState, TranscriptRow
     from .tokens import Counter, TokenCounter, get_counter, list_counters, register_counter

@@ -23,6 +23,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, Table, MetaData, Column, String, func, inspect, select
 
 from ..errors import StoreSchemaError
+from .sql import refused_write
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 VERSION_TABLE = "ctxwise_alembic_version"
@@ -70,7 +71,7 @@ def _legacy(conn: Connection) -> str | None:
     found = [r for (r,) in conn.execute(select(t.c.version_num))]
     ours = set(revisions())
     if len(found) == 1 and found[0] in ours and inspect(conn).has_table("sessions"):
-        return found[0]
+        return str(found[0])
     return None
 
 
@@ -105,5 +106,8 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     except StoreSchemaError:
         raise
     except Exception as exc:  # a foreign table in the way, a revision gap, ...
+        refused = refused_write(exc, engine)
+        if refused is not None:  # a read-only database or a full disk is not a schema problem
+            raise refused from None
         first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0]
         raise StoreSchemaError(f"cannot bring the database to ctxwise schema {target!r}: {first}") from exc

@@ -1,9 +1,11 @@
 """The seams between the engine and persistence: :class:`SessionStore` and :class:`MemoryStore`.
 
 A backend implements both (``SqlStore`` on SQLite / PostgreSQL, ``InMemoryStore`` in one
-process); ``tests/test_store_conformance.py`` runs the same suite against each. Modelled on
-openai-agents-python's ``Session`` protocol and langgraph's ``BaseCheckpointSaver``: small
-typed calls, the semantics fixed by the suite rather than by one implementation.
+process), most simply as a :class:`~ctxwise.store.BaseStore` subclass that writes eight
+primitives and inherits every call below; :func:`ctxwise.testing.validate_store` runs the
+conformance suite against any of them. Modelled on openai-agents-python's ``Session`` protocol
+and langgraph's ``BaseCheckpointSaver``: small typed calls, the semantics fixed by the suite
+rather than by one implementation.
 
 Contracts every implementation keeps:
 
@@ -77,7 +79,8 @@ class SessionStore(Protocol):
         """Retract the last appended message still in the context (state ``popped``; its id
         stays taken). The transcript gets a ``retracted`` row naming it. Returns ``(version,
         message)``; ``(version, None)`` and no write when there is nothing to pop. With
-        ``message_id``, raises ValueError (nothing written) unless that is the message. With
+        ``message_id``, raises :class:`~ctxwise.errors.NotNewestMessage` (nothing written) unless
+        that is the message. With
         ``then_append`` (and their ``sizes``), those messages are appended in the same write,
         as :meth:`append` would (the last message replaced in one version bump);
         MessageNotStorable for one of them, nothing written."""
@@ -91,7 +94,7 @@ class SessionStore(Protocol):
         context (original and current body; role and blocks unchanged: no transcript row), its
         stored ``size`` when given, and store ``events``. Returns ``(version, the amended
         original)``; ``(version, None)`` and no write when the context is empty. With
-        ``message_id``, raises ValueError (nothing written) unless that is the message;
+        ``message_id``, raises NotNewestMessage (nothing written) unless that is the message;
         MessageNotStorable when the metadata makes it unstorable."""
         ...
 

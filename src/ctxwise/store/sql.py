@@ -1,4 +1,7 @@
-"""The only hand-written SQL in ctxwise: connection set-up and transaction start.
+"""The only hand-written SQL in ctxwise: connection set-up and transaction start; and the
+errors a database gives before or outside ctxwise's own logic (a URL it cannot use, a server
+that does not answer, a disk that is full), each told as a :class:`~ctxwise.errors.StoreUnavailable`
+that says what to do.
 
 Everything else is built with SQLAlchemy expressions (bound parameters, no string formatting).
 """
@@ -6,10 +9,83 @@ Everything else is built with SQLAlchemy expressions (bound parameters, no strin
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, event
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DisconnectionError
+
+from ..errors import StoreUnavailable
+
+SUPPORTED = "sqlite:///PATH, postgresql+psycopg://USER:PASSWORD@HOST/DB, or memory:// (one process)"
+"""The store URLs ctxwise opens, as the errors name them."""
+
+_FULL = ("database or disk is full", "no space left on device", "disk full", "could not extend file")
+_READ_ONLY = ("readonly database", "read-only transaction", "read-only file system", "permission denied")
+
+
+def shown(url: URL | str) -> str:
+    """``url`` as it may be shown: the password replaced by ``***``."""
+    try:
+        parsed = url if isinstance(url, URL) else make_url(url)
+        if parsed.get_backend_name() == "sqlite":
+            return f"sqlite:///{parsed.database or ''}"
+        return parsed.render_as_string(hide_password=True)
+    except ArgumentError:
+        return str(url).split("@")[-1] if "@" in str(url) else str(url)
+
+
+def parse_url(url: str) -> URL:
+    """``url`` parsed, for a scheme ctxwise stores sessions in (``sqlite``, ``postgresql``).
+    Raises :class:`StoreUnavailable` naming the supported URLs for any other scheme or a URL
+    SQLAlchemy cannot parse, and for a SQLite file whose folder does not exist."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise StoreUnavailable(f"cannot read the store URL {shown(url)!r}: {exc}; ctxwise opens {SUPPORTED}",
+                               hint=f"give a URL such as {SUPPORTED}") from None
+    backend = parsed.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise StoreUnavailable(f"the store URL {shown(parsed)!r} uses {backend!r}, which ctxwise does not support; "
+                               f"it opens {SUPPORTED}", hint=f"give a URL such as {SUPPORTED}")
+    db = parsed.database or ""
+    if backend == "sqlite" and db and db != ":memory:" and not db.startswith("file:") \
+            and not Path(db).expanduser().parent.is_dir():
+        folder = Path(db).expanduser().parent
+        raise StoreUnavailable(f"cannot open the SQLite store {db!r}: its folder {str(folder)!r} does not exist",
+                               hint=f"create the folder first (mkdir -p {folder}) or give another path")
+    return parsed
+
+
+def probe(engine: Engine) -> None:
+    """Connect once (the connection goes back to the pool). Raises :class:`StoreUnavailable`
+    naming the URL without its password when the database cannot be reached or opened."""
+    try:
+        with engine.connect():
+            pass
+    except Exception as exc:
+        first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise StoreUnavailable(f"cannot connect to the store {shown(engine.url)}: {first}",
+                               hint="check that the database server is running and reachable, and the URL's "
+                                    "host, port, user and password (the password is not shown here)") from None
+
+
+def refused_write(exc: BaseException, engine: Engine) -> StoreUnavailable | None:
+    """The :class:`StoreUnavailable` a driver error stands for when the database refused a
+    write for room (disk full) or permission (read-only); None for any other error."""
+    text = str(getattr(exc, "orig", None) or exc).lower()
+    first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [""])[0]
+    if any(k in text for k in _FULL):
+        return StoreUnavailable(f"the store {shown(engine.url)} refused a write: it is out of room ({first}); "
+                                "nothing of this write was stored",
+                                hint="free disk space (or raise the database's size limit), then retry the call")
+    if any(k in text for k in _READ_ONLY):
+        return StoreUnavailable(f"the store {shown(engine.url)} refused a write: it is read-only ({first}); "
+                                "nothing of this write was stored",
+                                hint="give ctxwise a database (file and folder) it may write to, or a user with "
+                                     "write permission")
+    return None
 
 IDLE_PING_S = 5.0
 """A pooled PostgreSQL connection idle longer than this is pinged before it is handed out."""
