@@ -50,6 +50,8 @@ _EXPORTS: dict[str, str] = {
     "SummarizerError": "errors", "MemoryBusy": "errors", "MemoryEntryNotFound": "errors",
     "NotStorable": "errors", "MessageNotStorable": "errors", "PolicyMismatch": "errors", "StoreSchemaError": "errors", "StoreUnavailable": "errors",
     "ToolResultNotFound": "errors",
+    # open sessions kept between calls (the service's and the middlewares')
+    "SessionPool": "pool",
 }
 
 __all__ = [
@@ -57,7 +59,7 @@ __all__ = [
     "CtxwiseError", "DigestSummarizer", "FormatError", "Hide", "ImageBlock", "InMemoryStore", "InsertSummary",
     "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
     "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
-    "RECALL_TOOL_NAME", "Replace", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState",
+    "RECALL_TOOL_NAME", "Replace", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionPool", "SessionState",
     "SessionStore", "SqlStore", "StoreSchemaError", "StoreUnavailable", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
     "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolResultNotFound", "ToolUseBlock", "TranscriptRow",
     "Violation", "__version__", "find_original", "get_counter", "open_store", "recall_tool_output",
