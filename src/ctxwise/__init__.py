@@ -109,6 +109,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from .messages import Block, ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, text_message
     from .policy import Policy
     from .summarizers import DigestSummarizer, OpenAISummarizer, Summarizer, SummaryResult
+    from .pool import SessionPool
     from .recall import RECALL_TOOL_NAME, recall_tool_output, recall_tool_schema
     from .store import InMemoryStore, SqlStore, open_store
     from .store.protocols import MemoryStore, SessionStore
