@@ -44,7 +44,6 @@ from typing import Any, AsyncIterator, Mapping
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -223,6 +222,7 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
         app.hot = HotPath(server, telemetry if callable(telemetry) else None)
     _mount_ui(app, server)
     require_key_check(app, authenticated)
+    app.state.key_check = authenticated  # for require_key_check on an app extended later
     app.add_middleware(ServerTiming)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     return app
@@ -263,21 +263,39 @@ API_PREFIX = "/v1"
 """Every route under it needs an API key (:func:`require_key_check`)."""
 
 
+def all_routes(app: FastAPI) -> list[Any]:
+    """Every route of ``app``, the routes of included routers flattened (FastAPI keeps an
+    included router as one entry of ``app.routes``). Each has ``path`` and ``methods``; a
+    FastAPI route also has its ``dependant`` (parameters and dependencies)."""
+    out: list[Any] = []
+    for route in app.routes:
+        flatten = getattr(route, "effective_route_contexts", None)
+        out.extend(flatten() if callable(flatten) else [route])
+    return out
+
+
 def require_key_check(app: FastAPI, authenticated: Any) -> None:
     """Raise :class:`RuntimeError` naming the route when a route under :data:`API_PREFIX`
     does not depend on ``authenticated`` (the ``/v1`` router's key check,
-    :func:`.api.make_router`): an app where a route could skip the key check is never built."""
-    for route in app.routes:
-        if not isinstance(route, APIRoute) or not (route.path == API_PREFIX or route.path.startswith(API_PREFIX + "/")):
+    :func:`.api.make_router`), or when there is no such route: an app where a route could skip
+    the key check is never built."""
+    checked = 0
+    for route in all_routes(app):
+        path = getattr(route, "path", "") or ""
+        if not (path == API_PREFIX or path.startswith(API_PREFIX + "/")):
             continue
-        stack, found = list(route.dependant.dependencies), False
+        dependant = getattr(route, "dependant", None)
+        stack, found = list(dependant.dependencies if dependant is not None else []), False
         while stack and not found:
             dep = stack.pop()
             found = dep.call is authenticated
             stack.extend(dep.dependencies)
         if not found:
-            raise RuntimeError(f"route {sorted(route.methods or ())} {route.path} has no API key check: "
+            raise RuntimeError(f"route {sorted(getattr(route, 'methods', None) or ())} {path} has no API key check: "
                                "add it to the /v1 router (ctxwise.server.api.make_router)")
+        checked += 1
+    if not checked:
+        raise RuntimeError(f"no route under {API_PREFIX} found to check for the API key check")
 
 
 def _mount_ui(app: FastAPI, server: Server) -> None:
