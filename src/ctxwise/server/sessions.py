@@ -95,7 +95,7 @@ class SessionCache:
     def fresh(self, user: str, session_id: str, request: "Request | None" = None) -> Freshness | None:
         """The stored version and memory fingerprint of ``(user, session_id)`` (the store's
         user id, :meth:`~ctxwise.SqlStore.freshness`), None when there is no such session.
-        With ``request``: the read its key check made of this session (``Server.authenticate_with``)
+        With ``request``: the read its key check made of this session (:meth:`~ctxwise.server.core.Server.authenticate` with the session)
         when there was one, used once; else a read now."""
         state = getattr(request, "state", None) if request is not None else None
         made = getattr(state, "freshness", None)
