@@ -25,7 +25,7 @@ PINNED = [
     "CtxwiseError", "DigestSummarizer", "FormatError", "Hide", "ImageBlock", "InMemoryStore", "InsertSummary",
     "Marker", "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
     "NotNewestMessage", "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
-    "RECALL_TOOL_NAME", "Replace", "RuntimeSettings", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState",
+    "RECALL_TOOL_NAME", "Replace", "RuntimeSettings", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionPool", "SessionState",
     "SessionStore", "SqlStore", "StoreSchemaError", "StoreUnavailable", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
     "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolResultNotFound", "ToolUseBlock", "TranscriptRow",
     "Violation", "__version__", "find_original", "get_counter", "list_counters", "open_store", "recall_tool_output",

@@ -51,6 +51,8 @@ _EXPORTS: dict[str, str] = {
     "SummarizerError": "errors", "MemoryBusy": "errors", "MemoryEntryNotFound": "errors",
     "NotStorable": "errors", "MessageNotStorable": "errors", "NotNewestMessage": "errors", "PolicyMismatch": "errors", "StoreSchemaError": "errors", "StoreUnavailable": "errors",
     "ToolResultNotFound": "errors",
+    # open sessions kept between calls (the service's and the middlewares')
+    "SessionPool": "pool",
 }
 
 __all__ = [
@@ -58,7 +60,7 @@ __all__ = [
     "CtxwiseError", "DigestSummarizer", "FormatError", "Hide", "ImageBlock", "InMemoryStore", "InsertSummary",
     "Marker", "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
     "NotNewestMessage", "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
-    "RECALL_TOOL_NAME", "Replace", "RuntimeSettings", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionState",
+    "RECALL_TOOL_NAME", "Replace", "RuntimeSettings", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionPool", "SessionState",
     "SessionStore", "SqlStore", "StoreSchemaError", "StoreUnavailable", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
     "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolResultNotFound", "ToolUseBlock", "TranscriptRow",
     "Violation", "__version__", "find_original", "get_counter", "list_counters", "open_store", "recall_tool_output",
@@ -119,6 +121,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     )
     from .policy import Policy, RuntimeSettings
     from .summarizers import DigestSummarizer, OpenAISummarizer, Summarizer, SummaryResult
+    from .pool import SessionPool
     from .recall import RECALL_TOOL_NAME, recall_tool_output, recall_tool_schema
     from .store import InMemoryStore, SqlStore, open_store
     from .store.base import BaseStore

@@ -58,6 +58,7 @@ import base64
 import binascii
 import hashlib
 import json
+import threading
 from typing import Any, Callable, Literal
 
 from .. import (
@@ -69,6 +70,7 @@ from .. import (
     MissingExtra,
     Session,
     SessionConflict,
+    SessionPool,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -255,15 +257,21 @@ class CtxwiseMiddleware(MiddlewareBase):
     :class:`~ctxwise.ContextBudgetExceeded`, and :class:`~ctxwise.SessionConflict` when the
     agent's context no longer holds the part ctxwise appended last (something else rewrote
     ``agent.state.context``).
+
+    ``sessions``: the pool the open sessions are kept in between model calls (default: a
+    :class:`ctxwise.SessionPool` of 1,024 sessions and 128 MiB; pass one to share or size it).
     """
 
-    def __init__(self, manager: ContextManager, *, user_id: str = "default", key: str = "ctxwise") -> None:
+    def __init__(self, manager: ContextManager, *, user_id: str = "default", key: str = "ctxwise",
+                 sessions: SessionPool[tuple[str, str, str], Session] | None = None) -> None:
         if not isinstance(manager, ContextManager):
             raise TypeError(f"CtxwiseMiddleware needs a ctxwise.ContextManager, got {type(manager).__name__}")
         self.manager = manager
         self.user_id = user_id
         self.key = key
-        self._sessions: dict[tuple[str, str, str], Session] = {}
+        self.sessions: SessionPool[tuple[str, str, str], Session] = SessionPool() if sessions is None else sessions
+        """The open sessions, bounded by count and by the bytes their contexts hold."""
+        self._lock = threading.Lock()  # model calls run on worker threads (asyncio.to_thread)
         self.last_prepared: Any = None
         """The :class:`ctxwise.Prepared` of the latest model call."""
 
@@ -286,13 +294,17 @@ class CtxwiseMiddleware(MiddlewareBase):
                              rec.get("session_id", f"{state.session_id}:{self.key}"), tools or [])
 
     def _session(self, user_id: str, session_id: str, tools: list[dict[str, Any]]) -> Session:
-        tkey = hashlib.sha256(json.dumps(tools, sort_keys=True, default=str).encode()).hexdigest()
-        s = self._sessions.get((user_id, session_id, tkey))
-        if s is None:
-            s = self._sessions[(user_id, session_id, tkey)] = self.manager.session(user_id, session_id, tools=tools)
-        elif s.version != self.manager.store.version(user_id, session_id):
-            s.reload()  # another process (or a restored agent) wrote since
-        return s
+        """The session, from :attr:`sessions` when held (reloaded when another writer moved it
+        on), else opened; put back (weighed) in the pool."""
+        key = _pool_key(user_id, session_id, tools)
+        with self._lock:
+            s = self.sessions.get(key)
+            if s is None:
+                s = self.manager.session(user_id, session_id, tools=tools)
+            elif s.version != self.manager.store.version(user_id, session_id):
+                s.reload()  # another process (or a restored agent) wrote since
+            self.sessions.put(key, s)
+            return s
 
     def _memory_text(self, session: Session) -> str:
         return "\n".join(m.text for m in session.memory.head_blocks())
@@ -305,13 +317,13 @@ class CtxwiseMiddleware(MiddlewareBase):
         memory = self._memory_text(session)
         return f"{current_prompt}\n\n{memory}" if memory else current_prompt
 
-    async def on_compress_context(self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]) -> None:
+    async def on_compress_context(self, agent: Any, input_kwargs: dict[str, Any], next_handler: Callable[..., Any]) -> None:
         """Stands in for AgentScope's compressor, which would rewrite ``agent.state.context``
         (dropping what it summarized) and fight ctxwise's edits: ctxwise compacts the view at
         every model call and leaves the record whole, so there is nothing to do here."""
         return None
 
-    async def on_model_call(self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]) -> Any:
+    async def on_model_call(self, agent: Any, input_kwargs: dict[str, Any], next_handler: Callable[..., Any]) -> Any:
         """Send the model ctxwise's compacted, checked view of the agent's context."""
         messages = list(input_kwargs["messages"])
         view, record = await asyncio.to_thread(self._prepare, agent, messages, list(input_kwargs.get("tools") or []))
@@ -364,6 +376,7 @@ class CtxwiseMiddleware(MiddlewareBase):
             session.append(batch)
         prepared = session.prepare()
         self.last_prepared = prepared
+        self.sessions.put(_pool_key(user_id, session_id, tools), session)  # weighed again, compacted
 
         by_id = {m.id: (m, src) for m, src in parts}
         view: list[Any] = [system] if system is not None else []
@@ -394,6 +407,11 @@ class CtxwiseMiddleware(MiddlewareBase):
                   "version": session.version,
                   "payload_sha256": hashlib.sha256(json.dumps(prepared.payload, ensure_ascii=False).encode()).hexdigest()}
         return view, record
+
+
+def _pool_key(user_id: str, session_id: str, tools: list[dict[str, Any]]) -> tuple[str, str, str]:
+    """The pool key of a session opened with ``tools``: the ids and a digest of the schemas."""
+    return user_id, session_id, hashlib.sha256(json.dumps(tools, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _data_block(b: ImageBlock) -> Any:

@@ -66,8 +66,8 @@ try:
 except ModuleNotFoundError as e:  # pragma: no cover - exercised by tests/integrations/test_extras.py
     raise MissingExtra("ctxwise.integrations.langchain", "langchain", (e.name or "langchain").split(".")[0]) from None
 
-from .. import (RECALL_TOOL_NAME, ContextManager, Message, Session, ThinkingBlock, ToolResultBlock, recall_tool_output,
-                recall_tool_schema)
+from .. import (RECALL_TOOL_NAME, ContextManager, Message, Session, SessionPool, ThinkingBlock, ToolResultBlock,
+                recall_tool_output, recall_tool_schema)
 from ..formats import from_openai
 from ._record import resume_index
 from ..providers import render
@@ -209,6 +209,8 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
     ``key`` names this instance: its record is ``state["ctxwise"][key]`` and its sessions are
     ``"<thread_id>:<key>"`` (a run without a ``thread_id`` gets a fresh id, kept in its record);
     two instances in one agent need different keys. ``recall`` registers the recall tool.
+    ``sessions``: the pool the open sessions are kept in between model calls (default: a
+    :class:`ctxwise.SessionPool` of 1,024 sessions and 128 MiB; pass one to share or size it).
 
     Raises, from the model call: :class:`~ctxwise.PayloadInvalid` (a message breaks a
     provider rule; nothing is stored), :class:`~ctxwise.ContextBudgetExceeded` (the pinned
@@ -220,13 +222,14 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
     state_schema = CtxwiseState
 
     def __init__(self, manager: ContextManager, *, user_id: str = "default", key: str = "ctxwise",
-                 recall: bool = True) -> None:
+                 recall: bool = True, sessions: SessionPool[tuple[str, str, str], Session] | None = None) -> None:
         if not isinstance(manager, ContextManager):
             raise TypeError(f"CtxwiseMiddleware needs a ctxwise.ContextManager, got {type(manager).__name__}")
         self.manager = manager
         self.user_id = user_id
         self.key = key
-        self._sessions: dict[tuple[str, str, str], Session] = {}
+        self.sessions: SessionPool[tuple[str, str, str], Session] = SessionPool() if sessions is None else sessions
+        """The open sessions, bounded by count and by the bytes their contexts hold."""
         self._lock = threading.Lock()
         self.tools = [self._recall_tool()] if recall else []
         self.last_prepared: Any = None
@@ -274,14 +277,16 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
         return self._session(rec["user_id"], rec["session_id"], tools or [])
 
     def _session(self, user_id: str, session_id: str, tools: list[dict[str, Any]]) -> Session:
-        tkey = hashlib.sha256(json.dumps(tools, sort_keys=True, default=str).encode()).hexdigest()
+        """The session, from :attr:`sessions` when held (reloaded when another writer moved it
+        on), else opened; put back (weighed) in the pool."""
+        key = _pool_key(user_id, session_id, tools)
         with self._lock:
-            s = self._sessions.get((user_id, session_id, tkey))
+            s = self.sessions.get(key)
             if s is None:
                 s = self.manager.session(user_id, session_id, tools=tools)
-                self._sessions[(user_id, session_id, tkey)] = s
             elif s.version != self.manager.store.version(user_id, session_id):
                 s.reload()  # another process (or a resumed run) wrote since
+            self.sessions.put(key, s)
             return s
 
     def _prepare(self, request: ModelRequest) -> tuple[list[Any], dict[str, Any]]:
@@ -290,8 +295,8 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
         thread = configurable.get("thread_id")
         user_id = rec["user_id"] if rec else str(configurable.get("user_id") or self.user_id)
         session_id = rec["session_id"] if rec else f"{thread if thread else uuid.uuid4()}:{self.key}"
-        tools = [_tool_schema(t) for t in request.tools]
-        session = self._session(user_id, session_id, [t for t in tools if t is not None])
+        tools = [t for t in (_tool_schema(t) for t in request.tools) if t is not None]
+        session = self._session(user_id, session_id, tools)
 
         history = list(request.messages)
         start = self._start(history, rec, session)
@@ -310,6 +315,7 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
             session.append(_canonical(chunk, prefix))
         prepared = session.prepare()
         self.last_prepared = prepared
+        self.sessions.put(_pool_key(user_id, session_id, tools), session)  # weighed again, compacted
 
         by_id = {m.id: m for m in history if m.id}
         view: list[Any] = []
@@ -348,7 +354,7 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
         middleware = self
 
         @tool(RECALL_TOOL_NAME, description=recall_tool_schema("openai")["function"]["description"])
-        def recall_tool_result(tool_use_id: str, state: Annotated[dict, InjectedState]) -> str:
+        def recall_tool_result(tool_use_id: str, state: Annotated[dict[str, Any], InjectedState]) -> str:
             """Fetch a cleared tool result back by the tool_use_id its placeholder names."""
             rec = middleware.record(state)
             if rec is None:
@@ -361,6 +367,11 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
 
 INTERRUPTED = "the tool call got no result: the run stopped before its tool returned (it raised, or was cancelled)"
 """The reason :meth:`ctxwise.Session.close_pending` records for a call the thread left unanswered."""
+
+
+def _pool_key(user_id: str, session_id: str, tools: list[dict[str, Any]]) -> tuple[str, str, str]:
+    """The pool key of a session opened with ``tools``: the ids and a digest of the schemas."""
+    return user_id, session_id, hashlib.sha256(json.dumps(tools, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _chunks(history: Sequence[BaseMessage], start: int) -> list[list[BaseMessage]]:

@@ -15,10 +15,10 @@ canonical fields: round-trip notes of :mod:`ctxwise.formats` (``_openai``, ``_re
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..messages import Message, ToolResultBlock, ToolUseBlock
+from . import render_anthropic, render_chat, render_responses
 from .profiles import ProviderProfile, get_profile
 
 
@@ -28,8 +28,6 @@ def render(messages: list[Message], provider: str | ProviderProfile) -> Any:
     Raises :class:`~ctxwise.errors.PolicyError` for an unknown provider; never raises for a
     canonical list (what the provider would reject is reported by :func:`ctxwise.providers.check_wire`).
     """
-    from . import render_anthropic, render_chat, render_responses
-
     profile = get_profile(provider)
     msgs = unique_call_ids(messages)
     if profile.wire == "anthropic":
@@ -96,15 +94,3 @@ def unique_call_ids(messages: list[Message]) -> list[Message]:
     return out
 
 
-def call_arguments(b: ToolUseBlock) -> str:
-    """The ``arguments`` JSON string of a call: the string the model wrote when a format
-    reader kept it and it still parses to ``b.input``, else ``json.dumps(b.input)``."""
-    for key in ("_openai", "_responses"):
-        raw = (b.extra.get(key) or {}).get("arguments")
-        if isinstance(raw, str):
-            try:
-                if json.loads(raw) == b.input:
-                    return raw
-            except json.JSONDecodeError:
-                pass
-    return json.dumps(b.input, ensure_ascii=False)

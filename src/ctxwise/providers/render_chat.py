@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..formats._common import thinking_text
-from ..messages import ImageBlock, Message, TextBlock
-from .render import call_arguments
+from ..messages import ImageBlock, Message, TextBlock, ToolResultBlock
+from .arguments import call_arguments
 
 
 def _image(b: ImageBlock) -> dict[str, Any]:
@@ -34,7 +34,7 @@ def _content(blocks: list[Any], images: bool) -> Any:
     return [{"type": "text", "text": b.text} if isinstance(b, TextBlock) else _image(b) for b in parts]
 
 
-def _tool_text(r: Any) -> str:
+def _tool_text(r: ToolResultBlock) -> str:
     """A tool result's text for a ``tool`` message (text only on this wire): its text, and a
     note naming the images it held, which are not sent (they are still counted in the context
     size, so the size is never under what is sent)."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolUseBlock
-from .render import call_arguments
+from .arguments import call_arguments
 
 _BOOK = "_responses"
 

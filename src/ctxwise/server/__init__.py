@@ -8,8 +8,12 @@ The ``server`` extra (``pip install 'ctxwise[server]'``: FastAPI and uvicorn). R
     # uvicorn.run(app, host="127.0.0.1", port=8000)
 
 Modules: :mod:`.app` (``create_app``, health and readiness, the error handlers, the request
-size limit), :mod:`.api` (the ``/v1`` routes), :mod:`.keys` (tenants and hashed API keys),
-:mod:`.errors` (ctxwise errors as JSON), and ``ui`` (the ``/ui`` inspector) when present.
+size limit), :mod:`.core` (the ``Server``, its one key check in front of every ``/v1`` route,
+errors as responses, request timing; the modules above import it, it imports none of them),
+:mod:`.api` (the ``/v1`` routes), :mod:`.hot` (append and prepare ahead of FastAPI),
+:mod:`.sessions` (the open sessions, a :class:`ctxwise.SessionPool`), :mod:`.keys` (tenants and
+hashed API keys), :mod:`.errors` (ctxwise errors as JSON), and ``ui`` (the ``/ui`` inspector)
+when present.
 Like the CLI, the server uses only ``ctxwise``'s public surface.
 """
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any, Callable, Literal, TypeVar
+from typing import Any, Awaitable, Callable, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -36,7 +36,7 @@ from fastapi.security import APIKeyHeader, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import MemoryEntryNotFound, Message, Prepared, Session, ToolResultNotFound, find_original
-from .app import Server, timing
+from .core import ID_PATTERN, Guarded, Server, timing
 from .workers import APPEND, PREPARE
 
 T = TypeVar("T")
@@ -44,13 +44,10 @@ T = TypeVar("T")
 SAME_THREAD = frozenset({"append", "prepare"})
 """Routes that check the key against the database on their own worker thread, right before the
 work (one thread hop per request instead of two: under load each hop waits for the process's
-one running thread). A missing or malformed key is still 401 before the body is read; a
-well-formed key that is unknown or revoked is 401 after it (a body that is not valid is then 422
-first: it says nothing about any tenant)."""
-
-ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"
-"""A user, session or tool_use id: 1-190 characters, no control characters (the store holds
-255 with the tenant prefix)."""
+one running thread), through their :class:`~ctxwise.server.core.Guarded` call. A missing or
+malformed key is still 401 before the body is read; a well-formed key that is unknown or
+revoked is 401 after it (a body that is not valid is then 422 first: it says nothing about any
+tenant)."""
 
 UserId = Query(..., min_length=1, max_length=190, pattern=ID_PATTERN, description="The session's user.")
 
@@ -118,53 +115,64 @@ class _StoredSession:
     user_id: str
 
     def original(self, tool_use_id: str | None = None, *, message_id: str | None = None) -> Message | None:
-        return self.store.original(self.owner, self.session_id, tool_use_id, message_id=message_id)
+        found: Message | None = self.store.original(self.owner, self.session_id, tool_use_id, message_id=message_id)
+        return found
 
 
 def _iso(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else value
 
 
-def _dump(message: Any) -> dict[str, Any]:
+def _dump(message: Message) -> dict[str, Any]:
     return message.model_dump(mode="json")
 
 
-def make_router(server: Server) -> APIRouter:
-    """The ``/v1`` routes over ``server``'s store and policy."""
+Authenticated = Callable[..., Awaitable[str | None]]
+"""The ``/v1`` router's key check, a FastAPI dependency (:func:`make_router`)."""
+
+
+def make_router(server: Server) -> tuple[APIRouter, Authenticated]:
+    """The ``/v1`` routes over ``server``'s store and policy, and the key check every one of
+    them depends on (a dependency of the router itself, so a route added here gets it;
+    :func:`.app.require_key_check` verifies it). The check is :meth:`Server.authenticate`: on
+    FastAPI's thread pool before the route, or for :data:`SAME_THREAD` routes (only the key's
+    form here) on the route's worker thread, through its :class:`~ctxwise.server.core.Guarded` call."""
     bearer = HTTPBearer(auto_error=False, description="An API key from `ctxwise keys create`.")
     header = APIKeyHeader(name="X-API-Key", auto_error=False)
 
-    async def tenant_of(request: Request, _b: Any = Depends(bearer), _h: Any = Depends(header)) -> str | None:
+    async def authenticated(request: Request, _b: Any = Depends(bearer), _h: Any = Depends(header)) -> str | None:
         route = request.scope.get("route")
         if getattr(route, "name", None) in SAME_THREAD:
             server.key_of(request)  # 401 for a missing or malformed key before the body is read
-            return None  # the key is checked against the database on the route's own thread
-        return await run_in_threadpool(server.authenticate, request)
+            return None  # the key is checked against the database by the route's Guarded call
+        tenant: str = await run_in_threadpool(server.authenticate, request)
+        return tenant
 
-    router = APIRouter(prefix="/v1", dependencies=[Depends(tenant_of)])
-    store = server.manager.store
+    router = APIRouter(prefix="/v1", dependencies=[Depends(authenticated)])
 
-    def with_session(request: Request, user_id: str, session_id: str, op: Callable[[Session, int | None], T], *,
-                     create: bool = False, tools: list[dict[str, Any]] | None = None, expected: int | None = None,
-                     optimistic: bool = False) -> tuple[Session, T]:
-        """``op(session, checked)`` on the session, from the process's cache when current
-        (:mod:`.sessions`; ``checked``: the stored version this request has just read, or None)."""
-        return server.sessions.run(request, user_id, session_id, op, create=create, tools=tools,
-                                   expected=expected, optimistic=optimistic)
+    async def tenant_of(tenant: str | None = Depends(authenticated)) -> str:
+        if tenant is None:  # a SAME_THREAD route asking for the tenant: its Guarded call has it
+            raise RuntimeError("this route's key is checked by its Guarded call, which passes the tenant")
+        return tenant
 
-    Sid = Path(..., min_length=1, max_length=190, pattern=ID_PATTERN)
+    _hot_routes(router, server)
+    _session_routes(router, server, tenant_of)
+    _memory_routes(router, server, tenant_of)
+    return router, authenticated
 
-    @router.post("/sessions/{session_id}/messages", response_model=AppendResponse, tags=["sessions"],
-                 summary="Append what arrived since the last model call (creates the session).")
-    async def append(body: AppendRequest, request: Request, session_id: str = Sid,
-                     user_id: str = UserId) -> JSONResponse:
-        return await server.workers.run(append_now, body, request, session_id, user_id, priority=APPEND)
 
-    def append_now(body: AppendRequest, request: Request, session_id: str, user_id: str) -> JSONResponse:
-        if getattr(request.state, "tenant", None) is None:
-            server.authenticate(request)
+Sid = Path(..., min_length=1, max_length=190, pattern=ID_PATTERN)
+
+
+def _hot_routes(router: APIRouter, server: Server) -> None:
+    """Append and prepare: their work runs on :attr:`Server.workers` behind a
+    :class:`~ctxwise.server.core.Guarded` key check, the same call for the hot path
+    (``server.hot_calls``)."""
+
+    def append_now(tenant: str, body: AppendRequest, request: Request, session_id: str, user_id: str) -> JSONResponse:
         def op(s: Session, _checked: int | None) -> int:
             t0 = time.perf_counter()
+            version: int
             if body.format == "openai":
                 version = s.append_openai(body.messages)
             elif body.format == "anthropic":
@@ -177,24 +185,14 @@ def make_router(server: Server) -> APIRouter:
 
         # expected_version > 0 names a session that exists: never create one to refuse the call.
         # An empty batch writes nothing, so the store's version check cannot stand in for a read.
-        s, version = with_session(request, user_id, session_id, op, create=not body.expected_version,
-                                  expected=body.expected_version, optimistic=bool(body.messages))
+        s, version = server.sessions.run(request, tenant, user_id, session_id, op, create=not body.expected_version,
+                                         expected=body.expected_version, optimistic=bool(body.messages))
         # built here, as prepare's: no response-model validation and encoding pass (AppendResponse
         # documents the shape at /docs)
         return JSONResponse({"user_id": user_id, "session_id": session_id, "version": version,
                              "context_messages": len(s.messages)})
 
-    @router.post("/sessions/{session_id}/prepare", response_model=PrepareResponse, tags=["sessions"],
-                 summary="Compact if needed, check, and render the provider payload.")
-    async def prepare(request: Request, body: PrepareRequest | None = None, session_id: str = Sid,
-                      user_id: str = UserId) -> JSONResponse:
-        return await server.workers.run(prepare_now, body or PrepareRequest(), request, session_id, user_id,
-                                        priority=PREPARE)
-
-    def prepare_now(body: PrepareRequest, request: Request, session_id: str, user_id: str) -> JSONResponse:
-        if getattr(request.state, "tenant", None) is None:
-            server.authenticate_with(request, user_id, session_id)  # the key and the session in one read
-
+    def prepare_now(tenant: str, body: PrepareRequest, request: Request, session_id: str, user_id: str) -> JSONResponse:
         def op(s: Session, checked: int | None) -> Prepared:
             t0 = time.perf_counter()
             # this request's freshness read is the library's version check: not made twice
@@ -202,7 +200,8 @@ def make_router(server: Server) -> APIRouter:
             timing(request, "prepare", t0)
             return p
 
-        s, p = with_session(request, user_id, session_id, op, tools=body.tools, expected=body.expected_version)
+        s, p = server.sessions.run(request, tenant, user_id, session_id, op, tools=body.tools,
+                                   expected=body.expected_version)
         # a JSONResponse as is: the payload is sent as the library returned it, with no second
         # pass of FastAPI's encoder over it (the response model documents the shape at /docs)
         return JSONResponse({"payload": p.payload, "provider": s.policy.provider, "size": p.size,
@@ -210,40 +209,70 @@ def make_router(server: Server) -> APIRouter:
                              "events": [e.model_dump(mode="json") for e in p.events], "version": s.version,
                              "latency_ms": round(p.latency_ms, 3)})
 
-    server.hot_calls = {"messages": (AppendRequest, append_now, APPEND),
-                        "prepare": (PrepareRequest, prepare_now, PREPARE)}
+    guarded_append = Guarded(server, append_now)
+    guarded_prepare = Guarded(server, prepare_now, with_session=True)  # the key and the session in one read
+    server.hot_calls = {"messages": (AppendRequest, guarded_append, APPEND),
+                        "prepare": (PrepareRequest, guarded_prepare, PREPARE)}
+
+    @router.post("/sessions/{session_id}/messages", response_model=AppendResponse, tags=["sessions"],
+                 summary="Append what arrived since the last model call (creates the session).")
+    async def append(body: AppendRequest, request: Request, session_id: str = Sid,
+                     user_id: str = UserId) -> JSONResponse:
+        response: JSONResponse = await server.workers.run(guarded_append, body, request, session_id, user_id,
+                                                          priority=APPEND)
+        return response
+
+    @router.post("/sessions/{session_id}/prepare", response_model=PrepareResponse, tags=["sessions"],
+                 summary="Compact if needed, check, and render the provider payload.")
+    async def prepare(request: Request, body: PrepareRequest | None = None, session_id: str = Sid,
+                      user_id: str = UserId) -> JSONResponse:
+        response: JSONResponse = await server.workers.run(guarded_prepare, body or PrepareRequest(), request,
+                                                          session_id, user_id, priority=PREPARE)
+        return response
+
+
+def _session_routes(router: APIRouter, server: Server, tenant_of: Callable[..., Awaitable[str]]) -> None:
+    """The session routes besides append and prepare: reads, the recall lookup, pop, the list."""
+    store = server.manager.store
+    Tenant = Depends(tenant_of)
+
+    def with_session(request: Request, tenant: str, user_id: str, session_id: str,
+                     op: Callable[[Session, int | None], T], *, expected: int | None = None) -> tuple[Session, T]:
+        """``op(session, checked)`` on the session, from the process's cache when current
+        (:mod:`.sessions`; ``checked``: the stored version this request has just read, or None)."""
+        return server.sessions.run(request, tenant, user_id, session_id, op, expected=expected)  # type: ignore[no-any-return]
 
     @router.get("/sessions/{session_id}/transcript", tags=["sessions"],
                 summary="The transcript: one row per user message and per final reply (never compacted).")
-    def transcript(request: Request, session_id: str = Sid, user_id: str = UserId) -> dict[str, Any]:
-        rows = store.transcript(server.store_user(request.state.tenant, user_id), session_id)
+    def transcript(session_id: str = Sid, user_id: str = UserId, tenant: str = Tenant) -> dict[str, Any]:
+        rows = store.transcript(server.store_user(tenant, user_id), session_id)
         return {"user_id": user_id, "session_id": session_id,
                 "rows": [{k: _iso(v) for k, v in asdict(r).items()} for r in rows]}
 
     @router.get("/sessions/{session_id}/context", tags=["sessions"],
                 summary="The context the model reads now (canonical messages), its size and version.")
-    def context(request: Request, session_id: str = Sid, user_id: str = UserId) -> dict[str, Any]:
-        s, messages = with_session(request, user_id, session_id, lambda s, _c: [_dump(m) for m in s.messages])
+    def context(request: Request, session_id: str = Sid, user_id: str = UserId, tenant: str = Tenant) -> dict[str, Any]:
+        s, messages = with_session(request, tenant, user_id, session_id, lambda s, _c: [_dump(m) for m in s.messages])
         return {"user_id": user_id, "session_id": session_id, "version": s.version, "provider": s.policy.provider,
                 "size": s.size, "unit": s.policy.unit, "messages": messages}
 
     @router.get("/sessions/{session_id}/events", tags=["sessions"], summary="Every compaction event, oldest first.")
-    def events(request: Request, session_id: str = Sid, user_id: str = UserId) -> dict[str, Any]:
+    def events(session_id: str = Sid, user_id: str = UserId, tenant: str = Tenant) -> dict[str, Any]:
         return {"user_id": user_id, "session_id": session_id,
-                "events": store.events(server.store_user(request.state.tenant, user_id), session_id)}
+                "events": store.events(server.store_user(tenant, user_id), session_id)}
 
     # ":path": a call id may hold "/" (the store takes any id); URL-encoded as %2F it arrives
     # decoded, and a plain segment would not match it
     @router.get("/sessions/{session_id}/tool-results/{tool_use_id:path}", tags=["sessions"],
                 summary="The original message holding a tool result (before clearing).")
-    def tool_result(request: Request, session_id: str = Sid,
+    def tool_result(session_id: str = Sid,
                     tool_use_id: str = Path(..., min_length=1, max_length=255, pattern=ID_PATTERN),
                     user_id: str = UserId,
-                    message_id: str | None = Query(None, min_length=1, max_length=255, pattern=ID_PATTERN)
-                    ) -> dict[str, Any]:
+                    message_id: str | None = Query(None, min_length=1, max_length=255, pattern=ID_PATTERN),
+                    tenant: str = Tenant) -> dict[str, Any]:
         # the same lookup as the recall tool: the placeholder's whole key ("call_0, message_id
         # m12", URL-encoded) or the id with ?message_id=, so a reused call id gives its own body
-        stored = _StoredSession(store, server.store_user(request.state.tenant, user_id), session_id, user_id)
+        stored = _StoredSession(store, server.store_user(tenant, user_id), session_id, user_id)
         try:
             call_id, found = find_original(stored, tool_use_id, message_id)
         except ToolResultNotFound:
@@ -254,15 +283,15 @@ def make_router(server: Server) -> APIRouter:
     @router.delete("/sessions/{session_id}/messages/last", tags=["sessions"],
                    summary="Retract the last appended message (kept in the store, out of the context).")
     def pop(request: Request, session_id: str = Sid, user_id: str = UserId,
-            expected_version: int | None = Query(None, ge=0)) -> dict[str, Any]:
-        s, popped = with_session(request, user_id, session_id, lambda s, _c: s.pop(), expected=expected_version)
+            expected_version: int | None = Query(None, ge=0), tenant: str = Tenant) -> dict[str, Any]:
+        s, popped = with_session(request, tenant, user_id, session_id, lambda s, _c: s.pop(), expected=expected_version)
         return {"user_id": user_id, "session_id": session_id, "version": s.version,
                 "message": _dump(popped) if popped is not None else None}
 
     @router.get("/sessions", tags=["sessions"], summary="The tenant's sessions, most recently updated first.")
-    def sessions(request: Request, user_id: str | None = Query(None, min_length=1, max_length=190, pattern=ID_PATTERN),
-                 limit: int = Query(50, ge=1, le=500), offset: int = Query(0, ge=0)) -> dict[str, Any]:
-        tenant = request.state.tenant
+    def sessions(user_id: str | None = Query(None, min_length=1, max_length=190, pattern=ID_PATTERN),
+                 limit: int = Query(50, ge=1, le=500), offset: int = Query(0, ge=0),
+                 tenant: str = Tenant) -> dict[str, Any]:
         if user_id is not None:
             found = store.list_sessions(server.store_user(tenant, user_id), limit=limit, offset=offset)
         else:
@@ -272,34 +301,37 @@ def make_router(server: Server) -> APIRouter:
             {"user_id": server.api_user(tenant, i.user_id), "session_id": i.session_id, "provider": i.provider,
              "version": i.version, "created_at": _iso(i.created_at), "updated_at": _iso(i.updated_at)} for i in found]}
 
-    # -- long-term user memory ------------------------------------------------------------
 
-    def _entry(e: Any) -> dict[str, Any]:
-        return {"id": e.id, "text": e.text, "kind": e.kind, "status": e.status, "supersedes_id": e.supersedes_id,
-                "source_session_id": e.source_session_id, "created_at": _iso(e.created_at)}
+def _entry(e: Any) -> dict[str, Any]:
+    return {"id": e.id, "text": e.text, "kind": e.kind, "status": e.status, "supersedes_id": e.supersedes_id,
+            "source_session_id": e.source_session_id, "created_at": _iso(e.created_at)}
 
+
+def _memory_routes(router: APIRouter, server: Server, tenant_of: Callable[..., Awaitable[str]]) -> None:
+    """Long-term user memory: list, add, retract one, retract all."""
+    store = server.manager.store
+    Tenant = Depends(tenant_of)
     MemUser = Path(..., min_length=1, max_length=190, pattern=ID_PATTERN)
 
     @router.get("/users/{user_id}/memory", tags=["memory"], summary="The user's long-term memory entries.")
-    def memory_list(request: Request, user_id: str = MemUser,
-                    include_inactive: bool = Query(False)) -> dict[str, Any]:
-        found = store.list_memory(server.store_user(request.state.tenant, user_id), include_inactive=include_inactive)
+    def memory_list(user_id: str = MemUser, include_inactive: bool = Query(False),
+                    tenant: str = Tenant) -> dict[str, Any]:
+        found = store.list_memory(server.store_user(tenant, user_id), include_inactive=include_inactive)
         return {"user_id": user_id, "entries": [_entry(e) for e in found]}
 
     @router.post("/users/{user_id}/memory", tags=["memory"], status_code=201, summary="Add one entry as given.")
-    def memory_add(body: MemoryAdd, request: Request, user_id: str = MemUser) -> dict[str, Any]:
-        e = store.add_memory(server.store_user(request.state.tenant, user_id), body.text.strip(), body.kind)
+    def memory_add(body: MemoryAdd, user_id: str = MemUser, tenant: str = Tenant) -> dict[str, Any]:
+        e = store.add_memory(server.store_user(tenant, user_id), body.text.strip(), body.kind)
         return {"user_id": user_id, "entry": _entry(e)}
 
     @router.delete("/users/{user_id}/memory/{entry_id}", tags=["memory"], summary="Retract one entry.")
-    def memory_forget(request: Request, user_id: str = MemUser, entry_id: str = Path(..., max_length=32)) -> dict[str, Any]:
-        if not store.retract_memory(server.store_user(request.state.tenant, user_id), entry_id):
+    def memory_forget(user_id: str = MemUser, entry_id: str = Path(..., max_length=32),
+                      tenant: str = Tenant) -> dict[str, Any]:
+        if not store.retract_memory(server.store_user(tenant, user_id), entry_id):
             raise MemoryEntryNotFound(f"user {user_id!r} has no active memory entry {entry_id!r}")
         return {"user_id": user_id, "retracted": entry_id}
 
     @router.delete("/users/{user_id}/memory", tags=["memory"], summary="Retract every entry of the user.")
-    def memory_clear(request: Request, user_id: str = MemUser) -> dict[str, Any]:
-        n = store.clear_memory(server.store_user(request.state.tenant, user_id))
+    def memory_clear(user_id: str = MemUser, tenant: str = Tenant) -> dict[str, Any]:
+        n = store.clear_memory(server.store_user(tenant, user_id))
         return {"user_id": user_id, "retracted": n}
-
-    return router

@@ -3,24 +3,28 @@
     create_app(store_url: str = "sqlite:///ctxwise.db",
                policy: Policy | Mapping[str, Any] | None = None,
                *, summarizer: Summarizer | None = None,
-               max_body_bytes: int = 16 * 2**20, session_cache: int = 1024) -> fastapi.FastAPI
+               max_body_bytes: int = 16 * 2**20, session_cache: int = 1024,
+               session_cache_bytes: int = 128 * 2**20, ...) -> fastapi.FastAPI
 
 ``store_url`` is the SQLAlchemy URL of the ctxwise database (SQLite file or
 ``postgresql+psycopg://``); it is upgraded to the newest schema when the app is built, which
 also creates the API keys table. ``policy`` is the policy new sessions get (default: the
 ``default`` preset; a reopened session keeps its stored one). ``max_body_bytes`` caps a
 request body (413 above it); ``session_cache`` is how many open sessions a process keeps
-between requests (:mod:`.sessions`, 0: none). :func:`create_app_from_env` builds the same app from the
+between requests (:mod:`.sessions`, 0: none) and ``session_cache_bytes`` the bytes their
+contexts hold at most (one :class:`ctxwise.SessionPool`). :func:`create_app_from_env` builds the same app from the
 environment the CLI reads (``CTXWISE_DB``, ``CTXWISE_CONFIG`` a policy TOML file, else
 ``CTXWISE_PRESET`` / ``CTXWISE_BUDGET`` / ... as ``Policy.from_env``; ``CTXWISE_SERVER_MAX_BODY``,
-``CTXWISE_SERVER_SESSION_CACHE``);
+``CTXWISE_SERVER_SESSION_CACHE``, ``CTXWISE_SERVER_SESSION_CACHE_BYTES``);
 ``ctxwise serve`` runs it under uvicorn, one or more worker processes.
 
 Routes: ``GET /healthz`` (the process is up), ``GET /readyz`` (the database answers),
-``/v1/...`` (:mod:`.api`, every call needs an API key), OpenAPI at ``/docs`` and
+``/v1/...`` (:mod:`.api`, every call needs an API key: one check,
+:meth:`~ctxwise.server.core.Server.authenticate`, and an app whose ``/v1`` route lacks it is
+never built, :func:`require_key_check`), OpenAPI at ``/docs`` and
 ``/openapi.json``, and ``/ui`` when :mod:`ctxwise.server.ui` exists: the app includes
 ``ui.make_router(server)`` (a :class:`fastapi.APIRouter` whose paths carry their own ``/ui``
-prefix), ``server`` being the :class:`Server` below, also at ``app.state.server``.
+prefix), ``server`` being the :class:`~ctxwise.server.core.Server`, also at ``app.state.server``.
 
 Several processes may serve one database: a process keeps the sessions it opened, but never
 serves one that another process could have made stale: every request checks the cached session
@@ -32,30 +36,27 @@ database on every request.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import time
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any, AsyncIterator, Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .. import ContextManager, CtxwiseError, Policy, RuntimeSettings, Session, SessionNotFound, Summarizer, __version__
-from .errors import ctxwise_error_response, error_response, log
-from .keys import KEY_FORM, KEY_LOOKUP, TENANT_SEP, KeyStore, lookup_params, tenant_in
+from .. import ContextManager, CtxwiseError, Policy, RuntimeSettings, Summarizer, __version__
+from .api import make_router
+from .core import DEFAULT_MAX_BODY, Server, ServerTiming, Unauthorized, error_for, replaying
+from .errors import error_response, log
+from .hot import HotPath
+from .keys import KeyStore
+from .sessions import DEFAULT_BYTES as DEFAULT_CACHE_BYTES
 from .sessions import DEFAULT_SIZE as DEFAULT_CACHE
 from .sessions import SessionCache
 from .workers import Workers
-
-DEFAULT_MAX_BODY = 16 * 2**20
-"""16 MiB: a batch with a large tool result fits; a runaway client does not."""
 
 DEFAULT_THREADS = 8
 """Worker threads per process for the API's routes (a route runs on one, its key check
@@ -75,155 +76,6 @@ shared 2-core machine), with all 8 threads on appends a prepare waited for the l
 its steps (37-41 ms in the server for 2 ms of work); with appends capped at 4 it took 10-14 ms.
 The appends wait longer in the queue instead (client p50 1.5-2.2x the in-process one in those
 runs, 1.3-1.8x uncapped); throughput was the same within the noise."""
-
-
-class Unauthorized(Exception):
-    """No API key, or one that is malformed, unknown or revoked (401, one text for all)."""
-
-
-@dataclass
-class Server:
-    """What the routes share in one process: the store URL, the policy for new sessions, the
-    :class:`~ctxwise.ContextManager` (a connection pool, no session state) and the keys.
-
-    The inspector (``ui``) gets this object too."""
-
-    store_url: str
-    policy: Policy
-    manager: ContextManager
-    keys: KeyStore
-    max_body_bytes: int = DEFAULT_MAX_BODY
-    opener: ContextManager | None = None
-    """The same store and summarizer, built without a policy: it opens an existing session with
-    the policy the session was created with (set by :func:`create_app`)."""
-    hot_calls: Any = None
-    """The append and prepare routes' models and functions, for the hot path (set by
-    :func:`.api.make_router`)."""
-    sessions: Any = None
-    """The process's :class:`~ctxwise.server.sessions.SessionCache` (set by :func:`create_app`)."""
-    workers: Any = None
-    """The threads appends and prepares run on, prepares first (:class:`~ctxwise.server.workers.Workers`,
-    set by :func:`create_app`)."""
-
-    def open(self, tenant: str, user_id: str, session_id: str, *, create: bool = False,
-             tools: list[dict[str, Any]] | None = None) -> Session:
-        """The session ``(user_id, session_id)`` of ``tenant``, read from the store now.
-
-        An existing session keeps the policy it was created with (a server started with
-        another policy file still serves it); a missing one is created with :attr:`policy`
-        when ``create``, else :class:`~ctxwise.SessionNotFound`."""
-        user = self.store_user(tenant, user_id)
-        opener = self.opener or self.manager
-        try:
-            return opener.session(user, session_id, tools=tools, create=False)
-        except SessionNotFound:
-            if not create:
-                raise
-        return self.manager.session(user, session_id, tools=tools, create=True)
-
-    @staticmethod
-    def key_of(request: Request) -> str:
-        """The request's API key (``Authorization: Bearer <key>`` or ``X-API-Key: <key>``),
-        well-formed, not yet checked against the database; :class:`Unauthorized` otherwise."""
-        key = request.headers.get("x-api-key")
-        auth = request.headers.get("authorization", "")
-        if auth[:7].lower() == "bearer ":
-            bearer = auth[7:].strip()
-            if key is not None and key != bearer:
-                raise Unauthorized()  # two different keys: neither is trusted
-            key = bearer
-        if not key or not KEY_FORM.match(key):
-            raise Unauthorized()
-        return key
-
-    def authenticate(self, request: Request) -> str:
-        """The tenant of the request's API key (see :meth:`key_of`); :class:`Unauthorized`
-        otherwise. Also kept on ``request.state.tenant`` so error texts can be scrubbed of the
-        tenant prefix."""
-        key = self.key_of(request)
-        t0 = time.perf_counter()
-        tenant = self.keys.tenant_of(key)
-        timing(request, "auth", t0)
-        if tenant is None:
-            raise Unauthorized()
-        request.state.tenant = tenant
-        return tenant
-
-    def authenticate_with(self, request: Request, user_id: str, session_id: str) -> str:
-        """:meth:`authenticate`, with the freshness read of the session ``(user_id,
-        session_id)`` of the key's tenant made in the same statement (one round trip for both;
-        when the store has ``freshness_with`` and the process keeps sessions): the read is kept
-        on the request for the session cache (:meth:`.sessions.SessionCache.run`), which then
-        makes no read of its own before using the session. Recorded as ``auth``."""
-        store = self.manager.store
-        with_ = getattr(store, "freshness_with", None)
-        if with_ is None or self.sessions is None or not self.sessions.size:
-            return self.authenticate(request)
-        key = self.key_of(request)
-        t0 = time.perf_counter()
-        found = with_(KEY_LOOKUP, user_id, session_id, lookup_params(key))
-        timing(request, "auth", t0)
-        row = None if found is None else SimpleNamespace(tenant=found[0][1], key_hash=found[0][2],
-                                                         revoked_at=found[0][3])
-        tenant = tenant_in(key, row)
-        if tenant is None or found is None:
-            raise Unauthorized()
-        request.state.tenant = tenant
-        request.state.freshness = (self.store_user(tenant, user_id), session_id, found[1])
-        return tenant
-
-    @staticmethod
-    def store_user(tenant: str, user_id: str) -> str:
-        """The user id as the store holds it: ``<tenant>:<user_id>`` (tenant scoping: every
-        store call is scoped by user id)."""
-        return f"{tenant}{TENANT_SEP}{user_id}"
-
-    @staticmethod
-    def api_user(tenant: str, stored: str) -> str:
-        """The inverse of :meth:`store_user`."""
-        return stored.removeprefix(f"{tenant}{TENANT_SEP}")
-
-    def close(self) -> None:
-        if self.workers is not None:
-            self.workers.close()
-        self.manager.close()
-        self.keys.close()
-
-
-def timing(request: Request, name: str, since: float) -> None:
-    """Record ``name`` as taking from ``since`` (a ``time.perf_counter()``) until now; the
-    response carries every recorded step in its ``Server-Timing`` header (ms)."""
-    request.scope.setdefault("ctxwise_timing", []).append((name, (time.perf_counter() - since) * 1000))
-
-
-class ServerTiming:
-    """ASGI middleware: ``Server-Timing: auth;dur=0.61, open;dur=0.4, prepare;dur=4.8, total;dur=6.2,
-    cache;desc="hit"`` on every response (the key check, getting the session: the freshness read
-    and, when the process had no current copy, reading it from the store; the library call; the
-    whole request in the app, body and response encoding included; whether the session was
-    served from the process's cache: ``hit``, ``miss`` or ``stale``), so an operator (and
-    bench/service.py) sees where a request's time went."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        t0 = time.perf_counter()
-
-        async def send_with_timing(message: Message) -> None:
-            steps = scope.get("ctxwise_timing")
-            if message["type"] == "http.response.start" and steps:
-                steps = [*steps, ("total", (time.perf_counter() - t0) * 1000)]
-                value = ", ".join([*(f"{name};dur={ms:.2f}" for name, ms in steps),
-                                   *(f'{name};desc="{desc}"' for name, desc in scope.get("ctxwise_timing_desc", {}).items())])
-                message = {**message, "headers": [*message.get("headers", []), (b"server-timing", value.encode())]}
-            await send(message)
-
-        await self.app(scope, receive, send_with_timing)
 
 
 class BodyLimit:
@@ -256,8 +108,6 @@ class BodyLimit:
                 return
             chunks.append(chunk)
             more = message.get("more_body", False)
-        from .hot import replaying
-
         await self.app(scope, replaying(b"".join(chunks), receive), send)
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send, more: bool = True) -> None:
@@ -290,26 +140,6 @@ class App(FastAPI):
         await super().__call__(scope, receive, send)
 
 
-def error_for(request: Request, exc: Exception) -> JSONResponse:
-    """The response for an exception a route raised (the app's exception handlers, also used
-    by the hot path, :mod:`.hot`): a ctxwise error with its status and text (the caller's
-    tenant prefix scrubbed), 401 for :class:`Unauthorized`, 503 for an error of the database
-    driver, else 500 with no detail (logged)."""
-    if isinstance(exc, CtxwiseError):
-        tenant = getattr(request.state, "tenant", None)
-        return ctxwise_error_response(exc, scrub=f"{tenant}{TENANT_SEP}" if tenant else None)
-    if isinstance(exc, Unauthorized):
-        return error_response(401, "Unauthorized", "missing, unknown or revoked API key",
-                              "send 'Authorization: Bearer <key>' with a key from `ctxwise keys create`",
-                              headers={"WWW-Authenticate": "Bearer"})
-    if type(exc).__module__.split(".")[0] in ("sqlalchemy", "psycopg", "sqlite3"):
-        log.warning("store error on %s %s: %s", request.method, request.url.path, type(exc).__name__)
-        return error_response(503, "StoreUnavailable", "the store did not answer; retry",
-                              "retry later; the server's log has the details", headers={"Retry-After": "1"})
-    log.exception("internal error on %s %s", request.method, request.url.path, exc_info=exc)
-    return error_response(500, "InternalError", "internal error; the server's log has the details")
-
-
 def _one_line(exc: RequestValidationError) -> str:
     """A validation error as one line: the non-JSON body, or the first field and what is wrong."""
     errors = exc.errors()
@@ -326,11 +156,14 @@ def _one_line(exc: RequestValidationError) -> str:
 
 def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping[str, Any] | None = None, *,
                summarizer: Summarizer | None = None, max_body_bytes: int = DEFAULT_MAX_BODY,
-               session_cache: int = DEFAULT_CACHE, threads: int | None = DEFAULT_THREADS,
-               append_threads: int | None = DEFAULT_APPEND_THREADS, hot: bool = True) -> FastAPI:
+               session_cache: int = DEFAULT_CACHE, session_cache_bytes: int = DEFAULT_CACHE_BYTES,
+               threads: int | None = DEFAULT_THREADS, append_threads: int | None = DEFAULT_APPEND_THREADS,
+               hot: bool = True) -> FastAPI:
     """The ctxwise service over the database at ``store_url`` (see the module docstring).
     ``session_cache``: how many open sessions the process keeps between requests, each checked
     against the store on every use (:mod:`ctxwise.server.sessions`; 0: open every request).
+    ``session_cache_bytes``: the bytes their contexts hold at most (:class:`ctxwise.SessionPool`;
+    a session holding more than a quarter of it is not kept).
     ``threads``: worker threads for the routes (:data:`DEFAULT_THREADS`; None: anyio's 40).
     ``append_threads``: how many of them may run appends at once (:data:`DEFAULT_APPEND_THREADS`,
     at most ``threads``; None: all), the rest kept for prepares.
@@ -339,12 +172,13 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
     through FastAPI.
 
     Raises :class:`~ctxwise.StoreUnavailable` / :class:`~ctxwise.StoreSchemaError` when the
-    database cannot be opened or migrated, :class:`~ctxwise.PolicyError` for a bad policy."""
+    database cannot be opened or migrated, :class:`~ctxwise.PolicyError` for a bad policy or
+    cache bound."""
     manager = ContextManager(store_url, policy, summarizer=summarizer)  # opens and migrates the store
     opener = ContextManager(store=manager.store, summarizer=manager.summarizer)
     server = Server(store_url=store_url, policy=manager.policy, manager=manager, keys=KeyStore(store_url),
                     max_body_bytes=max_body_bytes, opener=opener)
-    server.sessions = SessionCache(server, session_cache)
+    server.sessions = SessionCache(server, session_cache, session_cache_bytes)
     server.workers = Workers(threads or DEFAULT_THREADS, append_threads)
 
     @asynccontextmanager
@@ -365,6 +199,37 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
                               "`ctxwise keys create --tenant NAME`. Errors are `{\"error\": {\"type\", \"message\", "
                               "\"hint\", ...}}` with the library's text.")
     app.state.server = server
+    _handle_errors(app)
+
+    @app.get("/healthz", tags=["health"], summary="Liveness: the process answers.")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"], summary="Readiness: the database answers.")
+    def readyz() -> JSONResponse:
+        try:
+            server.keys.ping()
+        except Exception as e:  # a database that is down: 503, one line, no URL
+            log.warning("readiness check failed: %s", type(e).__name__)
+            return error_response(503, "NotReady", "the database does not answer")
+        return JSONResponse({"status": "ready"})
+
+    router, authenticated = make_router(server)
+    app.include_router(router)
+    if hot:
+        # FastAPI's OpenTelemetry middleware: when it has a provider to report to, the hot path steps aside
+        telemetry = getattr(getattr(app, "_native_telemetry", None), "enabled", None)
+        app.hot = HotPath(server, telemetry if callable(telemetry) else None)
+    _mount_ui(app, server)
+    require_key_check(app, authenticated)
+    app.state.key_check = authenticated  # for require_key_check on an app extended later
+    app.add_middleware(ServerTiming)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    return app
+
+
+def _handle_errors(app: FastAPI) -> None:
+    """The app's exception handlers: every error is one JSON shape (:func:`.core.error_for`)."""
 
     @app.exception_handler(CtxwiseError)
     async def _ctxwise(request: Request, exc: CtxwiseError) -> JSONResponse:
@@ -393,32 +258,44 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
         return error_for(request, exc)
 
-    @app.get("/healthz", tags=["health"], summary="Liveness: the process answers.")
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
 
-    @app.get("/readyz", tags=["health"], summary="Readiness: the database answers.")
-    def readyz() -> JSONResponse:
-        try:
-            server.keys.ping()
-        except Exception as e:  # a database that is down: 503, one line, no URL
-            log.warning("readiness check failed: %s", type(e).__name__)
-            return error_response(503, "NotReady", "the database does not answer")
-        return JSONResponse({"status": "ready"})
+API_PREFIX = "/v1"
+"""Every route under it needs an API key (:func:`require_key_check`)."""
 
-    from .api import make_router
 
-    app.include_router(make_router(server))
-    if hot:
-        from .hot import HotPath
+def all_routes(app: FastAPI) -> list[Any]:
+    """Every route of ``app``, the routes of included routers flattened (FastAPI keeps an
+    included router as one entry of ``app.routes``). Each has ``path`` and ``methods``; a
+    FastAPI route also has its ``dependant`` (parameters and dependencies)."""
+    out: list[Any] = []
+    for route in app.routes:
+        flatten = getattr(route, "effective_route_contexts", None)
+        out.extend(flatten() if callable(flatten) else [route])
+    return out
 
-        # FastAPI's OpenTelemetry middleware: when it has a provider to report to, the hot path steps aside
-        telemetry = getattr(getattr(app, "_native_telemetry", None), "enabled", None)
-        app.hot = HotPath(server, telemetry if callable(telemetry) else None)
-    _mount_ui(app, server)
-    app.add_middleware(ServerTiming)
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
-    return app
+
+def require_key_check(app: FastAPI, authenticated: Any) -> None:
+    """Raise :class:`RuntimeError` naming the route when a route under :data:`API_PREFIX`
+    does not depend on ``authenticated`` (the ``/v1`` router's key check,
+    :func:`.api.make_router`), or when there is no such route: an app where a route could skip
+    the key check is never built."""
+    checked = 0
+    for route in all_routes(app):
+        path = getattr(route, "path", "") or ""
+        if not (path == API_PREFIX or path.startswith(API_PREFIX + "/")):
+            continue
+        dependant = getattr(route, "dependant", None)
+        stack, found = list(dependant.dependencies if dependant is not None else []), False
+        while stack and not found:
+            dep = stack.pop()
+            found = dep.call is authenticated
+            stack.extend(dep.dependencies)
+        if not found:
+            raise RuntimeError(f"route {sorted(getattr(route, 'methods', None) or ())} {path} has no API key check: "
+                               "add it to the /v1 router (ctxwise.server.api.make_router)")
+        checked += 1
+    if not checked:
+        raise RuntimeError(f"no route under {API_PREFIX} found to check for the API key check")
 
 
 def _mount_ui(app: FastAPI, server: Server) -> None:
@@ -440,7 +317,8 @@ def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:
     ``sqlite:///ctxwise.db``), the policy from the TOML file ``CTXWISE_CONFIG`` when set, else
     from ``CTXWISE_*`` settings (:meth:`~ctxwise.Policy.from_env`), ``CTXWISE_SERVER_MAX_BODY``
     (bytes), ``CTXWISE_SERVER_SESSION_CACHE`` (open sessions kept per process, default 1024;
-    0 turns the cache off), ``CTXWISE_SERVER_THREADS`` (worker threads, default 8),
+    0 turns the cache off), ``CTXWISE_SERVER_SESSION_CACHE_BYTES`` (the bytes their contexts
+    hold at most, default 128 MiB), ``CTXWISE_SERVER_THREADS`` (worker threads, default 8),
     ``CTXWISE_SERVER_APPEND_THREADS`` (how many of them may run appends at once, default 4); the
     summarizer from the process settings in the same file or variables
     (:class:`~ctxwise.RuntimeSettings`: ``CTXWISE_SUMMARIZER``, ``CTXWISE_SUMMARIZER_MODEL``, ...). The
@@ -454,6 +332,7 @@ def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:
     return create_app(url, policy, summarizer=runtime.make_summarizer(),
                       max_body_bytes=_env_int(env, "CTXWISE_SERVER_MAX_BODY", DEFAULT_MAX_BODY, 1),
                       session_cache=_env_int(env, "CTXWISE_SERVER_SESSION_CACHE", DEFAULT_CACHE, 0),
+                      session_cache_bytes=_env_int(env, "CTXWISE_SERVER_SESSION_CACHE_BYTES", DEFAULT_CACHE_BYTES, 0),
                       threads=_env_int(env, "CTXWISE_SERVER_THREADS", DEFAULT_THREADS, 1),
                       append_threads=_env_int(env, "CTXWISE_SERVER_APPEND_THREADS", DEFAULT_APPEND_THREADS, 1))
 
@@ -474,11 +353,6 @@ def _env_int(env: Mapping[str, str], name: str, default: int, least: int) -> int
     if value < least:
         raise PolicyError(f"{name}={raw!r}: must be an integer >= {least}")
     return value
-
-
-def dumps(value: Any) -> str:
-    """JSON as the responses send it (UTF-8, no NaN)."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 logging.getLogger("ctxwise.server").addHandler(logging.NullHandler())

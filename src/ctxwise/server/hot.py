@@ -20,8 +20,8 @@ Anything else (another method or path, a missing or malformed key, a body that d
 validate, another content type, a chunked or empty body, a ``root_path``, FastAPI's
 OpenTelemetry tracing switched on) goes to the FastAPI app unchanged, the body read so far
 handed on, so every refusal is exactly the routes' answer. An accepted call runs through the
-routes' own functions (:mod:`.api`: key check against the database, the session cache, the
-library) on the same worker threads and priorities; an exception becomes the response the app's
+routes' own :class:`~ctxwise.server.core.Guarded` calls (:mod:`.api`: the one key check
+against the database, then the session cache and the library) on the same worker threads and priorities; an exception becomes the response the app's
 exception handlers give (:func:`~ctxwise.server.app.error_for`); the response carries the same
 ``Server-Timing`` header. Nothing is cached here.
 """
@@ -34,40 +34,35 @@ from typing import Any, Awaitable, Callable
 from urllib.parse import parse_qsl
 
 from starlette.requests import Request
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
+from .api import AppendRequest, PrepareRequest
+from .core import ID_PATTERN, Guarded, Server, ServerTiming, Unauthorized, error_for, replaying
 
-def replaying(body: bytes, receive: Receive) -> Receive:
-    """An ASGI ``receive`` that hands on ``body`` (already read, whole) as one request message,
-    then whatever ``receive`` gives (a disconnect): for handing a request whose body was read
-    to the next app."""
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
 
 ASGI = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _PATH = re.compile(r"^/v1/sessions/([^/]+)/(messages|prepare)$")
 
+ROUTES = (("POST", "/v1/sessions/{session_id}/messages"), ("POST", "/v1/sessions/{session_id}/prepare"))
+"""The routes the hot path answers (FastAPI has the same ones: anything else goes there)."""
+
 
 class HotPath:
     """``await hot(scope, receive, send, app)``: answer an ordinary append or prepare (see the
     module docstring), else hand the request to ``app`` (the FastAPI app's own ``__call__``).
-    ``server`` is the app's :class:`~ctxwise.server.app.Server` after :func:`.api.make_router`
-    set its ``hot_calls``; ``telemetry`` returns True when FastAPI's tracing is on."""
+    ``server`` is the app's :class:`~ctxwise.server.core.Server` after :func:`.api.make_router`
+    set its ``hot_calls``; ``telemetry`` returns True when FastAPI's tracing is on.
 
-    def __init__(self, server: Any, telemetry: Callable[[], bool] | None = None) -> None:
-        from .api import ID_PATTERN
+    Raises :class:`RuntimeError` when a call of ``server.hot_calls`` is not a
+    :class:`~ctxwise.server.core.Guarded` one (a call the key check does not stand in front of)."""
 
+    def __init__(self, server: Server, telemetry: Callable[[], bool] | None = None) -> None:
         self.server = server
-        self.calls: dict[str, tuple[Any, Callable[..., Any], int]] = server.hot_calls
+        self.calls: dict[str, tuple[type[AppendRequest] | type[PrepareRequest], Guarded[Any], int]] = server.hot_calls
+        if sorted(self.calls) != ["messages", "prepare"] or not all(
+                isinstance(fn, Guarded) and fn.server is server for _m, fn, _p in self.calls.values()):
+            raise RuntimeError("the hot path answers only calls behind the server's key check (Guarded)")
         self.id_ok = re.compile(ID_PATTERN).match
         self.telemetry = telemetry or (lambda: False)
         self.answered = 0
@@ -119,8 +114,6 @@ class HotPath:
         self.answered += 1
 
         async def answer(scope: Scope, receive: Receive, send: Send) -> None:
-            from .app import error_for
-
             try:
                 response = await self.server.workers.run(fn, parsed, request, session_id, users[0],
                                                          priority=priority)
@@ -128,13 +121,9 @@ class HotPath:
                 response = error_for(request, exc)
             await response(scope, receive, send)
 
-        from .app import ServerTiming
-
         await ServerTiming(answer)(scope, replay, send)
 
     def _key_ok(self, request: Request) -> bool:
-        from .app import Unauthorized
-
         try:
             self.server.key_of(request)
         except Unauthorized:

@@ -31,28 +31,38 @@ policy was migrated elsewhere has a new version, and the tools are part of the k
 
 Only a store with a ``freshness`` read is cached (:class:`~ctxwise.SqlStore`: SQLite,
 PostgreSQL); ``memory://`` is opened per request.
+
+**Bounded by entries and by bytes.** The objects live in one :class:`ctxwise.SessionPool`
+(the same pool the LangChain and AgentScope middlewares use): at most ``size`` of them and at
+most ``max_bytes`` held by their contexts, least recently used out first. An object is weighed
+each time it is put back; one whose context holds more than a quarter of ``max_bytes`` (an
+append of a multi-megabyte tool result not yet compacted by a prepare) is not kept: its next
+request opens it from the store, so no tenant can pin the process's memory with uncompacted
+results.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-from .. import CtxwiseError, Session, SessionConflict, StoreUnavailable
+from .. import CtxwiseError, Session, SessionConflict, SessionPool, StoreUnavailable
+from .core import timing
 
 if TYPE_CHECKING:
-    from fastapi import Request
+    from starlette.requests import Request
 
-    from .app import Server
+    from .core import Server
 
 T = TypeVar("T")
 
 DEFAULT_SIZE = 1024
-"""Sessions one process keeps open (a context under its budget is a few hundred KB at most)."""
+"""Sessions one process keeps open at most."""
+
+DEFAULT_BYTES = 128 * 2**20
+"""Bytes their contexts hold at most (:func:`ctxwise.pool.held_bytes`): 128 MiB."""
 
 
 @dataclass(frozen=True)
@@ -70,20 +80,22 @@ class _Entry:
 
 
 class SessionCache:
-    """The process's open sessions (see the module docstring). ``size=0`` turns it off."""
+    """The process's open sessions (see the module docstring): at most ``size`` (0 turns the
+    cache off) holding at most ``max_bytes``, in :attr:`pool`. Raises
+    :class:`~ctxwise.PolicyError` for a negative bound."""
 
-    def __init__(self, server: "Server", size: int = DEFAULT_SIZE) -> None:
+    def __init__(self, server: "Server", size: int = DEFAULT_SIZE, max_bytes: int = DEFAULT_BYTES) -> None:
         self.server = server
         self.size = size if callable(getattr(server.manager.store, "freshness", None)) else 0
-        self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
-        self._lock = threading.Lock()
+        self.pool: SessionPool[tuple[Any, ...], _Entry] = SessionPool(
+            self.size, max_bytes, messages=lambda entry: entry.session.messages)
 
     # -- the freshness read ------------------------------------------------------------
 
     def fresh(self, user: str, session_id: str, request: "Request | None" = None) -> Freshness | None:
         """The stored version and memory fingerprint of ``(user, session_id)`` (the store's
         user id, :meth:`~ctxwise.SqlStore.freshness`), None when there is no such session.
-        With ``request``: the read its key check made of this session (``Server.authenticate_with``)
+        With ``request``: the read its key check made of this session (:meth:`~ctxwise.server.core.Server.authenticate` with the session)
         when there was one, used once; else a read now."""
         state = getattr(request, "state", None) if request is not None else None
         made = getattr(state, "freshness", None)
@@ -96,11 +108,12 @@ class SessionCache:
 
     # -- use ---------------------------------------------------------------------------------
 
-    def run(self, request: "Request", user_id: str, session_id: str, op: Callable[[Session, int | None], T], *,
+    def run(self, request: "Request", tenant: str, user_id: str, session_id: str,
+            op: Callable[[Session, int | None], T], *,
             create: bool = False, tools: list[dict[str, Any]] | None = None, expected: int | None = None,
             optimistic: bool = False) -> tuple[Session, T]:
-        """``op(session, checked)`` on the session ``(user_id, session_id)`` of the request's
-        tenant, served from the cache when it is current (see the module docstring); ``checked``
+        """``op(session, checked)`` on the session ``(user_id, session_id)`` of ``tenant`` (the
+        request's, as :meth:`~ctxwise.server.core.Server.authenticate` returned it), served from the cache when it is current (see the module docstring); ``checked``
         is the stored version this request has just read (a prepare need not read it again:
         ``Session.prepare(checked_version=...)``), None when it read none (an append). ``expected``:
         :class:`~ctxwise.SessionConflict` unless the session is at that version.
@@ -111,9 +124,6 @@ class SessionCache:
         Records ``open`` (getting the session: the freshness read, and the store read on a
         miss) in the request's ``Server-Timing``, with ``cache`` = ``hit``, ``miss`` or
         ``stale``."""
-        from .app import timing
-
-        tenant = request.state.tenant
         user = self.server.store_user(tenant, user_id)
         key = (tenant, user_id, session_id, _tools_key(tools))
         t0 = time.perf_counter()
@@ -169,30 +179,18 @@ class SessionCache:
         return _Entry(s, found.memory if found is not None else (0, 0)), found
 
     def _take(self, key: tuple[Any, ...]) -> _Entry | None:
-        if not self.size:
-            return None
-        with self._lock:
-            return self._entries.pop(key, None)
+        return self.pool.take(key)
 
     def _put(self, key: tuple[Any, ...], entry: _Entry) -> None:
-        if not self.size:
-            return
-        with self._lock:
-            held = self._entries.get(key)
-            if held is not None and held.session.version > entry.session.version:
-                return
-            self._entries[key] = entry
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+        # a newer object another request put back stays; this one is weighed and kept if it fits
+        self.pool.put(key, entry, keep=lambda held: held.session.version > entry.session.version)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.pool)
 
     def clear(self) -> None:
         """Drop every open session."""
-        with self._lock:
-            self._entries.clear()
+        self.pool.clear()
 
 
 def _tools_key(tools: list[dict[str, Any]] | None) -> str:
