@@ -405,6 +405,9 @@ def serve(
     port: Annotated[int, typer.Option(help="Port to listen on.", min=0, max=65535)] = 8000,
     workers: Annotated[int, typer.Option(help="Worker processes (each serves every session).", min=1)] = 1,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    allowed_host: Annotated[Optional[list[str]], typer.Option(
+        help="A host name the inspector answers to in local mode besides localhost, 127.0.0.1 and [::1] "
+             "(repeatable; default $CTXWISE_SERVER_ALLOWED_HOSTS, comma-separated).")] = None,
 ) -> None:
     """Serve the HTTP API (and the /ui inspector) over a ctxwise database. Needs the server extra.
 
@@ -430,6 +433,8 @@ def serve(
     os.environ["CTXWISE_DB"] = db
     if config is not None:
         os.environ["CTXWISE_CONFIG"] = str(config)
+    if allowed_host:
+        os.environ["CTXWISE_SERVER_ALLOWED_HOSTS"] = ",".join(allowed_host)
     try:
         create_app_from_env().state.server.close()  # fail here, with one line, on a bad policy or store
     except CtxwiseError as e:

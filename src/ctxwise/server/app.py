@@ -39,7 +39,7 @@ import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, AsyncIterator, Mapping
+from typing import Any, AsyncIterator, Iterable, Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -104,6 +104,9 @@ class Server:
     workers: Any = None
     """The threads appends and prepares run on, prepares first (:class:`~ctxwise.server.workers.Workers`,
     set by :func:`create_app`)."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names the inspector's local mode answers to besides localhost, 127.0.0.1 and [::1]
+    (lowercase, no port; :mod:`.ui`)."""
 
     def open(self, tenant: str, user_id: str, session_id: str, *, create: bool = False,
              tools: list[dict[str, Any]] | None = None) -> Session:
@@ -327,7 +330,8 @@ def _one_line(exc: RequestValidationError) -> str:
 def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping[str, Any] | None = None, *,
                summarizer: Summarizer | None = None, max_body_bytes: int = DEFAULT_MAX_BODY,
                session_cache: int = DEFAULT_CACHE, threads: int | None = DEFAULT_THREADS,
-               append_threads: int | None = DEFAULT_APPEND_THREADS, hot: bool = True) -> FastAPI:
+               append_threads: int | None = DEFAULT_APPEND_THREADS, hot: bool = True,
+               allowed_hosts: Iterable[str] = ()) -> FastAPI:
     """The ctxwise service over the database at ``store_url`` (see the module docstring).
     ``session_cache``: how many open sessions the process keeps between requests, each checked
     against the store on every use (:mod:`ctxwise.server.sessions`; 0: open every request).
@@ -336,14 +340,16 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
     at most ``threads``; None: all), the rest kept for prepares.
     ``hot``: answer ordinary appends and prepares in :class:`~ctxwise.server.hot.HotPath`,
     ahead of FastAPI's routing (same answers, less CPU per request); False: every request
-    through FastAPI.
+    through FastAPI. ``allowed_hosts``: host names (a port is ignored) the inspector's local
+    mode answers to besides localhost, 127.0.0.1 and [::1] (:mod:`ctxwise.server.ui`).
 
     Raises :class:`~ctxwise.StoreUnavailable` / :class:`~ctxwise.StoreSchemaError` when the
     database cannot be opened or migrated, :class:`~ctxwise.PolicyError` for a bad policy."""
+    hosts = _host_names(allowed_hosts)
     manager = ContextManager(store_url, policy, summarizer=summarizer)  # opens and migrates the store
     opener = ContextManager(store=manager.store, summarizer=manager.summarizer)
     server = Server(store_url=store_url, policy=manager.policy, manager=manager, keys=KeyStore(store_url),
-                    max_body_bytes=max_body_bytes, opener=opener)
+                    max_body_bytes=max_body_bytes, opener=opener, allowed_hosts=hosts)
     server.sessions = SessionCache(server, session_cache)
     server.workers = Workers(threads or DEFAULT_THREADS, append_threads)
 
@@ -451,7 +457,25 @@ def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:
     return create_app(url, policy, max_body_bytes=_env_int(env, "CTXWISE_SERVER_MAX_BODY", DEFAULT_MAX_BODY, 1),
                       session_cache=_env_int(env, "CTXWISE_SERVER_SESSION_CACHE", DEFAULT_CACHE, 0),
                       threads=_env_int(env, "CTXWISE_SERVER_THREADS", DEFAULT_THREADS, 1),
-                      append_threads=_env_int(env, "CTXWISE_SERVER_APPEND_THREADS", DEFAULT_APPEND_THREADS, 1))
+                      append_threads=_env_int(env, "CTXWISE_SERVER_APPEND_THREADS", DEFAULT_APPEND_THREADS, 1),
+                      allowed_hosts=env.get("CTXWISE_SERVER_ALLOWED_HOSTS", "").split(","))
+
+
+def _host_names(names: Iterable[str]) -> tuple[str, ...]:
+    """``names`` as the inspector compares them (lowercase, no port; blanks skipped). Raises
+    :class:`~ctxwise.errors.PolicyError` for one that is not a host name."""
+    from ..errors import PolicyError
+    from .ui import host_name
+
+    out = []
+    for raw in names:
+        if raw.strip():
+            name = host_name(raw)
+            if name is None:
+                raise PolicyError(f"CTXWISE_SERVER_ALLOWED_HOSTS: {raw.strip()!r} is not a host name",
+                                  hint="give names such as ctxwise.lan or 10.0.0.5, separated by commas")
+            out.append(name)
+    return tuple(out)
 
 
 def _env_int(env: Mapping[str, str], name: str, default: int, least: int) -> int:
