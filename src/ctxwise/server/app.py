@@ -33,7 +33,6 @@ database on every request.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import time
 from contextlib import asynccontextmanager
@@ -48,7 +47,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import ContextManager, CtxwiseError, Policy, Session, SessionNotFound, Summarizer, __version__
-from .errors import ctxwise_error_response, error_response, log
+from .errors import ctxwise_error_response, error_response, log, log_to_stderr, unexpected_error_response
 from .keys import KEY_FORM, KEY_LOOKUP, TENANT_SEP, KeyStore, lookup_params, tenant_in
 from .sessions import DEFAULT_SIZE as DEFAULT_CACHE
 from .sessions import SessionCache
@@ -297,7 +296,7 @@ def error_for(request: Request, exc: Exception) -> JSONResponse:
     """The response for an exception a route raised (the app's exception handlers, also used
     by the hot path, :mod:`.hot`): a ctxwise error with its status and text (the caller's
     tenant prefix scrubbed), 401 for :class:`Unauthorized`, 503 for an error of the database
-    driver, else 500 with no detail (logged)."""
+    driver, else 500 with no detail; both with a trace id, logged (:mod:`.errors`)."""
     if isinstance(exc, CtxwiseError):
         tenant = getattr(request.state, "tenant", None)
         return ctxwise_error_response(exc, scrub=f"{tenant}{TENANT_SEP}" if tenant else None)
@@ -305,12 +304,7 @@ def error_for(request: Request, exc: Exception) -> JSONResponse:
         return error_response(401, "Unauthorized", "missing, unknown or revoked API key",
                               "send 'Authorization: Bearer <key>' with a key from `ctxwise keys create`",
                               headers={"WWW-Authenticate": "Bearer"})
-    if type(exc).__module__.split(".")[0] in ("sqlalchemy", "psycopg", "sqlite3"):
-        log.warning("store error on %s %s: %s", request.method, request.url.path, type(exc).__name__)
-        return error_response(503, "StoreUnavailable", "the store did not answer; retry",
-                              "retry later; the server's log has the details", headers={"Retry-After": "1"})
-    log.exception("internal error on %s %s", request.method, request.url.path, exc_info=exc)
-    return error_response(500, "InternalError", "internal error; the server's log has the details")
+    return unexpected_error_response(request.method, request.url.path, exc)  # logged with its trace id
 
 
 def _one_line(exc: RequestValidationError) -> str:
@@ -447,9 +441,12 @@ def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:
     from ``CTXWISE_*`` settings (:meth:`~ctxwise.Policy.from_env`), ``CTXWISE_SERVER_MAX_BODY``
     (bytes), ``CTXWISE_SERVER_SESSION_CACHE`` (open sessions kept per process, default 1024;
     0 turns the cache off), ``CTXWISE_SERVER_THREADS`` (worker threads, default 8),
-    ``CTXWISE_SERVER_APPEND_THREADS`` (how many of them may run appends at once, default 4). The
-    factory ``ctxwise serve`` hands to uvicorn (``--factory``)."""
+    ``CTXWISE_SERVER_APPEND_THREADS`` (how many of them may run appends at once, default 4),
+    ``CTXWISE_SERVER_ALLOWED_HOSTS`` (comma-separated host names for the inspector's local mode).
+    The factory ``ctxwise serve`` hands to uvicorn (``--factory``); the ``ctxwise.server`` log
+    goes to stderr unless logging is configured (:func:`.errors.log_to_stderr`)."""
     env = dict(os.environ if environ is None else environ)
+    log_to_stderr()  # a served process's 500s reach its log
     url = env.get("CTXWISE_DB") or "sqlite:///ctxwise.db"
     config = env.get("CTXWISE_CONFIG")
     policy = Policy.from_toml(config, default_preset=env.get("CTXWISE_PRESET", "default")) if config \
@@ -501,5 +498,4 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-logging.getLogger("ctxwise.server").addHandler(logging.NullHandler())
 __all__ = ["create_app", "create_app_from_env", "Server", "DEFAULT_MAX_BODY"]
