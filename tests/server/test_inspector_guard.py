@@ -149,6 +149,16 @@ def test_the_sign_in_form_carries_a_token_bound_to_a_strict_cookie(keyed):
         assert c.get("/ui").status_code == 200
 
 
+def test_a_proxy_that_rewrites_host_does_not_break_sign_in(keyed):
+    """nginx's default ``Host`` is the upstream's name; a browser's ``Origin`` is the public one."""
+    base, key = keyed
+    with httpx.Client(base_url=base, timeout=30) as c:
+        token = _form_token(c.get("/ui").text)
+        r = c.post("/ui/login", data={"key": key, "csrf": token},
+                   headers={"Origin": "https://ctxwise.example.com", "Sec-Fetch-Site": "same-origin", "Host": "ctxwise"})
+        assert r.status_code == 303
+
+
 @pytest.mark.parametrize("attack", ["no token", "no cookie", "wrong token", "other origin", "cross-site fetch"])
 def test_a_cross_site_login_is_refused(keyed, attack):
     base, key = keyed

@@ -30,9 +30,9 @@ same-host reverse proxy makes every client loopback), or when its ``Host`` is no
 resolves to 127.0.0.1, DNS rebinding, reads nothing).
 
 **Forms.** The sign-in and sign-out forms carry a token that must equal the HttpOnly,
-SameSite=Strict cookie ``ctxwise_ui_csrf`` (double submit); a POST without both, with an
-``Origin`` of another host or with ``Sec-Fetch-Site`` other than ``same-origin`` / ``none`` is
-refused (403) and changes nothing. The pages load nothing from another origin and send a
+SameSite=Strict cookie ``ctxwise_ui_csrf`` (double submit); a POST without both, with
+``Sec-Fetch-Site`` other than ``same-origin`` / ``none``, or (from a browser that sends no
+``Sec-Fetch-Site``) with an ``Origin`` of another host is refused (403) and changes nothing. The pages load nothing from another origin and send a
 ``Content-Security-Policy`` of ``'self'``.
 """
 
@@ -120,34 +120,38 @@ def _html(body: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(body, status_code=status, headers={"Content-Security-Policy": CSP, "Cache-Control": "no-store"})
 
 
-def make_router(server: "Server") -> APIRouter:
-    """The inspector's routes over ``server`` (the app's ``Server``; see the module docstring).
+class Inspector:
+    """What the inspector's routes share: ``server`` (the app's ``Server``), read on every
+    request (``server.manager.store``, ``server.keys``, ``server.allowed_hosts``); nothing is
+    kept between requests."""
 
-    Reads ``server.manager.store`` and ``server.keys`` (``list(include_revoked=False)``,
-    ``tenant_of(key)``) on every request; keeps nothing between requests."""
-    router = APIRouter(include_in_schema=False)
+    def __init__(self, server: "Server") -> None:
+        self.server = server
 
-    def store() -> SessionStore:
-        found: SessionStore = server.manager.store
+    def store(self) -> SessionStore:
+        found: SessionStore = self.server.manager.store
         return found
 
-    def viewer(request: Request) -> Viewer:
+    def viewer(self, request: Request) -> Viewer:
+        """Who ``request`` comes from; :class:`Denied` (401 / 403) when nobody may look."""
         token = form_token(request)
-        if not server.keys.ever():
-            refuse_unless_local(request, getattr(server, "allowed_hosts", ()))
+        keys = self.server.keys
+        if not keys.ever():
+            refuse_unless_local(request, getattr(self.server, "allowed_hosts", ()))
             return Viewer(None, token)
         key = request.cookies.get(COOKIE) or request.headers.get("x-api-key")
         auth = request.headers.get("authorization", "")
         if key is None and auth[:7].lower() == "bearer ":
             key = auth[7:].strip()
-        tenant = server.keys.tenant_of(key) if key else None
+        tenant = keys.tenant_of(key) if key else None
         if tenant is None:
             raise Denied(401, "sign in with an API key")
         return Viewer(tenant, token)
 
-    def guarded(request: Request, render: Any, *, as_json: bool = False) -> Response:
+    def guarded(self, request: Request, render: Any, *, as_json: bool = False) -> Response:
+        """``render(viewer)``, or the page (or JSON) of the refusal it raised."""
         try:
-            response: Response = render(viewer(request))
+            response: Response = render(self.viewer(request))
         except (Denied, SessionNotFound) as exc:
             status, text = (exc.status, exc.text) if isinstance(exc, Denied) else (404, "no such session")
             if as_json:
@@ -157,7 +161,7 @@ def make_router(server: "Server") -> APIRouter:
             return _html(pages.message_page(status, "Not found" if status == 404 else "Not allowed", text), status)
         return with_token(request, response)
 
-    def visible_sessions(v: Viewer, query: str) -> tuple[list[SessionInfo], bool]:
+    def visible_sessions(self, v: Viewer, query: str) -> tuple[list[SessionInfo], bool]:
         """The sessions ``v`` may see that match ``query``, newest first; and whether the
         scan reached the end of the table."""
         needle = query.strip().lower()
@@ -165,7 +169,7 @@ def make_router(server: "Server") -> APIRouter:
         offset = 0
         prefix = None if v.tenant is None else f"{v.tenant}:"
         while offset < SCAN:
-            batch = store().list_sessions(limit=500, offset=offset, user_prefix=prefix)
+            batch = self.store().list_sessions(limit=500, offset=offset, user_prefix=prefix)
             for s in batch:
                 if v.owns(s.user_id) and (not needle or needle in v.shown(s.user_id).lower()
                                           or needle in s.session_id.lower()):
@@ -175,31 +179,15 @@ def make_router(server: "Server") -> APIRouter:
             offset += 500
         return out, False
 
-    def list_body(v: Viewer, query: str, offset: int) -> tuple[str, str]:
-        found, complete = visible_sessions(v, query)
+    def list_body(self, v: Viewer, query: str, offset: int) -> tuple[str, str]:
+        found, complete = self.visible_sessions(v, query)
         page = found[offset:offset + PAGE]
         body = pages.session_list(page, query=query, offset=offset, more=len(found) > offset + PAGE,
                                   shown_user=v.shown, scanned_all=complete)
         stamp = hashlib.sha256(repr([(s.user_id, s.session_id, s.version) for s in page]).encode()).hexdigest()[:16]
         return body, stamp
 
-    @router.get("/ui")
-    def sessions(request: Request, q: str = "", offset: int = 0) -> Response:
-        def render(v: Viewer) -> Response:
-            body, stamp = list_body(v, q, max(offset, 0))
-            live = {"version": f"/ui/api/sessions-version?{_qs(q=q, offset=offset)}",
-                    "fragment": f"/ui/fragment/sessions?{_qs(q=q, offset=offset)}", "current": stamp}
-            return _html(v.page("Sessions", body, live=live))
-        return guarded(request, render)
-
-    @router.get("/ui/fragment/sessions")
-    def sessions_fragment(request: Request, q: str = "", offset: int = 0) -> Response:
-        return guarded(request, lambda v: _html(list_body(v, q, max(offset, 0))[0]))
-
-    @router.get("/ui/api/sessions-version")
-    def sessions_version(request: Request, q: str = "", offset: int = 0) -> Response:
-        return guarded(request, lambda v: _json({"version": list_body(v, q, max(offset, 0))[1]}), as_json=True)
-
+    @staticmethod
     def owned(v: Viewer, user: str, session_id: str) -> str:
         """The store's user id for ``user``; SessionNotFound when the viewer may not see it or
         the ids cannot name a session (control characters, over 255 characters)."""
@@ -208,51 +196,88 @@ def make_router(server: "Server") -> APIRouter:
             raise SessionNotFound("no such session")
         return stored
 
-    def session_body(v: Viewer, user: str, session_id: str) -> tuple[str, int]:
-        stored = owned(v, user, session_id)
-        st = store().load(stored, session_id, include_hidden=True)
-        transcript = store().transcript(stored, session_id)
-        events = store().events(stored, session_id)
+    def session_body(self, v: Viewer, user: str, session_id: str) -> tuple[str, int]:
+        stored = self.owned(v, user, session_id)
+        st = self.store().load(stored, session_id, include_hidden=True)
+        transcript = self.store().transcript(stored, session_id)
+        events = self.store().events(stored, session_id)
         calls = session_calls(st, events, transcript)
         return pages.session_live(st, transcript, events, calls, user), st.version
 
+
+def make_router(server: "Server") -> APIRouter:
+    """The inspector's routes over ``server`` (the app's ``Server``; see the module docstring).
+
+    Reads ``server.manager.store``, ``server.keys`` (``ever()``, ``tenant_of(key)``) and
+    ``server.allowed_hosts`` on every request; keeps nothing between requests."""
+    router = APIRouter(include_in_schema=False)
+    ins = Inspector(server)
+    _list_routes(router, ins)
+    _session_routes(router, ins)
+    _form_routes(router, ins)
+    return router
+
+
+def _list_routes(router: APIRouter, ins: Inspector) -> None:
+    @router.get("/ui")
+    def sessions(request: Request, q: str = "", offset: int = 0) -> Response:
+        def render(v: Viewer) -> Response:
+            body, stamp = ins.list_body(v, q, max(offset, 0))
+            live = {"version": f"/ui/api/sessions-version?{_qs(q=q, offset=offset)}",
+                    "fragment": f"/ui/fragment/sessions?{_qs(q=q, offset=offset)}", "current": stamp}
+            return _html(v.page("Sessions", body, live=live))
+        return ins.guarded(request, render)
+
+    @router.get("/ui/fragment/sessions")
+    def sessions_fragment(request: Request, q: str = "", offset: int = 0) -> Response:
+        return ins.guarded(request, lambda v: _html(ins.list_body(v, q, max(offset, 0))[0]))
+
+    @router.get("/ui/api/sessions-version")
+    def sessions_version(request: Request, q: str = "", offset: int = 0) -> Response:
+        return ins.guarded(request, lambda v: _json({"version": ins.list_body(v, q, max(offset, 0))[1]}),
+                           as_json=True)
+
+
+def _session_routes(router: APIRouter, ins: Inspector) -> None:
     @router.get("/ui/session")
     def session(request: Request, user: str, id: str) -> Response:
         def render(v: Viewer) -> Response:
-            body, version = session_body(v, user, id)
+            body, version = ins.session_body(v, user, id)
             live = {"version": f"/ui/api/version?{_qs(user=user, id=id)}",
                     "fragment": f"/ui/fragment/session?{_qs(user=user, id=id)}", "current": str(version)}
             return _html(v.page(id, body, live=live))
-        return guarded(request, render)
+        return ins.guarded(request, render)
 
     @router.get("/ui/fragment/session")
     def session_fragment(request: Request, user: str, id: str) -> Response:
-        return guarded(request, lambda v: _html(session_body(v, user, id)[0]))
+        return ins.guarded(request, lambda v: _html(ins.session_body(v, user, id)[0]))
 
     @router.get("/ui/api/version")
     def version(request: Request, user: str, id: str) -> Response:
         def render(v: Viewer) -> Response:
-            return _json({"version": store().version(owned(v, user, id), id)})
-        return guarded(request, render, as_json=True)
+            return _json({"version": ins.store().version(ins.owned(v, user, id), id)})
+        return ins.guarded(request, render, as_json=True)
 
     @router.get("/ui/api/original")
     def original(request: Request, user: str, id: str, message_id: str) -> Response:
         def render(v: Viewer) -> Response:
-            stored = owned(v, user, id)
-            store().version(stored, id)  # SessionNotFound for a session that is not this viewer's
-            m = store().original(stored, id, message_id=message_id) if _plausible(message_id) else None
+            stored = ins.owned(v, user, id)
+            ins.store().version(stored, id)  # SessionNotFound for a session that is not this viewer's
+            m = ins.store().original(stored, id, message_id=message_id) if _plausible(message_id) else None
             if m is None:
                 raise Denied(404, "no such message")
             return _json({"message_id": m.id, "text": pages.message_text(m)})
-        return guarded(request, render, as_json=True)
+        return ins.guarded(request, render, as_json=True)
 
+
+def _form_routes(router: APIRouter, ins: Inspector) -> None:
     @router.post("/ui/login")
     async def login(request: Request) -> Response:
         form = parse_qs((await request.body()).decode("utf-8", "replace"))
         if not token_ok(request, form):
             return forged()
         key = (form.get("key") or [""])[0].strip()
-        if not key or server.keys.tenant_of(key) is None:
+        if not key or ins.server.keys.tenant_of(key) is None:
             return login_response(request, "missing, unknown or revoked API key")
         out = RedirectResponse("/ui", status_code=303)
         out.set_cookie(COOKIE, key, httponly=True, samesite="strict", path="/ui",
@@ -276,8 +301,6 @@ def make_router(server: "Server") -> APIRouter:
             return Response("not found", status_code=404, media_type="text/plain")
         text = resources.files(__package__).joinpath("static", name).read_text(encoding="utf-8")
         return Response(text, media_type=STATIC[name], headers=headers)
-
-    return router
 
 
 def _qs(**params: Any) -> str:
@@ -332,13 +355,15 @@ def with_token(request: Request, response: Response) -> Response:
 
 def token_ok(request: Request, form: dict[str, list[str]]) -> bool:
     """Whether a form POST comes from the inspector's own page: its ``csrf`` field equals the
-    :data:`CSRF_COOKIE` (compared in constant time), and neither ``Sec-Fetch-Site`` nor
-    ``Origin`` names another site."""
+    :data:`CSRF_COOKIE` (compared in constant time), and ``Sec-Fetch-Site`` is ``same-origin``
+    or ``none``; a browser that sends no ``Sec-Fetch-Site`` must send no ``Origin`` or one whose
+    host is the request's ``Host`` (or ``X-Forwarded-Host``). ``Origin`` is not compared when
+    ``Sec-Fetch-Site`` is there: a proxy may rewrite ``Host``."""
     site = request.headers.get("sec-fetch-site")
     if site is not None and site.lower() not in ("same-origin", "none"):
         return False
     origin = request.headers.get("origin")
-    if origin is not None:
+    if site is None and origin is not None:
         netloc = urlsplit(origin).netloc.lower() if origin.lower() != "null" else ""
         ours = {request.headers.get("host", "").lower(), request.headers.get("x-forwarded-host", "").lower()}
         if not netloc or netloc not in ours:
