@@ -414,7 +414,8 @@ def serve(
     Every /v1 call needs an API key (`ctxwise keys create --tenant NAME`). Any number of
     processes, on one machine or many, may serve the same PostgreSQL database. `--db` also takes
     the path of a SQLite file (`--db ctxwise.db`, what `ctxwise replay` wrote): the inspector at
-    /ui browses it (with no API key in the database: local mode, loopback clients only).
+    /ui browses it (when no API key was ever created in the database: local mode, a browser on
+    this machine only, at localhost, 127.0.0.1, [::1] or an --allowed-host name).
 
     Example: ctxwise serve --db sqlite:///ctxwise.db --port 8000 --workers 2
     """

@@ -196,3 +196,44 @@ def test_signing_out_needs_the_token_too(keyed):
         r = c.post("/ui/logout", data={"csrf": token})
         assert r.status_code == 303
         assert c.get("/ui").status_code == 401
+
+
+def test_a_bad_allowed_host_is_refused_when_the_app_is_built(tmp_path: Path):
+    from ctxwise import PolicyError
+    from ctxwise.server import create_app
+
+    with pytest.raises(PolicyError, match="CTXWISE_SERVER_ALLOWED_HOSTS: 'evil host/x' is not a host name") as info:
+        create_app(_db(tmp_path), allowed_hosts=["ctx.lan", "evil host/x"])
+    assert info.value.hint and "comma" in info.value.hint
+
+
+def test_ctxwise_serve_takes_allowed_hosts(tmp_path: Path):
+    import subprocess
+    import sys
+    import time
+
+    from .test_ui_chromium import free_port
+
+    url = _db(tmp_path)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with open(tmp_path / "serve.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "ctxwise", "serve", "--db", url, "--port", str(port),
+                                 "--allowed-host", "ctx.lan", "--allowed-host", "box.local", "--log-level", "warning"],
+                                stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.1)
+        for host, status in (("ctx.lan", 200), (f"box.local:{port}", 200), ("evil.test", 403)):
+            r = _get(base, "/ui/session?user=alice&id=chat-1", Host=host)
+            assert r.status_code == status and ("SEC-4471" in r.text) == (status == 200), host
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
