@@ -4,7 +4,8 @@ the body and, with its traceback, in the server's log (real uvicorn, a real stor
 damaged behind the server's back).
 
 Kinds covered: a query number the database cannot bind (2^63) answered 500 on SQLite and 503
-"retry" on PostgreSQL; a 500 whose body points at a log that has nothing in it.
+"retry" on PostgreSQL; a 500 whose body points at a log that has nothing in it; a 500 logged
+twice, once with no id; a 500 that closes the connection under a client that reuses it.
 """
 
 from __future__ import annotations
@@ -149,3 +150,26 @@ def test_ctxwise_serve_writes_the_500_to_its_log(tmp_path: Path):
     log = next(tmp_path.glob("serve-*.log")).read_text()
     at = log.index(trace)
     assert "ERROR" in log[max(0, at - 200):at] and "Traceback" in log[at:] and "ValidationError" in log[at:]
+    assert log.count("Traceback") == 1                          # once, under its trace id
+
+
+def test_a_500_keeps_the_connection_open(tmp_path: Path):
+    """A client that reuses its connection after a 500 gets its next answer (no reset)."""
+    url = f"sqlite:///{tmp_path / 'kept.db'}"
+    server, thread, base = start_server(url, session_cache=0)
+    keys, _ = make_keys(url)
+    ports = set()
+    try:
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {keys['a']}"}, timeout=30) as c:
+            assert _append(c).status_code == 200
+            _damage(url)
+            for _ in range(5):
+                r = c.get("/v1/sessions/chat-1/context", params={"user_id": "alice"})
+                assert r.status_code == 500 and r.headers.get("connection", "").lower() != "close"
+                ports.add(r.extensions["network_stream"].get_extra_info("socket").getsockname()[1])
+                r = c.get("/healthz")
+                assert r.status_code == 200
+                ports.add(r.extensions["network_stream"].get_extra_info("socket").getsockname()[1])
+        assert len(ports) == 1                                      # one connection for all ten
+    finally:
+        stop_server(server, thread)

@@ -47,7 +47,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import ContextManager, CtxwiseError, Policy, Session, SessionNotFound, Summarizer, __version__
-from .errors import ctxwise_error_response, error_response, log, log_to_stderr, unexpected_error_response
+from .errors import Unhandled, ctxwise_error_response, error_response, log, log_to_stderr, unexpected_error_response
 from .keys import KEY_FORM, KEY_LOOKUP, TENANT_SEP, KeyStore, lookup_params, tenant_in
 from .sessions import DEFAULT_SIZE as DEFAULT_CACHE
 from .sessions import SessionCache
@@ -418,6 +418,7 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
     _mount_ui(app, server)
     app.add_middleware(ServerTiming)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(Unhandled, answer=error_for)  # a 500 logged once; the connection stays open
     return app
 
 

@@ -15,8 +15,8 @@ the library refuses, 503 when the store is unavailable or busy, 500 for anything
 A 500 (and a 503 for an error of the database driver) carries a ``trace_id`` (32 hex
 characters) in its body, its message and its ``X-Trace-Id`` header; the ``ctxwise.server``
 logger has a record with the same id, the method and path, and (for a 500) the traceback, at
-ERROR (:func:`unexpected_error_response`). :func:`log_to_stderr` gives that logger a handler
-when the process has none (``ctxwise serve``).
+ERROR (:func:`unexpected_error_response`), once (:class:`Unhandled`). :func:`log_to_stderr`
+gives that logger a handler when the process has none (``ctxwise serve``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,10 @@ from __future__ import annotations
 import logging
 import sys
 import uuid
-from typing import Any
+from typing import Any, Callable
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fastapi.responses import JSONResponse
 
@@ -140,3 +143,33 @@ def log_to_stderr() -> None:
     handler.setFormatter(logging.Formatter("%(levelname)s:    %(name)s: %(message)s"))
     handler.setLevel(logging.WARNING)
     log.addHandler(handler)
+
+
+class Unhandled:
+    """ASGI middleware: an exception that reaches it before the response started is answered
+    with ``answer(request, exc)`` (the app's :func:`~ctxwise.server.app.error_for`: logged once,
+    with its trace id), and the connection stays open for the client's next request. Without
+    it Starlette answers and re-raises, and uvicorn logs the error a second time (no trace id)
+    and closes the connection (a client reusing it gets a reset)."""
+
+    def __init__(self, app: ASGIApp, answer: Callable[[Request, Exception], Any]) -> None:
+        self.app = app
+        self.answer = answer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception as exc:
+            if started:
+                raise
+            await self.answer(Request(scope, receive), exc)(scope, receive, send)
