@@ -339,7 +339,9 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
 
     Raises :class:`~ctxwise.StoreUnavailable` / :class:`~ctxwise.StoreSchemaError` when the
     database cannot be opened or migrated, :class:`~ctxwise.PolicyError` for a bad policy."""
-    hosts = _host_names(allowed_hosts)
+    from .ui import host_names
+
+    hosts = host_names(allowed_hosts)
     manager = ContextManager(store_url, policy, summarizer=summarizer)  # opens and migrates the store
     opener = ContextManager(store=manager.store, summarizer=manager.summarizer)
     server = Server(store_url=store_url, policy=manager.policy, manager=manager, keys=KeyStore(store_url),
@@ -458,22 +460,6 @@ def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:
                       append_threads=_env_int(env, "CTXWISE_SERVER_APPEND_THREADS", DEFAULT_APPEND_THREADS, 1),
                       allowed_hosts=env.get("CTXWISE_SERVER_ALLOWED_HOSTS", "").split(","))
 
-
-def _host_names(names: Iterable[str]) -> tuple[str, ...]:
-    """``names`` as the inspector compares them (lowercase, no port; blanks skipped). Raises
-    :class:`~ctxwise.errors.PolicyError` for one that is not a host name."""
-    from ..errors import PolicyError
-    from .ui import host_name
-
-    out = []
-    for raw in names:
-        if raw.strip():
-            name = host_name(raw)
-            if name is None:
-                raise PolicyError(f"CTXWISE_SERVER_ALLOWED_HOSTS: {raw.strip()!r} is not a host name",
-                                  hint="give names such as ctxwise.lan or 10.0.0.5, separated by commas")
-            out.append(name)
-    return tuple(out)
 
 
 def _env_int(env: Mapping[str, str], name: str, default: int, least: int) -> int:

@@ -44,13 +44,13 @@ import ipaddress
 import re
 import secrets
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 from urllib.parse import parse_qs, urlsplit
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from .. import SessionInfo, SessionNotFound, SessionStore
+from .. import PolicyError, SessionInfo, SessionNotFound, SessionStore
 from ..replay.report import CSS as REPORT_CSS
 from . import pages
 from .calls import session_calls
@@ -410,3 +410,18 @@ def refuse_unless_local(request: Request, allowed: Any = ()) -> None:
         raise Denied(403, "this server has no API key configured, and local mode answers only to localhost, "
                           "127.0.0.1, [::1] and the names in CTXWISE_SERVER_ALLOWED_HOSTS (`ctxwise serve "
                           f"--allowed-host NAME`); this request named another host ({fix})")
+
+
+def host_names(names: Iterable[str]) -> tuple[str, ...]:
+    """``names`` (the ``allowed_hosts`` of :func:`~ctxwise.server.create_app`) as the inspector
+    compares them: lowercase, no port, blanks skipped. Raises
+    :class:`~ctxwise.errors.PolicyError` for one that is not a host name."""
+    out = []
+    for raw in names:
+        if raw.strip():
+            name = host_name(raw)
+            if name is None:
+                raise PolicyError(f"CTXWISE_SERVER_ALLOWED_HOSTS: {raw.strip()!r} is not a host name",
+                                  hint="give names such as ctxwise.lan or 10.0.0.5, separated by commas")
+            out.append(name)
+    return tuple(out)
