@@ -32,8 +32,9 @@ resolves to 127.0.0.1, DNS rebinding, reads nothing).
 **Forms.** The sign-in and sign-out forms carry a token that must equal the HttpOnly,
 SameSite=Strict cookie ``ctxwise_ui_csrf`` (double submit); a POST without both, with
 ``Sec-Fetch-Site`` other than ``same-origin`` / ``none``, or (from a browser that sends no
-``Sec-Fetch-Site``) with an ``Origin`` of another host is refused (403) and changes nothing. The pages load nothing from another origin and send a
-``Content-Security-Policy`` of ``'self'``.
+``Sec-Fetch-Site``) with an ``Origin`` of another host is refused (403) and changes nothing.
+The pages load nothing from another origin and send a ``Content-Security-Policy`` of
+``'self'``.
 """
 
 from __future__ import annotations
