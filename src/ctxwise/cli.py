@@ -407,13 +407,17 @@ def serve(
     port: Annotated[int, typer.Option(help="Port to listen on.", min=0, max=65535)] = 8000,
     workers: Annotated[int, typer.Option(help="Worker processes (each serves every session).", min=1)] = 1,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    allowed_host: Annotated[Optional[list[str]], typer.Option(
+        help="A host name the inspector answers to in local mode besides localhost, 127.0.0.1 and [::1] "
+             "(repeatable; default $CTXWISE_SERVER_ALLOWED_HOSTS, comma-separated).")] = None,
 ) -> None:
     """Serve the HTTP API (and the /ui inspector) over a ctxwise database. Needs the server extra.
 
     Every /v1 call needs an API key (`ctxwise keys create --tenant NAME`). Any number of
     processes, on one machine or many, may serve the same PostgreSQL database. `--db` also takes
     the path of a SQLite file (`--db ctxwise.db`, what `ctxwise replay` wrote): the inspector at
-    /ui browses it (with no API key in the database: local mode, loopback clients only).
+    /ui browses it (when no API key was ever created in the database: local mode, a browser on
+    this machine only, at localhost, 127.0.0.1, [::1] or an --allowed-host name).
 
     Example: ctxwise serve --db sqlite:///ctxwise.db --port 8000 --workers 2
     """
@@ -432,6 +436,8 @@ def serve(
     os.environ["CTXWISE_DB"] = db
     if config is not None:
         os.environ["CTXWISE_CONFIG"] = str(config)
+    if allowed_host:
+        os.environ["CTXWISE_SERVER_ALLOWED_HOSTS"] = ",".join(allowed_host)
     try:
         create_app_from_env().state.server.close()  # fail here, with one line, on a bad policy or store
     except CtxwiseError as e:

@@ -49,6 +49,10 @@ malformed key is still 401 before the body is read; a well-formed key that is un
 revoked is 401 after it (a body that is not valid is then 422 first: it says nothing about any
 tenant)."""
 
+MAX_INT = 2**63 - 1
+"""The largest offset or version a request may name: both databases bind a signed 64-bit
+integer, so a larger one is 422 here, never a database error."""
+
 UserId = Query(..., min_length=1, max_length=190, pattern=ID_PATTERN, description="The session's user.")
 
 
@@ -65,7 +69,7 @@ class AppendRequest(BaseModel):
     system: str | list[dict[str, Any]] | None = Field(
         default=None, description="Anthropic only: the system prompt (first append of a session).")
     expected_version: int | None = Field(
-        default=None, ge=0, description="Refuse (409) unless the session is at this version.")
+        default=None, ge=0, le=MAX_INT, description="Refuse (409) unless the session is at this version.")
 
 
 class AppendResponse(BaseModel):
@@ -81,7 +85,7 @@ class PrepareRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tools: list[dict[str, Any]] | None = Field(default=None, description="Tool schemas, in the provider's shape.")
-    expected_version: int | None = Field(default=None, ge=0)
+    expected_version: int | None = Field(default=None, ge=0, le=MAX_INT)
 
 
 class PrepareResponse(BaseModel):
@@ -283,14 +287,14 @@ def _session_routes(router: APIRouter, server: Server, tenant_of: Callable[..., 
     @router.delete("/sessions/{session_id}/messages/last", tags=["sessions"],
                    summary="Retract the last appended message (kept in the store, out of the context).")
     def pop(request: Request, session_id: str = Sid, user_id: str = UserId,
-            expected_version: int | None = Query(None, ge=0), tenant: str = Tenant) -> dict[str, Any]:
+            expected_version: int | None = Query(None, ge=0, le=MAX_INT), tenant: str = Tenant) -> dict[str, Any]:
         s, popped = with_session(request, tenant, user_id, session_id, lambda s, _c: s.pop(), expected=expected_version)
         return {"user_id": user_id, "session_id": session_id, "version": s.version,
                 "message": _dump(popped) if popped is not None else None}
 
     @router.get("/sessions", tags=["sessions"], summary="The tenant's sessions, most recently updated first.")
     def sessions(user_id: str | None = Query(None, min_length=1, max_length=190, pattern=ID_PATTERN),
-                 limit: int = Query(50, ge=1, le=500), offset: int = Query(0, ge=0),
+                 limit: int = Query(50, ge=1, le=500), offset: int = Query(0, ge=0, le=MAX_INT),
                  tenant: str = Tenant) -> dict[str, Any]:
         if user_id is not None:
             found = store.list_sessions(server.store_user(tenant, user_id), limit=limit, offset=offset)

@@ -36,10 +36,9 @@ database on every request.
 
 from __future__ import annotations
 
-import logging
 import os
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Mapping
+from typing import Any, AsyncIterator, Iterable, Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -50,7 +49,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .. import ContextManager, CtxwiseError, Policy, RuntimeSettings, Summarizer, __version__
 from .api import make_router
 from .core import DEFAULT_MAX_BODY, Server, ServerTiming, Unauthorized, error_for, replaying
-from .errors import error_response, log
+from .errors import Unhandled, error_response, log, log_to_stderr
 from .hot import HotPath
 from .keys import KeyStore
 from .sessions import DEFAULT_BYTES as DEFAULT_CACHE_BYTES
@@ -158,7 +157,7 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
                summarizer: Summarizer | None = None, max_body_bytes: int = DEFAULT_MAX_BODY,
                session_cache: int = DEFAULT_CACHE, session_cache_bytes: int = DEFAULT_CACHE_BYTES,
                threads: int | None = DEFAULT_THREADS, append_threads: int | None = DEFAULT_APPEND_THREADS,
-               hot: bool = True) -> FastAPI:
+               hot: bool = True, allowed_hosts: Iterable[str] = ()) -> FastAPI:
     """The ctxwise service over the database at ``store_url`` (see the module docstring).
     ``session_cache``: how many open sessions the process keeps between requests, each checked
     against the store on every use (:mod:`ctxwise.server.sessions`; 0: open every request).
@@ -169,15 +168,19 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
     at most ``threads``; None: all), the rest kept for prepares.
     ``hot``: answer ordinary appends and prepares in :class:`~ctxwise.server.hot.HotPath`,
     ahead of FastAPI's routing (same answers, less CPU per request); False: every request
-    through FastAPI.
+    through FastAPI. ``allowed_hosts``: host names (a port is ignored) the inspector's local
+    mode answers to besides localhost, 127.0.0.1 and [::1] (:mod:`ctxwise.server.ui`).
 
     Raises :class:`~ctxwise.StoreUnavailable` / :class:`~ctxwise.StoreSchemaError` when the
     database cannot be opened or migrated, :class:`~ctxwise.PolicyError` for a bad policy or
     cache bound."""
+    from .ui import host_names
+
+    hosts = host_names(allowed_hosts)
     manager = ContextManager(store_url, policy, summarizer=summarizer)  # opens and migrates the store
     opener = ContextManager(store=manager.store, summarizer=manager.summarizer)
     server = Server(store_url=store_url, policy=manager.policy, manager=manager, keys=KeyStore(store_url),
-                    max_body_bytes=max_body_bytes, opener=opener)
+                    max_body_bytes=max_body_bytes, opener=opener, allowed_hosts=hosts)
     server.sessions = SessionCache(server, session_cache, session_cache_bytes)
     server.workers = Workers(threads or DEFAULT_THREADS, append_threads)
 
@@ -225,6 +228,7 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
     app.state.key_check = authenticated  # for require_key_check on an app extended later
     app.add_middleware(ServerTiming)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(Unhandled, answer=error_for)  # a 500 logged once; the connection stays open
     return app
 
 
@@ -324,6 +328,7 @@ def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:
     (:class:`~ctxwise.RuntimeSettings`: ``CTXWISE_SUMMARIZER``, ``CTXWISE_SUMMARIZER_MODEL``, ...). The
     factory ``ctxwise serve`` hands to uvicorn (``--factory``)."""
     env = dict(os.environ if environ is None else environ)
+    log_to_stderr()  # a served process's 500s reach its log
     url = env.get("CTXWISE_DB") or "sqlite:///ctxwise.db"
     config = env.get("CTXWISE_CONFIG")
     policy = Policy.from_toml(config, default_preset=env.get("CTXWISE_PRESET", "default")) if config \
@@ -334,7 +339,9 @@ def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:
                       session_cache=_env_int(env, "CTXWISE_SERVER_SESSION_CACHE", DEFAULT_CACHE, 0),
                       session_cache_bytes=_env_int(env, "CTXWISE_SERVER_SESSION_CACHE_BYTES", DEFAULT_CACHE_BYTES, 0),
                       threads=_env_int(env, "CTXWISE_SERVER_THREADS", DEFAULT_THREADS, 1),
-                      append_threads=_env_int(env, "CTXWISE_SERVER_APPEND_THREADS", DEFAULT_APPEND_THREADS, 1))
+                      append_threads=_env_int(env, "CTXWISE_SERVER_APPEND_THREADS", DEFAULT_APPEND_THREADS, 1),
+                      allowed_hosts=env.get("CTXWISE_SERVER_ALLOWED_HOSTS", "").split(","))
+
 
 
 def _env_int(env: Mapping[str, str], name: str, default: int, least: int) -> int:
@@ -355,5 +362,4 @@ def _env_int(env: Mapping[str, str], name: str, default: int, least: int) -> int
     return value
 
 
-logging.getLogger("ctxwise.server").addHandler(logging.NullHandler())
 __all__ = ["create_app", "create_app_from_env", "Server", "DEFAULT_MAX_BODY"]

@@ -30,7 +30,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import ContextManager, CtxwiseError, Policy, Session, SessionNotFound
-from .errors import ctxwise_error_response, error_response, log
+from .errors import ctxwise_error_response, error_response, log, unexpected_error_response
 from .keys import KEY_FORM, KEY_LOOKUP, TENANT_SEP, KeyStore, lookup_params, tenant_in
 
 T = TypeVar("T")
@@ -229,7 +229,7 @@ def error_for(request: Request, exc: Exception) -> JSONResponse:
     """The response for an exception a route raised (the app's exception handlers, also used
     by the hot path, :mod:`.hot`): a ctxwise error with its status and text (the caller's
     tenant prefix scrubbed), 401 for :class:`Unauthorized`, 503 for an error of the database
-    driver, else 500 with no detail (logged)."""
+    driver, else 500 with no detail; both with a trace id, logged (:mod:`.errors`)."""
     if isinstance(exc, CtxwiseError):
         tenant = getattr(request.state, "tenant", None)
         return ctxwise_error_response(exc, scrub=f"{tenant}{TENANT_SEP}" if tenant else None)
@@ -237,12 +237,7 @@ def error_for(request: Request, exc: Exception) -> JSONResponse:
         return error_response(401, "Unauthorized", "missing, unknown or revoked API key",
                               "send 'Authorization: Bearer <key>' with a key from `ctxwise keys create`",
                               headers={"WWW-Authenticate": "Bearer"})
-    if type(exc).__module__.split(".")[0] in ("sqlalchemy", "psycopg", "sqlite3"):
-        log.warning("store error on %s %s: %s", request.method, request.url.path, type(exc).__name__)
-        return error_response(503, "StoreUnavailable", "the store did not answer; retry",
-                              "retry later; the server's log has the details", headers={"Retry-After": "1"})
-    log.exception("internal error on %s %s", request.method, request.url.path, exc_info=exc)
-    return error_response(500, "InternalError", "internal error; the server's log has the details")
+    return unexpected_error_response(request.method, request.url.path, exc)  # logged with its trace id
 
 
 def dumps(value: Any) -> str:

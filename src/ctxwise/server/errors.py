@@ -10,14 +10,24 @@ Every error response has one shape::
 :class:`~ctxwise.ContextBudgetExceeded`. Status codes: 404 for what the caller's tenant does
 not have (a session, a tool result, a memory entry: another tenant's is 404 too, with the same
 text as one that never existed), 409 for a version conflict (reload and retry), 422 for input
-the library refuses, 503 when the store is unavailable or busy, 500 (logged, with no detail
-in the response) for anything else.
+the library refuses, 503 when the store is unavailable or busy, 500 for anything else.
+
+A 500 (and a 503 for an error of the database driver) carries a ``trace_id`` (32 hex
+characters) in its body, its message and its ``X-Trace-Id`` header; the ``ctxwise.server``
+logger has a record with the same id, the method and path, and (for a 500) the traceback, at
+ERROR (:func:`unexpected_error_response`), once (:class:`Unhandled`). :func:`log_to_stderr`
+gives that logger a handler when the process has none (``ctxwise serve``).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+import sys
+import uuid
+from typing import Any, Callable
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fastapi.responses import JSONResponse
 
@@ -102,3 +112,64 @@ HTTP_HINTS = {
                        "POST .../messages creates a session",
 }
 """Hints that name HTTP calls where the library's name Python ones."""
+
+
+def unexpected_error_response(method: str, path: str, exc: BaseException) -> JSONResponse:
+    """The answer to an exception no handler knows: 503 ``StoreUnavailable`` (retry) for an
+    error of the database driver (SQLAlchemy, psycopg, sqlite3), else 500 ``InternalError``;
+    either way with a new trace id in the body (``trace_id``, and in the message) and the
+    ``X-Trace-Id`` header, logged under the same id on ``ctxwise.server`` with ``method`` and
+    ``path``: a 500 at ERROR with its traceback, a 503 at WARNING with the error's type only (a
+    driver's text may quote the statement's parameters: user text)."""
+    trace = uuid.uuid4().hex
+    headers = {"X-Trace-Id": trace}
+    if type(exc).__module__.split(".")[0] in ("sqlalchemy", "psycopg", "sqlite3"):
+        log.warning("store error (trace id %s) on %s %s: %s", trace, method, path, type(exc).__name__)
+        return error_response(503, "StoreUnavailable", f"the store did not answer; retry (trace id {trace})",
+                              "retry later; the server's log has the details under this trace id",
+                              headers={**headers, "Retry-After": "1"}, trace_id=trace)
+    log.error("internal error (trace id %s) on %s %s", trace, method, path, exc_info=exc)
+    return error_response(500, "InternalError", f"internal error (trace id {trace}); the server's log has the details",
+                          "report it with the trace id", headers=headers, trace_id=trace)
+
+
+def log_to_stderr() -> None:
+    """Give the ``ctxwise.server`` logger a handler writing WARNING and above to stderr
+    (``LEVEL:    ctxwise.server: message``, as uvicorn's lines), unless a handler already
+    receives its records (the application configured logging): then nothing changes."""
+    if log.hasHandlers():
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s:    %(name)s: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    log.addHandler(handler)
+
+
+class Unhandled:
+    """ASGI middleware: an exception that reaches it before the response started is answered
+    with ``answer(request, exc)`` (the app's :func:`~ctxwise.server.app.error_for`: logged once,
+    with its trace id), and the connection stays open for the client's next request. Without
+    it Starlette answers and re-raises, and uvicorn logs the error a second time (no trace id)
+    and closes the connection (a client reusing it gets a reset)."""
+
+    def __init__(self, app: ASGIApp, answer: Callable[[Request, Exception], Any]) -> None:
+        self.app = app
+        self.answer = answer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception as exc:
+            if started:
+                raise
+            await self.answer(Request(scope, receive), exc)(scope, receive, send)

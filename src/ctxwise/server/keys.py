@@ -200,6 +200,11 @@ class KeyStore:
         row = self.read(lambda conn: conn.execute(_BY_KEY_ID, params).first())
         return tenant_in(key, row)
 
+    def ever(self) -> bool:
+        """Whether any key was ever created in this database (revoked ones count): one read.
+        The inspector's local mode is for a database that never had one."""
+        return bool(self.read(lambda conn: conn.execute(select(api_keys.c.id).limit(1)).first() is not None))
+
     def ping(self) -> None:
         """One read of the keys table (the readiness check); raises when the database is down."""
         self.read(lambda conn: conn.execute(select(api_keys.c.id).limit(1)).all())

@@ -61,14 +61,19 @@ def _n(x: float | None) -> str:
     return "–" if x is None else f"{x:,.0f}"
 
 
-def layout(title: str, body: str, *, live: dict[str, str] | None = None, who: str = "") -> str:
+def layout(title: str, body: str, *, live: dict[str, str] | None = None, who: str = "",
+           signout: str | None = None) -> str:
     """A whole page: the stylesheets and the script from ``/ui/static``, a header, ``body``.
 
     ``live`` (``{"version": url, "fragment": url, "current": value}``) makes the ``#live``
-    element poll ``version`` and swap in ``fragment`` when the value changes."""
+    element poll ``version`` and swap in ``fragment`` when the value changes. ``signout`` (the
+    browser's form token) puts a sign-out form in the header."""
     attrs = ""
     if live:
         attrs = "".join(f' data-{k}="{e(v)}"' for k, v in live.items())
+    out = "" if signout is None else (
+        "<form class='signout' method='post' action='/ui/logout'>"
+        f"<input type='hidden' name='csrf' value='{e(signout)}'><button type='submit'>Sign out</button></form>")
     return ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             "<link rel='icon' href='data:,'>"
@@ -76,7 +81,7 @@ def layout(title: str, body: str, *, live: dict[str, str] | None = None, who: st
             "<link rel='stylesheet' href='/ui/static/report.css'><link rel='stylesheet' href='/ui/static/ui.css'>"
             "<script src='/ui/static/ui.js' defer></script></head><body>"
             f"<header class='top'><a href='/ui' class='home'>ctxwise inspector</a><span class='who'>{e(who)}</span>"
-            "<span id='live-status' class='dim'></span></header>"
+            f"<span id='live-status' class='dim'></span>{out}</header>"
             f"<main id='live'{attrs}>{body}</main></body></html>")
 
 
