@@ -175,16 +175,19 @@ def test_a_failed_write_leaves_the_session_as_the_store_has_it(op: str, tmp_path
         assert payload(s) == payload(session(copy)), f"{op}: write {k} failed; the next prepare() differs"
 
 
-def test_the_core_never_touches_the_store() -> None:
-    """Kind: a plan that writes on its own (the shell commits; the core computes)."""
+def test_plans_never_touch_the_store() -> None:
+    """Kind: a plan that writes on its own (the shell commits; the core computes). Only
+    core/commit.py, the one place a Write becomes a store call, names the store."""
     import ast
 
     core = Path(__file__).resolve().parents[1] / "src" / "ctxwise" / "core"
     bad = []
     for path in sorted(core.glob("*.py")):
+        if path.name == "commit.py":
+            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and (
-                    node.module.startswith(("store", "engine")) or ".store" in node.module or ".engine" in node.module):
+            if isinstance(node, ast.ImportFrom) and node.module and any(
+                    part in ("store", "engine", "commit", "records") for part in node.module.split(".")):
                 bad.append(f"{path.name}:{node.lineno} imports {node.module}")
     assert not bad, bad
 

@@ -26,18 +26,17 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 from pydantic import ValidationError
 
 from .compaction import Budgeting, CompactionEvent, Pipeline
-from .core import (AmendWrite, AppendWrite, ApplyWrite, Deps, Plan, PopWrite, Prepared, SessionView, Write, dump, plan_amend,
-                   plan_amend_omitted, plan_append, plan_clear, plan_close_pending, plan_pop, plan_pop_omitted, plan_prepare,
-                   state_of, view_from_state)
-from .core.append import EMPTY_RESULT_MARKER, mark_empty_result, memory_event, plan_append_numbered, refused
-from .core.view import view_rebuilt
+from .core import (Deps, Plan, Prepared, SessionView, plan_amend, plan_amend_omitted, plan_append, plan_clear,
+                   plan_close_pending, plan_migrate, plan_pop, plan_pop_omitted, plan_prepare, state_of)
+from .core.commit import commit
+from .core.append import EMPTY_RESULT_MARKER, mark_empty_result, plan_append_numbered, refused
 from .errors import (CtxwiseError, FormatError, MessageNotStorable, NotNewestMessage, PolicyError, PolicyMismatch,
                      SessionConflict, StoreUnavailable)
 from .memory.session import SessionMemory
+from .records import SessionRecords, load_view
 from .messages import Message
-from .normalize import prepare_openai
 from .policy import Policy
-from .providers.append import open_cycle_start, read_after
+from .providers.append import read_anthropic, read_openai
 from .summarizers import Summarizer, from_policy
 from .tokens import TokenCounter, get_counter
 
@@ -85,7 +84,7 @@ def _as_list(messages: Any, call: str) -> list[Any]:
     return list(messages)
 
 
-class Session:
+class Session(SessionRecords):
     """One conversation ``(user_id, session_id)``. Get it from :meth:`ContextManager.session`.
 
     Not thread-safe: use one Session object per writer. Two writers on the same session in
@@ -96,6 +95,8 @@ class Session:
     :class:`~ctxwise.core.SessionView`, commits the plan with one store call under the view's
     version, then takes the planned view; nothing changes before the commit.
     """
+
+    manager: "ContextManager"
 
     def __init__(self, manager: "ContextManager", user_id: str, session_id: str, *, tools: list[dict[str, Any]] | None = None,
                  create: bool = True, policy: Policy | None = None, migrate_policy: bool = False) -> None:
@@ -121,14 +122,7 @@ class Session:
             self._use_policy(given)
         self._load(state)
         if diff and explicit:
-            view = self.view
-            event = {"stage": "policy_migrated", "trigger": "migrate_policy=True", "at": _now(),
-                     "detail": {k: {"stored": a, "given": b} for k, (a, b) in diff.items()}}
-            st = state_of(view, self._deps.size_key)
-            version = store.set_policy(user_id, session_id, provider=given.provider,
-                                       policy=given.model_dump(mode="json"), expected_version=view.version, events=[event],
-                                       sizes={m.id: view.sizes[m.id] for m in view.messages}, state=st)
-            self._swap(replace(view, version=version, saved_state=dump(st)))
+            self._run(plan_migrate(self.view, self._deps, given, diff))
 
     def _use_policy(self, policy: Policy) -> None:
         """Set the policy and everything derived from it (counter, sizer, overhead, memory)."""
@@ -148,18 +142,8 @@ class Session:
         self._load(self.manager.store.load(self.user_id, self.session_id))
 
     def _load(self, state: Any) -> None:
-        st = state.state or {}
-        store, declared = self.manager.store, self._view.thinking_declared if self._view else None
-        if st.get("v") == 1 or state.version == 0:  # version 0: nothing stored yet, nothing to rebuild
-            self.memory.load(None, state.created_at, book=st.get("facts"))
-            view = view_from_state(state, self.policy, self._make_deps(), self.memory.facts)
-        else:  # stored before the engine kept its state: rebuild once from the whole history
-            full = store.load(self.user_id, self.session_id, include_hidden=True)
-            self.memory.load([r.original for r in sorted(full.rows, key=lambda r: r.seq)
-                              if r.state not in ("popped", "reset") and r.original is not None], state.created_at,
-                             lost={r.message_id for r in full.rows if r.state in ("summarized", "trimmed")})
-            events = store.events(self.user_id, self.session_id) if state.version else []
-            view = view_rebuilt(state, full, events, self.policy, self._make_deps(), self.memory.facts)
+        declared = self._view.thinking_declared if self._view else None
+        view = load_view(self.manager.store, state, self.memory, self.policy, self._make_deps)
         self._swap(replace(view, thinking_declared=declared))
 
     def _make_deps(self) -> Deps:
@@ -218,7 +202,7 @@ class Session:
             self._swap(plan.view)
         else:
             try:
-                version, returned = self._commit(plan.write)
+                version, returned = commit(self.manager.store, self.user_id, self.session_id, self.version, plan.write)
             except MessageNotStorable as e:
                 raise refused(e, plan.index_base, self.policy.provider) from None
             self._swap(replace(plan.view, version=version))
@@ -236,32 +220,10 @@ class Session:
             raise plan.error
         return returned
 
-    def _commit(self, w: Write) -> tuple[int, Message | None]:
-        """The one store call of a plan, under the view's version: ``(new version, message)``."""
-        store, u, s, v = self.manager.store, self.user_id, self.session_id, self.view.version
-        if isinstance(w, AppendWrite):
-            return store.append(u, s, list(w.messages), expected_version=v, sizes=list(w.sizes), state=w.state), None
-        if isinstance(w, ApplyWrite):
-            return store.apply(u, s, list(w.changes), list(w.events), expected_version=v, sizes=dict(w.sizes),
-                               state=w.state), None
-        if isinstance(w, PopWrite):
-            more: dict[str, Any] = {"message_id": w.message_id} if w.message_id is not None else {}
-            if w.then_append:
-                more.update(then_append=list(w.then_append), sizes=list(w.sizes))
-            return store.pop(u, s, expected_version=v, events=list(w.events), state=w.state, **more)
-        if isinstance(w, AmendWrite):
-            return store.amend(u, s, expected_version=v, metadata=w.metadata, beside=w.beside, message_id=w.message_id,
-                               size=w.size, events=list(w.events), state=w.state)
-        return store.clear(u, s, expected_version=v, events=list(w.events), state=w.state), None
-
     def _update_user_memory(self, batch: list[Message]) -> None:
-        """Long-term memory from the committed batch; a failure becomes a ``memory_failed``
-        event, never an exception of append() (which has already stored the batch), and text
-        the memory decider skipped because of its bounds a ``memory_skipped`` event."""
-        try:
-            event = memory_event(self.memory.observe_memory(batch), None, batch, self.session_id, self.user_id)
-        except Exception as exc:  # noqa: BLE001 - reported, not raised: the append is committed
-            event = memory_event(None, exc, batch, self.session_id, self.user_id)
+        """Long-term memory from the committed batch; what went wrong is an event, never an
+        exception of append() (which has already stored the batch)."""
+        event = self.memory.remember(batch)
         if event is None:
             return
         try:
@@ -276,35 +238,29 @@ class Session:
     @_refuse_deep_input
     def append(self, messages: Iterable[Message | dict[str, Any]]) -> int:
         """Add what arrived since the last model call (user input, the model's output, tool
-        results), in order, in one transaction. Returns the new session version.
+        results; :class:`Message` objects or canonical dicts), in order, in one write. Returns
+        the new version.
 
-        Accepts :class:`Message` objects or dicts in the canonical shape. Raises
-        :class:`~ctxwise.errors.PayloadInvalid` naming the message index (position in the
-        session) and the rule when the batch breaks the message rules (a tool result with no
-        call, a system message after the first, empty content, a repeated id),
-        :class:`~ctxwise.errors.MessageNotStorable` (same index) for what the store cannot
-        hold (an id over 255 characters, a NUL character, a lone surrogate), and
-        :class:`~ctxwise.errors.SessionConflict` when another writer got in first. Nothing is
-        stored when it raises, and it raises nothing once stored: the user's long-term memory
-        is updated after the commit, and a failure there (e.g. ``MemoryBusy``) is recorded as
-        a ``memory_failed`` event, logged, and not raised.
-        """
+        Raises :class:`~ctxwise.errors.PayloadInvalid` naming the message's place in the session
+        and the rule (a tool result with no call, a system message after the first, empty
+        content, a repeated id), :class:`~ctxwise.errors.MessageNotStorable` (same place) for
+        what the store cannot hold (an id over 255 characters, a NUL, a lone surrogate), and
+        :class:`~ctxwise.errors.SessionConflict` when another writer got in first; nothing is
+        stored then. Once stored it raises nothing: a failure of the user's long-term memory
+        update (e.g. ``MemoryBusy``) is a logged ``memory_failed`` event."""
         self._run(plan_append(self.view, self._deps, _as_list(messages, "append")))
         return self.version
 
     def pop(self, *, then: Iterable[Message | dict[str, Any]] | None = None) -> Message | None:
-        """Remove the last message appended (one message: the newest one still in the
-        context, e.g. the final reply, or the last tool result of a batch) and return it;
-        None when the context is empty. Durable and recorded: the store keeps the message
-        (state ``popped``), the transcript gets a ``retracted`` row, the events a ``popped``
-        event; its id stays taken. Facts taken from it are forgotten. Raises SessionConflict
-        when another writer got in first (nothing changes then).
+        """Remove the newest message still in the context (the final reply, or the last tool
+        result of a batch) and return it; None when the context is empty. Recorded: the store
+        keeps it (state ``popped``, its id stays taken), the transcript gets a ``retracted``
+        row, the events a ``popped`` event; facts taken from it are forgotten.
 
-        ``then``: messages appended in its place in the same write (one version bump), checked
-        as :meth:`append` checks a batch joining the context without the popped message: the
-        last message is replaced, or nothing changes (PayloadInvalid / MessageNotStorable
-        naming the index, SessionConflict). An integration uses it to take one item out of a
-        message holding several (the Agents SDK's ``pop_item``)."""
+        ``then``: messages appended in its place in the same write, checked as :meth:`append`
+        checks a batch joining the context without it (the Agents SDK's ``pop_item``). Raises
+        PayloadInvalid / MessageNotStorable naming the place, SessionConflict; nothing
+        changes then."""
         if not self.view.messages:
             return None
         plan = plan_pop(self.view, self._deps, list(then or []))
@@ -317,25 +273,17 @@ class Session:
         return popped
 
     def amend(self, update: Callable[[Message], Message]) -> Message | None:
-        """Update the newest stored message in place: ``update`` gets it and returns it with
-        other metadata (top-level keys set, and its :attr:`~ctxwise.Message.beside` items: what
-        an integration sends right after it, verbatim, counted in its size). Its id, role,
-        name and blocks must not change, so the transcript is unchanged; one ``amended`` event
-        records it (sizes before and after, the keys set). Durable, one write; returns the
-        amended message as stored (None: the session is empty, nothing written).
+        """Set metadata on the newest stored message: ``update`` gets it and returns it with
+        top-level metadata keys set and/or other :attr:`~ctxwise.Message.beside` items (sent
+        right after it, counted in its size). One write and one ``amended`` event (sizes
+        before and after, the keys set); returns the message as stored, None when the session
+        is empty. The newest stored message may be a reply left out of the context
+        (:mod:`ctxwise.normalize`): it is amended in the record only.
 
-        The newest stored message is the context's last one, or a reply left out of the
-        context stored after it (an empty or refusal-only reply, :mod:`ctxwise.normalize`):
-        that one is amended in the record only (it is not sent). An integration uses this to
-        keep items that arrive after a message with it (the Agents SDK's hosted-tool items),
-        where a :meth:`pop` and re-append would record a retraction that never happened.
-
-        Raises :class:`~ctxwise.errors.FormatError` when ``update`` changes more than that
-        (the message's content, a metadata key removed, a ctxwise marker other than
-        ``beside``), :class:`~ctxwise.errors.MessageNotStorable` naming the message when the
-        store cannot hold what the metadata makes of it, and
-        :class:`~ctxwise.errors.SessionConflict` when another writer got in first; nothing
-        changes then."""
+        Raises :class:`~ctxwise.errors.FormatError` when ``update`` changes anything else (id,
+        role, name, blocks, a removed key, a ctxwise marker other than ``beside``),
+        :class:`~ctxwise.errors.MessageNotStorable` when the store cannot hold the result, and
+        :class:`~ctxwise.errors.SessionConflict`; nothing changes then."""
         if not self.view.messages:
             return None
         try:
@@ -347,104 +295,65 @@ class Session:
         return amended
 
     def clear(self) -> int:
-        """Reset the context to empty (the system prompt too; append it again). Durable and
-        recorded: the rows are kept as ``reset``, the transcript gets a ``cleared`` row, the
-        events a ``cleared`` event; the fact book starts empty. Message ids stay taken.
-        Returns the new version; raises SessionConflict when another writer got in first."""
+        """Reset the context to empty (the system prompt too; append it again). Recorded: rows
+        kept as ``reset``, a ``cleared`` transcript row and event; the fact book starts empty;
+        ids stay taken. Returns the new version; raises SessionConflict."""
         self._run(plan_clear(self.view, self._deps))
         return self.version
 
     @_refuse_deep_input
     def append_openai(self, messages: Any) -> int:
-        """Append messages in the OpenAI chat shape (what your client sends and receives:
-        ``{"role", "content", "tool_calls"?, "tool_call_id"?, "reasoning_content"?}`` dicts,
-        or the SDK's ``ChatCompletionMessage`` objects, e.g. ``reply.choices[0].message``; a
-        single message is taken as a list of one).
-
-        Message ids continue the session's own numbering (``msg-000001``, ...) unless a dict
-        carries an ``"id"``; tool results may come in their own batch, after the call that
-        asked for them. Raises :class:`~ctxwise.errors.FormatError` naming the message for a
-        shape that is not OpenAI chat, and whatever :meth:`append` raises. Returns the version.
-        """
-        from .formats import from_openai, to_openai
-        from .formats.sdk import openai_dicts
-
-        new, notes = prepare_openai(openai_dicts(messages), len(self.view.messages))
-        cycle = self._open_cycle()
-        prefix = to_openai(cycle, extras=False) if cycle else []
-        read = read_after(from_openai, prefix, new, len(prefix))
-        self._run(plan_append_numbered(self.view, self._deps, read, [("id" in raw) for raw in new], notes))
+        """Append messages in the OpenAI chat shape: ``{"role", "content", "tool_calls"?,
+        "tool_call_id"?, "reasoning_content"?}`` dicts or the SDK's ``ChatCompletionMessage``
+        objects (one message is a list of one). Ids continue the session's numbering
+        (``msg-000001``, ...) unless a dict carries an ``"id"``; tool results may come in a later
+        batch than their call. Returns the version. Raises
+        :class:`~ctxwise.errors.FormatError` naming the message for another shape, and what
+        :meth:`append` raises."""
+        read, keep, notes = read_openai(self.view.messages, messages)
+        self._run(plan_append_numbered(self.view, self._deps, read, keep, notes))
         return self.version
 
     @_refuse_deep_input
     def append_anthropic(self, messages: Any) -> int:
         """Append messages in the Anthropic Messages shape: ``{"role", "content"}`` dicts
-        (``content`` a string or blocks: text, image, thinking, redacted_thinking, tool_use,
-        tool_result), the SDK's ``Message`` objects (``client.messages.create(...)``'s reply),
-        a ``reply.content`` list (one assistant message), or a ``{"system"?, "messages"}``
-        payload; a ``{"role": "system"}`` message may come first.
-
-        A user message of ``tool_result`` blocks becomes ``tool`` messages (text beside them a
-        user message after). Ids continue the session's own numbering (``msg-000001``, ...);
-        tool results may come in their own batch, after the message with the ``tool_use``
-        blocks. Raises :class:`~ctxwise.errors.FormatError` naming the message for a shape
-        that is not Anthropic's (e.g. a tool_result answering no tool_use of the assistant
-        message before it), and whatever :meth:`append` raises. Returns the version.
-        """
-        from .formats import from_anthropic
-        from .formats.sdk import anthropic_dicts
-        from .providers import render_anthropic
-
-        new = anthropic_dicts(messages)
-        cycle = self._open_cycle()
-        prefix = render_anthropic.render(cycle)["messages"] if cycle else []
-        skip = len(from_anthropic({"messages": prefix}, strict=False)) if prefix else 0
-        read = read_after(lambda ms: from_anthropic({"messages": ms}), prefix, new, skip)
-        keep = [("id" in raw) for raw in new] if len(read) == len(new) else None
+        (a string or text, image, thinking, redacted_thinking, tool_use, tool_result blocks), the
+        SDK's ``Message`` objects, a ``reply.content`` list (one assistant message), or a
+        ``{"system"?, "messages"}`` payload. A user message of ``tool_result`` blocks becomes
+        ``tool`` messages (its text a user message after). Ids continue the session's numbering;
+        tool results may come in a later batch than their call. Returns the version. Raises
+        :class:`~ctxwise.errors.FormatError` naming the message for another shape (e.g. a
+        tool_result answering no tool_use before it), and what :meth:`append` raises."""
+        read, keep = read_anthropic(self.view.messages, messages)
         self._run(plan_append_numbered(self.view, self._deps, read, keep))
         return self.version
 
-    def _open_cycle(self) -> list[Message]:
-        """The tool cycle still open at the tail of the context, or []."""
-        return list(self.view.messages[open_cycle_start(self.view.messages):])
-
     def close_pending(self, reason: str = "the turn was interrupted") -> int:
-        """Answer every tool call still waiting for its result with an explicit interruption
-        result (state ``error``, text ``"interrupted: <reason>"``), so a turn that crashed or
-        was cancelled between a tool call and its result can go on with new user input.
-
-        One ``tool`` message per unanswered call (ids continue the session's numbering), and
-        one ``interrupted`` event. Returns the number of calls answered (0: nothing pending,
-        nothing written). Raises :class:`~ctxwise.errors.SessionConflict` like :meth:`append`.
-        """
+        """Answer every tool call still waiting for its result with an ``error`` result
+        ``"interrupted: <reason>"`` (one ``tool`` message each, numbered as the session's own,
+        and one ``interrupted`` event), so a turn that broke off between a call and its result
+        can go on. Returns the number of calls answered (0: nothing written). Raises
+        :class:`~ctxwise.errors.SessionConflict` like :meth:`append`."""
         plan = plan_close_pending(self.view, self._deps, reason)
         self._run(plan)
         return plan.result
 
     def prepare(self, *, thinking: bool | None = None, checked_version: int | None = None) -> Prepared:
-        """Compact the context if a watermark is crossed, persist what changed, validate, and
-        build the provider payload.
+        """Compact the context if a watermark is crossed, store what changed, check, and build
+        the provider payload.
 
-        ``thinking``: whether the request built from this payload runs with the provider's
-        thinking mode on, for providers that want reasoning passed back in tool-using spans
-        (DeepSeek). None (the default): as the session shows (on once any message carried
-        reasoning). True on the first thinking request of a session that ran without it: the
-        earlier tool-using turns DeepSeek would refuse are folded into a summary now, not after
-        the first reply with reasoning. False when thinking was turned off: the payload then
-        carries no reasoning (a request without thinking needs none) and later replies without
-        reasoning are accepted at append. The choice holds for this Session
-        object until the next ``prepare()`` that states one.
+        ``thinking`` (providers passing reasoning back in tool spans, DeepSeek): whether the
+        request runs in thinking mode. None: as the session shows (on once a message carried
+        reasoning). True on a session that ran without it: the earlier tool-using turns the
+        provider would refuse are folded into a summary now. False: the payload carries no
+        reasoning and later replies without it are accepted. It holds for this object until a
+        ``prepare()`` states another. ``checked_version``: the stored version as the caller
+        just read it (not read again; another value than :attr:`version` is SessionConflict).
 
         Raises :class:`~ctxwise.errors.ContextBudgetExceeded` when pinned content alone does
-        not fit, :class:`~ctxwise.errors.PayloadInvalid` when the context cannot be sent as
-        it stands (e.g. a tool call still waiting for its result), and SessionConflict when
-        another writer changed the session meanwhile (checked with one indexed read of the
-        stored version).
-
-        ``checked_version``: the session's stored version as the caller read it right before
-        this call (a server that checks every request against the store does): the version
-        is then not read again, and a value other than :attr:`version` is SessionConflict.
-        """
+        not fit, :class:`~ctxwise.errors.PayloadInvalid` when the context cannot be sent as it
+        stands (e.g. a tool call still waiting for its result), SessionConflict when another
+        writer changed the session (one indexed read of the stored version)."""
         t0 = time.perf_counter()
         if thinking is not None and not isinstance(thinking, bool):
             raise FormatError("prepare(thinking=...)", f"takes True, False or None, not {type(thinking).__name__}",
@@ -457,45 +366,13 @@ class Session:
         self._run(plan)
         return replace(plan.result, latency_ms=(time.perf_counter() - t0) * 1000)
 
-    # -- records -----------------------------------------------------------------------------
-
-    def transcript(self) -> list[Any]:
-        """The transcript rows a person sees (never touched by compaction)."""
-        return self.manager.store.transcript(self.user_id, self.session_id)
-
-    def events(self) -> list[dict]:
-        """Every compaction event of the session, oldest first (JSON dicts)."""
-        return self.manager.store.events(self.user_id, self.session_id)
-
-    def original(self, tool_use_id: str | None = None, *, message_id: str | None = None) -> Message | None:
-        """The original, uncleared message holding the result of ``tool_use_id`` (or the
-        message ``message_id``). When the session reused a call id, the one in the current
-        context is meant: the oldest cleared one first (the body a placeholder naming the bare
-        id points to; a result cleared while another under its id was in the context has a
-        placeholder naming its ``message_id`` as well), else the newest one in the context; never
-        another call's result. None when there is none."""
-        if message_id is not None:
-            return self.manager.store.original(self.user_id, self.session_id, message_id=message_id)
-        return self.manager.store.original(self.user_id, self.session_id, tool_use_id)
-
-    # -- async -------------------------------------------------------------------------------
-
-    async def aappend(self, messages: Iterable[Message | dict]) -> int:
+    async def aappend(self, messages: Iterable[Message | dict[str, Any]]) -> int:
         """Async :meth:`append` (runs in a worker thread)."""
         return await asyncio.to_thread(self.append, list(messages))
 
     async def aprepare(self, *, thinking: bool | None = None) -> Prepared:
         """Async :meth:`prepare` (runs in a worker thread)."""
         return await asyncio.to_thread(lambda: self.prepare(thinking=thinking))
-
-    async def atranscript(self) -> list[Any]:
-        return await asyncio.to_thread(self.transcript)
-
-    async def aevents(self) -> list[dict]:
-        return await asyncio.to_thread(self.events)
-
-    async def aoriginal(self, tool_use_id: str | None = None, *, message_id: str | None = None) -> Message | None:
-        return await asyncio.to_thread(lambda: self.original(tool_use_id, message_id=message_id))
 
     async def apop(self) -> Message | None:
         """Async :meth:`pop`."""

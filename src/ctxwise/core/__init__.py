@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from .amend import plan_amend, plan_amend_omitted
 from .append import plan_append, plan_append_numbered, plan_close_pending
-from .clear import plan_clear
-from .plan import AmendWrite, AppendWrite, ApplyWrite, ClearWrite, Plan, PopWrite, Write
+from .clear import plan_clear, plan_migrate
+from .plan import AmendWrite, AppendWrite, ApplyWrite, ClearWrite, Plan, PolicyWrite, PopWrite, Write
 from .pop import plan_pop, plan_pop_omitted
 from .prepare import Prepared, plan_prepare
 from .view import Deps, SessionView, dump, state_of, view_from_state
 
-__all__ = ["AmendWrite", "AppendWrite", "ApplyWrite", "ClearWrite", "Deps", "Plan", "PopWrite", "Prepared",
+__all__ = ["AmendWrite", "AppendWrite", "ApplyWrite", "ClearWrite", "Deps", "Plan", "PolicyWrite", "PopWrite", "Prepared",
            "SessionView", "Write", "dump", "plan_amend", "plan_amend_omitted", "plan_append", "plan_append_numbered", "plan_clear",
-           "plan_close_pending", "plan_pop", "plan_pop_omitted", "plan_prepare", "state_of", "view_from_state"]
+           "plan_close_pending", "plan_migrate", "plan_pop", "plan_pop_omitted", "plan_prepare", "state_of", "view_from_state"]

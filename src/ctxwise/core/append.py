@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
@@ -14,9 +13,7 @@ from ..messages import Message, TextBlock, ToolResultBlock
 from ..normalize import normalize_batch, omitted
 from ..providers.append import Thinking, check_append, coerce, pending_calls
 from .plan import AppendWrite, Plan
-from .view import Deps, SessionView, changed_state, now, with_sizes
-
-log = logging.getLogger("ctxwise")
+from .view import Deps, SessionView, changed_state, with_sizes
 
 EMPTY_RESULT_MARKER = "(no output)"
 
@@ -68,7 +65,7 @@ def plan_append(view: SessionView, deps: Deps, items: Sequence[Message | Mapping
     added = {m.id: size_of[m.id] for m in visible}
     new = replace(new, messages=view.messages + tuple(visible), ids=view.ids | {m.id for m in batch},
                   sizes=with_sizes(view.sizes, add=added), size=view.size + sum(added.values()), saved_state=dumped)
-    records = ()
+    records: tuple[CompactionEvent, ...] = ()
     if normalized:
         total = view.size + deps.overhead
         records = (CompactionEvent(
@@ -134,25 +131,3 @@ def refused(e: MessageNotStorable, base: int, provider: str) -> Exception:
         return PayloadInvalid(provider, [Violation(base + e.index, e.rule, e.detail)])
     return e.at(base)
 
-
-def memory_event(done: Any, exc: Exception | None, batch: Sequence[Message], session_id: str,
-                 user_id: str) -> dict[str, Any] | None:
-    """The event recording what the user's long-term memory update of a committed batch did:
-    ``memory_failed`` when it raised ``exc``, ``memory_skipped`` with the reasons when the
-    memory decider left text unread or unstored because of its bounds, else None. Logs it."""
-    from ..memory.user import SKIPPED
-
-    ids = [m.id for m in batch]
-    if exc is not None:
-        log.warning(json.dumps({"event": "ctxwise.memory_failed", "session": session_id,
-                                "user": user_id, "error": f"{type(exc).__name__}: {exc}"[:500]}))
-        return {"stage": "memory_failed", "trigger": type(exc).__name__, "at": now(),
-                "affected_ids": ids, "detail": {"error": str(exc)[:500]}}
-    skipped = [op.reason for op in (getattr(done, "ops", None) or []) if op.reason.startswith(SKIPPED)]
-    if not skipped:
-        return None
-    reasons = list(dict.fromkeys(skipped))[:5]
-    log.info(json.dumps({"event": "ctxwise.memory_skipped", "session": session_id, "user": user_id,
-                         "reasons": reasons}))
-    return {"stage": "memory_skipped", "trigger": "bounds of the memory decider", "at": now(),
-            "affected_ids": ids, "detail": {"skipped": len(skipped), "reasons": reasons}}

@@ -1,10 +1,13 @@
-"""The plan that empties the context: :func:`plan_clear`."""
+"""Plans over the whole session: :func:`plan_clear`, :func:`plan_migrate`."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
-from .plan import ClearWrite, Plan
+from ..policy import Policy
+
+from .plan import ClearWrite, Plan, PolicyWrite
 from .view import Deps, SessionView, dump, now, state_of, with_sizes
 
 
@@ -17,3 +20,15 @@ def plan_clear(view: SessionView, deps: Deps) -> Plan[None]:
     state = state_of(new, deps.size_key)
     new = replace(new, messages=(), sizes=with_sizes({}), size=0, saved_state=dump(state))
     return Plan(new, ClearWrite((event,), state), None)
+
+
+def plan_migrate(view: SessionView, deps: Deps, given: Policy, diff: dict[str, tuple[Any, Any]]) -> Plan[None]:
+    """Store ``given`` as the session's policy in one ``SessionStore.set_policy``, recorded as a
+    ``policy_migrated`` event naming each field of ``diff`` (``{field: (stored, given)}``).
+    ``view`` and ``deps`` are already built with ``given``."""
+    event = {"stage": "policy_migrated", "trigger": "migrate_policy=True", "at": now(),
+             "detail": {k: {"stored": a, "given": b} for k, (a, b) in diff.items()}}
+    state = state_of(view, deps.size_key)
+    write = PolicyWrite(given.provider, given.model_dump(mode="json"), (event,),
+                        {m.id: view.sizes[m.id] for m in view.messages}, state)
+    return Plan(replace(view, saved_state=dump(state)), write, None)

@@ -64,7 +64,18 @@ class ClearWrite:
     state: dict[str, Any]
 
 
-Write = Union[AppendWrite, ApplyWrite, PopWrite, AmendWrite, ClearWrite]
+@dataclass(frozen=True)
+class PolicyWrite:
+    """``SessionStore.set_policy(provider=, policy=, events=, sizes=, state=)``."""
+
+    provider: str
+    policy: dict[str, Any]
+    events: tuple[dict[str, Any], ...]
+    sizes: Mapping[str, int]
+    state: dict[str, Any]
+
+
+Write = Union[AppendWrite, ApplyWrite, PopWrite, AmendWrite, ClearWrite, PolicyWrite]
 
 
 @dataclass(frozen=True)

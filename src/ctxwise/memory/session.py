@@ -23,6 +23,8 @@ claim (two extractions for one user never run at once), after the append has com
 
 from __future__ import annotations
 
+import json
+import logging
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Sequence
@@ -30,6 +32,8 @@ from typing import Any, Sequence
 from ..messages import Message
 from .facts import Fact, FactBook
 from .user import user_authored
+
+log = logging.getLogger("ctxwise")
 
 
 MAX_BOOK_CHARS = 16_384
@@ -223,6 +227,30 @@ class SessionMemory:
 
         return extract_and_store(self.store, self.user_id, users, session_id=self.session_id, decider=self.decider)
 
+    def remember(self, batch: Sequence[Message]) -> dict[str, Any] | None:
+        """Update the user's long-term memory from a committed batch (:meth:`observe_memory`);
+        never raises. Returns the event to record: ``memory_failed`` when the update raised,
+        ``memory_skipped`` with the reasons when the memory decider left text unread or
+        unstored because of its bounds, else None. Logs it."""
+        from .user import SKIPPED
+
+        ids = [m.id for m in batch]
+        try:
+            done = self.observe_memory(batch)
+        except Exception as exc:  # noqa: BLE001 - reported, not raised: the append is committed
+            log.warning(json.dumps({"event": "ctxwise.memory_failed", "session": self.session_id,
+                                    "user": self.user_id, "error": f"{type(exc).__name__}: {exc}"[:500]}))
+            return {"stage": "memory_failed", "trigger": type(exc).__name__, "at": _now(),
+                    "affected_ids": ids, "detail": {"error": str(exc)[:500]}}
+        skipped = [op.reason for op in (getattr(done, "ops", None) or []) if op.reason.startswith(SKIPPED)]
+        if not skipped:
+            return None
+        reasons = list(dict.fromkeys(skipped))[:5]
+        log.info(json.dumps({"event": "ctxwise.memory_skipped", "session": self.session_id, "user": self.user_id,
+                             "reasons": reasons}))
+        return {"stage": "memory_skipped", "trigger": "bounds of the memory decider", "at": _now(),
+                "affected_ids": ids, "detail": {"skipped": len(skipped), "reasons": reasons}}
+
     def head_blocks(self) -> list[Message]:
         """Blocks sent right after the system prompt (the user-memory block)."""
         return [self._memory_block] if self._memory_block is not None else []
@@ -261,6 +289,10 @@ def _compact(fact: dict[str, Any]) -> dict[str, Any]:
     """A fact's stored dict without the fields at their defaults (``Fact(**d)`` fills them
     in again): a third less state to write on every append and to read on every reopen."""
     return {k: v for k, v in fact.items() if k not in _FACT_DEFAULTS or _FACT_DEFAULTS[k] != v}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
 
 
 def _aware(t: datetime) -> datetime:

@@ -18,7 +18,7 @@ from ..errors import FormatError, PayloadInvalid, Violation
 from ..messages import Message, ToolUseBlock
 from ..units import last_user_index, tool_cycles
 from . import rules as provider_rules
-from .profiles import get_profile
+from .profiles import EMPTY_CONTENT, SYSTEM_NOT_FIRST, UNANSWERED_TOOL_CALL, get_profile
 
 WINDOW = 64
 """How many messages at the tail are searched for the tool cycle a batch may continue."""
@@ -101,14 +101,14 @@ def check_append(context: Sequence[Message], ids: frozenset[str], batch: list[Me
     cycles = tool_cycles(window)
     last = cycles[-1] if cycles else None
     for v in found:
-        if v.rule == provider_rules.UNANSWERED_TOOL_CALL and last is not None and last.end == len(window) and v.index == last.start:
+        if v.rule == UNANSWERED_TOOL_CALL and last is not None and last.end == len(window) and v.index == last.start:
             continue  # the in-flight cycle: its results may still come
-        if v.rule == provider_rules.EMPTY_CONTENT and v.index < base - start:
+        if v.rule == EMPTY_CONTENT and v.index < base - start:
             continue  # an earlier final assistant message is no longer final: not the batch's fault
         problems.append(Violation(v.index + start, v.rule, v.message, v.provider_error))
     for k, m in enumerate(batch):
         if m.role == "system" and base + k > 0:
-            problems.append(Violation(base + k, provider_rules.SYSTEM_NOT_FIRST, "a system message may only be the first message"))
+            problems.append(Violation(base + k, SYSTEM_NOT_FIRST, "a system message may only be the first message"))
     seen, missing = missing_reasoning(context, batch, provider, thinking)
     problems += missing
     if problems:
@@ -195,3 +195,33 @@ def read_after(reader: Callable[[list[dict[str, Any]]], list[Message]], prefix: 
             else f"message {m.group(1)} of the session's last tool cycle, given before this append"), e.place)
         raise FormatError(f"{place} (read after the session's last tool cycle, {len(prefix)} message(s), so "
                           "results can answer its calls)", e.rule, hint=e.hint) from None
+
+
+def read_openai(context: Sequence[Message], messages: Any) -> tuple[list[Message], list[bool], dict[int, list[dict[str, Any]]]]:
+    """Messages in the OpenAI chat shape (dicts or the SDK's objects; one message is a list of
+    one) read after the tool cycle open at the tail of ``context``: ``(messages, whether each
+    carried its own "id", the normalization notes)``. Raises FormatError naming the item."""
+    from ..formats import from_openai, to_openai
+    from ..formats.sdk import openai_dicts
+    from ..normalize import prepare_openai
+
+    new, notes = prepare_openai(openai_dicts(messages), len(context))
+    cycle = list(context[open_cycle_start(context):])
+    prefix = to_openai(cycle, extras=False) if cycle else []
+    return read_after(from_openai, prefix, new, len(prefix)), [("id" in raw) for raw in new], notes
+
+
+def read_anthropic(context: Sequence[Message], messages: Any) -> tuple[list[Message], list[bool] | None]:
+    """Messages in the Anthropic Messages shape read after the tool cycle open at the tail of
+    ``context``: ``(messages, whether each carried its own "id", or None when the reading
+    split or merged messages)``. Raises FormatError naming the item."""
+    from ..formats import from_anthropic
+    from ..formats.sdk import anthropic_dicts
+    from . import render_anthropic
+
+    new = anthropic_dicts(messages)
+    cycle = list(context[open_cycle_start(context):])
+    prefix = render_anthropic.render(cycle)["messages"] if cycle else []
+    skip = len(from_anthropic({"messages": prefix}, strict=False)) if prefix else 0
+    read = read_after(lambda ms: from_anthropic({"messages": ms}), prefix, new, skip)
+    return read, ([("id" in raw) for raw in new] if len(read) == len(new) else None)
