@@ -21,7 +21,7 @@ import json
 import logging
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from pydantic import ValidationError
 
@@ -29,7 +29,7 @@ from .compaction import Budgeting, CompactionEvent, Pipeline
 from .core import (Deps, Plan, Prepared, SessionView, plan_amend, plan_amend_omitted, plan_append, plan_clear,
                    plan_close_pending, plan_migrate, plan_pop, plan_pop_omitted, plan_prepare, state_of)
 from .core.commit import commit
-from .core.append import EMPTY_RESULT_MARKER, mark_empty_result, plan_append_numbered, refused
+from .core.append import EMPTY_RESULT_MARKER, mark_empty_result, plan_append_numbered, refused  # noqa: F401 (re-exported)
 from .errors import (CtxwiseError, FormatError, MessageNotStorable, NotNewestMessage, PolicyError, PolicyMismatch,
                      SessionConflict, StoreUnavailable)
 from .memory.session import SessionMemory
@@ -236,7 +236,7 @@ class Session(SessionRecords):
     # -- operations ------------------------------------------------------------------------
 
     @_refuse_deep_input
-    def append(self, messages: Iterable[Message | dict[str, Any]]) -> int:
+    def append(self, messages: Iterable[Message | Mapping[str, object]]) -> int:
         """Add what arrived since the last model call (user input, the model's output, tool
         results; :class:`Message` objects or canonical dicts), in order, in one write. Returns
         the new version.
@@ -251,7 +251,7 @@ class Session(SessionRecords):
         self._run(plan_append(self.view, self._deps, _as_list(messages, "append")))
         return self.version
 
-    def pop(self, *, then: Iterable[Message | dict[str, Any]] | None = None) -> Message | None:
+    def pop(self, *, then: Iterable[Message | Mapping[str, object]] | None = None) -> Message | None:
         """Remove the newest message still in the context (the final reply, or the last tool
         result of a batch) and return it; None when the context is empty. Recorded: the store
         keeps it (state ``popped``, its id stays taken), the transcript gets a ``retracted``
@@ -302,7 +302,7 @@ class Session(SessionRecords):
         return self.version
 
     @_refuse_deep_input
-    def append_openai(self, messages: Any) -> int:
+    def append_openai(self, messages: object) -> int:
         """Append messages in the OpenAI chat shape: ``{"role", "content", "tool_calls"?,
         "tool_call_id"?, "reasoning_content"?}`` dicts or the SDK's ``ChatCompletionMessage``
         objects (one message is a list of one). Ids continue the session's numbering
@@ -315,7 +315,7 @@ class Session(SessionRecords):
         return self.version
 
     @_refuse_deep_input
-    def append_anthropic(self, messages: Any) -> int:
+    def append_anthropic(self, messages: object) -> int:
         """Append messages in the Anthropic Messages shape: ``{"role", "content"}`` dicts
         (a string or text, image, thinking, redacted_thinking, tool_use, tool_result blocks), the
         SDK's ``Message`` objects, a ``reply.content`` list (one assistant message), or a
@@ -366,7 +366,7 @@ class Session(SessionRecords):
         self._run(plan)
         return replace(plan.result, latency_ms=(time.perf_counter() - t0) * 1000)
 
-    async def aappend(self, messages: Iterable[Message | dict[str, Any]]) -> int:
+    async def aappend(self, messages: Iterable[Message | Mapping[str, object]]) -> int:
         """Async :meth:`append` (runs in a worker thread)."""
         return await asyncio.to_thread(self.append, list(messages))
 
