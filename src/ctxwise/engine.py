@@ -12,6 +12,10 @@ compaction) and the context the model reads (edited in place by compaction; orig
 Sizes are kept incrementally: an append of k messages counts k messages and writes k rows;
 a call that fires no stage writes nothing. Every compaction action is a durable event, logged
 as one JSON line on the ``ctxwise`` logger and handed to ``on_event``.
+
+:class:`Session` is a shell over :mod:`ctxwise.core`: each call computes a plan from the
+session's frozen view (no store), commits it with one store call under the view's version,
+and only then takes the new view; a call that raises has changed nothing.
 """
 
 from __future__ import annotations
@@ -263,11 +267,11 @@ class Session(SessionRecords):
         changes then."""
         if not self.view.messages:
             return None
-        plan = plan_pop(self.view, self._deps, list(then or []))
+        repl = list(then or [])
         try:
-            popped: Message | None = self._run(plan)
+            popped: Message | None = self._run(plan_pop(self.view, self._deps, repl))
         except NotNewestMessage:
-            if then:
+            if repl:
                 raise
             popped = self._run(plan_pop_omitted(self.view, self._deps))
         return popped
