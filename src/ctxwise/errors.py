@@ -247,12 +247,14 @@ class PolicyMismatch(CtxwiseError, ValueError):
             "policy_migrated event), or leave those fields unset (a ContextManager built without a "
             "policy uses the stored one)")
 
-    def __init__(self, session_id: str, fields: dict[str, tuple[Any, Any]]) -> None:
-        from .policy import setting_name
-
+    def __init__(self, session_id: str, fields: dict[str, tuple[Any, Any]], *,
+                 names: dict[str, str] | None = None) -> None:
+        """``names``: the name to show for a field (``{"clear_at": "clearing.clear_at"}``;
+        a field not in it is shown as it is)."""
         self.session_id = session_id
         self.fields = dict(fields)
-        shown = ", ".join(f"{setting_name(k)}: stored {a!r}, given {b!r}"
+        names = names or {}
+        shown = ", ".join(f"{names.get(k, k)}: stored {a!r}, given {b!r}"
                           for k, (a, b) in list(self.fields.items())[:6])
         more = f" (+{len(self.fields) - 6} more)" if len(self.fields) > 6 else ""
         super().__init__(f"session {session_id!r} was created with other session settings ({shown}{more}); "

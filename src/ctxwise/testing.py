@@ -29,7 +29,7 @@ from .errors import MemoryBusy, MemoryEntryNotFound, MessageNotStorable, NotNewe
     SessionConflict, SessionNotFound
 from .store.base import BaseStore
 from .store.contract import StoredRow, Write
-from .messages import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, text_message
+from .messages import Marker, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, text_message
 
 Store = Any
 """A store under test: the :class:`~ctxwise.SessionStore` and :class:`~ctxwise.MemoryStore` calls."""
@@ -389,7 +389,7 @@ def check_amend(store: Store) -> None:
     v2, msg = store.amend("u1", "s1", expected_version=v, metadata={"a": 1}, beside=[{"x": 2}], size=9,
                           events=[{"stage": "amend"}])
     expect(v2 == v + 1 and msg is not None and msg.id == "r0", "amend returns the amended original")
-    expect(msg.metadata == {"a": 1, "ctxwise": {"beside": [{"x": 2}]}}, f"metadata set: {msg.metadata}")
+    expect(msg.metadata == Marker.with_({"a": 1}, beside=[{"x": 2}]), f"metadata set: {msg.metadata}")
     row = store.load("u1", "s1").rows[-1]
     expect(row.current.metadata == msg.metadata and row.size == 9, "current body and size amended")
     expect(store.original("u1", "s1", message_id="r0") == msg, "the original is amended")

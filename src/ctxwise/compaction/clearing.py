@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from dataclasses import dataclass, field
 
 from ..changes import Replace
 from ..messages import Block, Marker, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ..policy import Policy
-from ..units import tool_cycles
+from ..units import ToolCycle, tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, head_end, in_flight_start
 from .placeholder import placeholder_text, recall_key, render_input, reused_ids  # noqa: F401  (render_input: re-exported)
 from .cost import calls_ahead, cut_cost, edit_pays, limit_ahead
@@ -141,90 +141,117 @@ def clear_tool_results(
     # and leaves the most room before the next call needs another cut (cost.cut_cost).
     target = b.level(p.clear_target) if optional else 0 if last_resort else hard
     cycles = [c for c in tool_cycles(messages) if c.complete]
-    limit = in_flight_start(messages)
-    if last_resort:
-        protected_from = limit
-    else:
-        if p.protect_current_turn:
-            limit = min(limit, current_turn_start(messages))
-        keep = cycles[-p.keep_recent_cycles :] if p.keep_recent_cycles and not over_hard else []
-        protected_from = min([limit] + [c.start for c in keep])
-    out = list(messages)
-    now = size
-    reused = reused_ids(messages)
-    affected: list[str] = []
-    first = len(messages)
-    edited: list[int] = []
-    for c in cycles:
-        if c.end > protected_from or now <= target:
-            continue
-        uses = {u.id: u for u in out[c.start].tool_uses}
-        for i in range(c.start + 1, c.end):
-            new = _clear_message(out[i], uses, p, last_resort, reused)
-            if new is not None and b.size_of(new) < b.size_of(out[i]):  # edit only when it saves
-                now += b.size_of(new) - b.size_of(out[i])
-                out[i] = new
-                affected.append(new.id)
-                edited.append(i)
-                first = min(first, i)
-        if p.clear_tool_inputs and now > target:
-            new = _clear_inputs(out[c.start], p)
-            if new is not None and b.size_of(new) < b.size_of(out[c.start]):
-                now += b.size_of(new) - b.size_of(out[c.start])
-                out[c.start] = new
-                affected.append(new.id)
-                edited.append(c.start)
-                first = min(first, c.start)
-    if optional and now > hard:
+    batch = _Batch(list(messages), size, len(messages))
+    batch.clear_cycles(cycles, _protected_from(messages, cycles, p, last_resort, over_hard), target, b, last_resort)
+    if optional and batch.now > hard:
         # Above the hard limit the old turns' protected cycles go too, in the same batch
         # (as the pipeline's over_hard pass would, after the summary had decided on a
         # context that was about to change: one batch, one decision).
-        more = clear_tool_results(out, b, now, over_hard=True)
-        if more.changed:
-            out, now = more.messages, more.events[-1].size_after
-            done = set(affected)
-            for k, m in enumerate(out):
-                if m.id in more.events[-1].affected_ids and m.id not in done:
-                    affected.append(m.id)
-                    edited.append(k)
-                    first = min(first, k)
-    if not affected:
+        batch.take(clear_tool_results(batch.out, b, batch.now, over_hard=True))
+    if not batch.affected:
         return StageResult(messages)
-    why = ""
-    if optional:
-        from .summarizing import summary_due
-
-        saved = size - now
-        suffix = sum(b.size_of(m) for m in messages[first:])
-        if size > hard:
-            why = "the hard limit is crossed"  # something must go: a placeholder loses least
-        elif saved < b.level(p.clear_min_batch):
-            # Too little for a batch worth breaking the prompt cache for: wait until more
-            # results are eligible, or let the costlier stage do its larger cut.
-            return StageResult(messages)
-        elif summary_due(messages, b, size):
-            why = "a summary is due"
-        elif p.edit_when == "watermark":
-            why = "edit_when is watermark"
-        elif (edit_pays(saved, suffix, calls_ahead(messages, p), p)
-              and limit_ahead(size, *_growth(messages, b, hard), calls_ahead(messages, p), hard)):
-            why = "the saving over the calls ahead exceeds the re-billed suffix"
-        else:
-            return StageResult(messages)
+    why = _why(messages, b, size, batch) if optional else ""
+    if why is None:
+        return StageResult(messages)
     ev = b.event(
         "clearing",
         (f"last resort: size {size} > hard_limit {hard}" if last_resort
                  else b.trigger(size, "hard_limit", p.hard_limit) if over_hard
                  else f"{b.trigger(size, 'clear_at', p.clear_at)}; {why}"),
         size,
-        now,
-        affected,
+        batch.now,
+        batch.affected,
         t0,
-        detail={"cleared": len(affected), "last_resort": last_resort, "over_hard": over_hard,
+        detail={"cleared": len(batch.affected), "last_resort": last_resort, "over_hard": over_hard,
                 # the target as reached: clear_target, or all that could be cleared when that lies lower
-                "target": max(target, now)},
+                "target": max(target, batch.now)},
     )
-    return StageResult(messages, [ev], [Replace(out[i].id, out[i], "cleared") for i in sorted(set(edited))])
+    out = batch.out
+    return StageResult(messages, [ev], [Replace(out[i].id, out[i], "cleared") for i in sorted(set(batch.edited))])
+
+
+def _protected_from(messages: list[Message], cycles: list[ToolCycle], p: Policy, last_resort: bool, over_hard: bool) -> int:
+    """The index from which no cycle is cleared: the in-flight cycle (last resort), else also
+    the current turn (``protect_current_turn``) and the ``keep_recent_cycles`` newest cycles
+    (not above the hard limit)."""
+    limit = in_flight_start(messages)
+    if last_resort:
+        return limit
+    if p.protect_current_turn:
+        limit = min(limit, current_turn_start(messages))
+    keep = cycles[-p.keep_recent_cycles :] if p.keep_recent_cycles and not over_hard else []
+    return min([limit] + [c.start for c in keep])
+
+
+@dataclass
+class _Batch:
+    """One clearing batch as it grows: the edited list, its size (policy unit), the ids
+    edited in order, their indices, and the first index edited."""
+
+    out: list[Message]
+    now: int
+    first: int
+    affected: list[str] = field(default_factory=list)
+    edited: list[int] = field(default_factory=list)
+
+    def edit(self, i: int, new: Message | None, b: Budgeting) -> None:
+        """Put ``new`` at ``i`` when it saves (edit only when it saves)."""
+        if new is not None and b.size_of(new) < b.size_of(self.out[i]):
+            self.now += b.size_of(new) - b.size_of(self.out[i])
+            self.out[i] = new
+            self.affected.append(new.id)
+            self.edited.append(i)
+            self.first = min(self.first, i)
+
+    def clear_cycles(self, cycles: list[ToolCycle], protected_from: int, target: int, b: Budgeting, last_resort: bool) -> None:
+        """Clear the results (and, with ``clear_tool_inputs``, the inputs) of the cycles before
+        ``protected_from``, oldest first, until the size is at ``target``."""
+        p = b.policy
+        reused = reused_ids(self.out)
+        for c in cycles:
+            if c.end > protected_from or self.now <= target:
+                continue
+            uses = {u.id: u for u in self.out[c.start].tool_uses}
+            for i in range(c.start + 1, c.end):
+                self.edit(i, _clear_message(self.out[i], uses, p, last_resort, reused), b)
+            if p.clear_tool_inputs and self.now > target:
+                self.edit(c.start, _clear_inputs(self.out[c.start], p), b)
+
+    def take(self, more: StageResult) -> None:
+        """Add what a further clearing of :attr:`out` edited to this batch."""
+        if not more.changed:
+            return
+        self.out, self.now = more.messages, more.events[-1].size_after
+        done = set(self.affected)
+        for k, m in enumerate(self.out):
+            if m.id in more.events[-1].affected_ids and m.id not in done:
+                self.affected.append(m.id)
+                self.edited.append(k)
+                self.first = min(self.first, k)
+
+
+def _why(messages: list[Message], b: Budgeting, size: int, batch: _Batch) -> str | None:
+    """Why an optional batch fires (the event's trigger), or None when it is held back."""
+    from .summarizing import summary_due
+
+    p = b.policy
+    hard = b.level(p.hard_limit)
+    saved = size - batch.now
+    suffix = sum(b.size_of(m) for m in messages[batch.first:])
+    if size > hard:
+        return "the hard limit is crossed"  # something must go: a placeholder loses least
+    if saved < b.level(p.clear_min_batch):
+        # Too little for a batch worth breaking the prompt cache for: wait until more
+        # results are eligible, or let the costlier stage do its larger cut.
+        return None
+    if summary_due(messages, b, size):
+        return "a summary is due"
+    if p.edit_when == "watermark":
+        return "edit_when is watermark"
+    if (edit_pays(saved, suffix, calls_ahead(messages, p), p)
+            and limit_ahead(size, *_growth(messages, b, hard), calls_ahead(messages, p), hard)):
+        return "the saving over the calls ahead exceeds the re-billed suffix"
+    return None
 
 
 def _growth(messages: list[Message], b: Budgeting, hard: int) -> tuple[int, int]:
@@ -299,7 +326,8 @@ def _summary_cheaper(inp: StageInput, res: StageResult) -> bool:
     estimated at its target (``summary_target``, or the material when smaller), before any
     summarizer call. Only with ``edit_when="pays"`` (the cost-aware mode), and never for a
     range whose summary already failed."""
-    from .summarizing import SUMMARY_HEADER, plan_summary, summary_id
+    from ..summarizers.base import SUMMARY_HEADER
+    from .summarizing import plan_summary, summary_id
 
     b, p = inp.budgeting, inp.budgeting.policy
     if p.edit_when != "pays" or not p.summarize:

@@ -204,15 +204,9 @@ class Pipeline:
                 break
         if now > hard:
             pinned_size = b.overhead + sum(b.size_of(ctx[i]) for i in pinned_indices(ctx))
-            raise ContextBudgetExceeded(
-                BudgetReport(
-                    budget=p.effective_budget,
-                    pinned=pinned_size,
-                    total=now,
-                    unit=p.unit,
-                    details={"hard_limit": hard, "events": [e.stage for e in events], "messages": len(ctx)},
-                )
-            )
+            raise ContextBudgetExceeded(BudgetReport(
+                budget=p.effective_budget, pinned=pinned_size, total=now, unit=p.unit,
+                details={"hard_limit": hard, "events": [e.stage for e in events], "messages": len(ctx)}))
         return PipelineResult(ctx, events, size_in, now, changes, skip)
 
 

@@ -24,13 +24,14 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Iterable, Sequence
 
 from ..changes import Hide, InsertSummary
+from ..errors import SummarizerError
 from ..messages import Marker, Message, TextBlock
-from ..summarizers.base import SUMMARY_HEADER, Summarizer, SummarizerError
+from ..summarizers.base import SUMMARY_HEADER, Summarizer
 from ..tokens import get_counter
-from ..units import is_user_input, tool_cycles
+from ..units import Turn, is_user_input, tool_cycles
 from .context import Budgeting, StageResult, body_turns, current_turn_start, inner_cuts, pinned_indices
 from .events import CompactionEvent
 from .stage import StageInput
@@ -119,7 +120,6 @@ def plan_summary(messages: list[Message], b: Budgeting, size: int) -> SummaryPla
     older = [t for t in spans if t.end <= current]
     if not older:
         return None
-    keep_level = b.level(p.summary_keep_recent)
     # Earlier summary segments stand together right after the head; a new pass appends one
     # after them and leaves their text byte-identical (the cached prefix stays warm up to
     # there), unless together they outgrow summary_rollup_share (then all are rolled into one).
@@ -131,69 +131,103 @@ def plan_summary(messages: list[Message], b: Budgeting, size: int) -> SummaryPla
     older = [t for t in older if t.end > start or t.start == start - 1]  # all but the last segment's turn go
     if not older:
         return None
-    compactable = size - b.overhead - sum(b.size_of(messages[i]) for i in pinned)
-    # A summary is never smaller than its header: a range not clearly larger than that cannot
-    # shrink, and calling the summarizer would only fail again on every call.
-    header = b.size_of(Message(id="summary-floor", role="user", blocks=[TextBlock(text=SUMMARY_HEADER)]))
-    sizes = [b.size_of(m) for m in messages]
-    tail = [0] * (len(messages) + 1)
-    for i in range(len(messages) - 1, -1, -1):
-        tail[i] = tail[i + 1] + sizes[i]
+    cutter = _Cutter.of(messages, b, size, pinned, first, start)
+    cut = cutter.cut(messages, older)
+    if cut is None:
+        return None
+    return SummaryPlan(start, cut, segments, cutter.roll, cutter.sizes)
 
-    # Over the hard limit whatever is not summarized now is trimmed with no trace: fold it.
-    hard = b.level(p.hard_limit)
-    over = size > hard
-    seg_total = sum(sizes[first:start])
-    roll = bool(segments) and seg_total + header > b.level(p.summary_rollup_share)
-    lo, floor = (first, max(header, seg_total)) if roll else (start, header)
 
-    def new_material(c: int) -> int:
-        return sum(sizes[start:c]) if c > start else 0
+@dataclass
+class _Cutter:
+    """What :func:`plan_summary` weighs a cut ``c`` with: message sizes and their suffix sums
+    (``tail``), where new material starts, the range the summary replaces from (``lo``: the
+    segments too when they are rolled in) and the least it can shrink to (``floor``)."""
 
-    def worth(c: int, margin: int = 1) -> bool:
+    b: Budgeting
+    size: int
+    sizes: list[int]
+    tail: list[int]
+    start: int
+    lo: int
+    floor: int
+    header: int
+    compactable: int
+    roll: bool
+
+    @classmethod
+    def of(cls, messages: list[Message], b: Budgeting, size: int, pinned: Iterable[int], first: int, start: int) -> "_Cutter":
+        p = b.policy
+        compactable = size - b.overhead - sum(b.size_of(messages[i]) for i in pinned)
+        # A summary is never smaller than its header: a range not clearly larger than that cannot
+        # shrink, and calling the summarizer would only fail again on every call.
+        header = b.size_of(Message(id="summary-floor", role="user", blocks=[TextBlock(text=SUMMARY_HEADER)]))
+        sizes = [b.size_of(m) for m in messages]
+        tail = [0] * (len(messages) + 1)
+        for i in range(len(messages) - 1, -1, -1):
+            tail[i] = tail[i + 1] + sizes[i]
+        seg_total = sum(sizes[first:start])
+        roll = start > first and seg_total + header > b.level(p.summary_rollup_share)
+        lo, floor = (first, max(header, seg_total)) if roll else (start, header)
+        return cls(b, size, sizes, tail, start, lo, floor, header, compactable, roll)
+
+    @property
+    def over(self) -> bool:
+        """Over the hard limit whatever is not summarized now is trimmed with no trace: fold it."""
+        return self.size > self.b.level(self.b.policy.hard_limit)
+
+    def new_material(self, c: int) -> int:
+        return sum(self.sizes[self.start:c]) if c > self.start else 0
+
+    def worth(self, c: int, margin: int = 1) -> bool:
         """Summarizing ``[start, c)`` (with the segments when they are rolled in) has enough
         material and can make the context smaller (by more than ``margin`` summary headers)."""
-        material_size = new_material(c)
-        if material_size == 0 or (material_size < p.summary_min_material * max(compactable, 1) and not over):
+        material_size = self.new_material(c)
+        p = self.b.policy
+        if material_size == 0 or (material_size < p.summary_min_material * max(self.compactable, 1) and not self.over):
             return False
-        return sum(sizes[lo:c]) - floor > margin * header
+        return sum(self.sizes[self.lo:c]) - self.floor > margin * self.header
 
-    # Whole turns first: the latest turn start that keeps at least keep_level verbatim.
-    turn_cuts = [t.start for t in older[1:]] + [older[-1].end]
-    back = [c for c in turn_cuts if tail[c] >= keep_level]
-    cut: int | None = None
-    straddle = None
-    if not back:
-        straddle = older[0]  # the keep point falls inside the oldest turn (B02, B08)
-    elif worth(back[-1]):
-        cut = back[-1]
-        if over and size - new_material(cut) + b.level(p.summary_target) > hard:
-            # keeping summary_keep_recent verbatim would still leave the call over the hard
-            # limit, and the hard trim would drop those turns whole: fold them in too
-            fits = [c for c in turn_cuts if c > cut and size - new_material(c) + b.level(p.summary_target) <= hard]
-            cut = fits[0] if fits else turn_cuts[-1]
-    elif new_material(back[-1]) > 0 and back[-1] < older[-1].end:
-        straddle = next(t for t in older if t.start == back[-1])
-    if straddle is not None:
-        # No whole-turn cut works: cut between the tool cycles of the turn that holds the
-        # keep point, never inside a cycle (a parallel batch is one). When the latest such
-        # cut leaves too little to summarize, move past the one unit that straddles the keep
-        # point (B02). Nothing is cut when everything before the keep point is already the
-        # previous summary, so a second run on the output finds nothing new to do.
-        cands = inner_cuts(messages, [straddle], p.provider) + [straddle.end]
-        fine = [c for c in cands if tail[c] >= keep_level]
+    def cut(self, messages: list[Message], older: list[Turn]) -> int | None:
+        """Whole turns first: the latest turn start that keeps at least summary_keep_recent
+        verbatim; else a cut between the tool cycles of the turn that holds the keep point."""
+        p, size = self.b.policy, self.size
+        keep_level, hard = self.b.level(p.summary_keep_recent), self.b.level(p.hard_limit)
+        turn_cuts = [t.start for t in older[1:]] + [older[-1].end]
+        back = [c for c in turn_cuts if self.tail[c] >= keep_level]
+        if not back:
+            return self.straddle_cut(messages, older[0], keep_level)  # the keep point falls inside the oldest turn (B02, B08)
+        if self.worth(back[-1]):
+            cut = back[-1]
+            if self.over and size - self.new_material(cut) + self.b.level(p.summary_target) > hard:
+                # keeping summary_keep_recent verbatim would still leave the call over the hard
+                # limit, and the hard trim would drop those turns whole: fold them in too
+                fits = [c for c in turn_cuts
+                        if c > cut and size - self.new_material(c) + self.b.level(p.summary_target) <= hard]
+                cut = fits[0] if fits else turn_cuts[-1]
+            return cut
+        if self.new_material(back[-1]) > 0 and back[-1] < older[-1].end:
+            return self.straddle_cut(messages, next(t for t in older if t.start == back[-1]), keep_level)
+        return None
+
+    def straddle_cut(self, messages: list[Message], straddle: Turn, keep_level: int) -> int | None:
+        """No whole-turn cut works: cut between the tool cycles of the turn that holds the
+        keep point, never inside a cycle (a parallel batch is one). When the latest such cut
+        leaves too little to summarize, move past the one unit that straddles the keep point
+        (B02). Nothing is cut when everything before the keep point is already the previous
+        summary, so a second run on the output finds nothing new to do."""
+        cands = inner_cuts(messages, [straddle], self.b.policy.provider) + [straddle.end]
+        fine = [c for c in cands if self.tail[c] >= keep_level]
         c_back = fine[-1] if fine else straddle.start
         # A cut inside a turn is a fallback: it must clearly pay (3 headers' worth), as a
         # summary of a short range can come out longer than the range.
-        if c_back > straddle.start and worth(c_back, 3):
-            cut = c_back
-        elif new_material(c_back) > 0:
+        if c_back > straddle.start and self.worth(c_back, 3):
+            return int(c_back)
+        if self.new_material(c_back) > 0:
             # forward only past one whole tool cycle (a parallel batch), never past plain text
             fwd = [c.end for c in tool_cycles(messages) if c.start == c_back and c.end in cands]
-            cut = fwd[0] if fwd and worth(fwd[0], 3) else None
-    if cut is None:
+            return fwd[0] if fwd and self.worth(fwd[0], 3) else None
         return None
-    return SummaryPlan(start, cut, segments, roll, sizes)
 
 
 def summarize_range(
@@ -220,20 +254,12 @@ def summarize_range(
     when the summarizer raised or (with ``require_progress``) the summary would not make the
     context smaller, or nothing
     when the range was already tried (its key is in ``skip``)."""
-    p = b.policy
     sizes = [b.size_of(m) for m in messages] if sizes is None else sizes
     seg_total = sum(b.size_of(m) for m in segments)
     material = messages[start:cut]
     material_size = sum(sizes[start:cut])
     replaced = [m.id for m in material]
-    # characters as sent (text, reasoning, tool names, inputs, results: the chars counter), not
-    # the stored JSON, whose metadata (a recording's raw copy of each message) is never sent
-    chars = get_counter("chars")
-    material_chars = sum(chars.count_message(m) for m in material) or 1
-    chars_per_unit = max(material_chars / max(material_size, 1), 1.0) if p.unit == "tokens" else 1.0
-    # at least one unit's worth: a target that rounds to 0 (a budget of a few messages or tokens)
-    # would leave a summary that says nothing
-    target_chars = max(int(max(b.level(p.summary_target), 1) * chars_per_unit), MIN_TARGET_CHARS)
+    target_chars = _target_chars(b, material, material_size)
     if not roll and summary_id(replaced) in skip:
         return StageResult(messages)
     if roll:  # the segments outgrew their share: they and the material become one summary
@@ -241,17 +267,9 @@ def summarize_range(
         material_size += seg_total
         if summary_id(replaced) in skip:
             return StageResult(messages)
-    prev_text = "\n".join(_body(m) for m in segments) if roll else None
-    if not roll:  # a segment quotes the facts its own material stated, not every fact again
-        said = "\n".join(m.text for m in material if is_user_input(m))
-        facts = [f for f in facts if f in said]
-    try:
-        result = summarizer.summarize(material, prev_text, target_chars, facts=facts)
-    except SummarizerError as e:
-        return StageResult(messages, [_failed(b, size, replaced, str(e), t0, trigger)])
-    if not result.text.strip():  # the turns would go with nothing standing for them
-        return StageResult(messages, [_failed(b, size, replaced, "the summarizer returned an empty summary", t0,
-                                              trigger)])
+    result, error = _summarize(summarizer, material, segments, roll, target_chars, facts)
+    if result is None:
+        return StageResult(messages, [_failed(b, size, replaced, error, t0, trigger)])
     summary = _summary_message(replaced, result.text, _rounds(segments if roll else [], material), summarizer.name)
     sid = summary.id
     rounds = Marker.read(summary).rounds
@@ -276,6 +294,36 @@ def summarize_range(
     # same change set hides with the rest (earlier segments rolled in are hidden too; an
     # appended segment is anchored after them, which stay as they are).
     return StageResult(messages, [ev], [InsertSummary(summary, replaced[0]), Hide(replaced, "summarized")])
+
+
+def _target_chars(b: Budgeting, material: list[Message], material_size: int) -> int:
+    """The summary's length target in characters: ``summary_target`` of the budget, in
+    characters as sent (text, reasoning, tool names, inputs, results: the chars counter), not
+    the stored JSON, whose metadata (a recording's raw copy of each message) is never sent."""
+    p = b.policy
+    chars = get_counter("chars")
+    material_chars = sum(chars.count_message(m) for m in material) or 1
+    chars_per_unit = max(material_chars / max(material_size, 1), 1.0) if p.unit == "tokens" else 1.0
+    # at least one unit's worth: a target that rounds to 0 (a budget of a few messages or tokens)
+    # would leave a summary that says nothing
+    return max(int(max(b.level(p.summary_target), 1) * chars_per_unit), MIN_TARGET_CHARS)
+
+
+def _summarize(summarizer: Summarizer, material: list[Message], segments: Sequence[Message], roll: bool,
+               target_chars: int, facts: Sequence[str]) -> tuple[Any, str]:
+    """``(the summarizer's result, "")``, or ``(None, why it failed)`` when it raised or
+    returned an empty summary (the turns would go with nothing standing for them)."""
+    prev_text = "\n".join(_body(m) for m in segments) if roll else None
+    if not roll:  # a segment quotes the facts its own material stated, not every fact again
+        said = "\n".join(m.text for m in material if is_user_input(m))
+        facts = [f for f in facts if f in said]
+    try:
+        result = summarizer.summarize(material, prev_text, target_chars, facts=facts)
+    except SummarizerError as e:
+        return None, str(e)
+    if not result.text.strip():
+        return None, "the summarizer returned an empty summary"
+    return result, ""
 
 
 def _summary_message(replaced: list[str], text: str, rounds: int, summarizer: str) -> Message:

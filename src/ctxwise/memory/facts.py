@@ -612,6 +612,16 @@ class FactBook:
         self._version += 1
         return True
 
+    def copy(self) -> "FactBook":
+        """An independent book with the same facts, seen ids and version (the caches are
+        shared: they are keyed by the version)."""
+        book = FactBook(self._extractor)
+        book._facts, book._index = list(self._facts), dict(self._index)
+        book._active_by_key, book._active_by_text = dict(self._active_by_key), dict(self._active_by_text)
+        book._seen_messages, book._version = set(self._seen_messages), self._version
+        book._pinned_cache, book._render_cache = self._pinned_cache, self._render_cache
+        return book
+
     # -- persistence --------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:

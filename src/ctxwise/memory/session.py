@@ -23,12 +23,17 @@ claim (two extractions for one user never run at once), after the append has com
 
 from __future__ import annotations
 
+import json
+import logging
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from ..messages import Message
 from .facts import Fact, FactBook
 from .user import user_authored
+
+log = logging.getLogger("ctxwise")
 
 
 MAX_BOOK_CHARS = 16_384
@@ -40,8 +45,122 @@ stored state (5.6 MB) was serialized and rewritten with each append that added a
 limit); 16 KiB of them is more than a facts block usefully shows."""
 
 
+@dataclass(frozen=True)
+class Facts:
+    """A session's fact books as one immutable value: ``book`` (every fact of its user
+    input), ``lost`` (the facts of user input no longer in the context, the
+    ``when_compacted`` block), ``evicted`` (the fact ids the ``facts_evicted`` events already
+    reported) and ``evicted_version`` (the version of the shown book they were computed at;
+    -1: recompute). The books are never changed in place: every operation returns a new value
+    (``self`` when nothing changed), so a value held by a session view never moves."""
+
+    book: FactBook
+    lost: FactBook
+    evicted: tuple[str, ...] = ()
+    evicted_version: int = -1
+
+    @classmethod
+    def empty(cls, extractor: Any = None) -> "Facts":
+        """No facts."""
+        return cls(FactBook(extractor), FactBook(extractor))
+
+    @classmethod
+    def from_state(cls, book: dict[str, Any], extractor: Any = None) -> "Facts":
+        """The books saved with :meth:`state`, and the facts the ``facts_evicted`` events already
+        reported (the next block reports only what is newly left out, as it would have without
+        the reload)."""
+        facts = cls(FactBook.from_dict({"facts": book.get("facts", [])}, extractor),
+                    FactBook.from_dict({"facts": book.get("lost", [])}, extractor))
+        return replace(facts, evicted=tuple(book["evicted"])) if "evicted" in book else facts
+
+    def state(self) -> dict[str, Any]:
+        """The fact books as JSON (for the store): every fact, and the facts of lost user
+        input; without the ids of every message seen, which grow with the history."""
+        return {"facts": [_compact(f) for f in self.book.to_dict()["facts"]],
+                "lost": [_compact(f) for f in self.lost.to_dict()["facts"]],
+                "evicted": list(self.evicted)}
+
+    def observe(self, batch: Sequence[Message], policy: Any) -> "Facts":
+        """With the facts of new user input in ``batch`` (pure, no I/O)."""
+        users = user_authored(batch)
+        if not policy.facts or not users:
+            return self
+        book = self.book.copy()
+        for m in users:
+            book.add_message(m)
+        book.prune(_keep_chars(policy))
+        return replace(self, book=book)
+
+    def forget(self, message_id: str) -> "Facts":
+        """Without the facts taken from ``message_id`` (a popped message); a fact it had
+        superseded is active again."""
+        data = self.book.to_dict()
+        dropped = {f["id"] for f in data["facts"] if f.get("source_message_id") == message_id}
+        if not dropped and message_id not in data.get("seen_messages", []):
+            return self
+        facts = [dict(f) for f in data["facts"] if f["id"] not in dropped]
+        for f in facts:
+            if f.get("superseded_by") in dropped:
+                f["status"], f["superseded_by"] = "active", None
+        seen = [i for i in data.get("seen_messages", []) if i != message_id]
+        return replace(self, book=FactBook.from_dict({"facts": facts, "seen_messages": seen}, self.book._extractor))
+
+    def reset(self) -> "Facts":
+        """Empty books (the session was cleared); what was reported evicted stays known."""
+        return replace(self, book=FactBook(self.book._extractor), lost=FactBook(self.lost._extractor))
+
+    def lose(self, messages: Sequence[Message], policy: Any) -> tuple["Facts", bool]:
+        """Note messages that left the context (summarized or trimmed): their user inputs'
+        facts go into the ``when_compacted`` block. Returns the new value and whether that
+        block gained a fact."""
+        users = user_authored(messages)
+        if not policy.facts or not users:
+            return self, False
+        lost = self.lost.copy()
+        for m in users:
+            lost.add_message(m)
+        lost.prune(_keep_chars(policy))
+        return replace(self, lost=lost), lost.version != self.lost.version
+
+    def shown(self, policy: Any) -> FactBook:
+        """The book the facts block is rendered from: every fact (``always``) or the lost ones."""
+        return self.book if policy.facts_mode == "always" else self.lost
+
+    def block(self, policy: Any, counter: Any, lossy: bool = True) -> tuple["Facts", Message | None, list[Fact], bool]:
+        """``(new value, the facts block to send or None, the facts newly left out to fit its
+        budget since the last call, whether there are any)``. The ``when_compacted`` block
+        holds the facts of lost user input only, so it is None until something is lost;
+        ``lossy=False`` forces None there too."""
+        if not policy.facts or (policy.facts_mode == "when_compacted" and not lossy):
+            return self, None, [], False
+        book = self.shown(policy)
+        budget = int(policy.effective_budget * policy.facts_share)
+        block, evicted = book.render(budget, counter)
+        if book.version == self.evicted_version:
+            return self, block, [], False
+        known = set(self.evicted)
+        fresh = [f for f in evicted if f.id not in known]
+        new = replace(self, evicted=tuple(f.id for f in evicted), evicted_version=book.version)
+        return new, block, fresh, bool(fresh)
+
+    def pinned_texts(self, policy: Any) -> list[str]:
+        """The active facts' clauses, verbatim, for summarizers to quote."""
+        return self.book.pinned_texts() if policy.facts else []
+
+
+def _keep_chars(policy: Any) -> int:
+    """How much fact text a book keeps (characters): four times the facts block's budget
+    (a token taken as 4 characters), at most :data:`MAX_BOOK_CHARS`, so the book and its
+    stored state stay bounded however long the session runs; what lies beyond could never be
+    shown (see FactBook.prune)."""
+    budget = int(policy.effective_budget * policy.facts_share)
+    return int(min(4 * budget * (4 if policy.unit == "tokens" else 1), MAX_BOOK_CHARS))
+
+
 class SessionMemory:
-    """Facts and user memory for one ``(user_id, session_id)``.
+    """Facts and user memory for one ``(user_id, session_id)``: the session's current
+    :class:`Facts` (``facts``, set by the engine after each commit) and the user's long-term
+    memory (read and written through ``store``).
 
     ``store`` is a :class:`~ctxwise.store.MemoryStore`; ``counter`` measures the policy unit;
     block budgets are ``facts_share`` / ``user_memory_share`` of the effective budget;
@@ -59,12 +178,18 @@ class SessionMemory:
         self.counter = counter
         self.extractor = extractor
         self.decider = decider
-        self.book = FactBook(extractor)
-        self.lost = FactBook(extractor)
-        """The facts of the user inputs no longer in the context (``when_compacted`` block)."""
+        self.facts = Facts.empty(extractor)
         self._memory_block: Message | None = None
-        self._evicted: tuple[str, ...] = ()
-        self._evicted_version = -1
+
+    @property
+    def book(self) -> FactBook:
+        """Every fact of the session's user input."""
+        return self.facts.book
+
+    @property
+    def lost(self) -> FactBook:
+        """The facts of the user inputs no longer in the context (``when_compacted`` block)."""
+        return self.facts.lost
 
     def load(self, originals: Sequence[Message] | None, started: datetime | None = None,
              book: dict[str, Any] | None = None, lost: frozenset[str] | set[str] = frozenset()) -> None:
@@ -74,21 +199,10 @@ class SessionMemory:
         when there is none, and read the user's long-term memory block as it was when the
         session started (``started``, UTC): entries this session wrote itself, or that came
         later, are not shown to it, so a reloaded session sends the same blocks as before."""
-        self.book = FactBook(self.extractor)
-        self.lost = FactBook(self.extractor)
+        self.facts = Facts.empty(self.extractor)
         if self.policy.facts:
-            if book is not None:
-                self.restore(book)
-            for m in user_authored(originals or []):
-                self.book.add_message(m)
-                if m.id in lost:
-                    self.lost.add_message(m)
-            if book is None or "evicted" not in book:
-                # no record of what was reported (rebuilt, or stored by an older version): what
-                # is left out now was reported before the reload, not again
-                budget = int(self.policy.effective_budget * self.policy.facts_share)
-                self._evicted = tuple(f.id for f in self._shown().render(budget, self.counter)[1])
-                self._evicted_version = self._shown().version
+            self.facts = _loaded_facts(book, originals or [], lost, self.policy, self.counter, self.extractor)
+        self._memory_block = None
         if self.policy.user_memory:
             from .repo import list_memory
             from .user import render_user_memory
@@ -99,60 +213,8 @@ class SessionMemory:
             self._memory_block = render_user_memory(entries, budget, self.counter)
 
     def state(self) -> dict[str, Any]:
-        """The fact books as JSON (for the store): every fact, and the facts of lost user
-        input; without the ids of every message seen, which grow with the history (the engine
-        never hands a book one message twice)."""
-        return {"facts": [_compact(f) for f in self.book.to_dict()["facts"]],
-                "lost": [_compact(f) for f in self.lost.to_dict()["facts"]],
-                "evicted": list(self._evicted)}
-
-    def observe_facts(self, batch: Sequence[Message]) -> bool:
-        """Take the facts of new user input into the book (pure, no I/O; the engine persists
-        the book with the append). True when the book changed."""
-        before = self.book.version
-        if self.policy.facts:
-            for m in user_authored(batch):
-                self.book.add_message(m)
-            self.book.prune(self._keep_chars())
-        return self.book.version != before
-
-    def _keep_chars(self) -> int:
-        """How much fact text a book keeps (characters): four times the facts block's budget
-        (a token taken as 4 characters), at most :data:`MAX_BOOK_CHARS`, so the book and its
-        stored state (rewritten with each append that adds a fact) stay bounded however long
-        the session runs and however large the budget; what lies beyond could never be shown
-        (see FactBook.prune)."""
-        budget = int(self.policy.effective_budget * self.policy.facts_share)
-        return min(4 * budget * (4 if self.policy.unit == "tokens" else 1), MAX_BOOK_CHARS)
-
-    def restore(self, book: dict[str, Any]) -> None:
-        """Put back the books saved with :meth:`state` (on reopen, or after an append that
-        failed), and the facts the ``facts_evicted`` events already reported: the next facts
-        block reports only what is newly left out, as it would have without the reload, and a
-        reopen renders no block (the first ``prepare()`` does)."""
-        self.book = FactBook.from_dict({"facts": book.get("facts", [])}, self.extractor)
-        self.lost = FactBook.from_dict({"facts": book.get("lost", [])}, self.extractor)
-        if "evicted" in book:
-            self._evicted, self._evicted_version = tuple(book["evicted"]), -1
-
-    def forget(self, message_id: str) -> None:
-        """Drop the facts taken from ``message_id`` (a popped message); a fact it had
-        superseded is active again."""
-        data = self.book.to_dict()
-        dropped = {f["id"] for f in data["facts"] if f.get("source_message_id") == message_id}
-        if not dropped and message_id not in data.get("seen_messages", []):
-            return
-        facts = [dict(f) for f in data["facts"] if f["id"] not in dropped]
-        for f in facts:
-            if f.get("superseded_by") in dropped:
-                f["status"], f["superseded_by"] = "active", None
-        seen = [i for i in data.get("seen_messages", []) if i != message_id]
-        self.book = FactBook.from_dict({"facts": facts, "seen_messages": seen}, self.extractor)
-
-    def reset(self) -> None:
-        """Empty books (the session was cleared)."""
-        self.book = FactBook(self.extractor)
-        self.lost = FactBook(self.extractor)
+        """The fact books as JSON (for the store), see :meth:`Facts.state`."""
+        return self.facts.state()
 
     def observe_memory(self, batch: Sequence[Message]) -> Any:
         """Update the user's long-term memory from new user input (after the append committed).
@@ -165,54 +227,60 @@ class SessionMemory:
 
         return extract_and_store(self.store, self.user_id, users, session_id=self.session_id, decider=self.decider)
 
-    def observe(self, batch: Sequence[Message]) -> None:
-        """Take the facts of new user input and update the user's long-term memory."""
-        self.observe_facts(batch)
-        self.observe_memory(batch)
+    def remember(self, batch: Sequence[Message]) -> dict[str, Any] | None:
+        """Update the user's long-term memory from a committed batch (:meth:`observe_memory`);
+        never raises. Returns the event to record: ``memory_failed`` when the update raised,
+        ``memory_skipped`` with the reasons when the memory decider left text unread or
+        unstored because of its bounds, else None. Logs it."""
+        from .user import SKIPPED
 
-    def lose(self, messages: Sequence[Message]) -> bool:
-        """Note messages that left the context (summarized or trimmed): their user inputs'
-        facts go into the ``when_compacted`` block. Returns whether that block gained a fact."""
-        if not self.policy.facts:
-            return False
-        before = self.lost.version
-        for m in user_authored(messages):
-            self.lost.add_message(m)
-        self.lost.prune(self._keep_chars())
-        return self.lost.version != before
-
-    def _shown(self) -> FactBook:
-        """The book the facts block is rendered from: every fact (``always``) or the lost ones."""
-        return self.book if self.policy.facts_mode == "always" else self.lost
+        ids = [m.id for m in batch]
+        try:
+            done = self.observe_memory(batch)
+        except Exception as exc:  # noqa: BLE001 - reported, not raised: the append is committed
+            log.warning(json.dumps({"event": "ctxwise.memory_failed", "session": self.session_id,
+                                    "user": self.user_id, "error": type(exc).__name__,
+                                    "message": f"<{len(str(exc))} chars>"}))  # its text may quote the user
+            return {"stage": "memory_failed", "trigger": type(exc).__name__, "at": _now(),
+                    "affected_ids": ids, "detail": {"error": str(exc)[:500]}}
+        skipped = [op.reason for op in (getattr(done, "ops", None) or []) if op.reason.startswith(SKIPPED)]
+        if not skipped:
+            return None
+        reasons = list(dict.fromkeys(skipped))[:5]
+        log.info(json.dumps({"event": "ctxwise.memory_skipped", "session": self.session_id, "user": self.user_id,
+                             "reasons": reasons}))
+        return {"stage": "memory_skipped", "trigger": "bounds of the memory decider", "at": _now(),
+                "affected_ids": ids, "detail": {"skipped": len(skipped), "reasons": reasons}}
 
     def head_blocks(self) -> list[Message]:
         """Blocks sent right after the system prompt (the user-memory block)."""
         return [self._memory_block] if self._memory_block is not None else []
 
-    def facts_block(self, lossy: bool = True) -> tuple[Message | None, list[Fact], bool]:
-        """The facts block to send (or None; where it goes: see the module doc), the facts
-        *newly* left out to fit its budget since the last call (for the ``facts_evicted``
-        event; the event never re-lists earlier evictions, so its size does not grow with the
-        session), and whether there are any. The ``when_compacted`` block holds the facts of
-        lost user input only (see :meth:`lose`), so it is None until something is lost;
-        ``lossy=False`` forces None there too."""
-        if not self.policy.facts or (self.policy.facts_mode == "when_compacted" and not lossy):
-            return None, [], False
-        book = self._shown()
-        budget = int(self.policy.effective_budget * self.policy.facts_share)
-        version = book.version
-        block, evicted = book.render(budget, self.counter)
-        if version == self._evicted_version:
-            return block, [], False
-        self._evicted_version = version
-        known = set(self._evicted)
-        fresh = [f for f in evicted if f.id not in known]
-        self._evicted = tuple(f.id for f in evicted)
-        return block, fresh, bool(fresh)
-
     def pinned_texts(self) -> list[str]:
         """The active facts' clauses, verbatim, for summarizers to quote."""
-        return self.book.pinned_texts() if self.policy.facts else []
+        return self.facts.pinned_texts(self.policy)
+
+
+def _loaded_facts(book: dict[str, Any] | None, originals: Sequence[Message], lost: frozenset[str] | set[str],
+                  policy: Any, counter: Any, extractor: Any) -> Facts:
+    """The facts restored from a stored ``book`` and/or rebuilt from ``originals``."""
+    facts = Facts.from_state(book, extractor) if book is not None else Facts.empty(extractor)
+    users = user_authored(originals)
+    if users:
+        whole, gone = facts.book.copy(), facts.lost.copy()
+        for m in users:
+            whole.add_message(m)
+            if m.id in lost:
+                gone.add_message(m)
+        facts = replace(facts, book=whole, lost=gone)
+    if book is None or "evicted" not in book:
+        # no record of what was reported (rebuilt, or stored by an older version): what is
+        # left out now was reported before the reload, not again
+        budget = int(policy.effective_budget * policy.facts_share)
+        shown = facts.shown(policy)
+        facts = replace(facts, evicted=tuple(f.id for f in shown.render(budget, counter)[1]),
+                        evicted_version=shown.version)
+    return facts
 
 
 _FACT_DEFAULTS = {"status": "active", "superseded_by": None, "value": None, "corrects": False}
@@ -222,6 +290,10 @@ def _compact(fact: dict[str, Any]) -> dict[str, Any]:
     """A fact's stored dict without the fields at their defaults (``Fact(**d)`` fills them
     in again): a third less state to write on every append and to read on every reopen."""
     return {k: v for k, v in fact.items() if k not in _FACT_DEFAULTS or _FACT_DEFAULTS[k] != v}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
 
 
 def _aware(t: datetime) -> datetime:

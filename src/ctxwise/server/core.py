@@ -59,6 +59,8 @@ class Server:
     manager: ContextManager
     keys: KeyStore
     max_body_bytes: int = DEFAULT_MAX_BODY
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names (no port) the inspector's local mode answers to besides the loopback names."""
     opener: ContextManager | None = None
     """The same store and summarizer, built without a policy: it opens an existing session with
     the policy the session was created with (set by :func:`.app.create_app`)."""

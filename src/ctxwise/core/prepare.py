@@ -1,0 +1,187 @@
+"""The plan of one model call: :func:`plan_prepare` (compact, persist, render, check)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+from ..changes import Change, InsertSummary, Replace
+from ..compaction import Budgeting, CompactionEvent
+from ..compaction.context import sent_view
+from ..compaction.pipeline import PipelineResult
+from ..errors import PayloadInvalid, Violation
+from ..memory.session import Facts
+from ..messages import Message
+from ..providers import check as check_payload
+from ..providers import check_wire, get_profile, render
+from ..units import is_user_input
+from .plan import ApplyWrite, Plan
+from .view import Deps, SessionView, changed_state, with_sizes
+
+
+@dataclass
+class Prepared:
+    """What one ``prepare()`` produced.
+
+    ``messages`` is the canonical context sent (pinned blocks included); ``payload`` the
+    provider's JSON, rendered by :func:`ctxwise.providers.render` and checked by
+    :func:`ctxwise.providers.check_wire` (a list of chat messages for OpenAI-style providers,
+    ``{"system"?, "messages"}`` for Anthropic, a list of input items for ``openai_responses``);
+    ``size`` / ``size_before`` the context size after / before compaction in the policy unit
+    (tool-schema overhead included); ``chars`` the size by the ``chars`` rule; ``events`` the
+    compaction events fired by this call; ``latency_ms`` the call's time in milliseconds.
+    """
+
+    messages: list[Message]
+    payload: Any
+    size: int
+    size_before: int
+    chars: int
+    unit: str
+    events: list[CompactionEvent] = field(default_factory=list)
+    latency_ms: float = 0.0
+
+
+def thinks(view: SessionView) -> bool | None:
+    """DeepSeek-style providers (reasoning passed back in tool spans): True once any message
+    of the session carried reasoning, since thinking mode stays on from then. Else None: the
+    rules infer it from the messages. What the app said with ``prepare(thinking=...)`` wins."""
+    if get_profile(view.provider).reasoning_passback != "tool_spans":
+        return None
+    if view.thinking_declared is not None:
+        return view.thinking_declared
+    return True if view.thinking_seen else None
+
+
+@dataclass
+class _Run:
+    """The state of one prepare while it compacts (local to :func:`plan_prepare`)."""
+
+    view: SessionView
+    deps: Deps
+    facts: Facts
+    block: Message | None
+    failed: frozenset[str]
+    lossy: bool
+
+    def extra(self) -> int:
+        """Fixed overhead plus the pinned blocks, in the policy unit."""
+        d = self.deps
+        return d.overhead + sum(d.sz(m) for m in d.head) + (d.sz(self.block) if self.block is not None else 0)
+
+    def measure(self, messages: Sequence[Message]) -> int:
+        return sum(self.deps.sz(m) for m in messages)
+
+    def compact(self, ctx: list[Message], size: int) -> PipelineResult:
+        d, v = self.deps, self.view
+        b = Budgeting(v.policy, d.counter, self.extra())
+        result = d.pipeline.run(ctx, b, d.summarizer, size=size, facts=self.facts.pinned_texts(v.policy),
+                                skip_summaries=self.failed, thinking_mode=thinks(v))
+        self.failed = self.failed | {e.detail["key"] for e in result.events
+                                     if e.stage == "summarizer_failed" and "key" in e.detail}
+        return result
+
+
+def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None) -> Plan[Prepared]:
+    """Compact the context if a watermark is crossed (one ``SessionStore.apply`` of what the
+    stages returned when any fired; none otherwise), then render and check the payload. The
+    result is the :class:`Prepared` call (``latency_ms`` 0). Raises PayloadInvalid when the
+    context is empty and ContextBudgetExceeded when pinned content alone does not fit; a
+    payload that fails the final check is the plan's ``error`` (raised after the commit)."""
+    if thinking is not None:
+        view = replace(view, thinking_declared=thinking)
+    if not view.messages:
+        raise PayloadInvalid(view.provider, [Violation(0, "empty-payload",
+                             "the session has no messages yet: append() the system prompt and user input first")])
+    facts, block, evicted, evicted_changed = view.facts.block(view.policy, deps.counter, view.lossy)
+    run = _Run(view, deps, facts, block, view.failed_summaries, view.lossy)
+    size_before = view.size + run.extra()
+    result = run.compact(list(view.messages), size_before)
+    events = list(result.events)
+    for _ in range(3):
+        # User input that left the context puts its facts into the facts block (it changes
+        # only here, where a summary or trim already broke the cached prefix). The block's
+        # room comes from the same budget: when it grew past it, compact once more.
+        kept = {m.id for m in result.messages}
+        run.facts, gained = run.facts.lose([m for m in view.messages if m.id not in kept], view.policy)
+        if not gained:
+            break
+        run.lossy = True
+        run.facts, run.block, more, more_changed = run.facts.block(view.policy, deps.counter, True)
+        evicted, evicted_changed = evicted + more, evicted_changed or more_changed
+        size = run.measure(result.messages) + run.extra()
+        if run.block is None or size <= view.policy.level(view.policy.hard_limit):
+            break
+        again = run.compact(result.messages, size)
+        result.messages, result.changes = again.messages, result.changes + again.changes
+        events += again.events
+    if evicted_changed:
+        size = run.measure(result.messages) + run.extra()
+        events.append(CompactionEvent(
+            stage="facts_evicted", trigger=f"facts block over its share {view.policy.facts_share} of the budget",
+            unit=view.policy.unit, size_before=size, size_after=size, affected_ids=[f.id for f in evicted],
+            detail={"evicted": [f.text for f in evicted]}))
+    new = replace(view, facts=run.facts, lossy=run.lossy, failed_summaries=run.failed)
+    write = None
+    if events:
+        new, write = _persist(new, deps, run, result.messages, result.changes, events)
+    return _finish(new, deps, run, size_before, events, write)
+
+
+def _persist(view: SessionView, deps: Deps, run: _Run, context: list[Message], changes: list[Change],
+             events: list[CompactionEvent]) -> tuple[SessionView, ApplyWrite]:
+    """The view after the stages' changes and the write that stores them, with the new sizes
+    of the rows it wrote and the engine state when it changed."""
+    sent = run.measure(context) + run.extra()
+    if sent != events[-1].size_after:
+        # the facts block appeared or grew after the stages measured: the size this call
+        # sends, for whoever rebuilds the call from the events (the inspector)
+        events[-1].detail["size_sent"] = sent
+    records = tuple(e.model_dump(mode="json") for e in events)
+    written = {c.message_id for c in changes if isinstance(c, Replace)}
+    written |= {c.summary.id for c in changes if isinstance(c, InsertSummary)}
+    fresh = {m.id: deps.sz(m) for m in context if m.id in written or m.id not in view.sizes}
+    state, dumped = changed_state(view, deps.size_key)
+    sizes = {m.id: fresh[m.id] if m.id in fresh else view.sizes[m.id] for m in context}
+    new = replace(view, messages=tuple(context), ids=view.ids | {m.id for m in context}, sizes=with_sizes(sizes),
+                  size=run.measure(context), saved_state=dumped)
+    return new, ApplyWrite(tuple(changes), records, {k: v for k, v in fresh.items() if k in written}, state)
+
+
+def _finish(view: SessionView, deps: Deps, run: _Run, size_before: int, events: list[CompactionEvent],
+            write: ApplyWrite | None) -> Plan[Prepared]:
+    """Render and check what is sent: the rendered payload against the request types and the
+    provider rules (providers.wire), after the rules on the canonical list."""
+    final = with_pinned(list(view.messages), list(deps.head), run.block, view.policy.facts_mode)
+    thinking = thinks(view)
+    if thinking is False:
+        # prepare(thinking=False) on a provider that passes reasoning back in tool spans: the
+        # request runs without thinking, which needs none of it; sending it would make the
+        # request look like thinking mode, whose rules the new replies cannot meet.
+        final = [sent_view(m) for m in final]
+    payload = render(final, view.provider)
+    violations = check_payload(final, view.provider, thinking=thinking) or check_wire(payload, view.provider)
+    prepared = Prepared(messages=final, payload=payload, size=view.size + run.extra(), size_before=size_before,
+                        chars=sum(deps.chars.count_message(m) for m in final), unit=view.policy.unit, events=events)
+    error = PayloadInvalid(view.provider, violations) if violations else None
+    return Plan(view, write, prepared, emit=tuple(events), error=error)
+
+
+def with_pinned(ctx: list[Message], head: list[Message], facts: Message | None, facts_mode: str) -> list[Message]:
+    """The payload list (a new list): the user-memory block right after the system prompt;
+    the facts block where additions never move it: right after the last summary, or right
+    after the head when there is none (``when_compacted``), or before the current user input
+    (``always``)."""
+    out = list(ctx)
+    if facts is not None:
+        if facts_mode == "always":
+            at = next((i for i in range(len(out) - 1, -1, -1) if is_user_input(out[i]) and out[i].kind is None), None)
+        else:
+            summaries = [i for i, m in enumerate(out) if m.kind == "summary"]
+            at = summaries[-1] + 1 if summaries else (1 if out and out[0].role == "system" else 0)
+        if at is not None:
+            out.insert(at, facts)
+    if head:
+        at = 1 if out and out[0].role == "system" else 0
+        out[at:at] = head
+    return out

@@ -1,0 +1,227 @@
+"""What an append may add, checked in one place: the batch against the tail it joins.
+
+A batch is checked against a window of the context, not the whole of it: the tool cycle still
+open at the tail (looked for among the last :data:`WINDOW` messages), or nothing; so an append
+costs O(batch + last cycle). DeepSeek-style providers also check the current user-to-user span
+for reasoning (:func:`missing_reasoning`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, Callable, Mapping, Sequence
+
+from pydantic import ValidationError
+
+from ..errors import FormatError, PayloadInvalid, Violation
+from ..messages import Message, ToolUseBlock
+from ..units import last_user_index, tool_cycles
+from . import rules as provider_rules
+from .profiles import EMPTY_CONTENT, SYSTEM_NOT_FIRST, UNANSWERED_TOOL_CALL, get_profile
+
+WINDOW = 64
+"""How many messages at the tail are searched for the tool cycle a batch may continue."""
+
+
+def open_cycle_start(context: Sequence[Message]) -> int:
+    """Where the tool cycle still open at the tail of ``context`` starts (its results may come
+    in a later batch), looked for among the last :data:`WINDOW` messages; ``len(context)``
+    when there is none."""
+    base = len(context)
+    if not context:
+        return base
+    cycles = tool_cycles(list(context[-WINDOW:]))
+    offset = max(0, base - WINDOW)
+    if cycles and cycles[-1].end + offset == base:
+        return cycles[-1].start + offset
+    return base
+
+
+def pending_calls(context: Sequence[Message]) -> list[ToolUseBlock]:
+    """The tool_use blocks of the open tool cycle at the tail that have no result yet."""
+    i = len(context) - 1
+    while i >= 0 and context[i].role == "tool":
+        i -= 1
+    if i < 0 or context[i].role != "assistant" or not context[i].tool_uses:
+        return []
+    answered: dict[str, int] = {}
+    for m in context[i + 1:]:
+        for r in m.tool_results:
+            answered[r.tool_use_id] = answered.get(r.tool_use_id, 0) + 1
+    out = []
+    for u in context[i].tool_uses:
+        if answered.get(u.id, 0) > 0:
+            answered[u.id] -= 1
+        else:
+            out.append(u)
+    return out
+
+
+def coerce(items: Sequence[Message | Mapping[str, Any]], base: int, provider: str) -> list[Message]:
+    """``items`` as Messages (dicts in the canonical shape validated). Raises PayloadInvalid
+    (rule ``message-shape``) naming the item and its place ``base + k`` in the session."""
+    out: list[Message] = []
+    for k, item in enumerate(items):
+        if isinstance(item, Message):
+            out.append(item)
+            continue
+        try:
+            out.append(Message.model_validate(item))
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(x) for x in err.get("loc", ()))
+            hint = " (for OpenAI-shaped dicts use append_openai())" if "role" in item and "blocks" not in item else ""
+            raise PayloadInvalid(provider, [Violation(base + k, "message-shape", f"{where}: {err.get('msg')}{hint}",
+                                                      where=f"item {k} of this append")]) from None
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Thinking:
+    """DeepSeek thinking mode as an append sees it: ``seen`` (a message of the session carried
+    reasoning; None: not looked at yet) and ``declared`` (what ``prepare(thinking=...)`` said)."""
+
+    seen: bool | None
+    declared: bool | None
+
+
+def check_append(context: Sequence[Message], ids: frozenset[str], batch: list[Message],
+                 stored: list[Message] | None, provider: str, thinking: Thinking) -> bool | None:
+    """Check ``batch`` (the messages joining the context) against the tail of ``context``;
+    ids are checked over everything ``stored`` (omitted replies included; default ``batch``)
+    against ``ids``. Returns ``thinking.seen``, looked at when the check needed it. Raises
+    PayloadInvalid listing every violation, indexed by place in the session."""
+    base = len(context)
+    problems = _duplicates(ids, batch if stored is None else stored, base)
+    start = open_cycle_start(context)
+    window = list(context[start:]) + batch
+    profile = get_profile(provider)
+    found = provider_rules.check_tool_pairing(window, profile) + provider_rules.check_empty_content(window, profile)
+    cycles = tool_cycles(window)
+    last = cycles[-1] if cycles else None
+    for v in found:
+        if v.rule == UNANSWERED_TOOL_CALL and last is not None and last.end == len(window) and v.index == last.start:
+            continue  # the in-flight cycle: its results may still come
+        if v.rule == EMPTY_CONTENT and v.index < base - start:
+            continue  # an earlier final assistant message is no longer final: not the batch's fault
+        problems.append(Violation(v.index + start, v.rule, v.message, v.provider_error))
+    for k, m in enumerate(batch):
+        if m.role == "system" and base + k > 0:
+            problems.append(Violation(base + k, SYSTEM_NOT_FIRST, "a system message may only be the first message"))
+    seen, missing = missing_reasoning(context, batch, provider, thinking)
+    problems += missing
+    if problems:
+        # the index is the message's place in the session's context; name the appended one too
+        named = [dataclasses.replace(v, where=f"appended id {batch[v.index - base].id!r}")
+                 if 0 <= v.index - base < len(batch) and not v.where and v.rule != "duplicate-message-id" else v
+                 for v in problems]
+        raise PayloadInvalid(provider, sorted(named, key=lambda v: v.index))
+    return seen
+
+
+def _duplicates(ids: frozenset[str], batch: list[Message], base: int) -> list[Violation]:
+    seen: set[str] = set()
+    out: list[Violation] = []
+    for k, m in enumerate(batch):
+        if m.id in ids or m.id in seen:
+            where = "earlier in this batch" if m.id in seen else "in the session"
+            out.append(Violation(base + k, "duplicate-message-id", f"id {m.id!r} is already {where}"))
+        seen.add(m.id)
+    return out
+
+
+def missing_reasoning(context: Sequence[Message], batch: list[Message], provider: str,
+                      thinking: Thinking) -> tuple[bool | None, list[Violation]]:
+    """DeepSeek thinking mode: a reply of a tool-using span without ``reasoning_content`` is
+    refused at append, before it is stored (else every later ``prepare()`` raises
+    ``reasoning-content-missing`` and the session is stuck). Thinking mode is on once any
+    message of the session carried reasoning. Checks the current user-to-user span only
+    (O(span + batch)); a batch that turns reasoning on inside a span whose stored replies have
+    none is refused too. Returns ``(thinking.seen, looked at when needed; the violations)``.
+    Source: api-docs.deepseek.com/guides/thinking_mode."""
+    profile = get_profile(provider)
+    if profile.reasoning_passback != "tool_spans" or not any(m.role == "assistant" for m in batch):
+        return thinking.seen, []
+    if thinking.declared is False:  # prepare(thinking=False): the app turned thinking off
+        return thinking.seen, []
+    seen = thinking.seen if thinking.seen is not None else any(m.thinking for m in context)
+    if not (seen or thinking.declared or any(m.thinking for m in batch)):
+        return seen, []
+    from .reasoning import check_deepseek_reasoning
+
+    base = len(context)
+    u = last_user_index(list(context))
+    start = 0 if u is None else u
+    window = list(context[start:]) + batch
+    found = check_deepseek_reasoning(window, profile, thinking=True)
+    out = [Violation(v.index + start, v.rule, v.message, v.provider_error) for v in found if v.index + start >= base]
+    earlier = [v for v in found if v.index + start < base]
+    if earlier and not seen:
+        out.append(_switched_on(batch, window, earlier[0], (base, start), provider))
+    return seen, out
+
+
+def _switched_on(batch: list[Message], window: list[Message], first: Violation, at: tuple[int, int],
+                 provider: str) -> Violation:
+    """Reasoning switched on inside a turn whose earlier replies ran without it: the provider
+    refuses the whole turn from now on, and nothing can give those replies reasoning.
+    (Switched on between turns, the earlier turns are folded into a summary at prepare():
+    compaction.reasoning_gap.)"""
+    base, start = at
+    k = next(i for i, m in enumerate(batch) if m.thinking)
+    return Violation(base + k, first.rule,
+                     f"reasoning switched on inside a tool-using turn: message {first.index + start} "
+                     f"({window[first.index].id!r}) of this turn was stored without reasoning_content, so "
+                     f"{provider} thinking mode would refuse every later request of the turn; "
+                     "append this reply without reasoning_content to finish the turn without thinking "
+                     "(thinking can start with the next user input)",
+                     get_profile(provider).error_text(first.rule, first.index + start))
+
+
+def read_after(reader: Callable[[list[dict[str, Any]]], list[Message]], prefix: list[dict[str, Any]],
+               new: list[dict[str, Any]], skip: int) -> list[Message]:
+    """``new`` read after ``prefix`` (the open cycle, so new results find their calls), the
+    first ``skip`` messages read dropped. A FormatError's place counts the prefix, so it says
+    so: raises FormatError naming the item of this append."""
+    try:
+        return reader(prefix + new)[skip:]
+    except FormatError as e:
+        if not prefix:  # the reader's "message N" is the batch's item N
+            raise FormatError(re.sub(r"^message (\d+)", r"item \1 of this append", e.place), e.rule,
+                              hint=e.hint) from None
+        place = re.sub(r"^message (\d+)", lambda m: (
+            f"item {int(m.group(1)) - len(prefix)} of this append" if int(m.group(1)) >= len(prefix)
+            else f"message {m.group(1)} of the session's last tool cycle, given before this append"), e.place)
+        raise FormatError(f"{place} (read after the session's last tool cycle, {len(prefix)} message(s), so "
+                          "results can answer its calls)", e.rule, hint=e.hint) from None
+
+
+def read_openai(context: Sequence[Message], messages: Any) -> tuple[list[Message], list[bool], dict[int, list[dict[str, Any]]]]:
+    """Messages in the OpenAI chat shape (dicts or the SDK's objects; one message is a list of
+    one) read after the tool cycle open at the tail of ``context``: ``(messages, whether each
+    carried its own "id", the normalization notes)``. Raises FormatError naming the item."""
+    from ..formats import from_openai, to_openai
+    from ..formats.sdk import openai_dicts
+    from ..normalize import prepare_openai
+
+    new, notes = prepare_openai(openai_dicts(messages), len(context))
+    cycle = list(context[open_cycle_start(context):])
+    prefix = to_openai(cycle, extras=False) if cycle else []
+    return read_after(from_openai, prefix, new, len(prefix)), [("id" in raw) for raw in new], notes
+
+
+def read_anthropic(context: Sequence[Message], messages: Any) -> tuple[list[Message], list[bool] | None]:
+    """Messages in the Anthropic Messages shape read after the tool cycle open at the tail of
+    ``context``: ``(messages, whether each carried its own "id", or None when the reading
+    split or merged messages)``. Raises FormatError naming the item."""
+    from ..formats import from_anthropic
+    from ..formats.sdk import anthropic_dicts
+    from . import render_anthropic
+
+    new = anthropic_dicts(messages)
+    cycle = list(context[open_cycle_start(context):])
+    prefix = render_anthropic.render(cycle)["messages"] if cycle else []
+    skip = len(from_anthropic({"messages": prefix}, strict=False)) if prefix else 0
+    read = read_after(lambda ms: from_anthropic({"messages": ms}), prefix, new, skip)
+    return read, ([("id" in raw) for raw in new] if len(read) == len(new) else None)
