@@ -53,7 +53,7 @@ from _peers import (  # noqa: E402
     TrimMessages,
 )
 
-from ctxwise.engine import ContextManager  # noqa: E402
+from ctxwise import ContextManager  # noqa: E402
 from ctxwise.errors import CtxwiseError  # noqa: E402
 from ctxwise.formats import load  # noqa: E402
 from ctxwise.messages import Message  # noqa: E402

@@ -24,7 +24,7 @@ sys.path[:0] = [str(REPO / "src"), str(REPO / "bench")]
 
 from _machine import machine, now  # noqa: E402
 
-from ctxwise.engine import ContextManager  # noqa: E402
+from ctxwise import ContextManager  # noqa: E402
 from ctxwise.errors import ContextBudgetExceeded  # noqa: E402
 from ctxwise.formats import load  # noqa: E402
 from ctxwise.policy import Policy  # noqa: E402

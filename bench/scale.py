@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine, now  # noqa: E402
 from _peers import LangChainView  # noqa: E402
 
-from ctxwise.engine import ContextManager  # noqa: E402
+from ctxwise import ContextManager  # noqa: E402
 from ctxwise.errors import ContextBudgetExceeded  # noqa: E402
 from ctxwise.formats import load  # noqa: E402
 from ctxwise.messages import Message, ToolResultBlock, ToolUseBlock  # noqa: E402

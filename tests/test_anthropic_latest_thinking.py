@@ -21,7 +21,7 @@ from builders import assistant, system, user
 from conftest import TRAJECTORIES
 from test_engine_acceptance import drive
 from ctxwise.compaction import Budgeting, prune_thinking
-from ctxwise.engine import ContextManager
+from ctxwise import ContextManager
 from ctxwise.formats import load
 from ctxwise.messages import ThinkingBlock
 from ctxwise.policy import Policy

@@ -33,7 +33,7 @@ import pytest
 
 from ctxwise.compaction import Budgeting, compact, placeholder_text
 from ctxwise.messages import Marker
-from ctxwise.engine import ContextManager
+from ctxwise import ContextManager
 from ctxwise.providers import render as to_payload
 from ctxwise.errors import ContextBudgetExceeded
 from ctxwise.formats import from_anthropic, from_openai, from_responses, to_anthropic, to_openai, to_responses

@@ -16,7 +16,7 @@ import pytest
 from builders import assistant, system, tool_turn, user
 from ctxwise.changes import Hide, InsertSummary, Replace, apply_changes
 from ctxwise.compaction import Budgeting, Pipeline, StageInput, StageResult, compact
-from ctxwise.engine import ContextManager
+from ctxwise import ContextManager
 from ctxwise.errors import PayloadInvalid
 from ctxwise.messages import TextBlock
 from ctxwise.policy import Policy

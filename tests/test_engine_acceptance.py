@@ -17,7 +17,7 @@ import pytest
 
 from conftest import REPO, TRAJECTORIES
 from ctxwise.compaction.context import pinned_indices
-from ctxwise.engine import ContextManager
+from ctxwise import ContextManager
 from ctxwise.errors import ContextBudgetExceeded
 from ctxwise.formats import load
 from ctxwise.policy import Policy
@@ -85,7 +85,7 @@ def test_tau2_retail_at_4000_tokens_valid_within_budget_pins_unchanged(tmp_path)
 
 DUMP = """
 import json, sys
-from ctxwise.engine import ContextManager
+from ctxwise import ContextManager
 from ctxwise.errors import ContextBudgetExceeded
 from ctxwise.policy import Policy
 url, provider, ids = sys.argv[1], sys.argv[2], json.loads(sys.stdin.read())

@@ -126,7 +126,7 @@ def test_the_graph_sees_the_imports_it_should():
     imports of modules it knows."""
     g = graph()
     assert len(g) > 50
-    assert "ctxwise.engine" in g["ctxwise.server.app"]  # `from .. import ContextManager` (a lazy name)
+    assert "ctxwise.manager" in g["ctxwise.server.app"]  # `from .. import ContextManager` (a lazy name)
     assert "ctxwise.server.api" in g["ctxwise.server.app"]  # imported inside create_app
     assert "ctxwise.messages" in g["ctxwise.engine"]
 

@@ -7,7 +7,7 @@ import sys
 
 from builders import assistant, system, user
 from conftest import REPO
-from ctxwise.engine import ContextManager
+from ctxwise import ContextManager
 from ctxwise.policy import Policy
 
 CLI = [sys.executable, "-m", "ctxwise.cli"]

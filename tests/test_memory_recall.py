@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import TRAJECTORIES
-from ctxwise.engine import ContextManager
+from ctxwise import ContextManager
 from ctxwise.formats import load
 from ctxwise.policy import Policy
 from ctxwise.replay.metrics import context_text

@@ -8,7 +8,7 @@ on calls where no stage fired.
 from __future__ import annotations
 
 from builders import assistant, results, system, user
-from ctxwise.engine import ContextManager
+from ctxwise import ContextManager
 from ctxwise.policy import Policy
 from ctxwise.replay.metrics import common_prefix
 

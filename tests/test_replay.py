@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from ctxwise.engine import ContextManager
+from ctxwise import ContextManager
 from ctxwise.formats import load
 from ctxwise.policy import Policy
 from ctxwise.replay import metrics

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from builders import assistant, results, system, user
-from ctxwise.engine import ContextManager
+from ctxwise import ContextManager
 from ctxwise.errors import MessageNotStorable, PolicyMismatch, SessionConflict
 from ctxwise.memory.repo import MemoryBusy
 from ctxwise.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, text_message

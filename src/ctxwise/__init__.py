@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     # the engine
-    "ContextManager": "engine", "Session": "engine", "Prepared": "engine",
+    "ContextManager": "manager", "Session": "engine", "Prepared": "engine",
     # configuration
     "Policy": "policy", "RuntimeSettings": "policy",
     # messages and their blocks
@@ -85,7 +85,8 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from .changes import Hide, InsertSummary, Replace
     from .compaction.events import CompactionEvent
-    from .engine import ContextManager, Prepared, Session
+    from .engine import Prepared, Session
+    from .manager import ContextManager
     from .errors import (
         BudgetReport,
         ContextBudgetExceeded,

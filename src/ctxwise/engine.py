@@ -1,94 +1,43 @@
-"""The public API: :class:`ContextManager` and :class:`Session`.
-
-    cm = ContextManager("sqlite:///ctxwise.db", Policy.preset("default"))
-    s = cm.session("user-1", "chat-42")
-    s.append([user_msg])                 # what arrived since the last model call
-    prepared = s.prepare()               # compact if needed, validate, build the payload
-    client.chat.completions.create(model=..., messages=prepared.payload)
-    s.append([assistant_msg, *tool_msgs])  # the model's output and the tool results
+"""The session shell: :class:`Session`, one conversation, from :meth:`ContextManager.session`.
 
 Each session keeps two records in the store: the transcript a person sees (never touched by
 compaction) and the context the model reads (edited in place by compaction; originals kept).
-Sizes are kept incrementally: an append of k messages counts k messages and writes k rows;
-a call that fires no stage writes nothing. Every compaction action is a durable event, logged
-as one JSON line on the ``ctxwise`` logger and handed to ``on_event``.
-
-:class:`Session` is a shell over :mod:`ctxwise.core`: each call computes a plan from the
-session's frozen view (no store), commits it with one store call under the view's version,
-and only then takes the new view; a call that raises has changed nothing.
+Each call computes a plan from the session's frozen view (:mod:`ctxwise.core`, no store),
+commits it with one store call under the view's version, and only then takes the new view; a
+call that raises has changed nothing. Every compaction action is a durable event, logged as
+one JSON line on the ``ctxwise`` logger and handed to ``on_event``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from pydantic import ValidationError
-
-from .compaction import Budgeting, CompactionEvent, Pipeline
+from .compaction import Budgeting
 from .core import (Deps, Plan, Prepared, SessionView, plan_amend, plan_amend_omitted, plan_append, plan_clear,
-                   plan_close_pending, plan_migrate, plan_pop, plan_pop_omitted, plan_prepare, state_of)
+                   plan_close_pending, plan_migrate, plan_pop, plan_pop_omitted, plan_prepare)
 from .core.commit import commit
+from .core.prepare import check_thinking_arg
 from .core.append import EMPTY_RESULT_MARKER, mark_empty_result, plan_append_numbered, refused  # noqa: F401 (re-exported)
-from .errors import (CtxwiseError, FormatError, MessageNotStorable, NotNewestMessage, PolicyError, PolicyMismatch,
-                     SessionConflict, StoreUnavailable)
+from .errors import CtxwiseError, MessageNotStorable, NotNewestMessage, SessionConflict
 from .memory.session import SessionMemory
-from .records import SessionRecords, load_view
+from .records import AsyncCalls, SessionRecords, load_view
 from .messages import Message
-from .policy import RUNTIME_FIELDS, Policy, RuntimeSettings, setting_name
-from .providers.append import read_anthropic, read_openai
-from .summarizers import Summarizer, from_settings
-from .tokens import Counter, get_counter
+from .policy import Policy
+from .providers.append import as_message_list, read_anthropic, read_openai, refuse_deep_input
+from .tokens import get_counter
 
 if TYPE_CHECKING:
-    from .store import SessionStore
+    from .manager import ContextManager
+    from .store.types import SessionState
 
 log = logging.getLogger("ctxwise")
 
 
-def _refuse_deep_input(method: Any) -> Any:
-    """An append whose input is nested deeper than Python's parsers and serializers can walk
-    (``"[" * 5000`` as tool arguments, a tool input 3,000 objects deep), or that a format reader
-    could not build a message from (``"name": 5``, a tool input with a non-string key), raises
-    FormatError naming the field instead of a raw RecursionError / pydantic ValidationError; it
-    fails before anything is stored."""
-    import functools
-
-    @functools.wraps(method)
-    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except RecursionError:
-            from .errors import FormatError
-
-            raise FormatError("input", "nested too deeply to read or store (RecursionError); send the value "
-                                       "flattened or as text") from None
-        except ValidationError as e:
-            from .errors import FormatError
-
-            err = e.errors()[0]
-            where = ".".join(str(x) for x in err.get("loc", ())) or e.title
-            raise FormatError(f"input ({e.title} {where})", str(err.get("msg", e))) from None
-    return wrapper
-
-
-def _as_list(messages: Any, call: str) -> list[Any]:
-    """``messages`` as a list: a single message (a dict or a Message) is a list of one, as in
-    ``append_openai``; a string or anything not iterable is a :class:`FormatError` naming the
-    call (never its characters or a dict's keys read as messages)."""
-    if isinstance(messages, (Mapping, Message)):
-        return [messages]
-    if isinstance(messages, (str, bytes)) or not hasattr(messages, "__iter__"):
-        raise FormatError(f"{call}()", f"expected a list of messages, got {type(messages).__name__}",
-                          hint=f"pass a list of messages: {call}([message, ...])")
-    return list(messages)
-
-
-class Session(SessionRecords):
+class Session(SessionRecords, AsyncCalls):
     """One conversation ``(user_id, session_id)``. Get it from :meth:`ContextManager.session`.
 
     Not thread-safe: use one Session object per writer. Two writers on the same session in
@@ -102,31 +51,19 @@ class Session(SessionRecords):
 
     manager: "ContextManager"
 
-    def __init__(self, manager: "ContextManager", user_id: str, session_id: str, *, tools: list[dict[str, Any]] | None = None,
-                 create: bool = True, policy: Policy | None = None, migrate_policy: bool = False) -> None:
-        self.manager = manager
-        self.user_id = user_id
-        self.session_id = session_id
+    def __init__(self, manager: "ContextManager", user_id: str, session_id: str, state: SessionState, policy: Policy,
+                 *, tools: list[dict[str, Any]] | None = None, migrate: Mapping[str, tuple[Any, Any]] | None = None) -> None:
+        """The session stored as ``state`` under ``policy``; ``migrate`` (``{field: (stored,
+        given)}``) records a ``policy_migrated`` event first. Open sessions with
+        :meth:`ContextManager.session`."""
+        self.manager, self.user_id, self.session_id = manager, user_id, session_id
         self.tools = tools or []
         self.chars_counter = get_counter("chars")
         self._view: SessionView | None = None
-        store = manager.store
-        given = policy or manager.policy
-        if create:
-            state = store.open_session(user_id, session_id, provider=given.provider,
-                                       policy=given.model_dump(mode="json"))
-        else:
-            state = store.load(user_id, session_id)
-        explicit = policy is not None or manager.policy_given
-        self._use_policy(_stored_policy(state.policy, state.provider, given))
-        diff = _policy_diff(state.policy, state.provider, given)
-        if diff and explicit:
-            if not migrate_policy:
-                raise PolicyMismatch(session_id, diff, names={k: setting_name(k) for k in diff})
-            self._use_policy(given)
+        self._use_policy(policy)
         self._load(state)
-        if diff and explicit:
-            self._run(plan_migrate(self.view, self._deps, given, diff))
+        if migrate:
+            self._run(plan_migrate(self.view, self._deps, policy, dict(migrate)))
 
     def _use_policy(self, policy: Policy) -> None:
         """Set the policy and everything derived from it (counter, sizer, overhead, memory)."""
@@ -137,15 +74,13 @@ class Session(SessionRecords):
         self.memory = SessionMemory(self.manager.memory_store, self.user_id, self.session_id, policy, self.counter,
                                     self.manager.fact_extractor, self.manager.memory_decider)
 
-    # -- state ---------------------------------------------------------------------------
-
-    def reload(self, *, create: bool = False) -> None:
+    def reload(self) -> None:
         """Read the session back from the store (after a SessionConflict, say). Costs
         O(visible context): the stored sizes, fact book, failed-summary keys and id counter
         are used as stored; nothing is counted again and no hidden row or event is read."""
         self._load(self.manager.store.load(self.user_id, self.session_id))
 
-    def _load(self, state: Any) -> None:
+    def _load(self, state: SessionState) -> None:
         declared = self._view.thinking_declared if self._view else None
         view = load_view(self.manager.store, state, self.memory, self.policy, self._make_deps)
         self._swap(replace(view, thinking_declared=declared))
@@ -177,10 +112,6 @@ class Session(SessionRecords):
     def version(self, version: int) -> None:
         self._swap(replace(self.view, version=version))
 
-    def _state(self) -> dict[str, Any]:
-        """The engine's session state the store keeps (small; restored by :meth:`reload`)."""
-        return state_of(self.view, self._deps.size_key)
-
     @property
     def messages(self) -> list[Message]:
         """The context as the model reads it now (a copy of the list)."""
@@ -194,8 +125,6 @@ class Session(SessionRecords):
     def _sz(self, m: Message) -> int:
         """A message's size in the policy unit, as the stages count it (one rule)."""
         return self._sizer.size_of(m)
-
-    # -- the shell -------------------------------------------------------------------------
 
     def _run(self, plan: Plan[Any]) -> Any:
         """Commit ``plan`` with its one store write, take its view, then record, log, update
@@ -237,9 +166,7 @@ class Session(SessionRecords):
             log.warning(json.dumps({"event": f"ctxwise.{event['stage']}_unrecorded", "session": self.session_id,
                                     "error": str(store_exc)[:300]}))
 
-    # -- operations ------------------------------------------------------------------------
-
-    @_refuse_deep_input
+    @refuse_deep_input
     def append(self, messages: Iterable[Message | Mapping[str, object]]) -> int:
         """Add what arrived since the last model call (user input, the model's output, tool
         results; :class:`Message` objects or canonical dicts), in order, in one write. Returns
@@ -252,7 +179,7 @@ class Session(SessionRecords):
         :class:`~ctxwise.errors.SessionConflict` when another writer got in first; nothing is
         stored then. Once stored it raises nothing: a failure of the user's long-term memory
         update (e.g. ``MemoryBusy``) is a logged ``memory_failed`` event."""
-        self._run(plan_append(self.view, self._deps, _as_list(messages, "append")))
+        self._run(plan_append(self.view, self._deps, as_message_list(messages, "append")))
         return self.version
 
     def pop(self, *, then: Iterable[Message | Mapping[str, object]] | None = None) -> Message | None:
@@ -305,7 +232,7 @@ class Session(SessionRecords):
         self._run(plan_clear(self.view, self._deps))
         return self.version
 
-    @_refuse_deep_input
+    @refuse_deep_input
     def append_openai(self, messages: object) -> int:
         """Append messages in the OpenAI chat shape: ``{"role", "content", "tool_calls"?,
         "tool_call_id"?, "reasoning_content"?}`` dicts or the SDK's ``ChatCompletionMessage``
@@ -318,7 +245,7 @@ class Session(SessionRecords):
         self._run(plan_append_numbered(self.view, self._deps, read, keep, notes))
         return self.version
 
-    @_refuse_deep_input
+    @refuse_deep_input
     def append_anthropic(self, messages: object) -> int:
         """Append messages in the Anthropic Messages shape: ``{"role", "content"}`` dicts
         (a string or text, image, thinking, redacted_thinking, tool_use, tool_result blocks), the
@@ -359,9 +286,7 @@ class Session(SessionRecords):
         stands (e.g. a tool call still waiting for its result), SessionConflict when another
         writer changed the session (one indexed read of the stored version)."""
         t0 = time.perf_counter()
-        if thinking is not None and not isinstance(thinking, bool):
-            raise FormatError("prepare(thinking=...)", f"takes True, False or None, not {type(thinking).__name__}",
-                              hint="say whether the request runs in the provider's thinking mode, or leave it out")
+        check_thinking_arg(thinking)
         stored = self.manager.store.version(self.user_id, self.session_id) if checked_version is None else checked_version
         if stored != self.version:
             raise SessionConflict(f"session {self.session_id!r} is at version {stored}, this Session object "
@@ -370,179 +295,5 @@ class Session(SessionRecords):
         self._run(plan)
         return replace(plan.result, latency_ms=(time.perf_counter() - t0) * 1000)
 
-    async def aappend(self, messages: Iterable[Message | Mapping[str, object]]) -> int:
-        """Async :meth:`append` (runs in a worker thread)."""
-        return await asyncio.to_thread(self.append, list(messages))
 
-    async def aprepare(self, *, thinking: bool | None = None) -> Prepared:
-        """Async :meth:`prepare` (runs in a worker thread)."""
-        return await asyncio.to_thread(lambda: self.prepare(thinking=thinking))
-
-    async def apop(self) -> Message | None:
-        """Async :meth:`pop`."""
-        return await asyncio.to_thread(self.pop)
-
-    async def aclear(self) -> int:
-        """Async :meth:`clear`."""
-        return await asyncio.to_thread(self.clear)
-
-
-class ContextManager:
-    """Entry point: a store, a policy and a summarizer shared by many sessions.
-
-    ``store``: a :class:`~ctxwise.store.SessionStore` instance (``SqlStore``,
-    ``InMemoryStore``, your own), or a URL (``sqlite:///ctxwise.db`` by default,
-    ``postgresql+psycopg://...`` in production, ``memory://`` for an in-memory store).
-    ``policy``: the session settings for new sessions; an existing session keeps the policy it
-    was created with, and only the fields this one sets are compared with it (see
-    :meth:`session`). ``runtime``: the process settings
-    (:class:`~ctxwise.policy.RuntimeSettings`: which summarizer, its model, endpoint, timeout,
-    retries), never stored or compared. ``counter``: the :class:`~ctxwise.tokens.Counter`
-    measuring the policy unit (default: the one the policy names). ``summarizer``: default the
-    one ``runtime`` names (the offline digest without it). ``fact_extractor``:
-    ``Message -> list[Fact]`` for the pinned facts (default the rules; e.g. an
-    :class:`~ctxwise.memory.LLMFactExtractor`). ``memory_decider``: the long-term memory decider, called as ``memory_decider(text, entries, threshold=...)``
-    (default the rules of :func:`ctxwise.memory.decide`; e.g. an
-    :class:`~ctxwise.memory.LLMMemoryDecider`, held to the same limits). ``memory_store``: where
-    long-term user memory lives (default ``store``). ``on_event`` is called with every
-    :class:`CompactionEvent`. ``pipeline`` is the compaction
-    :class:`~ctxwise.compaction.Pipeline` every session runs (default :meth:`Pipeline.default`);
-    the engine stores exactly the changes its stages return. Usable as a context manager
-    (``with ContextManager(...) as cm:``; closes the store).
-    """
-
-    def __init__(
-        self,
-        store_url: "str | SessionStore" = "sqlite:///ctxwise.db",
-        policy: Policy | Mapping[str, Any] | None = None,
-        *,
-        counter: Counter | None = None,
-        summarizer: Summarizer | None = None,
-        fact_extractor: Callable[[Message], list[Any]] | None = None,
-        memory_decider: Callable[..., list[Any]] | None = None,
-        memory_store: Any = None,
-        on_event: Callable[[CompactionEvent], None] | None = None,
-        store: "SessionStore | None" = None,
-        pipeline: Pipeline | None = None,
-        runtime: RuntimeSettings | None = None,
-    ) -> None:
-        if policy is not None and not isinstance(policy, Policy):
-            if not isinstance(policy, Mapping):
-                raise PolicyError(f"policy must be a ctxwise.Policy or a mapping of its settings, got {type(policy).__name__}")
-            policy = Policy.model_validate(dict(policy))  # PolicyError names a bad setting
-        self.policy_given = policy is not None
-        self.policy = policy or Policy.preset("default")
-        from .store import open_store  # SQLAlchemy and Alembic load here, not at import
-
-        target = store if store is not None else store_url
-        self._owns_store = isinstance(target, str)
-        try:
-            self.store: Any = open_store(target)
-        except CtxwiseError:
-            raise
-        except Exception as e:
-            if not self._owns_store or not type(e).__module__.startswith(("sqlalchemy", "psycopg", "sqlite3")):
-                raise
-            scheme = str(target).split(":", 1)[0]
-            raise StoreUnavailable(f"cannot open the store {scheme}://...: {type(e).__name__}: "
-                                   f"{str(e).splitlines()[0] if str(e) else ''}") from None
-        self.memory_store: Any = memory_store if memory_store is not None else self.store
-        self.counter = counter
-        self.runtime = runtime or RuntimeSettings()
-        self.summarizer = summarizer or from_settings(self.runtime)
-        self.fact_extractor = fact_extractor
-        self.memory_decider = memory_decider
-        self.on_event = on_event
-        self.pipeline = pipeline or Pipeline.default()
-
-    def session(self, user_id: str, session_id: str, *, tools: list[dict] | None = None,
-                create: bool = True, policy: Policy | None = None, migrate_policy: bool = False) -> Session:
-        """Open the session ``(user_id, session_id)``, creating it if missing; with
-        ``create=False`` raise :class:`~ctxwise.errors.SessionNotFound` instead (sessions are
-        scoped by user: another user's session id is not found). ``tools`` are the tool schemas
-        sent with every call (counted inside the budget).
-
-        A session keeps the policy it was created with. Reopening it compares the fields the
-        given policy sets (``policy``, or the manager's when one was given; its
-        ``model_fields_set``) with the stored ones; the others keep their stored values, so a
-        default that moved in a newer ctxwise changes no stored session. A difference raises
-        :class:`~ctxwise.errors.PolicyMismatch` naming the fields (``clearing.clear_at``:
-        stored vs given), unless ``migrate_policy=True``: then the session takes the given
-        fields (the others as stored), recorded as a ``policy_migrated`` event. A manager built
-        without a policy opens existing sessions with their stored one. Process settings
-        (``runtime``) are never compared."""
-        if migrate_policy and (policy is not None or self.policy_given):
-            policy = self._adopted(user_id, session_id, policy or self.policy)
-        return Session(self, user_id, session_id, tools=tools, create=create, policy=policy,
-                       migrate_policy=migrate_policy)
-
-    def _adopted(self, user_id: str, session_id: str, given: Policy) -> Policy:
-        """The policy ``migrate_policy=True`` switches a stored session to: the stored one with
-        the fields ``given`` sets (``given`` itself for a session not stored yet). Raises
-        PolicyError when the two together do not validate."""
-        from .errors import SessionNotFound
-
-        try:
-            state = self.store.load(user_id, session_id)
-        except SessionNotFound:
-            return given
-        stored = _stored_policy(state.policy, state.provider, given)
-        return stored.with_(**given.session_settings(only_set=True))
-
-    def emit(self, event: CompactionEvent) -> None:
-        """Log ``event`` as one JSON line and hand it to ``on_event``."""
-        log.info(json.dumps(event.log_record(), ensure_ascii=False))
-        if self.on_event is not None:
-            self.on_event(event)
-
-    def close(self) -> None:
-        """Release the store's connections."""
-        self.store.close()
-
-    def __enter__(self) -> "ContextManager":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _now() -> str:
-    from datetime import datetime, timezone
-
-    return datetime.now(timezone.utc).isoformat()
-
-
-def _dump(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def _normalized(policy: Mapping[str, Any], provider: str | None = None) -> dict[str, Any]:
-    """A stored policy as JSON values: its fields as stored, today's defaults for the ones it
-    lacks, no process settings (raw, minus the process settings, when it no longer validates)."""
-    try:
-        return Policy.from_stored(policy, provider).session_settings()
-    except PolicyError:  # a policy stored by another version: compare as stored
-        raw = {k: v for k, v in policy.items() if k not in RUNTIME_FIELDS}
-        if provider is not None:
-            raw.setdefault("provider", provider)
-        return raw
-
-
-def _stored_policy(stored: Mapping[str, Any], provider: str, fallback: Policy) -> Policy:
-    """The policy a session was stored with, process settings ignored (``fallback`` when it no
-    longer validates)."""
-    try:
-        return Policy.from_stored(stored, provider)
-    except PolicyError:
-        return fallback
-
-
-def _policy_diff(stored: Mapping[str, Any], provider: str, given: Policy) -> dict[str, tuple[Any, Any]]:
-    """``{field: (stored, given)}`` for every field ``given`` sets (its ``model_fields_set``)
-    whose value differs from the stored one; fields it leaves unset are not compared, nor are
-    process settings."""
-    old, new = _normalized(stored, provider), given.session_settings(only_set=True)
-    return {k: (old.get(k), new[k]) for k in sorted(new) if old.get(k) != new[k]}
-
-
-__all__ = ["ContextManager", "Prepared", "Session", "CtxwiseError"]
+__all__ = ["Prepared", "Session"]

@@ -588,3 +588,32 @@ def _runtime_error(e: ValidationError) -> PolicyError:
     if err.get("type") == "extra_forbidden":
         msg = f"unknown setting (known: {', '.join(RUNTIME_FIELDS)})"
     return PolicyError(f"runtime {where}: {msg}" if where else f"runtime: {msg}")
+
+
+def _normalized(policy: Mapping[str, Any], provider: str | None = None) -> dict[str, Any]:
+    """A stored policy as JSON values: its fields as stored, today's defaults for the ones it
+    lacks, no process settings (raw, minus the process settings, when it no longer validates)."""
+    try:
+        return Policy.from_stored(policy, provider).session_settings()
+    except PolicyError:  # a policy stored by another version: compare as stored
+        raw = {k: v for k, v in policy.items() if k not in RUNTIME_FIELDS}
+        if provider is not None:
+            raw.setdefault("provider", provider)
+        return raw
+
+
+def stored_policy(stored: Mapping[str, Any], provider: str, fallback: Policy) -> Policy:
+    """The policy a session was stored with (its stored JSON and provider), process settings
+    ignored; ``fallback`` when it no longer validates."""
+    try:
+        return Policy.from_stored(stored, provider)
+    except PolicyError:
+        return fallback
+
+
+def policy_diff(stored: Mapping[str, Any], provider: str, given: Policy) -> dict[str, tuple[Any, Any]]:
+    """``{field: (stored, given)}`` for every field ``given`` sets (its ``model_fields_set``)
+    whose value differs from the stored one; fields it leaves unset are not compared, nor are
+    process settings."""
+    old, new = _normalized(stored, provider), given.session_settings(only_set=True)
+    return {k: (old.get(k), new[k]) for k in sorted(new) if old.get(k) != new[k]}

@@ -5,11 +5,12 @@ every call is one store query."""
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol
 
 from .messages import Message
 
 if TYPE_CHECKING:
+    from .core.prepare import Prepared
     from .core.view import Deps, SessionView
     from .memory.session import SessionMemory
     from .policy import Policy
@@ -58,6 +59,33 @@ class SessionRecords:
     async def aoriginal(self, tool_use_id: str | None = None, *, message_id: str | None = None) -> Message | None:
         """Async :meth:`original` (runs in a worker thread)."""
         return await asyncio.to_thread(lambda: self.original(tool_use_id, message_id=message_id))
+
+
+class AsyncCalls:
+    """The async forms of :class:`ctxwise.Session`'s writing calls; each runs the call in a
+    worker thread (``asyncio.to_thread``)."""
+
+    if TYPE_CHECKING:  # defined by Session
+        def append(self, messages: Iterable[Message | Mapping[str, object]]) -> int: ...
+        def prepare(self, *, thinking: bool | None = None, checked_version: int | None = None) -> "Prepared": ...
+        def pop(self, *, then: Iterable[Message | Mapping[str, object]] | None = None) -> Message | None: ...
+        def clear(self) -> int: ...
+
+    async def aappend(self, messages: Iterable[Message | Mapping[str, object]]) -> int:
+        """Async :meth:`append` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.append, list(messages))
+
+    async def aprepare(self, *, thinking: bool | None = None) -> "Prepared":
+        """Async :meth:`prepare` (runs in a worker thread)."""
+        return await asyncio.to_thread(lambda: self.prepare(thinking=thinking))
+
+    async def apop(self) -> Message | None:
+        """Async :meth:`pop`."""
+        return await asyncio.to_thread(self.pop)
+
+    async def aclear(self) -> int:
+        """Async :meth:`clear`."""
+        return await asyncio.to_thread(self.clear)
 
 
 def load_view(store: "SessionStore", state: "SessionState", memory: "SessionMemory", policy: "Policy",

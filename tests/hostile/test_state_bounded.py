@@ -5,6 +5,7 @@ the stored state stops growing once it is full."""
 
 from __future__ import annotations
 
+from ctxwise.core import state_of
 import json
 
 from ctxwise import ContextManager, Policy
@@ -26,10 +27,10 @@ def test_fact_state_is_bounded_at_a_huge_budget(store_url):
     for k in range(180):
         _say(s, k)
         if k in (119, 179):
-            sizes.append(len(json.dumps(s._state())))
+            sizes.append(len(json.dumps(state_of(s.view, s._deps.size_key))))
     kept = sum(len(ln["text"]) + 3 for ln in s.memory.book._lines())  # as FactBook.prune counts
     assert kept <= MAX_BOOK_CHARS
     assert sizes[1] < 1.15 * sizes[0]  # full: 60 more fact-bearing messages add (almost) nothing
     # the stored state is what a reopen restores
     again = cm.session("u", "s")
-    assert json.dumps(again._state()) == json.dumps(s._state())
+    assert json.dumps(state_of(again.view, again._deps.size_key)) == json.dumps(state_of(s.view, s._deps.size_key))

@@ -9,7 +9,7 @@ from ..changes import Change, InsertSummary, Replace
 from ..compaction import Budgeting, CompactionEvent
 from ..compaction.context import sent_view
 from ..compaction.pipeline import PipelineResult
-from ..errors import PayloadInvalid, Violation
+from ..errors import FormatError, PayloadInvalid, Violation
 from ..memory.session import Facts
 from ..messages import Message
 from ..providers import check as check_payload
@@ -40,6 +40,14 @@ class Prepared:
     unit: str
     events: list[CompactionEvent] = field(default_factory=list)
     latency_ms: float = 0.0
+
+
+def check_thinking_arg(thinking: object) -> None:
+    """Raise :class:`~ctxwise.errors.FormatError` unless ``thinking`` (``prepare(thinking=...)``)
+    is True, False or None."""
+    if thinking is not None and not isinstance(thinking, bool):
+        raise FormatError("prepare(thinking=...)", f"takes True, False or None, not {type(thinking).__name__}",
+                          hint="say whether the request runs in the provider's thinking mode, or leave it out")
 
 
 def thinks(view: SessionView) -> bool | None:

@@ -9,8 +9,9 @@ for reasoning (:func:`missing_reasoning`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from pydantic import ValidationError
 
@@ -22,6 +23,43 @@ from .profiles import EMPTY_CONTENT, SYSTEM_NOT_FIRST, UNANSWERED_TOOL_CALL, get
 
 WINDOW = 64
 """How many messages at the tail are searched for the tool cycle a batch may continue."""
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def refuse_deep_input(method: F) -> F:
+    """Wrap an append call so that input nested deeper than Python's parsers and serializers
+    can walk (``"[" * 5000`` as tool arguments, a tool input 3,000 objects deep), or that a
+    format reader could not build a message from (``"name": 5``, a tool input with a non-string
+    key), raises :class:`~ctxwise.errors.FormatError` naming the field instead of a raw
+    RecursionError / pydantic ValidationError. The wrapped call fails before anything is
+    stored."""
+
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except RecursionError:
+            raise FormatError("input", "nested too deeply to read or store (RecursionError); send the value "
+                                       "flattened or as text") from None
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(x) for x in err.get("loc", ())) or e.title
+            raise FormatError(f"input ({e.title} {where})", str(err.get("msg", e))) from None
+    return wrapper  # type: ignore[return-value]
+
+
+def as_message_list(messages: object, call: str) -> list[Any]:
+    """``messages`` as a list: a single message (a dict or a Message) is a list of one; a
+    string or anything not iterable raises :class:`~ctxwise.errors.FormatError` naming
+    ``call`` (never its characters or a dict's keys read as messages)."""
+    if isinstance(messages, (Mapping, Message)):
+        return [messages]
+    if isinstance(messages, (str, bytes)) or not hasattr(messages, "__iter__"):
+        raise FormatError(f"{call}()", f"expected a list of messages, got {type(messages).__name__}",
+                          hint=f"pass a list of messages: {call}([message, ...])")
+    return list(messages)
 
 
 def open_cycle_start(context: Sequence[Message]) -> int:
