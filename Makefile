@@ -13,7 +13,7 @@ $(VENV)/.bench: $(VENV)/.installed
 	$(VENV)/bin/pip install -q -e '.[test,bench]'
 	touch $@
 
-.PHONY: demo test bench
+.PHONY: demo test bench docs
 demo: $(VENV)/.installed
 	$(VENV)/bin/ctxwise replay
 
@@ -27,3 +27,7 @@ bench: $(VENV)/.bench
 	$(PY) bench/memory.py
 	$(PY) bench/store.py
 	$(PY) bench/import_time.py
+
+# the docs site into site/ (tests/test_docs.py builds it the same way, so `make test` covers it)
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict -d site

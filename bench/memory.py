@@ -3,7 +3,7 @@
 Replays tau2-bench retail (gpt-4.1) and tau-bench airline (gpt-4o) at a 3,000-token budget
 (o200k) with the ``default`` preset, facts on and off (``facts=False``), and reports:
 
-* **support recall** (DESIGN.md): salient values of each recorded output that were in the
+* **support recall** (ARCHITECTURE.md, "Measures"): salient values of each recorded output that were in the
   history must be in the prepared context;
 * **user-value recall**: every identifier, e-mail and amount *the user gave* (in their own
   messages) must be in the context of every later call.

@@ -25,7 +25,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
-    """The ../shared folder (DESIGN.md, cases/, data/trajectories/). Missing is a failure."""
+    """The ../shared folder (cases/, data/trajectories/). Missing is a failure."""
     assert SHARED.is_dir(), f"shared folder not found at {SHARED} (set CTXWISE_SHARED)"
     return SHARED
 

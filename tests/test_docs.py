@@ -1,16 +1,21 @@
-"""Every example in README.md and in the CLI's --help runs.
+"""Every example in README.md, in docs/*.md and in the CLI's --help runs, and the docs site builds.
 
-Python blocks run as written against a temporary database; the names they leave to the reader
-(`client`, `TOOLS`, `SYSTEM_PROMPT`, `run_tool`) come from a recorded tau2-bench conversation:
-`client.chat.completions.create` answers with the recorded assistant messages as the openai
-SDK's own `ChatCompletion` objects, `run_tool` returns the recorded tool results. Shell lines
-that call `ctxwise` run with `../shared` pointed at the shared data, `--db` at a temporary
-file and `--limit 2` on replays of whole directories; the other shell lines are listed below
-(the quick start is the test run itself) and the test fails on any line it does not know.
+Python blocks run as written against a temporary database. The names the agent loops leave to
+the reader (`client`, `TOOLS`, `SYSTEM_PROMPT`, `run_tool`) come from a recorded tau2-bench
+conversation: `client.chat.completions.create` answers with the recorded assistant messages as
+the openai SDK's own `ChatCompletion` objects, `run_tool` returns the recorded tool results.
+Every other block that names no framework runs alone, in a fresh interpreter where no extra
+can be imported (the core install), and must print exactly the `text` block that follows it
+under "It prints:". The framework and store-backend blocks run in their own tests (listed in
+`RUN_ELSEWHERE`). Shell lines that call `ctxwise` run with `../shared` pointed at the shared
+data, `--db` at a temporary file and `--limit 2` on replays of whole directories; the other
+shell lines are listed below and the test fails on any line it does not know. The site builds
+with `mkdocs build --strict`, and its API reference documents every name of `ctxwise.__all__`.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -24,23 +29,63 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+import ctxwise
 from ctxwise.cli import app
 from tests.conftest import SHARED, TRAJECTORIES
 
 REPO = Path(__file__).resolve().parents[1]
-README = (REPO / "README.md").read_text(encoding="utf-8")
+PAGES = [REPO / "README.md", *sorted(p for p in (REPO / "docs").rglob("*.md") if "hooks" not in p.parts)]
+"""The README and every page of the docs site."""
+TEXT = {p: p.read_text(encoding="utf-8") for p in PAGES}
 RETAIL = TRAJECTORIES / "tau2-bench" / "retail_gpt-4.1_1trial.json"
 NOT_RUN_HERE = {
     "make demo": "the quick start: `make test` runs this suite, test_cli runs the demo replay",
     "make test": "the quick start: this suite is what it runs",
-    "pip install": "installs from the package index",
+    "python3 -m venv .venv": "the install: tests/test_install.py runs it in a clean copy of the repository",
+    ".venv/bin/pip install -e .": "the install: tests/test_install.py runs the core line in a clean venv; make test installs the extras",
+    ".venv/bin/pip install -e '.[": "an extra: make test installs every extra these lines name",
     ".venv/bin/python -m pytest": "runs part of this suite",
     "curl": "needs the running server and a key; tests/server/test_api.py makes these calls against a real server",
 }
+RUN_ELSEWHERE = {
+    "ctxwise.integrations.openai_agents": ("docs/frameworks.md", "tests/integrations/test_openai_agents.py"),
+    "ctxwise.integrations.langchain": ("docs/frameworks.md", "tests/integrations/test_langchain_docs.py"),
+    "ctxwise.integrations.agentscope": ("docs/frameworks.md", "tests/integrations/test_agentscope_docs.py"),
+    "ctxwise.testing": ("docs/library.md", "tests/test_store_conformance.py"),
+}
+"""Blocks run by another test, keyed by a text they hold: (the page that test reads, the test)."""
+CORE_ONLY = ("tiktoken", "tokenizers", "openai", "httpx", "typer", "rich", "psycopg", "fastapi", "starlette",
+             "uvicorn", "anthropic", "agents", "langchain", "agentscope")
+"""What the core install lacks: a standalone block runs with these unimportable."""
 
 
-def blocks(lang: str) -> list[str]:
-    return [m.group(1) for m in re.finditer(rf"```{lang}\n(.*?)```", README, re.S)]
+def rel(page: Path) -> str:
+    return page.relative_to(REPO).as_posix()
+
+
+def blocks(lang: str, text: str | None = None) -> list[str]:
+    """The ``lang`` code blocks of ``text`` (default: README.md)."""
+    text = TEXT[REPO / "README.md"] if text is None else text
+    return [m.group(1) for m in re.finditer(rf"```{lang}\n(.*?)```", text, re.S)]
+
+
+def all_blocks(lang: str) -> list[tuple[Path, str]]:
+    """``(page, block)`` for every ``lang`` block of the README and the docs."""
+    return [(p, b) for p in PAGES for b in blocks(lang, TEXT[p])]
+
+
+def kind(block: str) -> str:
+    """Which test runs a python block: ``openai-loop``, ``anthropic-loop``, a key of
+    ``RUN_ELSEWHERE``, or ``standalone``."""
+    if "chat.completions.create" in block:
+        return "openai-loop"
+    if "append_anthropic" in block:
+        return "anthropic-loop"
+    return next((k for k in RUN_ELSEWHERE if k in block), "standalone")
+
+
+def of_kind(name: str) -> list[tuple[Path, str]]:
+    return [(p, b) for p, b in all_blocks("python") if kind(b) == name]
 
 
 # -- the recorded stand-ins for the model and the tools ---------------------------------------------
@@ -95,17 +140,17 @@ def recorded():
     return messages, RecordedChat(messages)
 
 
-def test_readme_agent_loop_runs_twice_and_resumes_the_same_session(tmp_path, monkeypatch, recorded):
-    """Kind: a README example that fails when run (here: the loop's second run appended the
+@pytest.mark.parametrize("page, loop", of_kind("openai-loop"), ids=lambda x: rel(x) if isinstance(x, Path) else "")
+def test_agent_loop_runs_twice_and_resumes_the_same_session(tmp_path, monkeypatch, recorded, page, loop):
+    """Kind: a documented example that fails when run (here: the loop's second run appended the
     system prompt again). The block runs twice, as two runs of the same script would."""
     messages, client = recorded
-    (loop,) = [b for b in blocks("python") if "chat.completions.create" in b]
     monkeypatch.chdir(tmp_path)
     tools = tool_schemas(messages)
     system = messages[0]["content"]
     for run in range(2):
         scope = {"client": client, "TOOLS": tools, "SYSTEM_PROMPT": system, "run_tool": client.run_tool}
-        exec(compile(loop, "README.md", "exec"), scope)  # noqa: S102 - the README's own code
+        exec(compile(loop, rel(page), "exec"), scope)  # noqa: S102 - the docs' own code
         cm = scope["cm"]
         session = cm.session("user-42", "chat-7", tools=tools)
         roles = [m.role for m in session.messages]
@@ -122,17 +167,39 @@ def test_readme_agent_loop_runs_twice_and_resumes_the_same_session(tmp_path, mon
     assert [m["role"] for m in last].count("user") == 4
 
 
-def test_readme_anthropic_and_other_python_blocks_are_accounted_for():
-    """Every python block is run by a test of this file (a new block needs one)."""
-    found = blocks("python")
-    runs = [b for b in found if "chat.completions.create" in b]
-    anthropic = [b for b in found if "append_anthropic" in b]
-    frameworks = [b for b in found if "ctxwise.integrations." in b]  # run by tests/integrations/test_*_docs.py
-    backends = [b for b in found if "ctxwise.testing" in b]  # run by tests/test_store_conformance.py
-    assert len(runs) == 1 and len(found) == len(runs) + len(anthropic) + len(frameworks) + len(backends), found
+def test_every_python_block_is_accounted_for():
+    """Every python block is run by a test (a new kind of block needs one): the README holds
+    the OpenAI loop, and a block another test runs stands on the page that test reads."""
+    assert [rel(p) for p, _ in of_kind("openai-loop")][:1] == ["README.md"]
+    for key, (page, _test) in RUN_ELSEWHERE.items():
+        found = of_kind(key)
+        assert [rel(p) for p, _ in found] == [page], (key, found)
+    standalone = of_kind("standalone")
+    assert {rel(p) for p, _ in standalone} >= {"docs/getting-started.md", "docs/configuration.md", "docs/concepts.md"}
 
 
-def test_readme_anthropic_loop_runs(tmp_path, monkeypatch):
+def printed_after(text: str, block: str) -> str | None:
+    """The ``text`` block under "It prints:" right after ``block`` in ``text``, if any."""
+    after = text[text.index(block) + len(block):]
+    m = re.match(r"```\s*\n+It prints:\s*\n+```text\n(.*?)```", after, re.S)
+    return m.group(1) if m else None
+
+
+@pytest.mark.parametrize("page, block", of_kind("standalone"), ids=lambda x: rel(x) if isinstance(x, Path) else "")
+def test_standalone_blocks_run_on_the_core_install_and_print_what_the_page_says(tmp_path, page, block):
+    """Kind: a snippet that needs an extra its page does not install (MissingExtra on the core
+    install), or whose printed output the page misstates."""
+    guard = "import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in CORE_ONLY)
+    r = subprocess.run([sys.executable, "-c", guard + block], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    expected = printed_after(TEXT[page], block)
+    if expected is not None:
+        assert r.stdout == expected
+
+
+@pytest.mark.parametrize("page, loop", of_kind("anthropic-loop"), ids=lambda x: rel(x) if isinstance(x, Path) else "")
+def test_anthropic_loop_runs(tmp_path, monkeypatch, page, loop):
     """The Anthropic loop, with the recorded Claude conversation as the model, run twice as two
     runs of the same script would (the second resumes the session: one system prompt)."""
     from anthropic.types import Message as AnthropicMessage
@@ -141,7 +208,6 @@ def test_readme_anthropic_loop_runs(tmp_path, monkeypatch):
     from ctxwise.formats import load
     from ctxwise.providers import render
 
-    (loop,) = [b for b in blocks("python") if "append_anthropic" in b]
     conv = load(TRAJECTORIES / "tau2-bench" / "airline_claude-sonnet-4-5-thinking_subset.json")[0]
     payload = render(conv.messages, "anthropic")
     recorded = payload["messages"]
@@ -166,7 +232,7 @@ def test_readme_anthropic_loop_runs(tmp_path, monkeypatch):
             scope = {"client": SimpleNamespace(messages=SimpleNamespace(create=create)), "TOOLS": [],
                      "cm": cm, "user_id": "user-1", "chat_id": "claude-1", "user_input": text,
                      "run_tool": lambda b: results[b.id]}
-            exec(compile(loop, "README.md", "exec"), scope)  # noqa: S102
+            exec(compile(loop, rel(page), "exec"), scope)  # noqa: S102
             roles = [m.role for m in scope["session"].messages]
             assert requests and roles[0] == "system" and roles.count("system") == 1 and "assistant" in roles, run
 
@@ -176,7 +242,7 @@ def test_readme_anthropic_loop_runs(tmp_path, monkeypatch):
 
 def shell_lines() -> list[str]:
     out = []
-    for block in blocks("bash"):
+    for _, block in all_blocks("bash"):
         for raw in block.splitlines():
             line = raw.split("  #")[0].strip()
             if line:
@@ -184,14 +250,14 @@ def shell_lines() -> list[str]:
     return out
 
 
-def test_every_readme_shell_line_is_known():
+def test_every_shell_line_is_known():
     unknown = [ln for ln in shell_lines() if not ln.startswith(".venv/bin/ctxwise")
                and not any(ln.startswith(k) for k in NOT_RUN_HERE)]
-    assert not unknown, f"README shell lines this test does not run or explain: {unknown}"
+    assert not unknown, f"shell lines of the README or the docs this test does not run or explain: {unknown}"
 
 
-@pytest.mark.parametrize("line", [ln for ln in shell_lines() if ln.startswith(".venv/bin/ctxwise")])
-def test_readme_ctxwise_lines_run(tmp_path, line):
+@pytest.mark.parametrize("line", sorted(set(ln for ln in shell_lines() if ln.startswith(".venv/bin/ctxwise"))))
+def test_ctxwise_lines_run(tmp_path, line):
     command, _, pipe = line.partition(" | ")
     args = shlex.split(command.replace("../shared", str(SHARED)))[1:]
     args = [str(RETAIL) if a == "session.json" else (str(tmp_path / a) if a.endswith(".html") else a) for a in args]
@@ -215,10 +281,11 @@ def test_readme_ctxwise_lines_run(tmp_path, line):
         assert (tmp_path / "report.html").read_text(encoding="utf-8").startswith("<!doctype html>")
 
 
-def test_readme_policy_toml_loads(tmp_path):
+def test_the_policy_file_loads(tmp_path):
     from ctxwise import Policy
 
-    (toml,) = blocks("toml")
+    ((page, toml),) = all_blocks("toml")
+    assert rel(page) == "docs/configuration.md"  # tests/test_policy_settings.py reads it there too
     f = tmp_path / "policy.toml"
     f.write_text(toml, encoding="utf-8")
     policy = Policy.from_toml(f)
@@ -315,3 +382,45 @@ def serve_answers(args: list[str], db: str) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+# -- the docs site -------------------------------------------------------------------------------
+
+
+def reference_targets() -> list[str]:
+    """The object paths of the API reference's ``::: path`` directives."""
+    return [m.group(1) for p in sorted((REPO / "docs" / "reference").glob("*.md"))
+            for m in re.finditer(r"^::: ([\w.]+)$", TEXT[p], re.M)]
+
+
+def test_the_api_reference_documents_every_public_name():
+    """Kind: a name added to `ctxwise.__all__` (or removed) without its reference entry. Each
+    directive names the module that defines the object, as mkdocstrings reads the source."""
+    documented = {}
+    for path in reference_targets():
+        module, _, name = path.rpartition(".")
+        documented[name] = getattr(importlib.import_module(module), name)
+    public = set(ctxwise.__all__) - {"__version__"}
+    assert public - set(documented) == set(), "public names missing from docs/reference/"
+    for name in public:
+        assert documented[name] is getattr(ctxwise, name), name
+
+
+def test_the_site_builds_strict_with_every_page_and_reference_entry(tmp_path):
+    """`mkdocs build --strict`: a broken link, a missing page or an unresolvable reference fails
+    it. The bench write-ups are pages, and every public name has its heading."""
+    site = tmp_path / "site"
+    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO / "mkdocs.yml"),
+                        "-d", str(site)], cwd=REPO, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert r.returncode == 0, r.stderr
+    assert "WARNING" not in r.stderr, r.stderr
+    for page in PAGES[1:]:
+        built = site / page.relative_to(REPO / "docs").with_suffix("") / "index.html"
+        if page.name == "index.md":
+            built = site / page.relative_to(REPO / "docs").parent / "index.html"
+        assert built.is_file(), page
+    assert (site / "bench" / "results" / "compare" / "index.html").is_file()
+    reference = "".join(p.read_text(encoding="utf-8") for p in (site / "reference").rglob("index.html"))
+    for path in reference_targets():
+        assert f'id="{path}"' in reference, path

@@ -1,4 +1,4 @@
-"""Meta tests: the public surface is pinned, the import layers of DESIGN.md hold, the optional
+"""Meta tests: the public surface is pinned, the import layers of ARCHITECTURE.md hold, the optional
 parts fail with one line naming their extra, and `import ctxwise` loads nothing heavy.
 
 Import rules are checked by walking the AST of every module under src/ctxwise (imports inside
@@ -39,7 +39,7 @@ PUBLIC_MODULES = ("ctxwise.formats", "ctxwise.tokens", "ctxwise.providers", "ctx
 classes) may be imported by the front ends."""
 
 FRONTS = ("ctxwise.cli", "ctxwise.replay", "ctxwise.server", "ctxwise.integrations")
-"""Front ends (DESIGN.md: cli, server, integrations; replay drives recordings through the same
+"""Front ends (ARCHITECTURE.md, "Layers": cli, server, integrations; replay drives recordings through the same
 API): they use only the public surface."""
 
 HEAVY = ("sqlalchemy", "alembic", "tiktoken", "tokenizers", "openai", "httpx", "typer", "rich", "psycopg", "fastapi",
@@ -95,7 +95,7 @@ def test_importing_ctxwise_loads_no_heavy_package():
     assert "sqlalchemy" in after and "alembic" in after
 
 
-# -- import layers (DESIGN.md) -------------------------------------------------------------------
+# -- import layers (ARCHITECTURE.md) ---------------------------------------------------------------
 
 
 def module_name(path: Path) -> str:
@@ -154,7 +154,7 @@ def test_nothing_below_the_engine_imports_the_engine():
 
 
 def test_stages_never_touch_the_store():
-    """Kind: a compaction stage persisting on its own (DESIGN: the engine persists what stages
+    """Kind: a compaction stage persisting on its own (ARCHITECTURE.md, "Layers": the engine persists what stages
     return). changes.py stays below both compaction and store."""
     bad = []
     for path in sources():

@@ -158,7 +158,8 @@ def test_a_session_stored_by_an_older_version_reopens_with_the_readme_code(tmp_p
     stored = Policy.from_stored(raw_policy)  # what the inspector reads: the process settings ignored
     assert (stored.keep_recent_cycles, stored.summary_target, stored.budget) == (2, 0.1, 60_000)
 
-    # the README's "Using it in an agent" code, word for word
+    # the README's "Using it in an agent" code as the fixture's version wrote it (today's counts with
+    # tokenizer="estimate", so that it runs on the core install)
     policy = Policy(budget=60_000, unit="tokens", reserve_output=4_000, provider="openai")
     cm = ContextManager(f"sqlite:///{db}", policy)
     session = cm.session("user-42", "chat-7", tools=[])
@@ -180,7 +181,7 @@ def test_a_session_stored_by_an_older_version_reopens_with_the_readme_code(tmp_p
 
 
 def test_the_readme_policy_file_feeds_both_objects(tmp_path):
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parents[1] / "docs" / "configuration.md").read_text(encoding="utf-8")
     (toml,) = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
     f = tmp_path / "policy.toml"
     f.write_text(toml, encoding="utf-8")

@@ -1,7 +1,7 @@
 """Typed changes to a session's context: what compaction stages return and stores apply.
 
 Stages never call the store; they return a list of these, in order, and the engine hands that
-list to :meth:`SessionStore.apply` unchanged (DESIGN.md: "the engine persists what stages
+list to :meth:`SessionStore.apply` unchanged (ARCHITECTURE.md, "Layers": "the engine persists what stages
 return"). This module sits below both ``compaction`` and ``store`` so neither imports the other.
 """
 

@@ -99,7 +99,7 @@ class PriceModel:
 FLAT = PriceModel(
     "flat 0.1", read=0.1,
     source="ctxwise's comparison model: every reused token at 0.1, no write premium, no minimum "
-           "(the ratio DESIGN.md's cache-adjusted cost uses)")
+           "(the ratio of the cache-adjusted cost, ARCHITECTURE.md 'Measures')")
 
 ANTHROPIC = PriceModel(
     "anthropic", read=0.1, write=1.25, min_prefix=1024,
@@ -224,7 +224,7 @@ def priced_cost(costs: Iterable[CallCost], prices: PriceModel) -> float:
 
 
 def floor_cost(history_tokens: Sequence[int], budget: float | Sequence[float], prices: PriceModel = FLAT) -> float:
-    """The reference F(B) of one conversation (DESIGN.md, "Measures"), in uncached-token units.
+    """The reference F(B) of one conversation (ARCHITECTURE.md, "Measures"), in uncached-token units.
 
     ``history_tokens[t]`` is H_t, the tokens of the full history as sent at call t (what no
     management sends); ``budget`` B in the same tokens, or one B per call. With n_t = H_t -

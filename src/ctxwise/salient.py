@@ -1,4 +1,4 @@
-"""Salient values: the exact strings a task cannot lose (DESIGN.md, "support recall").
+"""Salient values: the exact strings a task cannot lose (ARCHITECTURE.md, "Measures": support recall).
 
 Identifiers containing a digit (order ``#W2378156``, user ``mia_li_3668``, reservation
 ``8JX2WO``), e-mail addresses, money amounts (``$1,200.50``, ``1,200 EUR``, ``5000元``) and

@@ -1,4 +1,4 @@
-"""README's AgentScope block runs as written (top-level await, as in a notebook): `model` is the
+"""The AgentScope block of docs/frameworks.md runs as written (top-level await, as in a notebook): `model` is the
 scripted model playing back a recorded tau2-bench turn, `tools` the recorded tools, `PROMPT` the
 recorded system prompt. Kind: a documented snippet that does not run."""
 
@@ -18,14 +18,14 @@ from playback import recordings  # noqa: E402
 
 
 def test_readme_agentscope_block_runs(tmp_path, monkeypatch):
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "frameworks.md").read_text(encoding="utf-8")
     (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "integrations.agentscope" in b]
     rec = recordings(n=1)[0]
     model = ScriptedModel()
     model.script = [as_response(m) for m in rec.turns[0].assistant]
     monkeypatch.chdir(tmp_path)
     ns = {"model": model, "tools": recorded_tools(rec), "PROMPT": rec.system}
-    code = compile(block, "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    code = compile(block, "docs/frameworks.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
 
     async def run() -> None:
         result = eval(code, ns)

@@ -338,7 +338,7 @@ def test_the_sdks_own_requests_pass_the_wire_check(tmp_path):
 
 
 def test_readme_agents_sdk_block_runs_against_the_real_responses_model(tmp_path, monkeypatch):
-    """The README's Agents SDK block, as written, with the SDK's own OpenAI Responses model
+    """The Agents SDK block of docs/frameworks.md, as written, with the SDK's own OpenAI Responses model
     over a scripted HTTP transport: the body the SDK puts on the wire passes the wire check."""
     import ast
     import re
@@ -347,7 +347,7 @@ def test_readme_agents_sdk_block_runs_against_the_real_responses_model(tmp_path,
     from agents import set_default_openai_client
     from openai import AsyncOpenAI
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "frameworks.md").read_text(encoding="utf-8")
     (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "CtxwiseSession" in b]
     bodies: list[dict] = []
 
@@ -364,8 +364,8 @@ def test_readme_agents_sdk_block_runs_against_the_real_responses_model(tmp_path,
     monkeypatch.chdir(tmp_path)
     scope: dict = {"SYSTEM_PROMPT": "You are a support agent.", "TOOLS": []}
     for _ in range(2):  # the second run resumes the stored session
-        code = compile(block, "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-        asyncio.run(eval(code, scope))  # noqa: S307 - the README's own code
+        code = compile(block, "docs/frameworks.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        asyncio.run(eval(code, scope))  # noqa: S307 - the docs' own code
     assert scope["result"].final_output == "Order W1 shipped."
     assert len(bodies) == 2 and [i.get("role") for i in bodies[1]["input"]] == ["user", "assistant", "user"]
     for body in bodies:

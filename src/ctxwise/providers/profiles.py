@@ -180,7 +180,7 @@ _ANTHROPIC_THINKING_DOC = "https://docs.anthropic.com/en/docs/build-with-claude/
 _ANTHROPIC_TOOLS_DOC = "https://docs.anthropic.com/en/docs/build-with-claude/tool-use"
 _QWEN_DOC = "Qwen3 chat_template.jinja; vllm-project/vllm#36432"
 _GEMINI_DOC = "https://ai.google.dev/gemini-api/docs/function-calling"
-_CTXWISE = "ctxwise DESIGN.md decision 8 / cases README invariant 9 (stricter than the API)"
+_CTXWISE = "ctxwise ARCHITECTURE.md decision 8 / cases README invariant 9 (stricter than the API)"
 
 OPENAI = ProviderProfile(
     name="openai",

@@ -1,6 +1,6 @@
 """The replay's measures, as pure functions over plain message lists.
 
-Definitions are in DESIGN.md ("Measures"). Every function takes what any context strategy
+Definitions are in ARCHITECTURE.md ("Measures"). Every function takes what any context strategy
 produces, one ``list[Message]`` per model call, so the benchmarks can score other libraries'
 outputs with the same code:
 

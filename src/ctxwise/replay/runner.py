@@ -88,7 +88,7 @@ class RoundRecord:
 
 @dataclass
 class Measures:
-    """The numbers a replay is judged by (see DESIGN.md "Measures")."""
+    """The numbers a replay is judged by (see ARCHITECTURE.md, "Measures")."""
 
     calls: int = 0
     input_tokens: int = 0

@@ -2,7 +2,7 @@
 
 The store keeps every message (original and current body, state), the transcript and the
 compaction events, but no row per ``prepare()``: a call that fires no stage writes nothing
-(DESIGN.md decision 7). So the inspector rebuilds what each call sent:
+(ARCHITECTURE.md, decision 7). So the inspector rebuilds what each call sent:
 
 * a **model call** is an assistant message appended after the first user input (the recorded
   output of the call); call ``k`` read every message stored before it, plus a last bar for

@@ -2,7 +2,7 @@
 
 The summary is written in the third person, in sections, with the user's requirements
 quoted verbatim so numbers, units, dates, identifiers, negations and conditions survive
-(DESIGN.md decision 8; case B20). It separates what the user asked from what the assistant
+(ARCHITECTURE.md, decision 8; case B20). It separates what the user asked from what the assistant
 said and what tools returned, and tells proposals ("the assistant said") from completed
 actions (a successful call of a tool that changes something). Rolling: the sections of the
 previous summary are carried into the new one, so a second pass loses no requirement.

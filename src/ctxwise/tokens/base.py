@@ -5,7 +5,7 @@ A counter turns text into a size (``count_text``) and knows its provider's chat 
 preamble) and its image rule. ``count_message`` adds those up for one message and keeps the
 result in ``Message.memo()`` under ``"tokens/<counter name>"``: messages are frozen and an
 edited copy starts with an empty memo, so an unchanged message object is never counted twice
-(DESIGN decision 7, O(new work) per call).
+(ARCHITECTURE.md, decision 7, O(new work) per call).
 
 What one message costs, in the counter's unit::
 
