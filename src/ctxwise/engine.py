@@ -113,8 +113,8 @@ class Session(SessionRecords):
         store = manager.store
         given = policy or manager.policy
         if create:
-            state = store.open_session(user_id, session_id, provider=given.provider,
-                                       policy=given.model_dump(mode="json"))
+            state = store.open_session(user_id, session_id, provider=given.provider,  # stored by its first write
+                                       policy=given.model_dump(mode="json"), defer=True)
         else:
             state = store.load(user_id, session_id)
         explicit = policy is not None or manager.policy_given
