@@ -250,9 +250,13 @@ DbOpt = Annotated[str, typer.Option(help="Store URL (SQLAlchemy), e.g. postgresq
 
 def _shown(db: str) -> str:
     """The store URL ``db`` as it may be printed: its password replaced by ``***``."""
-    from .store.sql import shown
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
 
-    return shown(db)
+    try:
+        return make_url(db).render_as_string(hide_password=True)
+    except ArgumentError:  # not a URL: what follows the last "@" (a password may precede it)
+        return db.rsplit("@", 1)[-1]
 
 
 def _store_error(db: str, e: CtxwiseError) -> str | CtxwiseError:
