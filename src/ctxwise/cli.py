@@ -206,7 +206,7 @@ def replay(
         fail(e)
     except Exception as e:  # the store could not be opened, say
         if type(e).__module__.startswith("sqlalchemy"):
-            fail(f"{db}: cannot use the store ({type(e).__name__}: {str(e).splitlines()[0]})")
+            fail(f"{_shown(db)}: cannot use the store ({type(e).__name__}: {str(e).splitlines()[0]})")
         raise
     finally:
         if bar is not None:
@@ -248,19 +248,39 @@ UserOpt = Annotated[str, typer.Option("--user", "-u", help="The user_id whose me
 DbOpt = Annotated[str, typer.Option(help="Store URL (SQLAlchemy), e.g. postgresql+psycopg://...")]
 
 
+def _shown(db: str) -> str:
+    """The store URL ``db`` as it may be printed: its password replaced by ``***``."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(db).render_as_string(hide_password=True)
+    except ArgumentError:  # not a URL: what follows the last "@" (a password may precede it)
+        return db.rsplit("@", 1)[-1]
+
+
+def _store_error(db: str, e: CtxwiseError) -> str | CtxwiseError:
+    """What the ``error:`` line says for a store error: a StoreUnavailable names the store
+    itself (without its password); any other error gets the store's URL, password hidden."""
+    from .errors import StoreUnavailable
+
+    return e if isinstance(e, StoreUnavailable) else f"{_shown(db)}: {with_hint(e)}"
+
+
 def _store(db: str, *, must_exist: bool = True) -> MemoryStore:
     """The store at ``db`` as a :class:`~ctxwise.MemoryStore`; one ``error:`` line when it
     cannot be opened."""
     from . import SqlStore
 
-    if must_exist and db.startswith("sqlite:///") and not Path(db.removeprefix("sqlite:///")).exists():
+    path = Path(db.removeprefix("sqlite:///"))
+    if must_exist and db.startswith("sqlite:///") and not path.exists() and path.parent.is_dir():
         fail(f"{db}: no such database (nothing stored there yet)")
     try:
         return SqlStore(db)
     except CtxwiseError as e:  # a schema from a newer ctxwise, a foreign table: its one line
-        fail(f"{db}: {with_hint(e)}")
+        fail(_store_error(db, e))
     except Exception as e:  # a bad URL or an unreachable server: one line, no traceback
-        fail(f"{db}: cannot open the store ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
+        fail(f"{_shown(db)}: cannot open the store ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
 
 
 def _db(fn, *args, **kw):
@@ -378,20 +398,22 @@ def db_upgrade(
 
     try:
         store = SqlStore(db, schema=schema, upgrade=False)
-    except Exception as e:  # a bad URL, a schema option on SQLite
-        fail(f"{db}: cannot open the store ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
+    except CtxwiseError as e:  # an unsupported URL, a database that cannot be reached
+        fail(_store_error(db, e))
+    except Exception as e:  # a schema option on SQLite
+        fail(f"{_shown(db)}: cannot open the store ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
     try:
         before, head = store.upgrade()
         if before == head:
-            out.print(f"{db}: already at ctxwise schema {head}")
+            out.print(f"{_shown(db)}: already at ctxwise schema {head}")
             return
     except CtxwiseError as e:
-        fail(f"{db}: {with_hint(e)}")
+        fail(_store_error(db, e))
     except Exception as e:  # an unreachable server: one line, no traceback
-        fail(f"{db}: cannot upgrade ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
+        fail(f"{_shown(db)}: cannot upgrade ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
     finally:
         store.close()
-    out.print(f"{db}: ctxwise schema {before or 'none'} -> {head}")
+    out.print(f"{_shown(db)}: ctxwise schema {before or 'none'} -> {head}")
 
 
 KeysDb = Annotated[str, typer.Option(help="Store URL (SQLAlchemy); default $CTXWISE_DB or sqlite:///ctxwise.db.",

@@ -87,18 +87,36 @@ class PayloadInvalid(CtxwiseError, ValueError):
 
 @dataclass
 class BudgetReport:
-    """Sizes behind a :class:`ContextBudgetExceeded`, in the policy's unit."""
+    """Sizes behind a :class:`ContextBudgetExceeded`, in the policy's unit (``unit``).
+
+    ``budget``: the policy's effective budget (``budget - reserve_output``); ``pinned``: the
+    size no stage can reduce; ``total``: the whole context. ``parts``: the whole context by
+    part, in order (``system``, ``tools`` (tool schemas and the request's fixed framing),
+    ``user memory``, ``pinned facts``, ``summary``, ``history`` (what stages may reduce),
+    ``user input``, ``in-flight calls``; parts of size 0 left out); they sum to ``total``.
+    ``fits_at``: the smallest ``Policy.budget`` (output reserve included) at whose hard limit
+    the pinned content fits, None when unknown. ``culprit``: the message that takes the most
+    room, when one does (``index`` in the session's context, ``id``, ``part``, ``size``,
+    ``newest``: whether it is the newest message, the one ``Session.pop()`` removes).
+    ``details``: ``hard_limit`` (the hard limit as a size), ``events`` (stages that ran),
+    ``messages`` (context length), ``early`` (raised before any stage ran)."""
 
     budget: int
     pinned: int
     total: int
     unit: str
     details: dict[str, Any] = field(default_factory=dict)
+    parts: dict[str, int] = field(default_factory=dict)
+    fits_at: int | None = None
+    culprit: dict[str, Any] | None = None
 
 
 class ContextBudgetExceeded(CtxwiseError):
     """Pinned content alone (system prompt, current input, in-flight tool cycle, summary,
-    facts, user memory) does not fit the budget: no valid request within budget exists."""
+    facts, user memory) does not fit the budget: no valid request within budget exists.
+
+    ``report`` (:class:`BudgetReport`) has the sizes by part; the message lists them and the
+    hint says how to get out for this case (which message to pop, which budget would fit)."""
 
     hint = ("raise Policy.budget or lower reserve_output, or send less pinned content (a shorter system "
             "prompt or user input, smaller tool results in the current call)")
@@ -108,9 +126,12 @@ class ContextBudgetExceeded(CtxwiseError):
         limit = (report.details or {}).get("hard_limit")
         under = (f" (its hard limit {limit} {report.unit})"
                  if isinstance(limit, int) and limit != report.budget else "")
+        parts = ", ".join(f"{name} {size}" for name, size in report.parts.items())
+        by_part = f"; by part ({report.unit}): {parts}" if parts else ""
         super().__init__(
             f"context budget exceeded: pinned content is {report.pinned} {report.unit}, "
-            f"the whole context {report.total} {report.unit}, the budget {report.budget} {report.unit}{under}",
+            f"the whole context {report.total} {report.unit}, the budget {report.budget} {report.unit}{under}"
+            f"{by_part}",
             hint=hint,
         )
 

@@ -113,8 +113,8 @@ class ContextManager:
         if migrate_policy and explicit:
             given = self._adopted(user_id, session_id, given)
         if create:
-            state = self.store.open_session(user_id, session_id, provider=given.provider,
-                                            policy=given.model_dump(mode="json"))
+            state = self.store.open_session(user_id, session_id, provider=given.provider,  # stored by its first write
+                                            policy=given.model_dump(mode="json"), defer=True)
         else:
             state = self.store.load(user_id, session_id)
         diff = policy_diff(state.policy, state.provider, given) if explicit else {}

@@ -19,6 +19,7 @@ SQLAlchemy.
 
 from __future__ import annotations
 
+import inspect
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -325,6 +326,25 @@ def check_open_session_keeps_stored(store: Store) -> None:
                   "session id over 255 characters refused")
 
 
+def check_deferred_open(store: Store) -> None:
+    """A session opened with ``defer=True`` is stored by its first write, not before: a
+    refused first write leaves nothing; the first good one creates it."""
+    if "defer" not in inspect.signature(store.open_session).parameters:
+        raise AssertionError("open_session() takes no defer argument (the engine opens new sessions with defer=True)")
+    state = store.open_session("u1", "s1", provider="openai", policy=POLICY, defer=True)
+    expect(state.version == 0 and state.rows == [], "a deferred new session opens empty at version 0")
+    expect(store.list_sessions() == [], "a deferred session is not listed before its first write")
+    expect_raises(SessionNotFound, lambda: store.load("u1", "s1"), "a deferred session is not loaded before its first write")
+    expect_raises(MessageNotStorable, lambda: store.append("u1", "s1", [text_message("m1", "user", "a\x00b")],
+                                                           expected_version=0), "a NUL is refused")
+    expect(store.list_sessions() == [], "a refused first write leaves no session")
+    expect(store.append("u1", "s1", [text_message("m1", "user", "hi")], expected_version=0) == 1,
+           "the first good write creates the session")
+    loaded = store.load("u1", "s1")
+    expect((loaded.provider, loaded.policy, loaded.version, len(loaded.rows)) == ("openai", POLICY, 1, 1),
+           "created with the provider and policy given at the deferred open")
+
+
 def check_original(store: Store) -> None:
     """original(): by message id; by call id the cleared one in the context (a reused id)."""
     v = store.open_session("u1", "s1", provider="openai", policy={}).version
@@ -481,7 +501,7 @@ CHECKS: dict[str, Callable[[Store], None]] = {
     f.__name__.removeprefix("check_"): f for f in (
         check_round_trip, check_states_and_order, check_rolling_summaries, check_summary_in_one_write,
         check_conflicts, check_commit_checks_version, check_events, check_user_scoping, check_bad_input_stores_nothing, check_transcript,
-        check_open_session_keeps_stored, check_original, check_pop, check_pop_then_append, check_amend,
+        check_open_session_keeps_stored, check_deferred_open, check_original, check_pop, check_pop_then_append, check_amend,
         check_clear_and_set_policy, check_list_sessions, check_memory_ops, check_memory_apply_and_claim)}
 """Every check by name; each takes an empty store and raises :class:`ConformanceError` (or
 the unexpected error) when the store breaks the contract."""

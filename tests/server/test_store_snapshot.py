@@ -50,11 +50,13 @@ def test_opening_a_new_session_while_another_node_appends_is_a_conflict_not_a_du
         calls: list[int] = []
 
         def load_then_other_node_appends(*args, **kwargs):  # type: ignore[no-untyped-def]
-            state = real_load(*args, **kwargs)
-            if not calls:
-                calls.append(1)
-                other.append("u", "s", [text_message("m1", "user", "the same append")], expected_version=0)
-            return state
+            try:  # a new session is not stored by opening it: this read finds none
+                return real_load(*args, **kwargs)
+            finally:
+                if not calls:
+                    calls.append(1)
+                    other.open_session("u", "s", provider="openai", policy={})
+                    other.append("u", "s", [text_message("m1", "user", "the same append")], expected_version=0)
 
         store.load = load_then_other_node_appends
         s = cm.session("u", "s")

@@ -32,6 +32,10 @@ class Budgeting:
     overhead: int = 0
     count_reasoning: bool | None = None
     """Whether reasoning is part of the request (None: as the provider profile says)."""
+    parts: dict[str, int] = field(default_factory=dict)
+    """What ``overhead`` is made of, by part (``user memory``, ``pinned facts``, ``tools``),
+    for the report of a :class:`~ctxwise.errors.ContextBudgetExceeded`; what it does not
+    name counts as ``tools``."""
 
     def __post_init__(self) -> None:
         if self.count_reasoning is None:

@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..changes import Change, Hide, InsertSummary, Replace, apply_changes
-from ..errors import BudgetReport, ContextBudgetExceeded
 from ..messages import Message
 from ..summarizers.base import Summarizer
 from .clearing import ClearingStage
 from .context import Budgeting, in_flight_start, pinned_indices
 from .reasoning_gap import ReasoningGapStage
 from .events import CompactionEvent
+from .exceeded import budget_exceeded
 from .stage import Stage, StageInput
 from .summarizing import SummarizingStage
 from .summary_fit import SummaryFitStage
@@ -180,10 +180,9 @@ class Pipeline:
             if floor > hard:
                 # No stage can help: fail before any summarizer call or edit (case B19), so a
                 # caller retrying on the same context does not pay for the same futile work.
-                raise ContextBudgetExceeded(
-                    BudgetReport(budget=p.effective_budget, pinned=floor, total=size, unit=p.unit,
-                                 details={"hard_limit": hard, "events": [], "messages": len(messages), "early": True})
-                )
+                raise budget_exceeded(messages, b, pinned=floor, total=size, reference=messages,
+                                      details={"hard_limit": hard, "events": [], "messages": len(messages),
+                                               "early": True})
         ctx, now = messages, size
         skip = frozenset(skip_summaries)
         for _ in range(self.max_rounds):
@@ -204,9 +203,8 @@ class Pipeline:
                 break
         if now > hard:
             pinned_size = b.overhead + sum(b.size_of(ctx[i]) for i in pinned_indices(ctx))
-            raise ContextBudgetExceeded(BudgetReport(
-                budget=p.effective_budget, pinned=pinned_size, total=now, unit=p.unit,
-                details={"hard_limit": hard, "events": [e.stage for e in events], "messages": len(ctx)}))
+            raise budget_exceeded(ctx, b, pinned=pinned_size, total=now, reference=messages,
+                                  details={"hard_limit": hard, "events": [e.stage for e in events], "messages": len(ctx)})
         return PipelineResult(ctx, events, size_in, now, changes, skip)
 
 

@@ -82,7 +82,8 @@ class _Run:
 
     def compact(self, ctx: list[Message], size: int) -> PipelineResult:
         d, v = self.deps, self.view
-        b = Budgeting(v.policy, d.counter, self.extra())
+        b = Budgeting(v.policy, d.counter, self.extra(), parts={  # named in a ContextBudgetExceeded
+            "user memory": sum(d.sz(m) for m in d.head), "pinned facts": d.sz(self.block) if self.block else 0})
         result = d.pipeline.run(ctx, b, d.summarizer, size=size, facts=self.facts.pinned_texts(v.policy),
                                 skip_summaries=self.failed, thinking_mode=thinks(v))
         self.failed = self.failed | {e.detail["key"] for e in result.events

@@ -95,7 +95,8 @@ def ctxwise_error_response(exc: CtxwiseError, scrub: str | None = None) -> JSONR
                                 "provider_error": v.provider_error, "where": clean(v.where)} for v in exc.violations]
     if isinstance(exc, ContextBudgetExceeded) and getattr(exc, "report", None) is not None:
         r = exc.report
-        extra["report"] = {"budget": r.budget, "pinned": r.pinned, "total": r.total, "unit": r.unit}
+        extra["report"] = {"budget": r.budget, "pinned": r.pinned, "total": r.total, "unit": r.unit,
+                           "parts": r.parts, "fits_at": r.fits_at, "culprit": r.culprit}
     for attr in ("index", "rule"):
         value = getattr(exc, attr, None)
         if isinstance(value, (int, str)) and not isinstance(value, bool):

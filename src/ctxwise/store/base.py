@@ -23,7 +23,9 @@ With ``wait`` a stale :meth:`~BaseStore.append` reads again and retries instead 
 from __future__ import annotations
 
 import copy
+import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -137,15 +139,39 @@ class BaseStore(ABC):
     # -- sessions: reads ---------------------------------------------------------------
 
     def open_session(self, user_id: str, session_id: str, *, provider: str,
-                     policy: dict[str, Any]) -> SessionState:
+                     policy: dict[str, Any], defer: bool = False) -> SessionState:
         """Create the session at version 0 if missing, else load it (its stored provider and
         policy are returned). Raises :class:`~ctxwise.errors.NotStorable` for a key or policy
-        the store cannot hold."""
+        the store cannot hold.
+
+        ``defer``: a missing session is not stored now but by the first write that names it
+        (in the same transaction on :class:`~ctxwise.store.SqlStore` and
+        :class:`~ctxwise.store.InMemoryStore`), so a session whose first write is refused
+        leaves nothing behind. Until then this store object answers :meth:`version` (0),
+        :meth:`events`, :meth:`transcript` (empty) and :meth:`original` (None) for it;
+        :meth:`load` and :meth:`list_sessions` do not show it, nor does any other store.
+        The session's creation time is the time of this call. At most :data:`MAX_DEFERRED`
+        such sessions are held per store object (the oldest forgotten first)."""
         checks.key(user_id, session_id)
         now = utc_now()
         head = Head(provider, checks.json_doc(policy, "policy"), created_at=now, updated_at=now)
+        if defer:
+            try:
+                return self.load(user_id, session_id)
+            except SessionNotFound:
+                _defer(self, user_id, session_id, head)
+                return SessionState(user_id, session_id, provider, copy.deepcopy(head.policy), 0, [],
+                                    created_at=now, state={})
         self.commit(user_id, session_id, Write(expected_version=0, head=head, create=True))
         return self.load(user_id, session_id)
+
+    def commit_new(self, user_id: str, session_id: str, create: Write, write: Write) -> None:
+        """Store the session ``create`` holds (a ``create`` write) unless it exists, then
+        ``write`` (see :meth:`commit`): the first write of a session opened with ``defer``.
+        This base version makes two commits; a backend that can should override it to make
+        them one transaction. Raises what :meth:`commit` raises."""
+        self.commit(user_id, session_id, create)
+        self.commit(user_id, session_id, write)
 
     def load(self, user_id: str, session_id: str, *, include_hidden: bool = False) -> SessionState:
         """The session: visible context rows in context order (every row with
@@ -165,20 +191,30 @@ class BaseStore(ABC):
                             created_at=h.created_at, state=copy.deepcopy(h.state))
 
     def version(self, user_id: str, session_id: str) -> int:
-        """The session's current version. Raises SessionNotFound."""
+        """The session's current version (0 for one opened with ``defer`` and not yet
+        written). Raises SessionNotFound."""
         _known(user_id, session_id)
-        return self.read_session(user_id, session_id).head.version
+        try:
+            return self.read_session(user_id, session_id).head.version
+        except SessionNotFound:
+            return _deferred_or_raise(self, user_id, session_id, 0)
 
     def events(self, user_id: str, session_id: str) -> list[dict[str, Any]]:
         """Every event of the session, oldest first, as given to the writes. Raises SessionNotFound."""
         _known(user_id, session_id)
-        return self.read_events(user_id, session_id)
+        try:
+            return self.read_events(user_id, session_id)
+        except SessionNotFound:
+            return _deferred_or_raise(self, user_id, session_id, [])
 
     def transcript(self, user_id: str, session_id: str) -> list[TranscriptRow]:
         """The transcript rows, in order (agent work waiting for its reply is not listed until
         the reply, or the next user input as ``interrupted``, comes). Raises SessionNotFound."""
         _known(user_id, session_id)
-        return self.read_transcript(user_id, session_id)
+        try:
+            return self.read_transcript(user_id, session_id)
+        except SessionNotFound:
+            return _deferred_or_raise(self, user_id, session_id, [])
 
     def original(self, user_id: str, session_id: str, tool_use_id: str | None = None, *,
                  message_id: str | None = None) -> Message | None:
@@ -196,7 +232,10 @@ class BaseStore(ABC):
             query = RowQuery(message_ids=(message_id,), originals=True)
         else:
             query = RowQuery(tool_use_id=tool_use_id, originals=True)
-        found = sorted(self.read_session(user_id, session_id, query).rows[0], key=lambda r: -r.seq)
+        try:
+            found = sorted(self.read_session(user_id, session_id, query).rows[0], key=lambda r: -r.seq)
+        except SessionNotFound:
+            return _deferred_or_raise(self, user_id, session_id, None)
         seq = _pick_original([(r.seq, r.state) for r in found])
         row = next((r for r in found if r.seq == seq), None)
         return Message.model_validate(row.original) if row is not None and row.original is not None else None
@@ -225,14 +264,14 @@ class BaseStore(ABC):
         state_doc = _state_doc(state)
         _known(user_id, session_id)
         for attempt in range(MAX_REBASES + 1):
-            snap = self.read_session(user_id, session_id, _taken(messages), _OPEN_TURN)
+            snap, new = _read_for_write(self, user_id, session_id, _taken(messages), _OPEN_TURN)
             base = _base_version(snap.head, expected_version, session_id, rebase=self.wait)
             _refuse_taken(snap.rows[0], messages, session_id)
             inserts, head, changed, entries = _appended(snap.head, list(snap.rows[1]), messages, bodies, sizes)
             write = _write(base, head, changed | _state_changed(state_doc), state_doc, inserts=inserts,
                            transcript=entries)
             try:
-                self.commit(user_id, session_id, write)
+                _commit(self, user_id, session_id, write, new)
                 return base + 1
             except SessionConflict:  # with wait: retried only when another write moved the version
                 if not self.wait or attempt == MAX_REBASES or self.version(user_id, session_id) == base:
@@ -250,8 +289,8 @@ class BaseStore(ABC):
         docs = _event_docs(events)
         state_doc = _state_doc(state)
         _known(user_id, session_id)
-        snap = self.read_session(user_id, session_id, RowQuery(message_ids=_referenced(changes, sizes),
-                                                               bodies=False))
+        snap, new = _read_for_write(self, user_id, session_id, RowQuery(message_ids=_referenced(changes, sizes),
+                                                                        bodies=False))
         _base_version(snap.head, expected_version, session_id, rebase=False)
         plan = _ApplyPlan(snap.head, {r.message_id: r for r in snap.rows[0]}, session_id)
         for i, (ch, body) in enumerate(prepared):
@@ -261,7 +300,7 @@ class BaseStore(ABC):
         changed: frozenset[HeadField] = frozenset({"last_seq"})
         write = _write(expected_version, head, changed | _state_changed(state_doc), state_doc,
                        inserts=tuple(plan.inserts), updates=tuple(plan.updates.values()), events=docs)
-        self.commit(user_id, session_id, write)
+        _commit(self, user_id, session_id, write, new)
         return expected_version + 1
 
     def pop(self, user_id: str, session_id: str, *, expected_version: int,
@@ -281,7 +320,8 @@ class BaseStore(ABC):
         bodies = checks.bodies(then)
         _check_sizes(sizes, len(then), "pop")
         _known(user_id, session_id)
-        snap = self.read_session(user_id, session_id, _NEWEST, _taken(then), *([_OPEN_TURN] if then else []))
+        snap, new = _read_for_write(self, user_id, session_id, _NEWEST, _taken(then),
+                                    *([_OPEN_TURN] if then else []))
         _base_version(snap.head, expected_version, session_id, rebase=False)
         last = _newest(snap.rows[0], message_id, "pop")
         if last is None:
@@ -302,7 +342,7 @@ class BaseStore(ABC):
             changed, entries = changed | more, entries + appended
         write = _write(expected_version, head, changed | _state_changed(state_doc), state_doc, inserts=inserts,
                        updates=(RowUpdate(last.message_id, state="popped"),), transcript=entries, events=docs)
-        self.commit(user_id, session_id, write)
+        _commit(self, user_id, session_id, write, new)
         return expected_version + 1, msg
 
     def amend(self, user_id: str, session_id: str, *, expected_version: int, metadata: dict[str, Any],
@@ -318,7 +358,7 @@ class BaseStore(ABC):
         docs = _event_docs(events or [])
         state_doc = _state_doc(state)
         _known(user_id, session_id)
-        snap = self.read_session(user_id, session_id, _NEWEST)
+        snap, new = _read_for_write(self, user_id, session_id, _NEWEST)
         _base_version(snap.head, expected_version, session_id, rebase=False)
         last = _newest(snap.rows[0], message_id, "amend")
         if last is None:
@@ -332,7 +372,7 @@ class BaseStore(ABC):
         update = RowUpdate(last.message_id, current=current, original=body, size=None if size is None else int(size))
         write = _write(expected_version, snap.head, _state_changed(state_doc), state_doc, updates=(update,),
                        events=docs)
-        self.commit(user_id, session_id, write)
+        _commit(self, user_id, session_id, write, new)
         return expected_version + 1, msg
 
     def clear(self, user_id: str, session_id: str, *, expected_version: int,
@@ -343,13 +383,14 @@ class BaseStore(ABC):
         docs = _event_docs(events or [])
         state_doc = _state_doc(state)
         _known(user_id, session_id)
-        h = self.read_session(user_id, session_id).head
+        snap, new = _read_for_write(self, user_id, session_id)
+        h = snap.head
         _base_version(h, expected_version, session_id, rebase=False)
         head = replace(h, open_from_seq=None, transcript_seq=h.transcript_seq + 1)
         changed: frozenset[HeadField] = frozenset({"open_from_seq", "transcript_seq"})
         write = _write(expected_version, head, changed | _state_changed(state_doc), state_doc, reset_visible=True,
                        transcript=_rows_of(h.transcript_seq, [Entry("system", "", [], "cleared", [])]), events=docs)
-        self.commit(user_id, session_id, write)
+        _commit(self, user_id, session_id, write, new)
         return expected_version + 1
 
     def set_policy(self, user_id: str, session_id: str, *, provider: str, policy: dict[str, Any],
@@ -362,7 +403,8 @@ class BaseStore(ABC):
         docs = _event_docs(events or [])
         state_doc = _state_doc(state)
         _known(user_id, session_id)
-        snap = self.read_session(user_id, session_id, RowQuery(message_ids=tuple(sizes or {}), bodies=False))
+        snap, new = _read_for_write(self, user_id, session_id, RowQuery(message_ids=tuple(sizes or {}),
+                                                                        bodies=False))
         _base_version(snap.head, expected_version, session_id, rebase=False)
         present = {r.message_id for r in snap.rows[0]}
         updates = tuple(RowUpdate(mid, size=int(n)) for mid, n in (sizes or {}).items() if mid in present)
@@ -370,7 +412,7 @@ class BaseStore(ABC):
         changed: frozenset[HeadField] = frozenset({"provider", "policy"})
         write = _write(expected_version, head, changed | _state_changed(state_doc), state_doc, updates=updates,
                        events=docs)
-        self.commit(user_id, session_id, write)
+        _commit(self, user_id, session_id, write, new)
         return expected_version + 1
 
     # -- user memory -------------------------------------------------------------------
@@ -447,6 +489,60 @@ class BaseStore(ABC):
 
 _NEWEST = RowQuery(states=VISIBLE_STATES, appended=True, newest=True, originals=True)
 _OPEN_TURN = RowQuery(states=_LIVE_STATES, open_turn=True, appended=True, originals=True)
+
+
+MAX_DEFERRED = 10_000
+"""How many sessions opened with ``defer`` and not yet written one store object holds."""
+
+_DEFERRED_LOCK = threading.RLock()
+
+
+def _deferred(store: BaseStore) -> "OrderedDict[tuple[str, str], Head]":
+    """The store's sessions opened with ``defer`` and not yet written (key → header to create)."""
+    held = store.__dict__.get("_ctxwise_deferred")
+    if held is None:
+        with _DEFERRED_LOCK:
+            held = store.__dict__.setdefault("_ctxwise_deferred", OrderedDict())
+    return held
+
+
+def _defer(store: BaseStore, user_id: str, session_id: str, head: Head) -> None:
+    held = _deferred(store)
+    with _DEFERRED_LOCK:
+        held[(user_id, session_id)] = head
+        held.move_to_end((user_id, session_id))
+        while len(held) > MAX_DEFERRED:
+            held.popitem(last=False)
+
+
+def _deferred_or_raise(store: BaseStore, user_id: str, session_id: str, empty: Any) -> Any:
+    """``empty`` for a session opened with ``defer`` and not yet written; else SessionNotFound."""
+    if (user_id, session_id) in _deferred(store):
+        return empty
+    raise SessionNotFound(f"no session {session_id!r} for user {user_id!r}")
+
+
+def _read_for_write(store: BaseStore, user_id: str, session_id: str,
+                    *queries: RowQuery) -> tuple[Snapshot, Head | None]:
+    """The snapshot a write builds on, and the header to create the session with first (None
+    when it is stored): a session opened with ``defer`` and not yet written reads as empty."""
+    try:
+        return store.read_session(user_id, session_id, *queries), None
+    except SessionNotFound:
+        head = _deferred(store).get((user_id, session_id))
+        if head is None:
+            raise
+        return Snapshot(head, tuple(() for _ in queries)), head
+
+
+def _commit(store: BaseStore, user_id: str, session_id: str, write: Write, new: Head | None) -> None:
+    """``store.commit(write)``; with ``new``, the session is created with it in the same write."""
+    if new is None:
+        store.commit(user_id, session_id, write)
+        return
+    store.commit_new(user_id, session_id, Write(expected_version=0, head=new, create=True), write)
+    with _DEFERRED_LOCK:
+        _deferred(store).pop((user_id, session_id), None)
 
 
 def _known(user_id: Any, session_id: Any) -> None:

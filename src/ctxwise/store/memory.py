@@ -122,6 +122,19 @@ class InMemoryStore(BaseStore):
             s.events.extend(write.events)
             s.head = write.head
 
+    def commit_new(self, user_id: str, session_id: str, create: Write, write: Write) -> None:
+        """Create the session and apply ``write`` under the lock, as one write: when ``write``
+        fails, the session just created is removed again."""
+        with self._lock:
+            made = (user_id, session_id) not in self._sessions
+            self.commit(user_id, session_id, create)
+            try:
+                self.commit(user_id, session_id, write)
+            except BaseException:
+                if made:
+                    del self._sessions[(user_id, session_id)]
+                raise
+
     def read_events(self, user_id: str, session_id: str) -> list[dict[str, Any]]:
         """A copy of the session's events. Raises SessionNotFound."""
         with self._lock:

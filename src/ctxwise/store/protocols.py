@@ -41,9 +41,11 @@ class SessionStore(Protocol):
     """
 
     def open_session(self, user_id: str, session_id: str, *, provider: str,
-                     policy: dict[str, Any]) -> SessionState:
+                     policy: dict[str, Any], defer: bool = False) -> SessionState:
         """Create the session at version 0 if missing, else load it (the *stored* provider and
-        policy are returned; the engine decides what a difference means). Visible rows only."""
+        policy are returned; the engine decides what a difference means). Visible rows only.
+        ``defer``: a missing session is stored by its first write, not now (a refused first
+        write leaves nothing behind); see :meth:`ctxwise.store.BaseStore.open_session`."""
         ...
 
     def load(self, user_id: str, session_id: str, *, include_hidden: bool = False) -> SessionState:

@@ -60,32 +60,74 @@ def parse_url(url: str) -> URL:
 
 def probe(engine: Engine) -> None:
     """Connect once (the connection goes back to the pool). Raises :class:`StoreUnavailable`
-    naming the URL without its password when the database cannot be reached or opened."""
+    naming the URL without its password when the database cannot be reached or opened: a
+    server that does not answer, a SQLite file (or its folder) this user may not write, a full
+    disk."""
     try:
         with engine.connect():
             pass
     except Exception as exc:
-        first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise StoreUnavailable(f"cannot connect to the store {shown(engine.url)}: {first}",
+        first = _first_line(exc)
+        cause = _cause(exc)
+        where = shown(engine.url)
+        if cause == "full":
+            raise StoreUnavailable(f"cannot open the store {where}: the disk is full ({first})",
+                                   hint="free disk space, then open the store again") from None
+        if engine.url.get_backend_name() == "sqlite":
+            what = "it is read-only" if cause == "read-only" else "the file cannot be opened"
+            raise StoreUnavailable(f"cannot open the SQLite store {_sqlite_file(engine)!r}: {what} ({first})",
+                                   hint=_read_only_hint(engine)) from None
+        if cause == "read-only":
+            raise StoreUnavailable(f"cannot open the store {where}: it is read-only ({first})",
+                                   hint=_read_only_hint(engine)) from None
+        raise StoreUnavailable(f"cannot connect to the store {where}: {first}",
                                hint="check that the database server is running and reachable, and the URL's "
                                     "host, port, user and password (the password is not shown here)") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of the driver's message (the exception's own when it wraps none)."""
+    return (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _cause(exc: BaseException) -> str | None:
+    """``"full"`` when a driver error says the disk or database is full, ``"read-only"`` when
+    it says the database or file may not be written, else None."""
+    text = str(getattr(exc, "orig", None) or exc).lower()
+    if any(k in text for k in _FULL):
+        return "full"
+    if any(k in text for k in _READ_ONLY):
+        return "read-only"
+    return None
 
 
 def refused_write(exc: BaseException, engine: Engine) -> StoreUnavailable | None:
     """The :class:`StoreUnavailable` a driver error stands for when the database refused a
     write for room (disk full) or permission (read-only); None for any other error."""
-    text = str(getattr(exc, "orig", None) or exc).lower()
-    first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [""])[0]
-    if any(k in text for k in _FULL):
+    cause, first = _cause(exc), _first_line(exc)
+    if cause == "full":
         return StoreUnavailable(f"the store {shown(engine.url)} refused a write: it is out of room ({first}); "
                                 "nothing of this write was stored",
                                 hint="free disk space (or raise the database's size limit), then retry the call")
-    if any(k in text for k in _READ_ONLY):
+    if cause == "read-only":
         return StoreUnavailable(f"the store {shown(engine.url)} refused a write: it is read-only ({first}); "
-                                "nothing of this write was stored",
-                                hint="give ctxwise a database (file and folder) it may write to, or a user with "
-                                     "write permission")
+                                "nothing of this write was stored", hint=_read_only_hint(engine))
     return None
+
+
+def _sqlite_file(engine: Engine) -> str:
+    """The path of a SQLite store's file (a ``file:`` URI without its query)."""
+    db = engine.url.database or ""
+    return db.removeprefix("file:").split("?")[0] if db.startswith("file:") else db
+
+
+def _read_only_hint(engine: Engine) -> str:
+    """What to do about a store this process may not write."""
+    if engine.url.get_backend_name() != "sqlite":
+        return "give ctxwise a database it may write to, or connect as a user with write permission"
+    folder = Path(_sqlite_file(engine)).parent
+    return (f"ctxwise writes the SQLite file and, beside it, its -wal and -shm files: let this user write the file "
+            f"and its folder {str(folder)!r} (chmod/chown), or give another path")
 
 IDLE_PING_S = 5.0
 """A pooled PostgreSQL connection idle longer than this is pinged before it is handed out."""

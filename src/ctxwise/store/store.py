@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from .._optional import require
 from ..errors import MemoryEntryNotFound, SessionConflict, SessionNotFound
 from . import checks, migrate, sql
-from .base import BaseStore, busy
+from .base import BaseStore, _deferred_or_raise, busy
 from .contract import (
     AddEntry,
     ClaimAction,
@@ -182,31 +182,44 @@ class SqlStore(BaseStore):
             self._create(user_id, session_id, write.head)
             return
         with self._write() as conn:
-            sess = self._session_row(conn, user_id, session_id, lock=True)
-            if sess.version != write.expected_version:
-                raise SessionConflict(f"session {session_id!r} is at version {sess.version}, not "
-                                      f"{write.expected_version}: another writer got in first; reload and retry")
-            _insert_rows(conn, sess, write.inserts, write.head.version)
-            _update_rows(conn, sess, write.updates)
-            if write.reset_visible:
-                conn.execute(update(C).where(C.session_pk == sess.id, C.user_id == sess.user_id,
-                                             C.state.in_(VISIBLE_STATES)).values(state="reset"))
-            _insert_transcript(conn, sess, write.transcript)
-            if write.events:
-                conn.execute(insert(CompactionEventRow), [
-                    dict(_event_columns(d), session_pk=sess.id, user_id=sess.user_id, version=write.head.version)
-                    for d in write.events])
-            _bump(conn, sess, write)
+            self._commit_in(conn, user_id, session_id, write)
+
+    def commit_new(self, user_id: str, session_id: str, create: Write, write: Write) -> None:
+        """Create the session (unless another writer just did) and apply ``write``, in one
+        transaction: when ``write`` fails, no session is left behind."""
+        with self._write() as conn:
+            if conn.execute(select(S.id).where(S.user_id == user_id, S.session_id == session_id)).first() is None:
+                try:
+                    with conn.begin_nested():  # a savepoint: a racing insert fails alone, not the transaction
+                        conn.execute(insert(S).values(**_new_session(user_id, session_id, create.head)))
+                except IntegrityError:
+                    pass  # created by another process in between: the version check below decides
+            self._commit_in(conn, user_id, session_id, write)
+
+    def _commit_in(self, conn: Connection, user_id: str, session_id: str, write: Write) -> None:
+        """:meth:`commit`'s body in ``conn``'s transaction."""
+        sess = self._session_row(conn, user_id, session_id, lock=True)
+        if sess.version != write.expected_version:
+            raise SessionConflict(f"session {session_id!r} is at version {sess.version}, not "
+                                  f"{write.expected_version}: another writer got in first; reload and retry")
+        _insert_rows(conn, sess, write.inserts, write.head.version)
+        _update_rows(conn, sess, write.updates)
+        if write.reset_visible:
+            conn.execute(update(C).where(C.session_pk == sess.id, C.user_id == sess.user_id,
+                                         C.state.in_(VISIBLE_STATES)).values(state="reset"))
+        _insert_transcript(conn, sess, write.transcript)
+        if write.events:
+            conn.execute(insert(CompactionEventRow), [
+                dict(_event_columns(d), session_pk=sess.id, user_id=sess.user_id, version=write.head.version)
+                for d in write.events])
+        _bump(conn, sess, write)
 
     def _create(self, user_id: str, session_id: str, head: Head) -> None:
         try:
             with self._write() as conn:
                 exists = conn.execute(select(S.id).where(S.user_id == user_id, S.session_id == session_id)).first()
                 if exists is None:
-                    conn.execute(insert(S).values(
-                        user_id=user_id, session_id=session_id, provider=head.provider, policy=head.policy,
-                        version=0, last_seq=0, open_from_seq=None, transcript_seq=0, state=None,
-                        created_at=head.created_at, updated_at=head.updated_at))
+                    conn.execute(insert(S).values(**_new_session(user_id, session_id, head)))
         except IntegrityError:
             pass  # created by another process in between
 
@@ -306,7 +319,7 @@ class SqlStore(BaseStore):
             v = conn.execution_options(isolation_level="AUTOCOMMIT").execute(
                 _VERSION, {"u": user_id, "s": session_id}).scalar()
         if v is None:
-            raise SessionNotFound(f"no session {session_id!r} for user {user_id!r}")
+            return int(_deferred_or_raise(self, user_id, session_id, 0))
         return int(v)
 
     def freshness(self, user_id: str, session_id: str) -> tuple[int, tuple[int, int]] | None:
@@ -394,6 +407,13 @@ def _freshness_with_query(lookup: Any) -> Any:
     prefix = list(lk.c)[0]
     joined = lk.outerjoin(S_, and_(Sc.user_id == prefix + bindparam("u"), Sc.session_id == bindparam("s")))
     return select(*lk.c, Sc.version, *_fingerprint(Sc)).select_from(joined)
+
+
+def _new_session(user_id: str, session_id: str, head: Head) -> dict[str, Any]:
+    """The columns of a new session row (version 0) with ``head``'s provider, policy and times."""
+    return dict(user_id=user_id, session_id=session_id, provider=head.provider, policy=head.policy, version=0,
+                last_seq=0, open_from_seq=None, transcript_seq=0, state=None, created_at=head.created_at,
+                updated_at=head.updated_at)
 
 
 def _aware(t: datetime | None) -> datetime | None:
