@@ -38,14 +38,16 @@ from .errors import (CtxwiseError, FormatError, MessageNotStorable, NotNewestMes
                      SessionConflict, StoreUnavailable)
 from .memory.session import SessionMemory
 from .records import SessionRecords, load_view
-from .messages import Message
+from .messages import JSONObject, Message
 from .policy import RUNTIME_FIELDS, Policy, RuntimeSettings, setting_name
 from .providers.append import read_anthropic, read_openai
 from .summarizers import Summarizer, from_settings
 from .tokens import Counter, get_counter
 
 if TYPE_CHECKING:
-    from .store import SessionStore
+    from .memory.facts import Extractor
+    from .memory.user import Op
+    from .store import MemoryStore, SessionStore
 
 log = logging.getLogger("ctxwise")
 
@@ -102,7 +104,7 @@ class Session(SessionRecords):
 
     manager: "ContextManager"
 
-    def __init__(self, manager: "ContextManager", user_id: str, session_id: str, *, tools: list[dict[str, Any]] | None = None,
+    def __init__(self, manager: "ContextManager", user_id: str, session_id: str, *, tools: list[JSONObject] | None = None,
                  create: bool = True, policy: Policy | None = None, migrate_policy: bool = False) -> None:
         self.manager = manager
         self.user_id = user_id
@@ -414,13 +416,13 @@ class ContextManager:
     def __init__(
         self,
         store_url: "str | SessionStore" = "sqlite:///ctxwise.db",
-        policy: Policy | Mapping[str, Any] | None = None,
+        policy: Policy | Mapping[str, object] | None = None,
         *,
         counter: Counter | None = None,
         summarizer: Summarizer | None = None,
-        fact_extractor: Callable[[Message], list[Any]] | None = None,
-        memory_decider: Callable[..., list[Any]] | None = None,
-        memory_store: Any = None,
+        fact_extractor: "Extractor | None" = None,
+        memory_decider: "Callable[..., list[Op]] | None" = None,
+        memory_store: "MemoryStore | None" = None,
         on_event: Callable[[CompactionEvent], None] | None = None,
         store: "SessionStore | None" = None,
         pipeline: Pipeline | None = None,
@@ -455,7 +457,7 @@ class ContextManager:
         self.on_event = on_event
         self.pipeline = pipeline or Pipeline.default()
 
-    def session(self, user_id: str, session_id: str, *, tools: list[dict] | None = None,
+    def session(self, user_id: str, session_id: str, *, tools: list[JSONObject] | None = None,
                 create: bool = True, policy: Policy | None = None, migrate_policy: bool = False) -> Session:
         """Open the session ``(user_id, session_id)``, creating it if missing; with
         ``create=False`` raise :class:`~ctxwise.errors.SessionNotFound` instead (sessions are

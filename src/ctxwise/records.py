@@ -5,9 +5,9 @@ every call is one store query."""
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
-from .messages import Message
+from .messages import JSONObject, Message
 
 if TYPE_CHECKING:
     from .core.view import Deps, SessionView
@@ -32,8 +32,8 @@ class SessionRecords:
         """The transcript rows a person sees (never touched by compaction)."""
         return self.manager.store.transcript(self.user_id, self.session_id)
 
-    def events(self) -> list[dict[str, Any]]:
-        """Every compaction event of the session, oldest first (JSON dicts)."""
+    def events(self) -> list[JSONObject]:
+        """Every compaction event of the session, oldest first (JSON objects)."""
         return self.manager.store.events(self.user_id, self.session_id)
 
     def original(self, tool_use_id: str | None = None, *, message_id: str | None = None) -> Message | None:
@@ -51,7 +51,7 @@ class SessionRecords:
         """Async :meth:`transcript` (runs in a worker thread)."""
         return await asyncio.to_thread(self.transcript)
 
-    async def aevents(self) -> list[dict[str, Any]]:
+    async def aevents(self) -> list[JSONObject]:
         """Async :meth:`events` (runs in a worker thread)."""
         return await asyncio.to_thread(self.events)
 
