@@ -151,8 +151,14 @@ def _read_block(b: Any, place: str, uses: dict[str, str] | None, strict: bool, i
     if t == "tool_use":
         return ToolUseBlock(id=str(b.get("id", "")), name=str(b.get("name", "")),
                             input=_tool_input(b.get("input", _ABSENT), place), extra=with_book(extra, BOOK, book))
-    # tool_result
-    tid = b.get("tool_use_id")
+    return _read_result(b, place, uses, strict, extra, book)
+
+
+def _read_result(b: dict[str, Any], place: str, uses: dict[str, str] | None, strict: bool,
+                 extra: dict[str, Any], book: dict[str, Any]) -> ToolResultBlock:
+    """A ``tool_result`` block; raises (``strict``) when its ``tool_use_id`` is not a call
+    of ``uses`` (the immediately preceding assistant message's, id → name)."""
+    tid: Any = b.get("tool_use_id")  # any JSON value, looked up among the call ids as it is
     if strict and (uses is None or tid not in uses):
         raise no_call(place, tid, "matches no tool_use of the immediately preceding assistant message")
     raw = b.get("content", _ABSENT)
@@ -305,18 +311,38 @@ def from_anthropic(payload: dict[str, Any] | list[dict[str, Any]], *, strict: bo
 # -- writing ------------------------------------------------------------------------------
 
 
+def _image_source(b: ImageBlock, book: dict[str, Any]) -> Any:
+    """An image's ``source``: as read when it was of an unknown type, else base64 or url."""
+    if "raw_source" in book:
+        return book["raw_source"]
+    if b.data is not None:
+        return {"type": "base64", "media_type": b.media_type, "data": b.data, **(book.get("source") or {})}
+    return {"type": "url", "url": b.url, **(book.get("source") or {})}
+
+
+def _write_result(b: ToolResultBlock, book: dict[str, Any]) -> dict[str, Any]:
+    """A tool result as a ``tool_result`` block (its content in the form it was read)."""
+    d: dict[str, Any] = {"type": "tool_result", "tool_use_id": b.tool_use_id}
+    form = book.get("content") or _default_form(b.output, "absent")
+    if form == "str" and len(b.output) == 1 and isinstance(b.output[0], TextBlock):
+        d["content"] = b.output[0].text
+    elif form in ("empty", "str") and not b.output:
+        d["content"] = ""
+    elif form != "absent" or b.output:
+        d["content"] = [_write_block(x) for x in b.output]
+    if b.state == "error":
+        d["is_error"] = True
+    elif "is_error" in book:
+        d["is_error"] = book["is_error"]
+    return d
+
+
 def _write_block(b: Any) -> dict[str, Any]:
     book = b.extra.get(BOOK) or {}
     if isinstance(b, TextBlock):
         d: dict[str, Any] = {"type": "text", "text": b.text}
     elif isinstance(b, ImageBlock):
-        if "raw_source" in book:
-            src = book["raw_source"]
-        elif b.data is not None:
-            src = {"type": "base64", "media_type": b.media_type, "data": b.data, **(book.get("source") or {})}
-        else:
-            src = {"type": "url", "url": b.url, **(book.get("source") or {})}
-        d = {"type": "image", "source": src}
+        d = {"type": "image", "source": _image_source(b, book)}
     elif isinstance(b, ThinkingBlock):
         if b.redacted:
             d = {"type": "redacted_thinking", "data": b.thinking}
@@ -327,18 +353,7 @@ def _write_block(b: Any) -> dict[str, Any]:
     elif isinstance(b, ToolUseBlock):
         d = {"type": "tool_use", "id": b.id, "name": b.name, "input": b.input}
     else:
-        d = {"type": "tool_result", "tool_use_id": b.tool_use_id}
-        form = book.get("content") or _default_form(b.output, "absent")
-        if form == "str" and len(b.output) == 1 and isinstance(b.output[0], TextBlock):
-            d["content"] = b.output[0].text
-        elif form in ("empty", "str") and not b.output:
-            d["content"] = ""
-        elif form != "absent" or b.output:
-            d["content"] = [_write_block(x) for x in b.output]
-        if b.state == "error":
-            d["is_error"] = True
-        elif "is_error" in book:
-            d["is_error"] = book["is_error"]
+        d = _write_result(b, book)
     spread(d, b.extra, skip=BOOK)
     return reorder(d, book.get("order"))
 
