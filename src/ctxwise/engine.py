@@ -25,7 +25,7 @@ from .core.append import EMPTY_RESULT_MARKER, mark_empty_result, plan_append_num
 from .errors import CtxwiseError, MessageNotStorable, NotNewestMessage, SessionConflict
 from .memory.session import SessionMemory
 from .records import AsyncCalls, SessionRecords, load_view
-from .messages import Message
+from .messages import JSONObject, Message
 from .policy import Policy
 from .providers.append import as_message_list, read_anthropic, read_openai, refuse_deep_input
 from .tokens import get_counter
@@ -52,7 +52,7 @@ class Session(SessionRecords, AsyncCalls):
     manager: "ContextManager"
 
     def __init__(self, manager: "ContextManager", user_id: str, session_id: str, state: SessionState, policy: Policy,
-                 *, tools: list[dict[str, Any]] | None = None, migrate: Mapping[str, tuple[Any, Any]] | None = None) -> None:
+                 *, tools: list[JSONObject] | None = None, migrate: Mapping[str, tuple[Any, Any]] | None = None) -> None:
         """The session stored as ``state`` under ``policy``; ``migrate`` (``{field: (stored,
         given)}``) records a ``policy_migrated`` event first. Open sessions with
         :meth:`ContextManager.session`."""

@@ -13,13 +13,15 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from .compaction import CompactionEvent, Pipeline
 from .engine import Session
 from .errors import CtxwiseError, PolicyError, PolicyMismatch, StoreUnavailable
-from .messages import Message
+from .messages import JSONObject
 from .policy import Policy, RuntimeSettings, policy_diff, setting_name, stored_policy
 from .summarizers import Summarizer, from_settings
 from .tokens import Counter
 
 if TYPE_CHECKING:
-    from .store import SessionStore
+    from .memory.facts import Extractor
+    from .memory.user import Op
+    from .store import MemoryStore, SessionStore
 
 log = logging.getLogger("ctxwise")
 
@@ -51,13 +53,13 @@ class ContextManager:
     def __init__(
         self,
         store_url: "str | SessionStore" = "sqlite:///ctxwise.db",
-        policy: Policy | Mapping[str, Any] | None = None,
+        policy: Policy | Mapping[str, object] | None = None,
         *,
         counter: Counter | None = None,
         summarizer: Summarizer | None = None,
-        fact_extractor: Callable[[Message], list[Any]] | None = None,
-        memory_decider: Callable[..., list[Any]] | None = None,
-        memory_store: Any = None,
+        fact_extractor: "Extractor | None" = None,
+        memory_decider: "Callable[..., list[Op]] | None" = None,
+        memory_store: "MemoryStore | None" = None,
         on_event: Callable[[CompactionEvent], None] | None = None,
         store: "SessionStore | None" = None,
         pipeline: Pipeline | None = None,
@@ -92,7 +94,7 @@ class ContextManager:
         self.on_event = on_event
         self.pipeline = pipeline or Pipeline.default()
 
-    def session(self, user_id: str, session_id: str, *, tools: list[dict] | None = None,
+    def session(self, user_id: str, session_id: str, *, tools: list[JSONObject] | None = None,
                 create: bool = True, policy: Policy | None = None, migrate_policy: bool = False) -> Session:
         """Open the session ``(user_id, session_id)``, creating it if missing; with
         ``create=False`` raise :class:`~ctxwise.errors.SessionNotFound` instead (sessions are

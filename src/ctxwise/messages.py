@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
@@ -37,6 +37,11 @@ from .errors import FormatError
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+
+JSONValue: TypeAlias = Union[dict[str, "JSONValue"], list["JSONValue"], str, int, float, bool, None]
+"""A JSON value as :func:`json.loads` returns it (an object is a dict with string keys)."""
+JSONObject: TypeAlias = dict[str, JSONValue]
+"""A JSON object: a tool schema, a stored compaction event."""
 
 
 class _Block(BaseModel):

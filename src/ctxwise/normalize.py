@@ -130,6 +130,24 @@ def _check_json(value: Any, place: str) -> None:
     _dumps_input(value, place)
 
 
+def _valid_result(b: ToolResultBlock) -> bool:
+    return isinstance(b.tool_use_id, str) and isinstance(b.output, list) and all(
+        isinstance(o, (ImageBlock,)) or (isinstance(o, TextBlock) and isinstance(o.text, str)) for o in b.output)
+
+
+def _valid_block(b: Any) -> bool:
+    """Whether ``b`` is a block of the canonical shape (its fields of the right types)."""
+    if isinstance(b, TextBlock):
+        return isinstance(b.text, str)
+    if isinstance(b, ThinkingBlock):
+        return isinstance(b.thinking, str)
+    if isinstance(b, ToolUseBlock):
+        return isinstance(b.id, str) and isinstance(b.name, str)
+    if isinstance(b, ToolResultBlock):
+        return _valid_result(b)
+    return isinstance(b, ImageBlock)
+
+
 def _check_shape(m: Any, place: str) -> None:
     """Raise FormatError unless ``m`` has the canonical shape. Messages built with pydantic's
     ``model_construct`` skip validation; one stored with a dict for a block or an unknown
@@ -141,13 +159,7 @@ def _check_shape(m: Any, place: str) -> None:
     if not isinstance(m.blocks, list) or not isinstance(m.metadata, dict):
         raise FormatError(place, "blocks must be a list and metadata a dict")
     for j, b in enumerate(m.blocks):
-        ok = (isinstance(b, TextBlock) and isinstance(b.text, str)
-              or isinstance(b, ThinkingBlock) and isinstance(b.thinking, str)
-              or isinstance(b, ToolUseBlock) and isinstance(b.id, str) and isinstance(b.name, str)
-              or isinstance(b, ToolResultBlock) and isinstance(b.tool_use_id, str) and isinstance(b.output, list)
-              and all(isinstance(o, (ImageBlock,)) or (isinstance(o, TextBlock) and isinstance(o.text, str)) for o in b.output)
-              or isinstance(b, ImageBlock))
-        if not ok:
+        if not _valid_block(b):
             raise FormatError(f"{place}, block {j}", f"not a valid block ({type(b).__name__}); build messages with "
                               "Message(...) or Message.model_validate(...), not model_construct")
 
@@ -178,6 +190,31 @@ def _with_notes(m: Message, notes: list[dict[str, Any]], **marks: Any) -> Messag
         m, normalized=[*(Marker.read(m).normalized or ()), *notes], **marks)})
 
 
+def _check_inputs(m: Message, place: str) -> None:
+    """Raise FormatError naming the call and key unless every tool input is a JSON object."""
+    for j, u in enumerate(m.tool_uses):
+        if not isinstance(u.input, dict):
+            raise FormatError(f"{place}, tool call {j}", "tool input must be an object")
+        for key, v in u.input.items():
+            _check_json(v, f"{place}, tool call {j}, input {key!r}")
+
+
+def _empty_or_blank(m: Message, notes: list[dict[str, Any]], marks: dict[str, Any]) -> Message:
+    """An assistant message with no content marked as left out of the context (``refusal``
+    or ``empty_reply`` in ``marks``), or its blank text blocks dropped; each change noted in
+    ``notes``. Returns the message to keep."""
+    if not _has_content(m.blocks):
+        refusal = m.metadata.get("refusal")
+        why = "refusal" if isinstance(refusal, str) and refusal.strip() else "empty_reply"
+        marks[OMITTED_KEY] = why
+        notes.append({"rule": why, "note": "kept in the transcript, left out of the context"})
+    elif any(_blank(b) for b in m.blocks):
+        dropped = [b.text for b in m.blocks if isinstance(b, TextBlock) and _blank(b)]
+        m = m.model_copy(update={"blocks": [b for b in m.blocks if not _blank(b)]})
+        notes.append({"rule": "blank-text-dropped", "original": dropped})
+    return m
+
+
 def normalize_batch(batch: list[Message], base: int,
                     notes: dict[int, list[dict[str, Any]]] | None = None) -> tuple[list[Message], list[dict[str, Any]]]:
     """Apply the rules of this module to canonical messages about to be appended.
@@ -195,23 +232,11 @@ def normalize_batch(batch: list[Message], base: int,
         place = f"message {base + k}"
         _check_shape(m, place)
         nesting.check_message(m, base + k)
-        for j, u in enumerate(m.tool_uses):
-            if not isinstance(u.input, dict):
-                raise FormatError(f"{place}, tool call {j}", "tool input must be an object")
-            for key, v in u.input.items():
-                _check_json(v, f"{place}, tool call {j}, input {key!r}")
+        _check_inputs(m, place)
         mine = list(notes.get(k, []))
         marks: dict[str, Any] = {}
         if m.role == "assistant" and omitted(m) is None:
-            if not _has_content(m.blocks):
-                refusal = m.metadata.get("refusal")
-                why = "refusal" if isinstance(refusal, str) and refusal.strip() else "empty_reply"
-                marks[OMITTED_KEY] = why
-                mine.append({"rule": why, "note": "kept in the transcript, left out of the context"})
-            elif any(_blank(b) for b in m.blocks):
-                dropped = [b.text for b in m.blocks if isinstance(b, TextBlock) and _blank(b)]
-                m = m.model_copy(update={"blocks": [b for b in m.blocks if not _blank(b)]})
-                mine.append({"rule": "blank-text-dropped", "original": dropped})
+            m = _empty_or_blank(m, mine, marks)
         given = _given_notes(m)  # a front end's own record of what it changed when it read the input
         if mine or marks:
             m = _with_notes(m, mine, **marks)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol
 
-from .messages import Message
+from .messages import JSONObject, Message
 
 if TYPE_CHECKING:
     from .core.prepare import Prepared
@@ -33,8 +33,8 @@ class SessionRecords:
         """The transcript rows a person sees (never touched by compaction)."""
         return self.manager.store.transcript(self.user_id, self.session_id)
 
-    def events(self) -> list[dict[str, Any]]:
-        """Every compaction event of the session, oldest first (JSON dicts)."""
+    def events(self) -> list[JSONObject]:
+        """Every compaction event of the session, oldest first (JSON objects)."""
         return self.manager.store.events(self.user_id, self.session_id)
 
     def original(self, tool_use_id: str | None = None, *, message_id: str | None = None) -> Message | None:
@@ -52,7 +52,7 @@ class SessionRecords:
         """Async :meth:`transcript` (runs in a worker thread)."""
         return await asyncio.to_thread(self.transcript)
 
-    async def aevents(self) -> list[dict[str, Any]]:
+    async def aevents(self) -> list[JSONObject]:
         """Async :meth:`events` (runs in a worker thread)."""
         return await asyncio.to_thread(self.events)
 

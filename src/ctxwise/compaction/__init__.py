@@ -1,9 +1,10 @@
 """Compaction: stages over a context (typed changes and events out) and the pipeline that runs them."""
 
-from .clearing import ClearingStage, clear_tool_results, placeholder_text, render_input
+from .clearing import ClearingStage, clear_tool_results
 from .context import Budgeting, StageResult, pinned_indices, sent_view
 from .events import CompactionEvent
 from .pipeline import Pipeline, PipelineResult, compact
+from .placeholder import placeholder_text, render_input
 from .stage import Stage, StageInput
 from .summarizing import SummarizingStage, summarize_old_turns
 from .summary_fit import SummaryFitStage, fit_summary

@@ -28,7 +28,7 @@ from ..messages import Block, Marker, Message, TextBlock, ToolResultBlock, ToolU
 from ..policy import Policy
 from ..units import ToolCycle, tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, head_end, in_flight_start
-from .placeholder import placeholder_text, recall_key, render_input, reused_ids  # noqa: F401  (render_input: re-exported)
+from .placeholder import placeholder_text, recall_key, reused_ids
 from .cost import calls_ahead, cut_cost, edit_pays, limit_ahead
 from .stage import StageInput
 

@@ -20,7 +20,7 @@ import time
 
 from ..changes import Hide, Replace
 from ..messages import Block, ImageBlock, Marker, Message, TextBlock, ThinkingBlock, ToolResultBlock
-from ..units import cycle_boundaries, is_user_input, tool_cycles
+from ..units import ToolCycle, cycle_boundaries, is_user_input, tool_cycles
 from .context import (
     Budgeting,
     StageResult,
@@ -131,7 +131,7 @@ def _starts_thinking(messages: list[Message], i: int) -> bool:
     return i >= 0 and bool(messages[i].blocks) and isinstance(messages[i].blocks[0], ThinkingBlock)
 
 
-def _thinking_anchor(messages: list[Message], cycles: list, provider: str, turn_start: int) -> bool:
+def _thinking_anchor(messages: list[Message], cycles: list[ToolCycle], provider: str, turn_start: int) -> bool:
     """Whether the current turn's first reply opens the oldest completed cycle and starts with
     thinking, on a provider that wants it first. Anthropic runs a tool loop as one assistant
     turn whose thinking sits at its start (without interleaved thinking the later replies carry
@@ -261,7 +261,7 @@ def _cut_blocks(m: Message, ratio: float, drop_images: bool, reused: set[str] = 
             continue
         images = [o for o in blk.output if isinstance(o, ImageBlock)]
         key = recall_key(blk.tool_use_id, m.id, blk.tool_use_id in reused)
-        output: list = []
+        output: list[TextBlock | ImageBlock] = []
         if blk.text:
             total = len(blk.text)
             keep = max(int(total * ratio) - 160, 0)

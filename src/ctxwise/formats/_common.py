@@ -28,7 +28,7 @@ import binascii
 from typing import Any, Callable, Iterable
 
 from ..errors import FormatError
-from ..messages import ImageBlock, Message, ThinkingBlock
+from ..messages import ImageBlock, Message
 
 CARRY = "_ctxwise"
 
@@ -106,11 +106,6 @@ def parse_data_url(url: str) -> tuple[str, str] | None:
 def image_from_b64(media_type: str | None, data: str, extra: dict[str, Any]) -> ImageBlock:
     """An inline :class:`ImageBlock` with its decoded ``byte_size``."""
     return ImageBlock(media_type=media_type, data=data, byte_size=b64_size(data), extra=extra)
-
-
-def thinking_text(blocks: list[ThinkingBlock]) -> str:
-    """The joined text of non-redacted thinking blocks."""
-    return "\n".join(b.thinking for b in blocks if not b.redacted)
 
 
 def need_dict(raw: Any, place: str, what: str = "an object") -> dict[str, Any]:

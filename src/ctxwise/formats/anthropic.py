@@ -151,8 +151,14 @@ def _read_block(b: Any, place: str, uses: dict[str, str] | None, strict: bool, i
     if t == "tool_use":
         return ToolUseBlock(id=str(b.get("id", "")), name=str(b.get("name", "")),
                             input=_tool_input(b.get("input", _ABSENT), place), extra=with_book(extra, BOOK, book))
-    # tool_result
-    tid = b.get("tool_use_id")
+    return _read_result(b, place, uses, strict, extra, book)
+
+
+def _read_result(b: dict[str, Any], place: str, uses: dict[str, str] | None, strict: bool,
+                 extra: dict[str, Any], book: dict[str, Any]) -> ToolResultBlock:
+    """A ``tool_result`` block; raises (``strict``) when its ``tool_use_id`` is not a call
+    of ``uses`` (the immediately preceding assistant message's, id → name)."""
+    tid: Any = b.get("tool_use_id")  # any JSON value, looked up among the call ids as it is
     if strict and (uses is None or tid not in uses):
         raise no_call(place, tid, "matches no tool_use of the immediately preceding assistant message")
     raw = b.get("content", _ABSENT)
@@ -185,6 +191,80 @@ def _read_content(raw: Any, place: str, uses: dict[str, str] | None, strict: boo
     return [_read_block(b, f"{place}, block {k}", uses, strict) for k, b in enumerate(raw)]
 
 
+def _read_system(system: Any, strict: bool) -> Message:
+    """The top-level ``system`` as a canonical ``system`` message."""
+    blocks = _read_content(system, "system", None, strict)
+    form = _content_form(blocks, system, "empty")
+    return Message(id=default_id(0), role="system", blocks=blocks,
+                   metadata={BOOK: {"content": form}} if form else {})
+
+
+def _chunks(results: list[Any], counts: list[int]) -> list[list[Any]]:
+    """``results`` cut into runs of ``counts`` blocks (what is left over goes to the last run)."""
+    chunks: list[list[Any]] = []
+    k = 0
+    for c in counts:
+        chunks.append(results[k:k + c])
+        k += c
+    if k < len(results):
+        chunks[-1] = chunks[-1] + results[k:]
+    return chunks
+
+
+def _split_results(raw: dict[str, Any], blocks: list[Any], carry: Any, meta: dict[str, Any],
+                   book: dict[str, Any], base: int) -> list[Message]:
+    """A user message holding ``tool_result`` blocks as canonical ``tool`` messages (split as
+    ``carry["parts"]`` says, one by default) and a ``user`` message of its other blocks, noted
+    so the writer merges them back in the original order."""
+    results = [b for b in blocks if isinstance(b, ToolResultBlock)]
+    others = [b for b in blocks if not isinstance(b, ToolResultBlock)]
+    mid = raw.get("id")
+    chunks = _chunks(results, (carry or {}).get("parts") or [len(results)])
+    last: dict[str, Any] = {}
+    if others:
+        layout = "".join("r" if isinstance(b, ToolResultBlock) else "o" for b in blocks)
+        plain = "r" * len(results) + "o" * len(others)
+        last["with_next"] = True if layout == plain else layout
+    out: list[Message] = []
+    for n, chunk in enumerate(chunks):
+        md: dict[str, Any] = dict(meta) if n == 0 else {}
+        bk: dict[str, Any] = dict(book) if n == 0 else {}
+        if n == len(chunks) - 1:
+            bk.update(last)
+        out.append(Message(id=str(mid) if (mid and n == 0) else default_id(base + len(out)), role="tool",
+                           name=raw.get("name") if n == 0 else None,
+                           blocks=chunk, metadata=with_book(md, BOOK, bk)))
+    if others:
+        out.append(Message(id=default_id(base + len(out)), role="user", blocks=others))
+    return out
+
+
+def _read_message(raw: dict[str, Any], place: str, uses: dict[str, str] | None, strict: bool,
+                  carry: Any, base: int) -> list[Message]:
+    """One Anthropic message as canonical messages (one, or several for a user message with
+    tool results); ``base`` is the index of the first."""
+    role = raw.get("role")
+    if role not in ("user", "assistant", "system"):
+        raise FormatError(place, f"unknown role {role!r}; expected user, assistant (or system first)")
+    content = raw.get("content", _ABSENT)
+    blocks = _read_content(content, place, uses if role == "user" else None, strict)
+    book: dict[str, Any] = {}
+    order = order_note(raw, _NATURAL_MSG)
+    if order:
+        book["order"] = order
+    meta = split_known(raw, _NATURAL_MSG)
+    if role == "system":
+        book["in_list"] = True
+    if role == "user" and any(isinstance(b, ToolResultBlock) for b in blocks):
+        return _split_results(raw, blocks, carry, meta, book, base)
+    form = _content_form(blocks, content, "list")
+    if form:
+        book["content"] = form
+    mid = raw.get("id")
+    return [Message(id=str(mid or default_id(base)), role=role, name=raw.get("name"),
+                    blocks=blocks, metadata=with_book(meta, BOOK, book))]
+
+
 def _read(payload: Any, strict: bool) -> list[Message]:
     fixes = Fixes()
     out: list[Message] = []
@@ -196,64 +276,19 @@ def _read(payload: Any, strict: bool) -> list[Message]:
         if not isinstance(raw_msgs, list):
             raise FormatError("payload", "expected a 'messages' list")
     if system is not _ABSENT:
-        blocks = _read_content(system, "system", None, strict)
-        form = _content_form(blocks, system, "empty")
+        system_message = _read_system(system, strict)
         fixes.take(payload.get(CARRY), 0)
-        out.append(Message(id=default_id(0), role="system", blocks=blocks,
-                           metadata={BOOK: {"content": form}} if form else {}))
-    uses: dict[str, str] | None = None
+        out.append(system_message)
+    uses: dict[str, str] | None = None  # the calls of the immediately preceding assistant message
     for i, raw in enumerate(raw_msgs):
         place = f"message {i}"
         raw = dict(need_dict(raw, place, "a message object"))
         carry = raw.pop(CARRY, None)
-        role = raw.get("role")
-        if role not in ("user", "assistant", "system"):
-            raise FormatError(place, f"unknown role {role!r}; expected user, assistant (or system first)")
-        content = raw.get("content", _ABSENT)
-        blocks = _read_content(content, place, uses if role == "user" else None, strict)
-        book: dict[str, Any] = {}
-        order = order_note(raw, _NATURAL_MSG)
-        if order:
-            book["order"] = order
-        meta = split_known(raw, _NATURAL_MSG)
         base = len(out)
-        mid = raw.get("id")
-        results = [b for b in blocks if isinstance(b, ToolResultBlock)]
-        if role == "system":
-            book["in_list"] = True
-        if role != "user" or not results:
-            form = _content_form(blocks, content, "list")
-            if form:
-                book["content"] = form
-            out.append(Message(id=str(mid or default_id(base)), role=role, name=raw.get("name"),
-                               blocks=blocks, metadata=with_book(meta, BOOK, book)))
-        else:
-            others = [b for b in blocks if not isinstance(b, ToolResultBlock)]
-            counts = (carry or {}).get("parts") or [len(results)]
-            chunks: list[list[Any]] = []
-            k = 0
-            for c in counts:
-                chunks.append(results[k:k + c])
-                k += c
-            if k < len(results):
-                chunks[-1] = chunks[-1] + results[k:]
-            last: dict[str, Any] = {}
-            if others:
-                layout = "".join("r" if isinstance(b, ToolResultBlock) else "o" for b in blocks)
-                plain = "r" * len(results) + "o" * len(others)
-                last["with_next"] = True if layout == plain else layout
-            for n, chunk in enumerate(chunks):
-                md: dict[str, Any] = dict(meta) if n == 0 else {}
-                bk: dict[str, Any] = dict(book) if n == 0 else {}
-                if n == len(chunks) - 1:
-                    bk.update(last)
-                out.append(Message(id=str(mid) if (mid and n == 0) else default_id(len(out)), role="tool",
-                                   name=raw.get("name") if n == 0 else None,
-                                   blocks=chunk, metadata=with_book(md, BOOK, bk)))
-            if others:
-                out.append(Message(id=default_id(len(out)), role="user", blocks=others))
+        read = _read_message(raw, place, uses, strict, carry, base)
+        out.extend(read)
         fixes.take(carry, base)
-        uses = {u.id: u.name for u in blocks if isinstance(u, ToolUseBlock)} if role == "assistant" else None
+        uses = {u.id: u.name for u in read[0].blocks if isinstance(u, ToolUseBlock)} if raw["role"] == "assistant" else None
     return fixes.apply(out)
 
 
@@ -276,18 +311,38 @@ def from_anthropic(payload: dict[str, Any] | list[dict[str, Any]], *, strict: bo
 # -- writing ------------------------------------------------------------------------------
 
 
+def _image_source(b: ImageBlock, book: dict[str, Any]) -> Any:
+    """An image's ``source``: as read when it was of an unknown type, else base64 or url."""
+    if "raw_source" in book:
+        return book["raw_source"]
+    if b.data is not None:
+        return {"type": "base64", "media_type": b.media_type, "data": b.data, **(book.get("source") or {})}
+    return {"type": "url", "url": b.url, **(book.get("source") or {})}
+
+
+def _write_result(b: ToolResultBlock, book: dict[str, Any]) -> dict[str, Any]:
+    """A tool result as a ``tool_result`` block (its content in the form it was read)."""
+    d: dict[str, Any] = {"type": "tool_result", "tool_use_id": b.tool_use_id}
+    form = book.get("content") or _default_form(b.output, "absent")
+    if form == "str" and len(b.output) == 1 and isinstance(b.output[0], TextBlock):
+        d["content"] = b.output[0].text
+    elif form in ("empty", "str") and not b.output:
+        d["content"] = ""
+    elif form != "absent" or b.output:
+        d["content"] = [_write_block(x) for x in b.output]
+    if b.state == "error":
+        d["is_error"] = True
+    elif "is_error" in book:
+        d["is_error"] = book["is_error"]
+    return d
+
+
 def _write_block(b: Any) -> dict[str, Any]:
     book = b.extra.get(BOOK) or {}
     if isinstance(b, TextBlock):
         d: dict[str, Any] = {"type": "text", "text": b.text}
     elif isinstance(b, ImageBlock):
-        if "raw_source" in book:
-            src = book["raw_source"]
-        elif b.data is not None:
-            src = {"type": "base64", "media_type": b.media_type, "data": b.data, **(book.get("source") or {})}
-        else:
-            src = {"type": "url", "url": b.url, **(book.get("source") or {})}
-        d = {"type": "image", "source": src}
+        d = {"type": "image", "source": _image_source(b, book)}
     elif isinstance(b, ThinkingBlock):
         if b.redacted:
             d = {"type": "redacted_thinking", "data": b.thinking}
@@ -298,18 +353,7 @@ def _write_block(b: Any) -> dict[str, Any]:
     elif isinstance(b, ToolUseBlock):
         d = {"type": "tool_use", "id": b.id, "name": b.name, "input": b.input}
     else:
-        d = {"type": "tool_result", "tool_use_id": b.tool_use_id}
-        form = book.get("content") or _default_form(b.output, "absent")
-        if form == "str" and len(b.output) == 1 and isinstance(b.output[0], TextBlock):
-            d["content"] = b.output[0].text
-        elif form in ("empty", "str") and not b.output:
-            d["content"] = ""
-        elif form != "absent" or b.output:
-            d["content"] = [_write_block(x) for x in b.output]
-        if b.state == "error":
-            d["is_error"] = True
-        elif "is_error" in book:
-            d["is_error"] = book["is_error"]
+        d = _write_result(b, book)
     spread(d, b.extra, skip=BOOK)
     return reorder(d, book.get("order"))
 
@@ -323,6 +367,58 @@ def _write_content(blocks: list[Any], form: str | None, empty: str) -> Any:
     if form == "str" and len(blocks) == 1 and isinstance(blocks[0], TextBlock):
         return blocks[0].text
     return [_write_block(b) for b in blocks]
+
+
+def _merge_tool_run(messages: list[Message], i: int) -> tuple[list[Any], list[int], int]:
+    """The run of ``tool`` messages from ``i`` as the blocks of one user message (with the
+    next user message merged back when the reader split it off, in its noted order), the
+    block count of each tool message, and the index after the run."""
+    n = len(messages)
+    j, counts, blocks = i, [], []
+    while j < n and messages[j].role == "tool":
+        counts.append(len(messages[j].blocks))
+        blocks.extend(messages[j].blocks)
+        j += 1
+    wn = (messages[j - 1].metadata.get(BOOK) or {}).get("with_next")
+    if wn and j < n and messages[j].role == "user":
+        others = list(messages[j].blocks)
+        j += 1
+        if isinstance(wn, str) and wn.count("r") == len(blocks) and wn.count("o") == len(others):
+            rs, os_ = iter(blocks), iter(others)
+            blocks = [next(rs) if c == "r" else next(os_) for c in wn]
+        else:
+            blocks = blocks + others
+    return blocks, counts, j
+
+
+def _write_message(messages: list[Message], i: int, extras: bool) -> tuple[dict[str, Any], int]:
+    """Message ``i`` (with the tool messages and user message written with it) as one
+    Anthropic message, and the index of the next message to write."""
+    m = messages[i]
+    book = m.metadata.get(BOOK) or {}
+    d: dict[str, Any] = {}
+    if extras and m.id != default_id(i):
+        d["id"] = m.id
+    if m.role == "tool":
+        blocks, counts, j = _merge_tool_run(messages, i)
+        d["role"] = "user"
+        if m.name is not None and extras:
+            d["name"] = m.name
+        d["content"] = [_write_block(b) for b in blocks]
+        if extras and len(counts) > 1:
+            d[CARRY] = {"parts": counts}
+    else:
+        j = i + 1
+        d["role"] = m.role
+        if m.name is not None and extras:
+            d["name"] = m.name
+        c = _write_content(m.blocks, book.get("content"), "list")
+        if c is not _ABSENT:
+            d["content"] = c
+    if extras:
+        spread(d, m.metadata, skip=BOOK)
+        d = reorder(d, book.get("order"))
+    return d, j
 
 
 def to_anthropic(messages: list[Message], *, extras: bool = True) -> dict[str, Any]:
@@ -353,50 +449,11 @@ def to_anthropic(messages: list[Message], *, extras: bool = True) -> dict[str, A
             first_of.append(0)
             i += 1
             continue
-        d: dict[str, Any] = {}
-        if extras and m.id != default_id(i):
-            d["id"] = m.id
-        if m.role == "tool":
-            j, counts, blocks = i, [], []
-            while j < n and messages[j].role == "tool":
-                first_of.append(len(units))
-                counts.append(len(messages[j].blocks))
-                blocks.extend(messages[j].blocks)
-                j += 1
-            wn = (messages[j - 1].metadata.get(BOOK) or {}).get("with_next")
-            if wn and j < n and messages[j].role == "user":
-                others = list(messages[j].blocks)
-                first_of.append(len(units))
-                j += 1
-                if isinstance(wn, str) and wn.count("r") == len(blocks) and wn.count("o") == len(others):
-                    rs, os_ = iter(blocks), iter(others)
-                    blocks = [next(rs) if c == "r" else next(os_) for c in wn]
-                else:
-                    blocks = blocks + others
-            d["role"] = "user"
-            if m.name is not None and extras:
-                d["name"] = m.name
-            d["content"] = [_write_block(b) for b in blocks]
-            if extras and len(counts) > 1:
-                d[CARRY] = {"parts": counts}
-            i = j
-        else:
-            first_of.append(len(units))
-            d["role"] = m.role
-            if m.name is not None and extras:
-                d["name"] = m.name
-            c = _write_content(m.blocks, book.get("content"), "list")
-            if c is not _ABSENT:
-                d["content"] = c
-            i += 1
-        if extras:
-            spread(d, m.metadata, skip=BOOK)
-            d = reorder(d, book.get("order"))
+        d, j = _write_message(messages, i, extras)
+        first_of.extend([len(units)] * (j - i))
         units.append(d)
-    if has_system:
-        payload["messages"] = units[1:]
-    else:
-        payload["messages"] = units
+        i = j
+    payload["messages"] = units[1:] if has_system else units
     if extras:
         def back(us: list[dict[str, Any]]) -> list[Message]:
             p = {"system": payload["system"], "messages": us[1:]} if has_system else {"messages": us}

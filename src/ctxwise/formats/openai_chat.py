@@ -178,6 +178,59 @@ def _read_call(raw: Any, place: str) -> ToolUseBlock:
     return ToolUseBlock(id=str(c.get("id", "")), name=str(fn.get("name", "")), input=inp, extra=with_book(extra, BOOK, book))
 
 
+def _read_result(raw: dict[str, Any], place: str, carry: Any, chain: dict[str, str] | None,
+                 strict: bool) -> ToolResultBlock:
+    """A ``tool`` message's result; raises (``strict``) when its ``tool_call_id`` is not a call
+    of ``chain`` (the nearest earlier assistant message with ``tool_calls``)."""
+    tcid = raw.get("tool_call_id")
+    if chain is None or tcid not in chain:
+        if strict:
+            detail = ("is not among the tool_calls of the assistant message before it"
+                      if chain is not None else "follows no assistant message with tool_calls")
+            raise no_call(place, tcid, detail)
+    output, form = _read_parts(raw.get("content", _ABSENT), place)
+    bbook: dict[str, Any] = {}
+    if form != _default_form(output, False):
+        bbook["content"] = form
+    name = raw.get("name")
+    if "name" not in raw:
+        name = (chain or {}).get(cast(str, tcid))
+        if name is not None:
+            bbook["no_name"] = True
+    rextra = (carry or {}).get("result") or {}
+    return ToolResultBlock(
+        tool_use_id=str(tcid), name=name, output=output,
+        extra=with_book(dict(rextra), BOOK, bbook),
+    )
+
+
+def _read_chat_blocks(raw: dict[str, Any], place: str, role: str,
+                      book: dict[str, Any]) -> tuple[list[Any], str | None, dict[str, str] | None]:
+    """A system, user or assistant message's blocks (reasoning, content, calls), the key its
+    reasoning was read from, and its calls (id → name; None when it calls no tool)."""
+    blocks: list[Any] = []
+    rkey = next((k for k in ("reasoning_content", "reasoning") if isinstance(raw.get(k), str)), None)
+    if rkey is not None and role == "assistant":
+        blocks.append(ThinkingBlock(thinking=raw[rkey]))
+        if rkey != "reasoning_content":
+            book["reasoning_key"] = rkey
+    content, form = _read_parts(raw.get("content", _ABSENT), place)
+    blocks.extend(content)
+    calls = raw.get("tool_calls", _ABSENT)
+    chain: dict[str, str] | None = None
+    if isinstance(calls, list) and calls:
+        if role != "assistant":
+            raise FormatError(place, f"tool_calls on a {role} message; only assistant messages call tools")
+        uses = [_read_call(c, f"{place}, tool call {j}") for j, c in enumerate(calls)]
+        blocks.extend(uses)
+        chain = {u.id: u.name for u in uses}
+    elif calls is not _ABSENT:
+        book["tool_calls"] = calls
+    if form != _default_form(content, bool(isinstance(calls, list) and calls)):
+        book["content"] = form
+    return blocks, rkey, chain
+
+
 def _read(raw_msgs: Any, strict: bool) -> list[Message]:
     if not isinstance(raw_msgs, list):
         raise FormatError("messages", f"expected a list of messages, got {type(raw_msgs).__name__}")
@@ -198,26 +251,7 @@ def _read(raw_msgs: Any, strict: bool) -> list[Message]:
         if role == "developer":
             book["role"] = "developer"
         if role == "tool":
-            tcid = raw.get("tool_call_id")
-            if chain is None or tcid not in chain:
-                if strict:
-                    detail = ("is not among the tool_calls of the assistant message before it"
-                              if chain is not None else "follows no assistant message with tool_calls")
-                    raise no_call(place, tcid, detail)
-            output, form = _read_parts(raw.get("content", _ABSENT), place)
-            bbook: dict[str, Any] = {}
-            if form != _default_form(output, False):
-                bbook["content"] = form
-            name = raw.get("name")
-            if "name" not in raw:
-                name = (chain or {}).get(cast(str, tcid))
-                if name is not None:
-                    bbook["no_name"] = True
-            rextra = (carry or {}).get("result") or {}
-            block = ToolResultBlock(
-                tool_use_id=str(tcid), name=name, output=output,
-                extra=with_book(dict(rextra), BOOK, bbook),
-            )
+            block = _read_result(raw, place, carry, chain, strict)
             if carry and carry.get("cont") and out and out[-1].role == "tool":
                 out[-1] = out[-1].model_copy(update={"blocks": [*out[-1].blocks, block]})
                 continue
@@ -228,27 +262,7 @@ def _read(raw_msgs: Any, strict: bool) -> list[Message]:
                 blocks=[block], metadata=with_book(meta, BOOK, book),
             ))
             continue
-        blocks: list[Any] = []
-        rkey = next((k for k in ("reasoning_content", "reasoning") if isinstance(raw.get(k), str)), None)
-        if rkey is not None and role == "assistant":
-            blocks.append(ThinkingBlock(thinking=raw[rkey]))
-            if rkey != "reasoning_content":
-                book["reasoning_key"] = rkey
-        content, form = _read_parts(raw.get("content", _ABSENT), place)
-        blocks.extend(content)
-        calls = raw.get("tool_calls", _ABSENT)
-        if isinstance(calls, list) and calls:
-            if role != "assistant":
-                raise FormatError(place, f"tool_calls on a {role} message; only assistant messages call tools")
-            uses = [_read_call(c, f"{place}, tool call {j}") for j, c in enumerate(calls)]
-            blocks.extend(uses)
-            chain = {u.id: u.name for u in uses}
-        else:
-            if calls is not _ABSENT:
-                book["tool_calls"] = calls
-            chain = None
-        if form != _default_form(content, bool(isinstance(calls, list) and calls)):
-            book["content"] = form
+        blocks, rkey, chain = _read_chat_blocks(raw, place, role, book)
         known = set(_KNOWN) | ({rkey} if rkey and role == "assistant" else set())
         meta = split_known(raw, known)
         fixes.take(carry, len(out))
@@ -304,6 +318,59 @@ def _same_args(raw: str, inp: dict[str, Any]) -> bool:
     return parsed == inp if isinstance(parsed, dict) else inp == {}
 
 
+def _write_results(m: Message, head: dict[str, Any], extras: bool) -> list[dict[str, Any]]:
+    """A ``tool`` message as one chat ``tool`` message per result (the later ones noted as
+    continuing it)."""
+    book = m.metadata.get(BOOK) or {}
+    units = []
+    for k, r in enumerate(m.tool_results):
+        rb = r.extra.get(BOOK) or {}
+        d: dict[str, Any] = {**(head if k == 0 else {}), "role": "tool", "tool_call_id": r.tool_use_id}
+        if r.name is not None and not rb.get("no_name"):
+            d["name"] = r.name
+        form = rb.get("content") or _default_form(r.output, False)
+        if form != "absent" or r.output:
+            d["content"] = _write_parts(r.output, form)
+        if extras:
+            rest = without(r.extra, BOOK)
+            carry: dict[str, Any] = {}
+            if rest:
+                carry["result"] = rest
+            if k:
+                carry["cont"] = True
+            if k == 0:
+                spread(d, m.metadata, skip=BOOK)
+                d = reorder(d, book.get("order"))
+            if carry:
+                d[CARRY] = carry
+        units.append(d)
+    return units
+
+
+def _write_message(m: Message, head: dict[str, Any], reasoning_field: str | None, extras: bool) -> dict[str, Any]:
+    """A system, user or assistant message (or a tool message without results) as one chat message."""
+    book = m.metadata.get(BOOK) or {}
+    d = {**head, "role": book.get("role", m.role)}
+    if m.name is not None:
+        d["name"] = m.name
+    thinking = [b for b in m.blocks if isinstance(b, ThinkingBlock)]
+    content = [b for b in m.blocks if isinstance(b, (TextBlock, ImageBlock))]
+    calls = [b for b in m.blocks if isinstance(b, ToolUseBlock)]
+    form = book.get("content") or _default_form(content, bool(calls))
+    if form != "absent" or content:
+        d["content"] = _write_parts(content, form)
+    if calls:
+        d["tool_calls"] = [_write_call(u) for u in calls]
+    elif "tool_calls" in book:
+        d["tool_calls"] = book["tool_calls"]
+    if thinking and reasoning_field and m.role == "assistant":
+        d[book.get("reasoning_key", reasoning_field)] = thinking[0].thinking
+    if extras:
+        spread(d, m.metadata, skip=BOOK)
+        d = reorder(d, book.get("order"))
+    return d
+
+
 def to_openai(
     messages: list[Message],
     *,
@@ -326,52 +393,13 @@ def to_openai(
     first_of: list[int] = []
     for i, m in enumerate(messages):
         first_of.append(len(units))
-        book = m.metadata.get(BOOK) or {}
         head: dict[str, Any] = {}
         if extras and m.id != default_id(i):
             head["id"] = m.id
         if m.role == "tool" and m.tool_results:
-            for k, r in enumerate(m.tool_results):
-                rb = r.extra.get(BOOK) or {}
-                d: dict[str, Any] = {**(head if k == 0 else {}), "role": "tool", "tool_call_id": r.tool_use_id}
-                if r.name is not None and not rb.get("no_name"):
-                    d["name"] = r.name
-                form = rb.get("content") or _default_form(r.output, False)
-                if form != "absent" or r.output:
-                    d["content"] = _write_parts(r.output, form)
-                if extras:
-                    rest = without(r.extra, BOOK)
-                    carry: dict[str, Any] = {}
-                    if rest:
-                        carry["result"] = rest
-                    if k:
-                        carry["cont"] = True
-                    if k == 0:
-                        spread(d, m.metadata, skip=BOOK)
-                        d = reorder(d, book.get("order"))
-                    if carry:
-                        d[CARRY] = carry
-                units.append(d)
-            continue
-        d = {**head, "role": book.get("role", m.role)}
-        if m.name is not None:
-            d["name"] = m.name
-        thinking = [b for b in m.blocks if isinstance(b, ThinkingBlock)]
-        content = [b for b in m.blocks if isinstance(b, (TextBlock, ImageBlock))]
-        calls = [b for b in m.blocks if isinstance(b, ToolUseBlock)]
-        form = book.get("content") or _default_form(content, bool(calls))
-        if form != "absent" or content:
-            d["content"] = _write_parts(content, form)
-        if calls:
-            d["tool_calls"] = [_write_call(u) for u in calls]
-        elif "tool_calls" in book:
-            d["tool_calls"] = book["tool_calls"]
-        if thinking and reasoning_field and m.role == "assistant":
-            d[book.get("reasoning_key", reasoning_field)] = thinking[0].thinking
-        if extras:
-            spread(d, m.metadata, skip=BOOK)
-            d = reorder(d, book.get("order"))
-        units.append(d)
+            units.extend(_write_results(m, head, extras))
+        else:
+            units.append(_write_message(m, head, reasoning_field, extras))
     if extras:
         seal(messages, units, first_of, lambda u: _read(u, strict=False))
     return units

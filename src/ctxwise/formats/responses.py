@@ -104,122 +104,158 @@ def _read_parts(content: Any, place: str, default_type: str) -> tuple[list[Any],
     return blocks, None
 
 
+def _item_type(raw: dict[str, Any], place: str) -> str:
+    """The item's type (``message`` when it has a ``role`` and no ``type``); raises
+    FormatError for an unknown type or message role."""
+    t = raw.get("type", "message" if "role" in raw else None)
+    if t not in ITEM_TYPES:
+        raise FormatError(place, f"unknown item type {t!r}; expected one of {', '.join(ITEM_TYPES)}")
+    if t == "message" and raw.get("role") not in _ROLES:
+        raise FormatError(place, f"unknown role {raw.get('role')!r}; expected one of {', '.join(_ROLES)}")
+    return str(t)
+
+
+def _read_reasoning(raw: dict[str, Any], loose: dict[str, Any]) -> ThinkingBlock:
+    """A ``reasoning`` item as a thinking block (text = its summary texts joined by a blank line)."""
+    summary = raw.get("summary") or []
+    texts = [s.get("text", "") for s in summary if isinstance(s, dict)]
+    text = "\n\n".join(texts)
+    book: dict[str, Any] = {}
+    sk = _skeleton(raw, ("summary",))
+    if sk:
+        book["item"] = sk
+    if summary != ([{"type": "summary_text", "text": text}] if text else []):
+        book["summary"] = summary
+    return ThinkingBlock(thinking=text, extra=with_book(loose, BOOK, book))
+
+
+def _read_function_call(raw: dict[str, Any], loose: dict[str, Any], place: str) -> ToolUseBlock:
+    """A ``function_call`` item as a tool use (``id`` = ``call_id``); raises FormatError for a
+    missing ``call_id`` / ``name`` or ``arguments`` that are not JSON."""
+    for k in ("call_id", "name"):
+        if not isinstance(raw.get(k), str) or not raw.get(k):
+            raise FormatError(place, f"a function_call needs a non-empty string {k!r} "
+                                     f"(got {raw.get(k)!r}); its output is matched by call_id")
+    args = raw.get("arguments", "")
+    try:
+        inp = nesting.loads(args) if isinstance(args, str) and args.strip() else {}
+    except nesting.TooDeep as e:
+        raise FormatError(place, f"function_call arguments are {e}") from None
+    except json.JSONDecodeError as e:
+        raise FormatError(place, f"function_call arguments are not JSON ({e.msg} at character {e.pos}); "
+                                 "the model's call cannot be sent back as it is") from None
+    book: dict[str, Any] = {}
+    sk = _skeleton(raw, ("call_id", "name", "arguments"))
+    if sk:
+        book["item"] = sk
+    if not isinstance(inp, dict) or json.dumps(inp) != args:
+        book["arguments"] = args
+    return ToolUseBlock(id=str(raw.get("call_id", "")), name=str(raw.get("name", "")),
+                        input=inp if isinstance(inp, dict) else {}, extra=with_book(loose, BOOK, book))
+
+
+def _read_assistant_parts(raw: dict[str, Any], loose: dict[str, Any], place: str, pending: list[Any]) -> list[Any]:
+    """An assistant ``message`` item's parts as blocks, the first one noting the item (and
+    that it starts a new item when it follows text in ``pending``)."""
+    blocks, form = _read_parts(raw.get("content", []), place, "output_text")
+    sk = _skeleton(raw, ("content",))
+    follows = bool(pending) and isinstance(pending[-1], (TextBlock, ImageBlock))
+    head: dict[str, Any] = {"start": True} if follows else {}
+    if sk:
+        head["item"] = sk
+    if form:
+        head["content"] = form
+    if blocks:
+        b0 = blocks[0]
+        blocks[0] = b0.model_copy(update={"extra": with_book({**loose, **b0.extra}, BOOK, {**b0.extra.get(BOOK, {}), **head})})
+    return blocks
+
+
+def _read_assistant_item(raw: dict[str, Any], t: str, place: str, pending: list[Any],
+                         calls: dict[str, str]) -> list[Any]:
+    """The blocks an assistant-side item (reasoning, function_call, assistant message) adds to
+    the assistant message being read; a call's name is noted in ``calls`` by its ``call_id``."""
+    loose = split_known(raw, _ITEM_KEYS[t])
+    raw = {k: v for k, v in raw.items() if k not in loose}
+    if t == "reasoning":
+        return [_read_reasoning(raw, loose)]
+    if t == "function_call":
+        u = _read_function_call(raw, loose, place)
+        calls[u.id] = u.name
+        return [u]
+    return _read_assistant_parts(raw, loose, place, pending)
+
+
+def _read_output(raw: dict[str, Any], place: str, strict: bool, calls: dict[str, str], mid: str,
+                 book: dict[str, Any]) -> Message:
+    """A ``function_call_output`` item as a canonical ``tool`` message; raises FormatError
+    (``strict``) when its ``call_id`` matches no earlier call."""
+    cid = raw.get("call_id")
+    if strict and cid not in calls:
+        raise no_call(place, cid, "matches no earlier function_call call_id")
+    outv = raw.get("output", "")
+    output: list[Any]
+    if isinstance(outv, str):
+        output, form = ([TextBlock(text=outv)] if outv else []), None
+    else:
+        output, form = _read_parts(outv, place, "input_text")
+    order = order_note(raw, _NATURAL_OUT)
+    if order:
+        book["order"] = order
+    if form is None and isinstance(outv, list):
+        book["content"] = "list"
+    meta = split_known(raw, _NATURAL_OUT)
+    return Message(id=mid, role="tool", metadata=with_book(meta, BOOK, book), blocks=[
+        ToolResultBlock(tool_use_id=str(cid), name=calls.get(cid) if isinstance(cid, str) else None, output=output)])
+
+
+def _read_message(raw: dict[str, Any], place: str, mid: str, book: dict[str, Any]) -> Message:
+    """A user, system or developer ``message`` item as a canonical message."""
+    role = raw["role"]
+    if role == "developer":
+        book["role"] = "developer"
+    blocks, form = _read_parts(raw.get("content", ""), place, "input_text")
+    if form is None:
+        book["content"] = "list"
+    elif form == "empty":
+        book["content"] = "empty"
+    order = order_note(raw, _NATURAL_MSG)
+    if order:
+        book["order"] = order
+    meta = split_known(raw, _NATURAL_MSG)
+    return Message(id=mid, role=_ROLES[role], blocks=blocks, metadata=with_book(meta, BOOK, book))
+
+
 def _read(items: Any, strict: bool) -> list[Message]:
     if not isinstance(items, list):
         raise FormatError("items", f"expected a list of Responses input items, got {type(items).__name__}")
     out: list[Message] = []
     fixes = Fixes()
-    pending: list[Any] | None = None
+    pending: list[Any] | None = None  # the blocks of the assistant message being read
     calls: dict[str, str] = {}
-
-    def flush() -> None:
-        nonlocal pending
-        if pending is not None:
-            out.append(Message(id=default_id(len(out)), role="assistant", blocks=pending))
-            pending = None
-
     for i, raw in enumerate(items):
         place = f"item {i}"
         raw = dict(need_dict(raw, place, "an item object"))
         carry = raw.pop(CARRY, None)
-        t = raw.get("type", "message" if "role" in raw else None)
-        if t not in ITEM_TYPES:
-            raise FormatError(place, f"unknown item type {t!r}; expected one of {', '.join(ITEM_TYPES)}")
-        if t == "message" and raw.get("role") not in _ROLES:
-            raise FormatError(place, f"unknown role {raw.get('role')!r}; expected one of {', '.join(_ROLES)}")
+        t = _item_type(raw, place)
         if t in ("reasoning", "function_call") or (t == "message" and raw["role"] == "assistant"):
             if pending is None:
                 pending = []
                 fixes.take(carry, len(out))
-            loose = split_known(raw, _ITEM_KEYS[t])
-            raw = {k: v for k, v in raw.items() if k not in loose}
-            if t == "reasoning":
-                summary = raw.get("summary") or []
-                texts = [s.get("text", "") for s in summary if isinstance(s, dict)]
-                text = "\n\n".join(texts)
-                book: dict[str, Any] = {}
-                sk = _skeleton(raw, ("summary",))
-                if sk:
-                    book["item"] = sk
-                if summary != ([{"type": "summary_text", "text": text}] if text else []):
-                    book["summary"] = summary
-                pending.append(ThinkingBlock(thinking=text, extra=with_book(loose, BOOK, book)))
-            elif t == "function_call":
-                for k in ("call_id", "name"):
-                    if not isinstance(raw.get(k), str) or not raw.get(k):
-                        raise FormatError(place, f"a function_call needs a non-empty string {k!r} "
-                                                 f"(got {raw.get(k)!r}); its output is matched by call_id")
-                args = raw.get("arguments", "")
-                try:
-                    inp = nesting.loads(args) if isinstance(args, str) and args.strip() else {}
-                except nesting.TooDeep as e:
-                    raise FormatError(place, f"function_call arguments are {e}") from None
-                except json.JSONDecodeError as e:
-                    raise FormatError(place, f"function_call arguments are not JSON ({e.msg} at character {e.pos}); "
-                                             "the model's call cannot be sent back as it is") from None
-                book = {}
-                sk = _skeleton(raw, ("call_id", "name", "arguments"))
-                if sk:
-                    book["item"] = sk
-                if not isinstance(inp, dict) or json.dumps(inp) != args:
-                    book["arguments"] = args
-                u = ToolUseBlock(id=str(raw.get("call_id", "")), name=str(raw.get("name", "")),
-                                 input=inp if isinstance(inp, dict) else {}, extra=with_book(loose, BOOK, book))
-                calls[u.id] = u.name
-                pending.append(u)
-            else:
-                blocks, form = _read_parts(raw.get("content", []), place, "output_text")
-                sk = _skeleton(raw, ("content",))
-                follows = bool(pending) and isinstance(pending[-1], (TextBlock, ImageBlock))
-                head: dict[str, Any] = {"start": True} if follows else {}
-                if sk:
-                    head["item"] = sk
-                if form:
-                    head["content"] = form
-                if blocks:
-                    b0 = blocks[0]
-                    blocks[0] = b0.model_copy(update={"extra": with_book({**loose, **b0.extra}, BOOK, {**b0.extra.get(BOOK, {}), **head})})
-                    pending.extend(blocks)
+            pending.extend(_read_assistant_item(raw, t, place, pending, calls))
             continue
-        flush()
+        if pending is not None:
+            out.append(Message(id=default_id(len(out)), role="assistant", blocks=pending))
+            pending = None
         base = len(out)
         fixes.take(carry, base)
-        book = {}
-        if "type" not in raw:
-            book["no_type"] = True
+        book: dict[str, Any] = {"no_type": True} if "type" not in raw else {}
         if t == "function_call_output":
-            cid = raw.get("call_id")
-            if strict and cid not in calls:
-                raise no_call(place, cid, "matches no earlier function_call call_id")
-            outv = raw.get("output", "")
-            output: list[Any]
-            if isinstance(outv, str):
-                output, form = ([TextBlock(text=outv)] if outv else []), None
-            else:
-                output, form = _read_parts(outv, place, "input_text")
-            order = order_note(raw, _NATURAL_OUT)
-            if order:
-                book["order"] = order
-            if form is None and isinstance(outv, list):
-                book["content"] = "list"
-            meta = split_known(raw, _NATURAL_OUT)
-            out.append(Message(id=default_id(base), role="tool", metadata=with_book(meta, BOOK, book), blocks=[
-                ToolResultBlock(tool_use_id=str(cid), name=calls.get(cid) if isinstance(cid, str) else None, output=output)]))
-            continue
-        role = raw["role"]
-        if role == "developer":
-            book["role"] = "developer"
-        blocks, form = _read_parts(raw.get("content", ""), place, "input_text")
-        if form is None:
-            book["content"] = "list"
-        elif form == "empty":
-            book["content"] = "empty"
-        order = order_note(raw, _NATURAL_MSG)
-        if order:
-            book["order"] = order
-        meta = split_known(raw, _NATURAL_MSG)
-        out.append(Message(id=default_id(base), role=_ROLES[role], blocks=blocks, metadata=with_book(meta, BOOK, book)))
-    flush()
+            out.append(_read_output(raw, place, strict, calls, default_id(base), book))
+        else:
+            out.append(_read_message(raw, place, default_id(base), book))
+    if pending is not None:
+        out.append(Message(id=default_id(len(out)), role="assistant", blocks=pending))
     return fixes.apply(out)
 
 
@@ -254,6 +290,85 @@ def _plain(blocks: list[Any]) -> bool:
     return len(blocks) == 1 and isinstance(blocks[0], TextBlock) and not blocks[0].extra and bool(blocks[0].text)
 
 
+def _write_reasoning(b: ThinkingBlock, bk: dict[str, Any]) -> dict[str, Any]:
+    """A thinking block as a ``reasoning`` item: its kept item when the text still matches
+    the kept summary, a new summary item otherwise."""
+    kept = bk.get("summary")
+    if kept is not None and "\n\n".join(s.get("text", "") for s in kept if isinstance(s, dict)) == b.thinking:
+        summary = kept
+    else:
+        summary = [{"type": "summary_text", "text": b.thinking}] if b.thinking else []
+    it = {**(bk.get("item") or _SKEL["reasoning"]), "summary": summary}
+    spread(it, b.extra, skip=BOOK)
+    return it
+
+
+def _write_function_call(b: ToolUseBlock, bk: dict[str, Any]) -> dict[str, Any]:
+    """A tool use as a ``function_call`` item (the ``arguments`` string read, when it still
+    holds the input)."""
+    raw = bk.get("arguments")
+    try:
+        same = isinstance(raw, str) and nesting.loads(raw) == b.input
+    except ValueError:  # not JSON, or nested too deep to be the input read from it
+        same = b.input == {}
+    args = raw if same else json.dumps(b.input)
+    it = {**(bk.get("item") or _SKEL["function_call"]), "call_id": b.id, "name": b.name, "arguments": args}
+    spread(it, b.extra, skip=BOOK)
+    return it
+
+
+def _write_assistant(m: Message) -> list[dict[str, Any]]:
+    """One assistant message as its items, in block order (consecutive text and image blocks
+    in one ``message`` item unless a block starts a new one)."""
+    units: list[dict[str, Any]] = []
+    cur: dict[str, Any] | None = None
+    for b in m.blocks:
+        bk = b.extra.get(BOOK) or {}
+        if isinstance(b, ThinkingBlock):
+            units.append(_write_reasoning(b, bk))
+            cur = None
+        elif isinstance(b, ToolUseBlock):
+            units.append(_write_function_call(b, bk))
+            cur = None
+        elif isinstance(b, (TextBlock, ImageBlock)):
+            if cur is None or bk.get("start"):
+                cur = {**(bk.get("item") or _SKEL["message"]), "content": []}
+                spread(cur, b.extra, skip=BOOK)
+                if bk.get("content") == "str":
+                    cur["_str"] = True
+                units.append(cur)
+            cur["content"].extend(_write_parts([b], "output_text"))
+    if not m.blocks:
+        units.append({**_SKEL["message"], "content": []})
+    for u in units:
+        if u.pop("_str", False) and len(u["content"]) == 1:
+            u["content"] = u["content"][0].get("text", "")
+    return units
+
+
+def _write_item(m: Message, extras: bool) -> dict[str, Any]:
+    """A user, system or tool message as one item (a ``tool`` message as its
+    ``function_call_output``)."""
+    book = m.metadata.get(BOOK) or {}
+    if m.role == "tool":
+        r = m.tool_results[0] if m.tool_results else None
+        d: dict[str, Any] = {"type": "function_call_output", "call_id": r.tool_use_id if r else ""}
+        outb = r.output if r else []
+        d["output"] = _write_parts(outb, "input_text") if book.get("content") == "list" or not (
+            _plain(outb) or not outb) else (cast(TextBlock, outb[0]).text if outb else "")
+    else:
+        d = {"type": "message", "role": book.get("role", m.role)}
+        if book.get("content") == "list" or not (_plain(m.blocks) or not m.blocks):
+            d["content"] = _write_parts(m.blocks, "input_text")
+        else:
+            d["content"] = cast(TextBlock, m.blocks[0]).text if m.blocks else ""
+        if book.get("no_type"):
+            del d["type"]
+    if extras:
+        spread(d, m.metadata, skip=BOOK)
+    return reorder(d, book.get("order"))
+
+
 def to_responses(messages: list[Message], *, extras: bool = True) -> list[dict[str, Any]]:
     """Write canonical messages as Responses API input items.
 
@@ -267,63 +382,10 @@ def to_responses(messages: list[Message], *, extras: bool = True) -> list[dict[s
     first_of: list[int] = []
     for m in messages:
         first_of.append(len(units))
-        book = m.metadata.get(BOOK) or {}
         if m.role == "assistant":
-            cur: dict[str, Any] | None = None
-            for b in m.blocks:
-                bk = b.extra.get(BOOK) or {}
-                if isinstance(b, ThinkingBlock):
-                    kept = bk.get("summary")
-                    if kept is not None and "\n\n".join(s.get("text", "") for s in kept if isinstance(s, dict)) == b.thinking:
-                        summary = kept
-                    else:
-                        summary = [{"type": "summary_text", "text": b.thinking}] if b.thinking else []
-                    it = {**(bk.get("item") or _SKEL["reasoning"]), "summary": summary}
-                    spread(it, b.extra, skip=BOOK)
-                    units.append(it)
-                    cur = None
-                elif isinstance(b, ToolUseBlock):
-                    raw = bk.get("arguments")
-                    try:
-                        same = isinstance(raw, str) and nesting.loads(raw) == b.input
-                    except ValueError:  # not JSON, or nested too deep to be the input read from it
-                        same = b.input == {}
-                    args = raw if same else json.dumps(b.input)
-                    it = {**(bk.get("item") or _SKEL["function_call"]), "call_id": b.id, "name": b.name, "arguments": args}
-                    spread(it, b.extra, skip=BOOK)
-                    units.append(it)
-                    cur = None
-                elif isinstance(b, (TextBlock, ImageBlock)):
-                    if cur is None or bk.get("start"):
-                        cur = {**(bk.get("item") or _SKEL["message"]), "content": []}
-                        spread(cur, b.extra, skip=BOOK)
-                        if bk.get("content") == "str":
-                            cur["_str"] = True
-                        units.append(cur)
-                    cur["content"].extend(_write_parts([b], "output_text"))
-            if not m.blocks:
-                units.append({**_SKEL["message"], "content": []})
-            for u in units[first_of[-1]:]:
-                if u.pop("_str", False) and len(u["content"]) == 1:
-                    u["content"] = u["content"][0].get("text", "")
-            continue
-        if m.role == "tool":
-            r = m.tool_results[0] if m.tool_results else None
-            d: dict[str, Any] = {"type": "function_call_output", "call_id": r.tool_use_id if r else ""}
-            outb = r.output if r else []
-            d["output"] = _write_parts(outb, "input_text") if book.get("content") == "list" or not (
-                _plain(outb) or not outb) else (cast(TextBlock, outb[0]).text if outb else "")
+            units.extend(_write_assistant(m))
         else:
-            d = {"type": "message", "role": book.get("role", m.role)}
-            if book.get("content") == "list" or not (_plain(m.blocks) or not m.blocks):
-                d["content"] = _write_parts(m.blocks, "input_text")
-            else:
-                d["content"] = cast(TextBlock, m.blocks[0]).text if m.blocks else ""
-            if book.get("no_type"):
-                del d["type"]
-        if extras:
-            spread(d, m.metadata, skip=BOOK)
-        units.append(reorder(d, book.get("order")))
+            units.append(_write_item(m, extras))
     if extras:
         seal(messages, units, first_of, lambda u: _read(u, strict=False))
     return units

@@ -61,6 +61,74 @@ def _user_side(raw: dict[str, Any], user_calls: set[str]) -> bool:
     return raw.get("role") == "user" and bool(raw.get("tool_calls")) and not (isinstance(content, str) and content)
 
 
+def _read_tool(raw: dict[str, Any], place: str, names: dict[str, str], mid: str, book: dict[str, Any]) -> Message:
+    """A tau2 ``tool`` message as a canonical ``tool`` message; raises FormatError when its
+    ``id`` matches no earlier call (``names``: call id → tool name)."""
+    cid = raw.get("id")
+    if cid not in names:
+        raise no_call(place, cid, "matches no earlier tool call id")
+    order = order_note(raw, _NATURAL_TOOL)
+    if order:
+        book["order"] = order
+    content = raw.get("content")
+    if not isinstance(content, str) or not content:
+        book["content"] = content if "content" in raw else "absent"
+    if "error" not in raw or not isinstance(raw["error"], bool):
+        book["error"] = raw.get("error", "absent")
+    meta = split_known(raw, ("id", "role", "content", "error"))
+    return Message(id=mid, role="tool", metadata=with_book(meta, BOOK, book), blocks=[
+        ToolResultBlock(tool_use_id=str(cid), name=names[cid], state="error" if raw.get("error") is True else "success",
+                        output=[TextBlock(text=content)] if isinstance(content, str) and content else [])])
+
+
+def _read_calls(calls: list[Any], place: str, names: dict[str, str]) -> list[ToolUseBlock]:
+    """An assistant message's ``tool_calls`` as tool uses; each call's name is noted in
+    ``names`` by its id."""
+    out = []
+    for j, c in enumerate(calls):
+        c = need_dict(c, f"{place}, tool call {j}", "a tool call object")
+        extra = split_known(c, ("id", "name", "arguments"))
+        args = c.get("arguments")
+        cbook = {}
+        if not isinstance(args, dict):
+            cbook["arguments"] = args
+        co = order_note(c, ["id", "name", "arguments"])
+        if co:
+            cbook["order"] = co
+        u = ToolUseBlock(id=str(c.get("id")), name=str(c.get("name")), input=args if isinstance(args, dict) else {},
+                         extra=with_book(extra, BOOK, cbook))
+        names[u.id] = u.name
+        out.append(u)
+    return out
+
+
+def _read_message(raw: dict[str, Any], place: str, names: dict[str, str], mid: str,
+                  book: dict[str, Any]) -> Message:
+    """A tau2 assistant, user or system message as a canonical message (thinking first, then
+    the text, then the agent's tool calls; a user's own calls stay in its record)."""
+    role = raw.get("role")
+    if role not in ("assistant", "user", "system"):
+        raise FormatError(place, f"unknown role {role!r}; expected assistant, user, tool (or system)")
+    order = order_note(raw, _NATURAL)
+    if order:
+        book["order"] = order
+    meta = split_known(raw, ("role", "content", "tool_calls"))
+    blocks: list[Any] = _thinking(raw, meta, book)
+    content = raw.get("content")
+    if isinstance(content, str) and content:
+        blocks.append(TextBlock(text=content))
+    elif content is not None or "content" not in raw:
+        book["content"] = content if "content" in raw else "absent"
+    calls = raw.get("tool_calls", "absent")
+    if isinstance(calls, list) and calls and role != "assistant":
+        book["tool_calls"] = calls  # the user's own calls (dual control): kept, not read
+    elif isinstance(calls, list) and calls:
+        blocks.extend(_read_calls(calls, place, names))
+    elif calls is not None:
+        book["tool_calls"] = calls
+    return Message(id=mid, role=role, blocks=blocks, metadata=with_book(meta, BOOK, book))
+
+
 def from_tau2_messages(raw_msgs: list[dict[str, Any]], policy: str | None = None) -> list[Message]:
     """Read one simulation's ``messages`` (plus the policy, when given, as a system message).
 
@@ -86,66 +154,16 @@ def from_tau2_messages(raw_msgs: list[dict[str, Any]], policy: str | None = None
     for i, raw in enumerate(raw_msgs):
         place = f"message {i}"
         raw = need_dict(raw, place, "a message object")
-        role = raw.get("role")
         book: dict[str, Any] = {}
-        idx = len(out)
-        if role == "user" and isinstance(raw.get("tool_calls"), list):
+        if raw.get("role") == "user" and isinstance(raw.get("tool_calls"), list):
             user_calls.update(str(c.get("id")) for c in raw["tool_calls"] if isinstance(c, dict))
         if _user_side(raw, user_calls):
             carried.append(raw)
             continue
         if carried:
             book["before"], carried = carried, []
-        if role == "tool":
-            cid = raw.get("id")
-            if cid not in names:
-                raise no_call(place, cid, "matches no earlier tool call id")
-            order = order_note(raw, _NATURAL_TOOL)
-            if order:
-                book["order"] = order
-            content = raw.get("content")
-            if not isinstance(content, str) or not content:
-                book["content"] = content if "content" in raw else "absent"
-            if "error" not in raw or not isinstance(raw["error"], bool):
-                book["error"] = raw.get("error", "absent")
-            meta = split_known(raw, ("id", "role", "content", "error"))
-            out.append(Message(id=default_id(idx), role="tool", metadata=with_book(meta, BOOK, book), blocks=[
-                ToolResultBlock(tool_use_id=str(cid), name=names[cid], state="error" if raw.get("error") is True else "success",
-                                output=[TextBlock(text=content)] if isinstance(content, str) and content else [])]))
-            continue
-        if role not in ("assistant", "user", "system"):
-            raise FormatError(place, f"unknown role {role!r}; expected assistant, user, tool (or system)")
-        order = order_note(raw, _NATURAL)
-        if order:
-            book["order"] = order
-        meta = split_known(raw, ("role", "content", "tool_calls"))
-        blocks: list[Any] = _thinking(raw, meta, book)
-        content = raw.get("content")
-        if isinstance(content, str) and content:
-            blocks.append(TextBlock(text=content))
-        elif content is not None or "content" not in raw:
-            book["content"] = content if "content" in raw else "absent"
-        calls = raw.get("tool_calls", "absent")
-        if isinstance(calls, list) and calls and role != "assistant":
-            book["tool_calls"] = calls  # the user's own calls (dual control): kept, not read
-        elif isinstance(calls, list) and calls:
-            for j, c in enumerate(calls):
-                c = need_dict(c, f"{place}, tool call {j}", "a tool call object")
-                extra = split_known(c, ("id", "name", "arguments"))
-                args = c.get("arguments")
-                cbook = {}
-                if not isinstance(args, dict):
-                    cbook["arguments"] = args
-                co = order_note(c, ["id", "name", "arguments"])
-                if co:
-                    cbook["order"] = co
-                u = ToolUseBlock(id=str(c.get("id")), name=str(c.get("name")), input=args if isinstance(args, dict) else {},
-                                 extra=with_book(extra, BOOK, cbook))
-                names[u.id] = u.name
-                blocks.append(u)
-        elif calls is not None:
-            book["tool_calls"] = calls
-        out.append(Message(id=default_id(idx), role=role, blocks=blocks, metadata=with_book(meta, BOOK, book)))
+        read = _read_tool if raw.get("role") == "tool" else _read_message
+        out.append(read(raw, place, names, default_id(len(out)), book))
     if carried:
         if not out:
             raise FormatError("messages", "only user-side tool activity: no message to read")
@@ -153,6 +171,59 @@ def from_tau2_messages(raw_msgs: list[dict[str, Any]], policy: str | None = None
         lbook = {**(last.metadata.get(BOOK) or {}), "after": carried}
         out[-1] = last.model_copy(update={"metadata": {**last.metadata, BOOK: lbook}})
     return out
+
+
+def _write_results(m: Message, book: dict[str, Any], meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """A canonical ``tool`` message as one tau2 tool message per result."""
+    out = []
+    for r in m.tool_results:
+        d: dict[str, Any] = {"id": r.tool_use_id, "role": "tool"}
+        c = book.get("content", r.text) if not r.output else r.text
+        if c != "absent":
+            d["content"] = c
+        d.update(meta)
+        err = book.get("error", False) if r.state == "success" else True
+        if err != "absent":
+            d["error"] = err
+        out.append(reorder(_tool_order(d), book.get("order")))
+    return out
+
+
+def _write_thinking(d: dict[str, Any], m: Message, book: dict[str, Any]) -> None:
+    """Put ``m``'s thinking blocks back in ``d["raw_data"]["thinking_blocks"]``, where they were read."""
+    rd = dict(d.get("raw_data") or {})
+    items = list(rd.items())
+    tbs = []
+    for t in m.thinking:
+        tb: dict[str, Any] = ({"type": "redacted_thinking", "data": t.thinking} if t.redacted
+                              else {"type": "thinking", "thinking": t.thinking, "signature": t.signature})
+        tb.update(t.extra)
+        tbs.append(tb)
+    items.insert(book.get("thinking_at", len(items)), ("thinking_blocks", tbs))
+    d["raw_data"] = dict(items)
+
+
+def _write_message(m: Message, book: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    """A canonical assistant, user or system message as a tau2 message."""
+    d: dict[str, Any] = {"role": m.role}
+    text = "\n".join(b.text for b in m.blocks if isinstance(b, TextBlock))
+    has_text = any(isinstance(b, TextBlock) for b in m.blocks)
+    c = text if has_text else book.get("content", None)
+    if c != "absent":
+        d["content"] = c
+    calls = []
+    for u in m.tool_uses:
+        cb = u.extra.get(BOOK) or {}
+        cd = {"id": u.id, "name": u.name, "arguments": cb.get("arguments", u.input) if not u.input else u.input}
+        cd.update((k, v) for k, v in u.extra.items() if k != BOOK)
+        calls.append(reorder(cd, cb.get("order")))
+    tc = calls if calls else book.get("tool_calls", None)
+    if tc != "absent":
+        d["tool_calls"] = tc
+    d.update(meta)
+    if m.thinking or "thinking_at" in book:
+        _write_thinking(d, m, book)
+    return reorder(d, book.get("order"))
 
 
 def to_tau2_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -165,51 +236,10 @@ def to_tau2_messages(messages: list[Message]) -> list[dict[str, Any]]:
         book = m.metadata.get(BOOK) or {}
         meta = {k: v for k, v in m.metadata.items() if k != BOOK}
         out.extend(book.get("before") or [])
-        if i == 0 and m.role == "system" and book.get("policy"):
-            out.extend(book.get("after") or [])
-            continue
         if m.role == "tool":
-            for r in m.tool_results:
-                d: dict[str, Any] = {"id": r.tool_use_id, "role": "tool"}
-                c = book.get("content", r.text) if not r.output else r.text
-                if c != "absent":
-                    d["content"] = c
-                d.update(meta)
-                err = book.get("error", r.state == "error") if r.state == "success" else True
-                if err != "absent":
-                    d["error"] = err
-                out.append(reorder(_tool_order(d), book.get("order")))
-            out.extend(book.get("after") or [])
-            continue
-        d = {"role": m.role}
-        text = "\n".join(b.text for b in m.blocks if isinstance(b, TextBlock))
-        has_text = any(isinstance(b, TextBlock) for b in m.blocks)
-        c = text if has_text else book.get("content", None)
-        if c != "absent":
-            d["content"] = c
-        calls = []
-        for u in m.tool_uses:
-            cb = u.extra.get(BOOK) or {}
-            cd = {"id": u.id, "name": u.name, "arguments": cb.get("arguments", u.input) if not u.input else u.input}
-            cd.update((k, v) for k, v in u.extra.items() if k != BOOK)
-            calls.append(reorder(cd, cb.get("order")))
-        tc = calls if calls else book.get("tool_calls", None)
-        if tc != "absent":
-            d["tool_calls"] = tc
-        d.update(meta)
-        thinking = m.thinking
-        if thinking or "thinking_at" in book:
-            rd = dict(d.get("raw_data") or {})
-            items = list(rd.items())
-            tbs = []
-            for t in thinking:
-                tb: dict[str, Any] = ({"type": "redacted_thinking", "data": t.thinking} if t.redacted
-                                      else {"type": "thinking", "thinking": t.thinking, "signature": t.signature})
-                tb.update(t.extra)
-                tbs.append(tb)
-            items.insert(book.get("thinking_at", len(items)), ("thinking_blocks", tbs))
-            d["raw_data"] = dict(items)
-        out.append(reorder(d, book.get("order")))
+            out.extend(_write_results(m, book, meta))
+        elif not (i == 0 and m.role == "system" and book.get("policy")):  # the policy goes in info
+            out.append(_write_message(m, book, meta))
         out.extend(book.get("after") or [])
     return out
 

@@ -192,6 +192,8 @@ def _bound(clause: str, start: int, end: int) -> str:
 
 
 MAX_VALUES_PER_CLAUSE = 64
+"""A clause pins at most this many values (a pasted list of thousands of ids is not a set of
+user facts; the cap keeps the work per message linear with a small constant)."""
 MAX_CLAUSE_CHARS = 1_000
 """Of a clause longer than this (characters) only its first and last ``MAX_CLAUSE_CHARS // 2``
 characters are read, each cut at a space: the words around pasted material (a log, a document,
@@ -213,8 +215,6 @@ def _readable(clause: str) -> list[str]:
     starts = [i for i in (tail.find(" "), tail.find("\n"), tail.find("\t")) if i >= 0]
     tail = tail[min(starts):].strip() if starts else ""
     return [p for p in (head, tail) if p]
-"""A clause pins at most this many values (a pasted list of thousands of ids is not a set of
-user facts; the cap keeps the work per message linear with a small constant)."""
 
 
 def _overlaps(spans: list[tuple[int, int]], s: int, e: int) -> bool:
@@ -245,33 +245,64 @@ def _id_slot(clause: str, start: int, value: str) -> tuple[str, bool]:
     return "id", False
 
 
-def _values(clause: str) -> list[tuple[str, str, str, bool, int, int]]:
-    """Every value in ``clause``: ``(kind, key, span_text, generic, start, end)``."""
-    taken: list[tuple[int, int]] = []
-    out: list[tuple[str, str, str, bool, int, int]] = []
-    budget_ctx = bool(P.BUDGET_WORDS.search(clause))
+_Value = tuple[str, str, str, bool, int, int]
+"""A value found in a clause: ``(kind, key, span_text, generic, start, end)``, offsets in characters."""
 
-    def take(m_start: int, m_end: int) -> bool:
-        if len(taken) >= MAX_VALUES_PER_CLAUSE or _overlaps(taken, m_start, m_end):
+
+class _Taken:
+    """The spans of a clause already read as values (sorted, pairwise disjoint): a span is
+    read once, by the first pattern that takes it."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[int, int]] = []
+
+    def overlaps(self, s: int, e: int) -> bool:
+        """Whether ``[s, e)`` overlaps a span already taken."""
+        return _overlaps(self.spans, s, e)
+
+    def add(self, s: int, e: int) -> None:
+        """Mark ``[s, e)`` as taken."""
+        bisect.insort(self.spans, (s, e))
+
+    def take(self, s: int, e: int) -> bool:
+        """Take ``[s, e)`` unless it overlaps a taken span or the clause holds
+        :data:`MAX_VALUES_PER_CLAUSE` values already; whether it was taken."""
+        if len(self.spans) >= MAX_VALUES_PER_CLAUSE or self.overlaps(s, e):
             return False
-        bisect.insort(taken, (m_start, m_end))
+        self.add(s, e)
         return True
 
-    for m in P.EMAIL.finditer(clause):
-        if take(m.start(), m.end()):
-            out.append(("identifier", "email", m.group(), False, m.start(), m.end()))
+
+def _emails(clause: str, taken: _Taken, budget_ctx: bool) -> list[_Value]:
+    return [("identifier", "email", m.group(), False, m.start(), m.end())
+            for m in P.EMAIL.finditer(clause) if taken.take(m.start(), m.end())]
+
+
+def _budget_key(b: str, budget_ctx: bool) -> tuple[str, bool]:
+    """The key of an amount under bound ``b`` (``"min"`` / ``"max"``) in a budget clause, or
+    the generic bound key; and whether it is generic."""
+    if budget_ctx:
+        return ("budget_min" if b == "min" else "budget_max"), False
+    return b, True
+
+
+def _amounts(clause: str, taken: _Taken, budget_ctx: bool) -> list[_Value]:
+    out: list[_Value] = []
     for m in P.AMOUNT.finditer(clause):
-        if take(m.start(), m.end()):
+        if taken.take(m.start(), m.end()):
             b = _bound(clause, m.start(), m.end())
-            if budget_ctx:
-                key, generic = ("budget_min" if b == "min" else "budget_max"), False
-            elif b:
-                key, generic = b, True
+            if budget_ctx or b:
+                key, generic = _budget_key(b, budget_ctx)
             else:
                 key, generic = "amount:" + _norm_amount(m.group()), False
             out.append(("amount", key, m.group(), generic, m.start(), m.end()))
+    return out
+
+
+def _dates(clause: str, taken: _Taken, budget_ctx: bool) -> list[_Value]:
+    out: list[_Value] = []
     for m in P.DATE.finditer(clause):
-        if take(m.start(), m.end()):
+        if taken.take(m.start(), m.end()):
             if P.DEADLINE_WORDS.search(clause[max(0, m.start() - 16):m.start()]) or re.match(
                 r"\s?(?:之前|以前|前|为止)", clause[m.end():m.end() + 3]
             ):
@@ -281,24 +312,43 @@ def _values(clause: str) -> list[tuple[str, str, str, bool, int, int]]:
             else:
                 key = "date:" + _norm(m.group())
             out.append(("date", key, m.group(), False, m.start(), m.end()))
-    for m in P.ADDRESS_NUM.finditer(clause):
-        if take(m.start(), m.end()):
-            out.append(("identifier", "address:" + _norm(m.group()), m.group(), False, m.start(), m.end()))
+    return out
+
+
+def _addresses(clause: str, taken: _Taken, budget_ctx: bool) -> list[_Value]:
+    return [("identifier", "address:" + _norm(m.group()), m.group(), False, m.start(), m.end())
+            for m in P.ADDRESS_NUM.finditer(clause) if taken.take(m.start(), m.end())]
+
+
+def _identifiers(clause: str, taken: _Taken, budget_ctx: bool) -> list[_Value]:
+    """User handles, phone numbers and tokens with a digit (a bare year is not one)."""
+    out: list[_Value] = []
     for pat in (P.USER_HANDLE, P.PHONE, P.TOKEN_WITH_DIGIT):
         for m in pat.finditer(clause):
             v = m.group()
             if pat is P.TOKEN_WITH_DIGIT and v.isdigit() and len(v) == 4 and 1900 <= int(v) <= 2100:
                 if not re.search(r"card|ending|尾号|#|id\b", clause[max(0, m.start() - 20):m.start()], re.I):
                     continue  # a bare year
-            if not take(m.start(), m.end()):
+            if not taken.take(m.start(), m.end()):
                 continue
             slot, single = _id_slot(clause, m.start(), v)
             key = slot if single else f"{slot}:{_norm(v)}"
             out.append(("identifier", key, v, False, m.start(), m.end()))
+    return out
+
+
+def _names(clause: str, taken: _Taken, budget_ctx: bool) -> list[_Value]:
+    out: list[_Value] = []
     for m in P.NAME.finditer(clause):
         g = 1 if m.group(1) else 2
-        if take(m.start(g), m.end(g)):
+        if taken.take(m.start(g), m.end(g)):
             out.append(("identifier", "name", m.group(g), False, m.start(g), m.end(g)))
+    return out
+
+
+def _quantities_en(clause: str, taken: _Taken, budget_ctx: bool) -> list[_Value]:
+    """English quantities (``14 attendees``, ``30 km``), a stop word ending the unit."""
+    out: list[_Value] = []
     for m in P.QTY_EN.finditer(clause):
         words = m.group(2).lower().split()
         if words[0] in P.QTY_STOP:
@@ -309,7 +359,7 @@ def _values(clause: str) -> list[tuple[str, str, str, bool, int, int]]:
                 continue
         unit = words[-1]
         end = m.start(2) + len(" ".join(m.group(2).split()[: len(words)]))
-        if not take(m.start(), end):
+        if not taken.take(m.start(), end):
             continue
         b = _bound(clause, m.start(), end)
         if unit in P.DISTANCE_UNITS:
@@ -317,25 +367,47 @@ def _values(clause: str) -> list[tuple[str, str, str, bool, int, int]]:
         else:
             key = "qty:" + re.sub(r"(?<=[a-z]{3})s$", "", unit) + (f"_{b}" if b else "")
         out.append(("quantity", key, clause[m.start():end], False, m.start(), end))
+    return out
+
+
+def _quantities_zh(clause: str, taken: _Taken, budget_ctx: bool) -> list[_Value]:
+    out: list[_Value] = []
     for m in P.QTY_ZH.finditer(clause):
-        if take(m.start(), m.end()):
+        if taken.take(m.start(), m.end()):
             b = _bound(clause, m.start(), m.end())
             unit = m.group(2)
             key = ("distance" if unit in P.DISTANCE_UNITS else "qty:" + unit) + (f"_{b}" if b else "")
             out.append(("quantity", key, m.group(), False, m.start(), m.end()))
-    # bare numbers under a bound or in a budget clause: "up to 6,000", "5,000 以内"
+    return out
+
+
+def _bare_numbers(clause: str, taken: _Taken, budget_ctx: bool) -> list[_Value]:
+    """Bare numbers under a bound or in a budget clause: "up to 6,000", "5,000 以内" (not
+    counted against :data:`MAX_VALUES_PER_CLAUSE`)."""
+    out: list[_Value] = []
     for m in re.finditer(rf"(?<![\w.,#/-])(?:{P.NUM})(?![\w%/-]|[.,]\d)", clause):
-        if _overlaps(taken, m.start(), m.end()):
+        if taken.overlaps(m.start(), m.end()):
             continue
         b = _bound(clause, m.start(), m.end())
         if not b and not budget_ctx:
             continue
-        bisect.insort(taken, (m.start(), m.end()))
-        if budget_ctx:
-            key, generic = ("budget_min" if b == "min" else "budget_max"), False
-        else:
-            key, generic = b, True
+        taken.add(m.start(), m.end())
+        key, generic = _budget_key(b, budget_ctx)
         out.append(("amount", key, m.group(), generic, m.start(), m.end()))
+    return out
+
+
+_FINDERS: tuple[Callable[[str, _Taken, bool], list[_Value]], ...] = (
+    _emails, _amounts, _dates, _addresses, _identifiers, _names, _quantities_en, _quantities_zh, _bare_numbers,
+)
+"""The value patterns in the order they take spans (an earlier one wins an overlap)."""
+
+
+def _values(clause: str) -> list[_Value]:
+    """Every value in ``clause``, in order of position: ``(kind, key, span_text, generic, start, end)``."""
+    taken = _Taken()
+    budget_ctx = bool(P.BUDGET_WORDS.search(clause))
+    out = [v for find in _FINDERS for v in find(clause, taken, budget_ctx)]
     out.sort(key=lambda t: t[4])
     return out
 

@@ -76,14 +76,16 @@ def add_memory(db: Any, user_id: str, text: str, kind: str = "preference", *,
                source_session_id: str | None = None, source_message_id: str | None = None) -> MemoryEntry:
     """Store ``text`` as a new active entry as given (the explicit API; no decision rules)."""
     with _store(db) as s:
-        return s.add_memory(user_id, text, kind, source_session_id=source_session_id,
-                            source_message_id=source_message_id)
+        entry: MemoryEntry = s.add_memory(user_id, text, kind, source_session_id=source_session_id,
+                                          source_message_id=source_message_id)
+        return entry
 
 
 def supersede_memory(db: Any, user_id: str, entry_id: Any, text: str, kind: str | None = None) -> MemoryEntry:
     """Replace entry ``entry_id`` with ``text``; raises :class:`MemoryEntryNotFound`."""
     with _store(db) as s:
-        return s.supersede_memory(user_id, entry_id, text, kind)
+        entry: MemoryEntry = s.supersede_memory(user_id, entry_id, text, kind)
+        return entry
 
 
 def retract_memory(db: Any, user_id: str, entry_id: Any) -> bool:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import create_engine
+from sqlalchemy import Connection, create_engine
 
 from ctxwise.store.schema import Base
 
@@ -12,7 +12,7 @@ config = context.config
 target_metadata = Base.metadata
 
 
-def _run(connection) -> None:
+def _run(connection: Connection) -> None:
     context.configure(connection=connection, target_metadata=target_metadata,
                       version_table="ctxwise_alembic_version",
                       render_as_batch=connection.dialect.name == "sqlite")

@@ -15,9 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..formats._common import thinking_text
-from ..messages import ImageBlock, Message, TextBlock, ToolResultBlock
+from ..messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock
 from .arguments import call_arguments
+
+
+def thinking_text(blocks: list[ThinkingBlock]) -> str:
+    """The joined text of non-redacted thinking blocks (what the reasoning field carries)."""
+    return "\n".join(b.thinking for b in blocks if not b.redacted)
 
 
 def _image(b: ImageBlock) -> dict[str, Any]:

@@ -244,7 +244,8 @@ def _session_routes(router: APIRouter, server: Server, tenant_of: Callable[..., 
                      op: Callable[[Session, int | None], T], *, expected: int | None = None) -> tuple[Session, T]:
         """``op(session, checked)`` on the session, from the process's cache when current
         (:mod:`.sessions`; ``checked``: the stored version this request has just read, or None)."""
-        return server.sessions.run(request, tenant, user_id, session_id, op, expected=expected)
+        done: tuple[Session, T] = server.sessions.run(request, tenant, user_id, session_id, op, expected=expected)
+        return done
 
     @router.get("/sessions/{session_id}/transcript", tags=["sessions"],
                 summary="The transcript: one row per user message and per final reply (never compacted).")

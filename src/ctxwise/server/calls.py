@@ -28,11 +28,12 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable
 
 from .. import ContextRow, Message, Policy, SessionState, TranscriptRow, get_counter
 from ..replay.breakdown import CATEGORIES, message_breakdown
 from ..replay.runner import RoundRecord
+from ..tokens import Counter
 from ..units import is_user_input
 
 APPEND_STAGES = ("normalized", "interrupted", "amended")
@@ -82,111 +83,131 @@ def _groups(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return out
 
 
-def session_calls(state: SessionState, events: list[dict[str, Any]],
-                  transcript: list[TranscriptRow]) -> list[CallView]:
-    """Every model call of the session with its rebuilt sizes (see the module docstring).
+class _Rows:
+    """The session's rows in seq order and the edits applied to them so far: which results
+    and thinking are ``edited`` (cleared or pruned: their current body counts), which rows
+    are ``hidden`` (summarized or trimmed away) and which summaries are in the context."""
 
-    ``state`` must be loaded with ``include_hidden=True``. Returns an empty list when no user
-    input was stored yet.
-    """
-    policy = Policy.from_stored(state.policy, state.provider)
-    counter = get_counter(policy.tokenizer if policy.unit == "tokens" else "chars")
-    rows = sorted((r for r in state.rows if r.state != "popped"), key=lambda r: r.seq)
-    seq_of = {r.message_id: r.seq for r in rows}
+    def __init__(self, rows: list[ContextRow], counter: Counter) -> None:
+        self.rows = rows
+        self.counter = counter
+        self.summary_rows = {r.message_id for r in rows if r.current.kind is not None}
+        self.index = {r.message_id: i for i, r in enumerate(rows)}
+        self.seqs = [r.seq for r in rows]
+        self.edited: set[str] = set()
+        self.hidden: set[str] = set()
+        self.summaries: set[str] = set()
 
+    @staticmethod
     def body(r: ContextRow, edited: bool) -> Message:
+        """The body the model read: the current one once edited, else the original."""
         return r.current if edited or r.original is None else r.original
 
-    # turns: the user-input rows, with the transcript time of each
-    user_rows = [r for r in rows if r.current.kind is None and is_user_input(body(r, False))]
-    if not user_rows:
-        return []
-    asked_at = {}
-    for t in transcript:
-        if t.role == "user" and t.message_ids:
-            asked_at[t.message_ids[0]] = t.created_at
-    turn_starts = [r.seq for r in user_rows]
-
-    def turn_of(seq: int) -> int:
-        return sum(1 for s in turn_starts if s <= seq)
-
-    calls = [CallView(number=0, message_id=r.message_id, seq=r.seq, turn=turn_of(r.seq)) for r in rows
-             if r.current.kind is None and r.current.role == "assistant" and r.seq > turn_starts[0]]
-    last_seq = max(r.seq for r in rows if r.current.kind is None)
-    if not calls or last_seq > calls[-1].seq:  # messages wait for the next call
-        calls.append(CallView(number=0, message_id=None, seq=last_seq + 1, turn=turn_of(last_seq)))
-    for i, c in enumerate(calls):
-        c.number = i + 1
-
-    first = rows[0].current
-    priming = counter.count([first]) - counter.count_message(first)  # the counter's per-request tokens
-
-    summary_rows = {r.message_id for r in rows if r.current.kind is not None}
-    index = {r.message_id: i for i, r in enumerate(rows)}
-    seqs = [r.seq for r in rows]
-    edited: set[str] = set()
-    hidden: set[str] = set()
-    summaries: set[str] = set()
-
-    def cats_of(i: int) -> dict[str, int]:
+    def categories(self, i: int) -> dict[str, int]:
         """Row ``i``'s size by category as the model read it under the edits so far (empty
         when it was not sent)."""
-        r = rows[i]
-        if r.message_id in hidden or (r.message_id in summary_rows and r.message_id not in summaries):
+        r = self.rows[i]
+        if r.message_id in self.hidden or (r.message_id in self.summary_rows and r.message_id not in self.summaries):
             return {}
-        return message_breakdown(body(r, r.message_id in edited), counter)
+        return message_breakdown(self.body(r, r.message_id in self.edited), self.counter)
 
-    def apply(group: list[dict[str, Any]], on_change: Any) -> None:
+    def apply(self, group: list[dict[str, Any]],
+              on_change: Callable[[int, dict[str, int], dict[str, int]], None]) -> None:
         """Apply one prepare()'s edits; ``on_change(i, old, new)`` for every row they touch."""
-        touched = sorted({index[i] for e in group for i in [*(e.get("affected_ids") or []), e.get("summary_id")]
-                          if i in index})
-        old = {i: cats_of(i) for i in touched}
+        touched = sorted({self.index[i] for e in group for i in [*(e.get("affected_ids") or []), e.get("summary_id")]
+                          if i in self.index})
+        old = {i: self.categories(i) for i in touched}
         for e in group:
             ids = e.get("affected_ids") or []
             if e.get("stage") in ("thinking", "clearing"):
-                edited.update(ids)
+                self.edited.update(ids)
             elif e.get("stage") in ("summarizing", "trimming"):
-                hidden.update(i for i in ids if i != e.get("summary_id"))
+                self.hidden.update(i for i in ids if i != e.get("summary_id"))
             if e.get("summary_id"):
-                summaries.add(e["summary_id"])
+                self.summaries.add(e["summary_id"])
         for i in touched:
-            on_change(i, old[i], cats_of(i))
+            on_change(i, old[i], self.categories(i))
 
-    # which call each prepare() belongs to: in its turn, after what it names, and the call whose
-    # rebuilt size (plus the last measured gap) is nearest the size the event measured. Sizes
-    # before a call are prefix sums over the rows in seq order (a Fenwick tree: O(log n) each).
-    tree = [0] * (len(rows) + 1)
+    def reset(self) -> None:
+        """Forget every edit (back to the rows as appended)."""
+        for done in (self.edited, self.hidden, self.summaries):
+            done.clear()
 
-    def add(i: int, delta: int) -> None:
+
+class _PrefixSums:
+    """Sums over a prefix of ``n`` values that change one at a time (a Fenwick tree: O(log n)
+    per update and per sum)."""
+
+    def __init__(self, n: int) -> None:
+        self.tree = [0] * (n + 1)
+
+    def add(self, i: int, delta: int) -> None:
+        """Add ``delta`` to value ``i`` (0-based)."""
         i += 1
-        while i < len(tree):
-            tree[i] += delta
+        while i < len(self.tree):
+            self.tree[i] += delta
             i += i & -i
 
-    def before(k: int) -> int:
-        i, total = bisect_left(seqs, calls[k].seq), 0
+    def total(self, upto: int) -> int:
+        """The sum of values ``0 .. upto - 1``."""
+        i, total = upto, 0
         while i > 0:
-            total += tree[i]
+            total += self.tree[i]
             i -= i & -i
         return total
 
-    for i in range(len(rows)):
-        add(i, sum(cats_of(i).values()))
-    turn_times = [(turn_of(r.seq), _when(asked_at.get(r.message_id))) for r in user_rows]
-    groups = _groups(events)
+
+def _turn_of(turn_starts: list[int], seq: int) -> int:
+    """The 1-based user turn a row of ``seq`` is in (0 before the first user input)."""
+    return sum(1 for s in turn_starts if s <= seq)
+
+
+def _call_views(rows: list[ContextRow], turn_starts: list[int]) -> list[CallView]:
+    """One :class:`CallView` per assistant message after the first user input, plus the call
+    still to come when messages wait after the last reply; numbered from 1."""
+    calls = [CallView(number=0, message_id=r.message_id, seq=r.seq, turn=_turn_of(turn_starts, r.seq)) for r in rows
+             if r.current.kind is None and r.current.role == "assistant" and r.seq > turn_starts[0]]
+    last_seq = max(r.seq for r in rows if r.current.kind is None)
+    if not calls or last_seq > calls[-1].seq:  # messages wait for the next call
+        calls.append(CallView(number=0, message_id=None, seq=last_seq + 1, turn=_turn_of(turn_starts, last_seq)))
+    for i, c in enumerate(calls):
+        c.number = i + 1
+    return calls
+
+
+def _candidates(group: list[dict[str, Any]], calls: list[CallView], pointer: int, seq_of: dict[str, int],
+                turn_times: list[tuple[int, datetime | None]]) -> list[int]:
+    """The calls one prepare() may belong to: from ``pointer`` on, after every message it
+    names, in the user turn whose transcript row precedes its time (the first 8 of them when
+    none is in that turn; the last call when none qualifies)."""
+    needed = [seq_of[i] for e in group for i in (e.get("affected_ids") or []) if i in seq_of]
+    needed += [seq_of[e["summary_id"]] for e in group if e.get("summary_id") in seq_of]
+    floor = max(needed, default=0)
+    at = _when(group[0].get("at"))
+    turn = max((t for t, when in turn_times if when is not None and at is not None and when <= at), default=None)
+    feasible = [k for k in range(pointer, len(calls)) if calls[k].seq > floor]
+    in_turn = [k for k in feasible if turn is None or calls[k].turn == turn]
+    return in_turn or feasible[:8] or [len(calls) - 1]
+
+
+def _assign(groups: list[list[dict[str, Any]]], calls: list[CallView], rs: _Rows,
+            turn_times: list[tuple[int, datetime | None]], priming: int) -> tuple[list[int], list[int]]:
+    """Which call each prepare() belongs to, and the gap it measured: ``(owner, gap_before)``,
+    one entry per group.
+
+    Of the :func:`_candidates`, a group goes to the call whose rebuilt size (plus the last
+    measured gap) is nearest the size the event measured. Sizes before a call are prefix sums
+    over the rows in seq order. Leaves ``rs`` with every group's edits applied."""
+    seq_of = {r.message_id: r.seq for r in rs.rows}
+    sums = _PrefixSums(len(rs.rows))
+    for i in range(len(rs.rows)):
+        sums.add(i, sum(rs.categories(i).values()))
     owner: list[int] = []
     gap_before: list[int] = []
     pointer, gap, unsure = 0, priming, False
     for group in groups:
-        needed = [seq_of[i] for e in group for i in (e.get("affected_ids") or []) if i in seq_of]
-        needed += [seq_of[e["summary_id"]] for e in group if e.get("summary_id") in seq_of]
-        floor = max(needed, default=0)
-        at = _when(group[0].get("at"))
-        turn = max((t for t, when in turn_times if when is not None and at is not None and when <= at), default=None)
-        feasible = [k for k in range(pointer, len(calls)) if calls[k].seq > floor]
-        in_turn = [k for k in feasible if turn is None or calls[k].turn == turn]
-        candidates = (in_turn or feasible[:8] or [len(calls) - 1])
-        measured = {k: before(k) for k in candidates}
+        candidates = _candidates(group, calls, pointer, seq_of, turn_times)
+        measured = {k: sums.total(bisect_left(rs.seqs, calls[k].seq)) for k in candidates}
         if unsure:  # a summary or trim changed what the rows do not hold (the facts block): no gap yet,
             pick = next((k for k in candidates if k > pointer), candidates[0])  # and a later prepare()
         else:
@@ -196,24 +217,29 @@ def session_calls(state: SessionState, events: list[dict[str, Any]],
         owner.append(pick)
         gap_before.append(gap)
         calls[pick].events.extend(group)
-        apply(group, lambda i, old, new: add(i, sum(new.values()) - sum(old.values())))
+        rs.apply(group, lambda i, old, new: sums.add(i, sum(new.values()) - sum(old.values())))
         pointer = pick
+    return owner, gap_before
 
-    # sizes call by call; what the rows do not hold is the gap the next prepare() measured
+
+def _next_gaps(n_calls: int, owner: list[int], gap_before: list[int], priming: int) -> list[int]:
+    """``next_gap[k]``: the gap the first prepare() at call ``k`` or later measured (the last
+    one measured, or the counter's priming, after the last)."""
     first_gap: dict[int, int] = {}
     for o, g in zip(owner, gap_before):
         first_gap.setdefault(o, g)
-    next_gap = [0] * (len(calls) + 1)  # next_gap[k]: the gap of the first prepare() at call k or later
+    next_gap = [0] * (n_calls + 1)
     current = gap_before[-1] if gap_before else priming
-    for k in range(len(calls), -1, -1):
+    for k in range(n_calls, -1, -1):
         current = first_gap.get(k, current)
         next_gap[k] = current
-    for done in (edited, hidden, summaries):
-        done.clear()
-    base = gap_before[0] if gap_before else priming
-    at_call: dict[int, list[list[dict[str, Any]]]] = {}
-    for o, group in zip(owner, groups):
-        at_call.setdefault(o, []).append(group)
+    return next_gap
+
+
+def _size_calls(calls: list[CallView], rs: _Rows, at_call: dict[int, list[list[dict[str, Any]]]],
+                next_gap: list[int], base: int) -> None:
+    """Set every call's sizes and categories, replaying the edits from the rows as appended;
+    what the rows do not hold is the gap the next prepare() measured."""
     running = dict.fromkeys(CATEGORIES, 0)
     after_gap: int | None = None
     included = 0  # rows[:included] are before the current call
@@ -227,16 +253,16 @@ def session_calls(state: SessionState, events: list[dict[str, Any]],
                 running[cat] += n
 
     for k, c in enumerate(calls):
-        upto = bisect_left(seqs, c.seq)
+        upto = bisect_left(rs.seqs, c.seq)
         while included < upto:
-            for cat, n in cats_of(included).items():
+            for cat, n in rs.categories(included).items():
                 running[cat] += n
-            if rows[included].message_id not in summary_rows:
-                full += sum(message_breakdown(body(rows[included], False), counter).values())
+            if rs.rows[included].message_id not in rs.summary_rows:
+                full += sum(message_breakdown(rs.body(rs.rows[included], False), rs.counter).values())
             included += 1
         size_before = sum(running.values())
         for group in at_call.get(k, []):
-            apply(group, change)
+            rs.apply(group, change)
         c.categories = dict(running)
         c.exact = k in at_call
         if c.exact:  # the events measured this call: their sizes, not a rebuilt estimate
@@ -251,6 +277,40 @@ def session_calls(state: SessionState, events: list[dict[str, Any]],
             c.size_before = size_before + gap
             c.size = sum(running.values()) + gap
         c.full = base + full
+
+
+def session_calls(state: SessionState, events: list[dict[str, Any]],
+                  transcript: list[TranscriptRow]) -> list[CallView]:
+    """Every model call of the session with its rebuilt sizes (see the module docstring).
+
+    ``state`` must be loaded with ``include_hidden=True``. Returns an empty list when no user
+    input was stored yet.
+    """
+    policy = Policy.from_stored(state.policy, state.provider)
+    counter = get_counter(policy.tokenizer if policy.unit == "tokens" else "chars")
+    rows = sorted((r for r in state.rows if r.state != "popped"), key=lambda r: r.seq)
+    # turns: the user-input rows, with the transcript time of each
+    user_rows = [r for r in rows if r.current.kind is None and is_user_input(_Rows.body(r, False))]
+    if not user_rows:
+        return []
+    asked_at: dict[str, Any] = {}
+    for t in transcript:
+        if t.role == "user" and t.message_ids:
+            asked_at[t.message_ids[0]] = t.created_at
+    turn_starts = [r.seq for r in user_rows]
+    calls = _call_views(rows, turn_starts)
+    first = rows[0].current
+    priming = counter.count([first]) - counter.count_message(first)  # the counter's per-request tokens
+    rs = _Rows(rows, counter)
+    turn_times = [(_turn_of(turn_starts, r.seq), _when(asked_at.get(r.message_id))) for r in user_rows]
+    groups = _groups(events)
+    owner, gap_before = _assign(groups, calls, rs, turn_times, priming)
+    next_gap = _next_gaps(len(calls), owner, gap_before, priming)
+    rs.reset()
+    at_call: dict[int, list[list[dict[str, Any]]]] = {}
+    for o, group in zip(owner, groups):
+        at_call.setdefault(o, []).append(group)
+    _size_calls(calls, rs, at_call, next_gap, gap_before[0] if gap_before else priming)
     return calls
 
 

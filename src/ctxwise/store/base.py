@@ -29,7 +29,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..changes import Change, Hide, InsertSummary, Replace
 from ..errors import MemoryBusy, MemoryEntryNotFound, MessageNotStorable, NotNewestMessage, SessionConflict, \
@@ -494,12 +494,14 @@ _OPEN_TURN = RowQuery(states=_LIVE_STATES, open_turn=True, appended=True, origin
 MAX_DEFERRED = 10_000
 """How many sessions opened with ``defer`` and not yet written one store object holds."""
 
+T = TypeVar("T")
+
 _DEFERRED_LOCK = threading.RLock()
 
 
 def _deferred(store: BaseStore) -> "OrderedDict[tuple[str, str], Head]":
     """The store's sessions opened with ``defer`` and not yet written (key → header to create)."""
-    held = store.__dict__.get("_ctxwise_deferred")
+    held: "OrderedDict[tuple[str, str], Head] | None" = store.__dict__.get("_ctxwise_deferred")
     if held is None:
         with _DEFERRED_LOCK:
             held = store.__dict__.setdefault("_ctxwise_deferred", OrderedDict())
@@ -515,7 +517,7 @@ def _defer(store: BaseStore, user_id: str, session_id: str, head: Head) -> None:
             held.popitem(last=False)
 
 
-def _deferred_or_raise(store: BaseStore, user_id: str, session_id: str, empty: Any) -> Any:
+def _deferred_or_raise(store: BaseStore, user_id: str, session_id: str, empty: T) -> T:
     """``empty`` for a session opened with ``defer`` and not yet written; else SessionNotFound."""
     if (user_id, session_id) in _deferred(store):
         return empty

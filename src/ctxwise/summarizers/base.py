@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from ..errors import SummarizerError  # re-exported: it lives in ctxwise.errors
+from ..errors import SummarizerError as SummarizerError  # re-exported: it lives in ctxwise.errors
 from ..messages import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
 SUMMARY_HEADER = (

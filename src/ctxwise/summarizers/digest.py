@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..distill import distill
 from ..messages import Message, ToolResultBlock, ToolUseBlock
@@ -49,8 +49,9 @@ def unwrap(text: str) -> str:
         return text
     if isinstance(data, dict):
         for k in _WRAPPER_KEYS:
-            if isinstance(data.get(k), str) and data[k].strip():
-                return data[k]
+            words = data.get(k)
+            if isinstance(words, str) and words.strip():
+                return words
     return text
 
 
@@ -89,6 +90,8 @@ SECTIONS = (
 VALUE_SEP = "; "
 """Between the values on that line: not ", ", which values hold themselves (``May 1, 2024``,
 ``$1,254.50`` is safe, a date is not)."""
+REQUIREMENTS = SECTIONS[0]
+"""The section quoting the user's requirements verbatim."""
 VALUES = SECTIONS[-1]
 """The section that keeps, as one line (values separated by :data:`VALUE_SEP`), the salient values (ids, amounts,
 dates, statuses) of the items dropped to fit the target: a value a later answer quotes is
@@ -171,76 +174,98 @@ class DigestSummarizer:
         """Summarize ``material`` (rolling ``previous`` in); see :class:`Summarizer`."""
         sec = _parse_previous(previous)
         pinned = list(facts)
-        req = sec["User requirements (verbatim)"]
+        req = sec[REQUIREMENTS]
         req[:] = [e for e in (_elide(q, pinned) for q in req) if e]  # an earlier pass's, pinned since
-        uses: dict[str, ToolUseBlock] = {}
-        last_answer = ""
-        for m in material:
-            if m.kind == "summary":
-                continue
-            if m.role == "user" and not m.tool_results:
-                for r in _requirements(m.text):
-                    # what the pinned facts block quotes already (engine) is elided: once, not twice
-                    q = _elide(f'The user said: "{r}"', pinned)
-                    if q and q not in req:
-                        req.append(q)
-            elif m.role == "assistant":
-                for u in m.tool_uses:
-                    uses[u.id] = u
-                said = stated(m.text) if m.text.strip() else ""
-                if said:
-                    last_answer = said
-                    sec["Progress"].append(f'The assistant told the user: "{said}"')
-            for b in m.blocks:
-                if isinstance(b, ToolResultBlock):
-                    use = uses.get(b.tool_use_id)
-                    call = _call_text(use) if use else (b.name or "tool")
-                    if b.state == "error":
-                        sec["Dead ends"].append(f'{call} failed: "{_first_sentence(b.text, 160)}"')
-                        continue
-                    found = findings(b.text, set(uses) | {b.tool_use_id}) or _first_sentence(b.text, 120)
-                    sec["Tools called and findings"].append(f"{call} returned {found}")
-                    name = (use.name if use else b.name) or ""
-                    if _WRITE_TOOL.search(name):
-                        sec["Completed actions"].append(f"{call} succeeded")
+        last_answer = _read_material(material, sec, pinned)
         if last_answer:
             sec["Open tasks and next step"] = [
                 f'Where the conversation stood: the assistant last said "{_first_sentence(last_answer, 300)}"'
             ]
         values = [v for line in sec[VALUES] for v in line.split(VALUE_SEP) if v]
         sec[VALUES] = []
-
-        def render() -> str:
-            sec[VALUES] = [VALUE_SEP.join(values)] if values else []
-            return _render(sec)
-
-        def drop(name: str, k: int) -> None:
-            item = sec[name].pop(k)
-            said = set(values)
-            for v in salient_values(item):
-                if v not in said:
-                    values.append(v)
-                    said.add(v)
-
-        text = render()
-        # Fit: drop the oldest items of the least important sections first, keeping their values.
-        # A tool finding goes before what the agent told the user about it: the reply is the
-        # shorter, and what the user was told is what the next turn builds on (issue 11, item 6;
-        # compare's data, 3,000 tokens: x1.111 -> x1.109 at the same recall).
-        for name in ("Tools called and findings", "Progress", "Dead ends", "Completed actions"):
-            while len(text) > target_chars and len(sec[name]) > 1:
-                drop(name, 0)
-                text = render()
-        for name in ("Tools called and findings", "Progress", "Dead ends"):
-            while len(text) > target_chars and sec[name]:
-                drop(name, 0)
-                text = render()
-        while len(text) > target_chars and values:  # then the oldest values
-            values.pop(0)
-            text = render()
+        text = _fit_sections(sec, values, target_chars)
         cap = max(target_chars, MIN_REQUIREMENTS_CAP)
         text = _fit_requirements(sec, facts, cap) if len(text) > cap else text
         return SummaryResult(text=text, usage=None, detail={"sections": {k: len(v) for k, v in sec.items()}})
+
+
+def _read_material(material: Sequence[Message], sec: dict[str, list[str]], pinned: Sequence[str]) -> str:
+    """Add what ``material`` holds to the sections ``sec``: the user's requirements (less what
+    the pinned facts quote), what the assistant told the user, tool findings, dead ends and
+    completed actions. Returns what the assistant said last ("" when it said nothing)."""
+    req = sec[REQUIREMENTS]
+    uses: dict[str, ToolUseBlock] = {}
+    last_answer = ""
+    for m in material:
+        if m.kind == "summary":
+            continue
+        if m.role == "user" and not m.tool_results:
+            for r in _requirements(m.text):
+                # what the pinned facts block quotes already (engine) is elided: once, not twice
+                q = _elide(f'The user said: "{r}"', pinned)
+                if q and q not in req:
+                    req.append(q)
+        elif m.role == "assistant":
+            for u in m.tool_uses:
+                uses[u.id] = u
+            said = stated(m.text) if m.text.strip() else ""
+            if said:
+                last_answer = said
+                sec["Progress"].append(f'The assistant told the user: "{said}"')
+        for b in m.blocks:
+            if isinstance(b, ToolResultBlock):
+                _read_result(b, uses, sec)
+    return last_answer
+
+
+def _read_result(b: ToolResultBlock, uses: dict[str, ToolUseBlock], sec: dict[str, list[str]]) -> None:
+    """Add one tool result to ``sec``: a dead end when it failed, else its findings (and a
+    completed action when the tool changes something)."""
+    use = uses.get(b.tool_use_id)
+    call = _call_text(use) if use else (b.name or "tool")
+    if b.state == "error":
+        sec["Dead ends"].append(f'{call} failed: "{_first_sentence(b.text, 160)}"')
+        return
+    found = findings(b.text, set(uses) | {b.tool_use_id}) or _first_sentence(b.text, 120)
+    sec["Tools called and findings"].append(f"{call} returned {found}")
+    name = (use.name if use else b.name) or ""
+    if _WRITE_TOOL.search(name):
+        sec["Completed actions"].append(f"{call} succeeded")
+
+
+def _fit_sections(sec: dict[str, list[str]], values: list[str], target_chars: int) -> str:
+    """The summary of ``sec`` fitted to ``target_chars`` by dropping the oldest items of the
+    least important sections first, their salient values kept in ``values`` (the
+    :data:`VALUES` line), then the oldest values. The user's requirements are not touched
+    here (:func:`_fit_requirements`)."""
+
+    def render() -> str:
+        sec[VALUES] = [VALUE_SEP.join(values)] if values else []
+        return _render(sec)
+
+    def drop(name: str, k: int) -> None:
+        item = sec[name].pop(k)
+        said = set(values)
+        for v in salient_values(item):
+            if v not in said:
+                values.append(v)
+                said.add(v)
+
+    text = render()
+    # A tool finding goes before what the agent told the user about it: the reply is the
+    # shorter, and what the user was told is what the next turn builds on.
+    for name in ("Tools called and findings", "Progress", "Dead ends", "Completed actions"):
+        while len(text) > target_chars and len(sec[name]) > 1:
+            drop(name, 0)
+            text = render()
+    for name in ("Tools called and findings", "Progress", "Dead ends"):
+        while len(text) > target_chars and sec[name]:
+            drop(name, 0)
+            text = render()
+    while len(text) > target_chars and values:  # then the oldest values
+        values.pop(0)
+        text = render()
+    return text
 
 
 MIN_REQUIREMENTS_CAP = 2000
@@ -256,10 +281,11 @@ def _fit_requirements(sec: dict[str, list[str]], facts: Sequence[str], target_ch
     quote always stays.
     """
     text = _render(sec)
-    req = sec["User requirements (verbatim)"]
+    req = sec[REQUIREMENTS]
     pinned = list(facts)
-    for rank in (lambda q: _covered(q, pinned), lambda q: not any(ch.isdigit() for ch in q),
-                 lambda q: True):
+    ranks: tuple[Callable[[str], bool], ...] = (
+        lambda q: _covered(q, pinned), lambda q: not any(ch.isdigit() for ch in q), lambda q: True)
+    for rank in ranks:
         i = 0
         while len(text) > target_chars and len(req) > 1 and i < len(req) - 1:
             if rank(req[i]):

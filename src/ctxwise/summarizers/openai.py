@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..messages import Message
 from .._optional import require
-from .base import SummarizerError, SummaryResult, render_transcript
+from ..errors import SummarizerError
+from .base import SummaryResult, render_transcript
 
 if TYPE_CHECKING:
     import httpx
