@@ -52,7 +52,7 @@ class Session(SessionRecords, AsyncCalls):
     manager: "ContextManager"
 
     def __init__(self, manager: "ContextManager", user_id: str, session_id: str, state: SessionState, policy: Policy,
-                 *, tools: list[JSONObject] | None = None, migrate: Mapping[str, tuple[Any, Any]] | None = None) -> None:
+                 *, tools: list[JSONObject] | None = None, migrate: Mapping[str, tuple[object, object]] | None = None) -> None:
         """The session stored as ``state`` under ``policy``; ``migrate`` (``{field: (stored,
         given)}``) records a ``policy_migrated`` event first. Open sessions with
         :meth:`ContextManager.session`."""

@@ -197,7 +197,7 @@ class BaseStore(ABC):
         try:
             return self.read_session(user_id, session_id).head.version
         except SessionNotFound:
-            return _deferred_or_raise(self, user_id, session_id, 0)
+            return deferred_or_raise(self, user_id, session_id, 0)
 
     def events(self, user_id: str, session_id: str) -> list[dict[str, Any]]:
         """Every event of the session, oldest first, as given to the writes. Raises SessionNotFound."""
@@ -205,7 +205,7 @@ class BaseStore(ABC):
         try:
             return self.read_events(user_id, session_id)
         except SessionNotFound:
-            return _deferred_or_raise(self, user_id, session_id, [])
+            return deferred_or_raise(self, user_id, session_id, [])
 
     def transcript(self, user_id: str, session_id: str) -> list[TranscriptRow]:
         """The transcript rows, in order (agent work waiting for its reply is not listed until
@@ -214,7 +214,7 @@ class BaseStore(ABC):
         try:
             return self.read_transcript(user_id, session_id)
         except SessionNotFound:
-            return _deferred_or_raise(self, user_id, session_id, [])
+            return deferred_or_raise(self, user_id, session_id, [])
 
     def original(self, user_id: str, session_id: str, tool_use_id: str | None = None, *,
                  message_id: str | None = None) -> Message | None:
@@ -235,7 +235,7 @@ class BaseStore(ABC):
         try:
             found = sorted(self.read_session(user_id, session_id, query).rows[0], key=lambda r: -r.seq)
         except SessionNotFound:
-            return _deferred_or_raise(self, user_id, session_id, None)
+            return deferred_or_raise(self, user_id, session_id, None)
         seq = _pick_original([(r.seq, r.state) for r in found])
         row = next((r for r in found if r.seq == seq), None)
         return Message.model_validate(row.original) if row is not None and row.original is not None else None
@@ -517,7 +517,7 @@ def _defer(store: BaseStore, user_id: str, session_id: str, head: Head) -> None:
             held.popitem(last=False)
 
 
-def _deferred_or_raise(store: BaseStore, user_id: str, session_id: str, empty: T) -> T:
+def deferred_or_raise(store: BaseStore, user_id: str, session_id: str, empty: T) -> T:
     """``empty`` for a session opened with ``defer`` and not yet written; else SessionNotFound."""
     if (user_id, session_id) in _deferred(store):
         return empty

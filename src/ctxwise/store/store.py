@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from .._optional import require
 from ..errors import MemoryEntryNotFound, SessionConflict, SessionNotFound
 from . import checks, migrate, sql
-from .base import BaseStore, _deferred_or_raise, busy
+from .base import BaseStore, deferred_or_raise, busy
 from .contract import (
     AddEntry,
     ClaimAction,
@@ -319,7 +319,7 @@ class SqlStore(BaseStore):
             v = conn.execution_options(isolation_level="AUTOCOMMIT").execute(
                 _VERSION, {"u": user_id, "s": session_id}).scalar()
         if v is None:
-            return int(_deferred_or_raise(self, user_id, session_id, 0))
+            return int(deferred_or_raise(self, user_id, session_id, 0))
         return int(v)
 
     def freshness(self, user_id: str, session_id: str) -> tuple[int, tuple[int, int]] | None:
