@@ -11,7 +11,7 @@ import typer
 from ..errors import CtxwiseError, MissingExtra
 from .console import DEFAULT_DB, fail, first_line
 
-KeysDb = Annotated[str, typer.Option(help="Store URL (SQLAlchemy); default $CTXWISE_DB or sqlite:///ctxwise.db.",
+KeysDb = Annotated[str, typer.Option(help="Store URL (SQLAlchemy): SQLite or PostgreSQL.",
                                      envvar="CTXWISE_DB", metavar="URL")]
 
 
@@ -30,10 +30,11 @@ def serve(
     config: Annotated[Optional[Path], typer.Option(help="Policy TOML file for new sessions (default: "
                                                         "$CTXWISE_CONFIG, else the CTXWISE_* settings).",
                                                    metavar="FILE")] = None,
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.", min=0, max=65535)] = 8000,
-    workers: Annotated[int, typer.Option(help="Worker processes (each serves every session).", min=1)] = 1,
-    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    host: Annotated[str, typer.Option(help="Address to listen on.", metavar="ADDRESS")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.", min=0, max=65535, metavar="PORT")] = 8000,
+    workers: Annotated[int, typer.Option(help="Worker processes (each serves every session).", min=1,
+                                                 metavar="N")] = 1,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.", metavar="LEVEL")] = "info",
     allowed_host: Annotated[Optional[list[str]], typer.Option(
         help="A host name the inspector answers to in local mode besides localhost, 127.0.0.1 and [::1] "
              "(repeatable; default $CTXWISE_SERVER_ALLOWED_HOSTS, comma-separated).", metavar="HOST")] = None,

@@ -299,21 +299,34 @@ def _percent(a: float, b: float) -> str:
     return f"{d:+d}%" if d else "0%"
 
 
+def cache_terms(model: PriceModel) -> str:
+    """A price model's cache terms in a few words: ``hits ×0.1, writes ×1.25, none under
+    1,024 tokens`` (multiples of a fresh input token; the write and the minimum only when they
+    apply)."""
+    terms = [f"hits ×{model.read:g}"]
+    if model.write != 1:
+        terms.append(f"writes ×{model.write:g}")
+    if model.min_prefix >= 1024:
+        terms.append(f"none under {model.min_prefix:,} tokens")
+    return ", ".join(terms)
+
+
 def price_table(on: Measures, off: Measures) -> Table:
     """What the calls cost with ctxwise and sending everything (compaction off), priced under
     each published price model, in uncached-token units (a cached token at the model's read
     price, the rest at its write or miss price; :meth:`Measures.cost_under`). The model of the
     provider the sessions were replayed as is marked ``*``."""
+    mine = [m.name for m in price_models() if m.name == on.prices]
+    caption = "the same calls priced under each provider's cache terms" + ("; * the provider replayed" if mine else "")
     t = Table(title="cost under each price model (uncached-token units)", title_justify="left", header_style="bold",
-              caption="the same calls priced under each provider's cache prices; * the provider replayed",
-              caption_justify="left")
-    for col in ("price model", "cache hit", "ctxwise", "send everything", "change"):
-        t.add_column(col, justify="left" if col == "price model" else "right")
+              caption=caption, caption_justify="left")
+    for col in ("price model", "cache terms", "ctxwise", "send everything", "change"):
+        t.add_column(col, justify="right" if col in ("ctxwise", "send everything", "change") else "left")
     for model in price_models():
         a, b = on.cost_under(model), off.cost_under(model)
         change = _percent(a, b)
         style = "green" if change.startswith("-") else "red" if change.startswith("+") else ""
-        t.add_row(model.name + (" *" if model.name == on.prices else ""), f"×{model.read:g}", n(a), n(b),
+        t.add_row(model.name + (" *" if model.name in mine else ""), cache_terms(model), n(a), n(b),
                   Text(change, style=style))
     return t
 
@@ -325,7 +338,7 @@ def _names(names: Sequence[str]) -> str:
 
 def _money(on: Measures, off: Measures) -> str:
     """The sentence on cost: under which price models ctxwise costs less than sending
-    everything, and why it costs more under the others."""
+    everything, and under which it costs more, with their cache terms."""
     models = price_models()
     cheaper = [m.name for m in models if on.cost_under(m) < off.cost_under(m)]
     dearer = [m for m in models if on.cost_under(m) >= off.cost_under(m)]
@@ -334,13 +347,13 @@ def _money(on: Measures, off: Measures) -> str:
            "the provider bill again")
     if not dearer:
         return f"Money: ctxwise costs less than sending everything under every price model here: {why}."
-    hits = ", ".join(f"{m.name} ×{m.read:g}" for m in dearer)
-    cheap = (f"where a cache hit costs so little ({hits} of a fresh token) that re-sending the whole cached "
-             "history costs less than the edits that keep it short")
+    terms = _names([f"{m.name} ({cache_terms(m)})" for m in dearer])
+    cheap = ("whose cache terms make re-sending the whole cached history cost less than the edits that keep "
+             "it short")
     if not cheaper:
-        return f"Money: sending everything costs less under every price model here, {cheap}."
+        return f"Money: sending everything costs less under every price model here ({terms}), {cheap}."
     return (f"Money: ctxwise costs less than sending everything under {_names(cheaper)} prices: {why}. "
-            f"It costs more under {_names([m.name for m in dearer])} prices, {cheap}.")
+            f"It costs more under {terms} prices, {cheap}.")
 
 
 def _validity(on: Measures, off: Measures, budget: int, unit: str) -> str:
@@ -349,7 +362,7 @@ def _validity(on: Measures, off: Measures, budget: int, unit: str) -> str:
         return (f"Validity: sent whole, every call fits the budget of {budget:,} {unit}, so here ctxwise's only "
                 "value is what it saves.")
     kept = "keeps every call inside it" if not on.over_budget else f"keeps all but {on.over_budget} inside it"
-    return (f"Validity: sent whole, {off.over_budget} of {off.calls} calls would exceed the budget of {budget:,} "
+    return (f"Validity: sent whole, {off.over_budget:,} of {off.calls:,} calls would exceed the budget of {budget:,} "
             f"{unit}; ctxwise {kept}, with support recall {on.recall:.1%}. Where it costs more, that is its value: "
             "an over-long session stays valid.")
 
