@@ -43,6 +43,7 @@ def test_report_is_self_contained(report):
     assert not re.search(r"""(src|href)=["']https?://""", html), "the page must not load anything from the network"
     assert "summarizing" in html and "clearing" in html   # the event list
     assert html.count('class="marker"') >= 2                # markers where compaction fired
+    assert "send everything" in html and "<p>Money: " in html and "<p>Validity: " in html  # the cost, per price model
 
 
 def test_chromium_renders_the_chart(report, tmp_path):

@@ -367,10 +367,16 @@ def _validity(on: Measures, off: Measures, budget: int, unit: str) -> str:
             "an over-long session stays valid.")
 
 
+def verdict_sentences(on: Measures, off: Measures, *, budget: int, unit: str) -> list[str]:
+    """Two plain sentences from the figures: when ctxwise saves money (under which price models,
+    and the cache terms of those under which it does not) and when its value is keeping an
+    over-long session valid (how many calls sent whole would break the budget)."""
+    return [_money(on, off), _validity(on, off, budget, unit)]
+
+
 def verdict(on: Measures, off: Measures, *, budget: int, unit: str) -> Text:
-    """Two plain sentences from the figures: when ctxwise saves money (which price models, and
-    why not under the others) and when its value is keeping an over-long session valid."""
-    return Text(_money(on, off) + "\n" + _validity(on, off, budget, unit))
+    """:func:`verdict_sentences` as one rich text, a sentence per line."""
+    return Text("\n".join(verdict_sentences(on, off, budget=budget, unit=unit)))
 
 
 def summary_title(run: RunResult, failed: int) -> str:

@@ -18,7 +18,7 @@ from html import escape
 from typing import Any
 
 from .breakdown import CATEGORIES
-from .render import MEASURES, _cell, _excerpt, total_cells
+from .render import MEASURES, _cell, _excerpt, _percent, cache_terms, price_models, total_cells, verdict_sentences
 from .run import RunResult
 from .runner import RoundRecord, SessionResult, describe
 
@@ -349,6 +349,21 @@ def _toc(run: RunResult) -> str:
             f"<th>peak ({escape(run.policy.unit)})</th></tr>" + "".join(rows) + "</table></details>")
 
 
+def _prices(run: RunResult) -> str:
+    """With a baseline: the cost under each price model against sending everything, and the
+    verdict sentences (:func:`~ctxwise.replay.render.verdict_sentences`); else nothing."""
+    on, off = run.totals()
+    if off is None or not run.sessions:
+        return ""
+    rows = "".join(f"<tr><td class='l'>{escape(m.name)}</td><td class='l'>{escape(cache_terms(m))}</td>"
+                   f"<td>{_n(on.cost_under(m))}</td><td>{_n(off.cost_under(m))}</td>"
+                   f"<td>{_percent(on.cost_under(m), off.cost_under(m))}</td></tr>" for m in price_models())
+    said = "".join(f"<p>{escape(s)}</p>" for s in verdict_sentences(on, off, budget=run.policy.effective_budget,
+                                                                      unit=run.policy.unit))
+    return ("<table><tr><th class='l'>price model</th><th class='l'>cache terms</th><th>ctxwise</th>"
+            "<th>send everything</th><th>change</th></tr>" + rows + "</table>" + said)
+
+
 def render_html(run: RunResult) -> str:
     """The report page for ``run`` as one HTML string."""
     p = run.policy
@@ -363,6 +378,7 @@ def render_html(run: RunResult) -> str:
         f"summarize at {p.summarize_at:.0%}, provider {escape(p.provider)}, summarizer {escape(run.runtime.summarizer)}. "
         f"Cache-adjusted cost at a cached-price ratio of {run.cache_ratio}. Run {escape(run.run_id)}.</p>",
         _measures(run),
+        _prices(run),
     ]
     if len(run.sessions) > 1:
         parts.append(_toc(run))
