@@ -83,12 +83,33 @@ def test_inspect_missing_file(tmp_path):
 # -- replay ----------------------------------------------------------------------------------
 
 
-def test_replay_demo_shows_clearing_and_summarizing(tmp_path):
+def test_replay_demo_shows_every_layer_with_its_reason_and_the_cost_under_each_price_model(tmp_path):
+    """Issue 28 item 3: the demo shows each layer fire with the rule that fired it, and what it
+    cost against sending everything under each price model, with the two plain sentences; the
+    figures are the run's own (the JSON of the same replay holds them)."""
+    from ctxwise.replay.render import n, price_models
+
     r = runner.invoke(app, ["replay", *db(tmp_path)])
     assert r.exit_code == 0, r.output
-    assert "demo_session.json" in r.output
-    assert "pruned thinking" in r.output and "summarized rounds" in r.output
-    assert "compaction off" in r.output and "support recall" in r.output
+    text = r.output
+    assert "demo_session.json" in text
+    assert "pruned thinking" in text and "cleared" in text and "summarized rounds" in text
+    assert "what fired and why" in text and "> clear_at" in text and "> summarize_at" in text
+    assert "compaction off" in text and "support recall" in text
+    doc = json.loads(runner.invoke(app, ["replay", "--json", *db(tmp_path)]).stdout)
+    on, off = doc["summary"]["ctxwise"]["cost_by_price_model"], doc["summary"]["off"]["cost_by_price_model"]
+    assert {"thinking", "clearing", "summarizing"} <= set(doc["summary"]["ctxwise"]["events"])
+    for model in price_models():
+        row = next(ln for ln in text.splitlines() if ln.startswith(f"│ {model.name} "))
+        assert n(on[model.name]) in row and n(off[model.name]) in row, row
+        dearer = on[model.name] >= off[model.name]
+        assert (("+" in row.split("│")[-2]) == dearer), row
+    flat = " ".join(text.split())
+    money = flat[flat.index("Money:"):flat.index("Validity:")]
+    assert ("It costs more under deepseek (hits ×0.02)" in money) == (on["deepseek"] >= off["deepseek"])
+    calls, over = doc["summary"]["off"]["calls"], doc["summary"]["off"]["over_budget"]
+    assert f"Validity: sent whole, {over} of {calls} calls would exceed the budget of 4,000 tokens" in flat
+    assert "ctxwise keeps every call inside it" in flat and doc["summary"]["ctxwise"]["over_budget"] == 0
 
 
 def test_replay_json_document_parses_and_holds_the_measures(tmp_path):
@@ -234,3 +255,132 @@ def test_arguments_that_are_not_utf8_are_one_line_errors(tmp_path, argv):
     err = r.stderr.decode("utf-8", "replace")
     assert r.returncode == 2 and "Traceback" not in err, err
     assert [ln for ln in err.splitlines() if ln.startswith("error:")] == [err.strip()] and "UTF-8" in err
+
+
+# -- replay: a provider per recording, sessions that cannot run, help text, progress -------------
+
+LONG = TRAJECTORIES.parent / "long"
+CLAUDE_CODE = LONG / "claude-code_spotter" / "cc_8463c716-a2ea-4c14-9efa-87158ebd9f20__agent-a7be2f0.json"
+GEMINI = LONG / "mini-swe-agent_gemini-3-pro" / "msa_django__django-12155.json"
+SWE_AGENT = LONG / "swe-agent"
+
+
+def recordings(tmp_path: Path, *files: Path) -> Path:
+    """A directory holding (links to) the given real recordings."""
+    d = tmp_path / "recordings"
+    d.mkdir()
+    for f in files:
+        (d / f.name).symlink_to(f)
+    return d
+
+
+def test_each_recording_is_replayed_and_priced_as_its_own_provider(tmp_path):
+    """Issue 28 item 4: one directory of a Claude Code, a Gemini and a SWE-agent (GPT-4)
+    recording: each replayed and priced as its own provider (Claude Code's unsigned reasoning
+    alone would have read as DeepSeek); --provider still forces one for all."""
+    d = recordings(tmp_path, CLAUDE_CODE, GEMINI, SWE_AGENT / "sa_ctf_katy.json")
+    r = runner.invoke(app, ["replay", str(d), "--budget", "6000", "--no-baseline", "--json", *db(tmp_path)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    got = {s["name"]: (s["provider"], s["measures"]["prices"]) for s in doc["sessions"]}
+    assert got == {CLAUDE_CODE.name: ("anthropic", "anthropic"), GEMINI.name: ("gemini", "gemini"),
+                   "sa_ctf_katy.json": ("openai", "openai")}
+    reasons = {s["name"]: s["provider_reason"] for s in doc["sessions"]}
+    assert "claude-haiku-4-5" in reasons[CLAUDE_CODE.name] and "gemini-3-pro" in reasons[GEMINI.name]
+    assert doc["summary"]["providers"] == {"anthropic": 1, "gemini": 1, "openai": 1}
+    assert doc["summary"]["ctxwise"]["validator_errors"] == 0 and doc["summary"]["ctxwise"]["wire_errors"] == 0
+    forced = runner.invoke(app, ["replay", str(d), "--budget", "6000", "--no-baseline", "--json", "--provider",
+                                 "openai", *db(tmp_path)])
+    assert forced.exit_code == 0, forced.output
+    sessions = json.loads(forced.stdout)["sessions"]
+    assert {(s["provider"], s["measures"]["prices"], s["provider_reason"]) for s in sessions} == {
+        ("openai", "openai", "--provider openai")}
+
+
+def test_a_session_that_cannot_run_is_listed_with_its_reason_and_the_others_go_on(tmp_path):
+    """Issue 28 item 4: in a directory of three real recordings at 1,450 tokens, two system
+    prompts alone are over the budget: the third is replayed, the two are listed (one error line
+    each, and in --json with the reason), exit code 1."""
+    from ctxwise import get_counter
+    from ctxwise.formats import load
+
+    names = ["sa_ctf_flash.json", "sa_ctf_katy.json", "sa_marshmallow-1867_function_calling.json"]
+    d = recordings(tmp_path, *(SWE_AGENT / name for name in names))
+    args = ["replay", str(d), "--budget", "1450", "--no-baseline", *db(tmp_path)]
+    r = runner.invoke(app, [*args, "--json"])
+    assert r.exit_code == 1, r.output
+    doc = json.loads(r.stdout)
+    assert [s["name"] for s in doc["sessions"]] == [names[2]] and doc["sessions"][0]["calls"]
+    tok = get_counter("o200k_base")
+    for name, e in zip(names[:2], doc["errors"]):
+        system = sum(tok.count_message(m) for m in load(SWE_AGENT / name)[0].messages if m.role == "system")
+        assert system > 1450
+        assert (e["place"], e["error"]) == (name, "ContextBudgetExceeded")
+        assert e["reason"] == f"its system prompt alone is {system:,} tokens, over the budget of 1,450 tokens"
+        assert e["source"].endswith(name)
+    text = runner.invoke(app, args)
+    assert text.exit_code == 1
+    lines = [ln for ln in text.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 2 and all("system prompt alone" in ln for ln in lines)
+    assert "1 session(s) replayed, 2 failed" in text.stdout
+
+
+HELP_PATHS = [[], ["inspect"], ["replay"], ["serve"], ["memory", "add"], ["memory", "list"], ["db", "upgrade"],
+              ["keys", "create"]]
+
+
+@pytest.mark.parametrize("path", HELP_PATHS, ids=lambda p: " ".join(p) or "ctxwise")
+def test_help_breaks_lines_only_where_the_terminal_ends(path):
+    """Issue 28 item 4: typer kept the docstring's own line breaks, so at 80 columns a sentence
+    broke mid-line ("...since the last call and is" / "prepared under..."). Every line of the
+    prose is now either a paragraph's end or full (the next word would not fit), and no option
+    text is cut with an ellipsis."""
+    r = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert max(len(ln) for ln in lines) <= 80
+    prose = [ln.strip() for ln in lines[:next(i for i, ln in enumerate(lines) if ln.startswith("╭"))]]
+    for a, b in zip(prose, prose[1:]):
+        if a and b:
+            assert len(a) + 1 + len(b.split()[0]) > 78, f"line broken before the edge:\n{a}\n{b}"
+    assert "…" not in r.output
+
+
+def _read_all(fd: int, into: list[bytes]) -> None:
+    import os
+
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the other end closed
+            return
+        if not chunk:
+            return
+        into.append(chunk)
+
+
+def test_progress_bar_on_a_terminal_and_not_in_a_pipe(tmp_path):
+    """Issue 28 item 4: a run of several sessions draws a progress bar on stderr when stderr is
+    a terminal (a pseudo-terminal here), and nothing when it is a pipe; stdout stays clean JSON."""
+    import os
+    import pty
+    import threading
+
+    d = recordings(tmp_path, SWE_AGENT / "sa_ctf_katy.json", SWE_AGENT / "sa_marshmallow-1867_function_calling.json")
+    argv = [sys.executable, "-m", "ctxwise", "replay", str(d), "--budget", "4000", "--no-baseline", "--json",
+            *db(tmp_path)]
+    env = {**os.environ, "TERM": "xterm", "COLUMNS": "100"}
+    master, slave = pty.openpty()
+    seen: list[bytes] = []
+    reader = threading.Thread(target=_read_all, args=(master, seen), daemon=True)
+    reader.start()
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=slave, env=env, timeout=300)
+    os.close(slave)
+    reader.join(timeout=30)
+    os.close(master)
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["summary"]["sessions"] == 2
+    assert b"replaying" in b"".join(seen)
+    piped = subprocess.run(argv, capture_output=True, env=env, timeout=300)
+    assert piped.returncode == 0 and json.loads(piped.stdout)["summary"]["sessions"] == 2
+    assert b"replaying" not in piped.stderr and b"\x1b[" not in piped.stderr

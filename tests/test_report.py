@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from ctxwise.cli import app
 from ctxwise.replay.report import nice_step
+from ctxwise.replay.run import DEMO_POLICY
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
 
@@ -42,6 +43,7 @@ def test_report_is_self_contained(report):
     assert not re.search(r"""(src|href)=["']https?://""", html), "the page must not load anything from the network"
     assert "summarizing" in html and "clearing" in html   # the event list
     assert html.count('class="marker"') >= 2                # markers where compaction fired
+    assert "send everything" in html and "<p>Money: " in html and "<p>Validity: " in html  # the cost, per price model
 
 
 def test_chromium_renders_the_chart(report, tmp_path):
@@ -62,11 +64,12 @@ def test_nice_step(span, step):
 
 
 def test_scale_follows_the_budget_and_clips_the_uncompacted_record(report):
-    """The demo's uncompacted record reaches ~15k tokens at a 5,000 budget: the axis stops near
+    """The demo's uncompacted record reaches ~15k tokens at a 4,000 budget: the axis stops near
     the budget so the bars sent are readable, and the record is a clipped outline with its size."""
     svg = report.read_text(encoding="utf-8").split('id="chart-0"')[1].split("</svg>")[0]
     ticks = [int(v.replace(",", "")) for v in re.findall(r'class="yl"[^>]*>([\d,]+)<', svg)]
-    assert 5000 < max(ticks) <= 6000
+    budget = DEMO_POLICY["budget"]
+    assert budget < max(ticks) <= budget + 1000
     assert re.search(r'class="clip"[^>]*>↑1\d\.\dk', svg)
     # watermark labels sit in the right margin, right of every bar
     bars_end = max(float(x) + float(w) for x, w in re.findall(r'class="seg k\d" d="M([\d.]+) [\d.]+h([\d.]+)', svg))

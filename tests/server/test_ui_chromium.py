@@ -67,10 +67,9 @@ def replay_db(tmp_path_factory) -> tuple[str, Path]:
     db = f"sqlite:///{d / 'replay.db'}"
     r = CliRunner().invoke(cli, ["replay", "--db", db])  # the built-in demo, compaction on and off
     assert r.exit_code == 0, r.output
-    # and once under Ragent's rule (clearing above clear_at), for a session with cleared results:
-    # by default the demo's cheaper cut is always the summary
+    # and once under Ragent's rule (clearing whenever above clear_at), at the demo's budget
     cfg = d / "watermark.toml"
-    cfg.write_text('budget = 5000\nunit = "tokens"\nprovider = "deepseek"\nedit_when = "watermark"\n')
+    cfg.write_text('budget = 4000\nunit = "tokens"\nprovider = "deepseek"\nedit_when = "watermark"\n')
     r = CliRunner().invoke(cli, ["replay", "--config", str(cfg), "--no-baseline", "--db", db])
     assert r.exit_code == 0, r.output
     return db, d
@@ -181,7 +180,7 @@ def test_the_two_records_and_the_chart_render_for_a_replayed_session(server, bro
     assert page.locator("svg.chart text.rn").count() == 32
     assert page.locator("svg.chart g.marker").count() >= 5
     labels = page.locator("svg.chart text").evaluate_all("els => els.map(e => e.textContent)")
-    assert {"clear 2,500", "summarize 4,000", "budget 5,000"} <= set(labels)   # the watermarks
+    assert {"clear 2,000", "summarize 3,200", "budget 4,000"} <= set(labels)   # the watermarks (demo budget 4,000)
     # the two records: every context message and every transcript row, side by side
     assert page.locator(".ccell .msg").count() == len(state.rows)
     assert page.locator(".tcell .trow:not(.none)").count() == len(transcript)

@@ -43,7 +43,7 @@ def message_breakdown(m: Message, counter: Counter) -> dict[str, int]:
     """
     key = f"replay/breakdown/{counter.name}"
     memo = m.memo()
-    hit = memo.get(key)
+    hit: dict[str, int] | None = memo.get(key)
     if hit is not None:
         return hit
     main = _main_category(m)

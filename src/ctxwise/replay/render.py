@@ -10,7 +10,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .runner import Measures, RoundRecord, SessionResult
+from ..prices import PRICE_MODELS, PriceModel
+from .run import RunResult
+from .runner import Measures, RoundRecord, SessionResult, describe
 
 TABLES_UP_TO = 3
 """The CLI prints per-session tables for up to this many sessions; with more, one line says so."""
@@ -71,7 +73,7 @@ def k(x: float) -> str:
     return f"{x / 1_000_000:.1f}M"
 
 
-def _excerpt(text: str, width: int = 33) -> str:
+def excerpt(text: str, width: int = 33) -> str:
     one = " ".join(text.split())
     return one if len(one) <= width else one[: width - 1] + "…"
 
@@ -89,7 +91,7 @@ def session_table(r: SessionResult, unit: str) -> Table:
     t.add_column(f"growth\n({unit})", justify="right")
     t.add_column("action", min_width=18)
     for row in r.rounds:
-        what = Text(_excerpt(row.user_text), style="dim")
+        what = Text(excerpt(row.user_text), style="dim")
         what.append("\n")
         what.append_text(_tools(row.tools))
         t.add_row(str(row.round), what, str(row.calls), size(row.size_before), size(row.size), size(row.chars),
@@ -133,7 +135,7 @@ MEASURES: list[tuple[str, str]] = [
 ]
 
 
-def _cell(key: str, m: Measures, sessions: int) -> str:
+def table_cell(key: str, m: Measures, sessions: int) -> str:
     if key == "sessions":
         return str(sessions)
     if key == "recall":
@@ -211,9 +213,9 @@ def measures_table(on: Measures, off: Measures | None, *, sessions: int, unit: s
     for key, label in MEASURES:
         if key == "peak_size":
             label = f"{label} ({unit})"
-        row: list[Any] = [label, _cell(key, on, sessions)]
+        row: list[Any] = [label, table_cell(key, on, sessions)]
         if off is not None:
-            row += [_cell(key, off, sessions), _change(key, on, off)]
+            row += [table_cell(key, off, sessions), _change(key, on, off)]
         t.add_row(*row)
     parts: list[RenderableType] = []
     if sessions > TABLES_UP_TO:
@@ -263,3 +265,147 @@ def inspect_table(rows: list[dict[str, Any]]) -> Table:
         cells.append(f"{k(tc)} / {k(tt)}")
         t.add_row(*cells, style="bold" if row["name"] == "total" and i == len(rows) - 1 else None)
     return t
+
+
+# -- what fired and why; what it cost under each price model; the verdict ---------------------
+
+
+def events_table(r: SessionResult, unit: str) -> Table | None:
+    """What fired in one session and why: one row per compaction event with its round, model
+    call, action, trigger (the rule that fired it, e.g. ``size 4059 > clear_at 2000 (0.5 x 4000
+    tokens); the hard limit is crossed``) and the size before and after. None when nothing
+    fired."""
+    rows = [(c.round, i, e) for i, c in enumerate(r.calls, 1) for e in c.events]
+    if not rows:
+        return None
+    t = Table(title=f"{r.name}: what fired and why", title_justify="left", header_style="bold")
+    for col, right in (("round", True), ("call", True), ("action", False), ("why (the rule that fired)", False),
+                       (f"size ({unit})", True)):
+        t.add_column(col, justify="right" if right else "left")
+    for rnd, call, e in rows:
+        t.add_row(str(rnd), str(call), "; ".join(describe([e])) or str(e["stage"]), str(e.get("trigger") or ""),
+                  f"{n(e['size_before'])} → {n(e['size_after'])}")
+    return t
+
+
+def price_models() -> list[PriceModel]:
+    """The distinct published price models (:data:`ctxwise.prices.PRICE_MODELS`), in order."""
+    return list({m.name: m for m in PRICE_MODELS.values()}.values())
+
+
+def percent(a: float, b: float) -> str:
+    """``a`` against ``b`` as a change: ``-29%``, ``+9%``, ``0%``."""
+    d = round((a / b - 1) * 100) if b else 0
+    return f"{d:+d}%" if d else "0%"
+
+
+def cache_terms(model: PriceModel) -> str:
+    """A price model's cache terms in a few words: ``hits ×0.1, writes ×1.25, none under
+    1,024 tokens`` (multiples of a fresh input token; the write and the minimum only when they
+    apply)."""
+    terms = [f"hits ×{model.read:g}"]
+    if model.write != 1:
+        terms.append(f"writes ×{model.write:g}")
+    if model.min_prefix >= 1024:
+        terms.append(f"none under {model.min_prefix:,} tokens")
+    return ", ".join(terms)
+
+
+def price_table(on: Measures, off: Measures) -> Table:
+    """What the calls cost with ctxwise and sending everything (compaction off), priced under
+    each published price model, in uncached-token units (a cached token at the model's read
+    price, the rest at its write or miss price; :meth:`Measures.cost_under`). The model of the
+    provider the sessions were replayed as is marked ``*``."""
+    mine = [m.name for m in price_models() if m.name == on.prices]
+    caption = "the same calls priced under each provider's cache terms" + ("; * the provider replayed" if mine else "")
+    t = Table(title="cost under each price model (uncached-token units)", title_justify="left", header_style="bold",
+              caption=caption, caption_justify="left")
+    for col in ("price model", "cache terms", "ctxwise", "send everything", "change"):
+        t.add_column(col, justify="right" if col in ("ctxwise", "send everything", "change") else "left")
+    for model in price_models():
+        a, b = on.cost_under(model), off.cost_under(model)
+        change = percent(a, b)
+        style = "green" if change.startswith("-") else "red" if change.startswith("+") else ""
+        t.add_row(model.name + (" *" if model.name in mine else ""), cache_terms(model), n(a), n(b),
+                  Text(change, style=style))
+    return t
+
+
+def _names(names: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _money(on: Measures, off: Measures) -> str:
+    """The sentence on cost: under which price models ctxwise costs less than sending
+    everything, and under which it costs more, with their cache terms."""
+    models = price_models()
+    cheaper = [m.name for m in models if on.cost_under(m) < off.cost_under(m)]
+    dearer = [m for m in models if on.cost_under(m) >= off.cost_under(m)]
+    fewer = 1 - on.input_tokens / off.input_tokens if off.input_tokens else 0.0
+    why = (f"it sends {fewer:.0%} fewer input tokens, and that outweighs the cached prefix its edits make "
+           "the provider bill again")
+    if not dearer:
+        return f"Money: ctxwise costs less than sending everything under every price model here: {why}."
+    terms = _names([f"{m.name} ({cache_terms(m)})" for m in dearer])
+    cheap = ("whose cache terms make re-sending the whole cached history cost less than the edits that keep "
+             "it short")
+    if not cheaper:
+        return f"Money: sending everything costs less under every price model here ({terms}), {cheap}."
+    return (f"Money: ctxwise costs less than sending everything under {_names(cheaper)} prices: {why}. "
+            f"It costs more under {terms} prices, {cheap}.")
+
+
+def _validity(on: Measures, off: Measures, budget: int, unit: str) -> str:
+    """The sentence on validity: how many calls sent whole would break the budget."""
+    if not off.over_budget:
+        return (f"Validity: sent whole, every call fits the budget of {budget:,} {unit}, so here ctxwise's only "
+                "value is what it saves.")
+    kept = "keeps every call inside it" if not on.over_budget else f"keeps all but {on.over_budget} inside it"
+    return (f"Validity: sent whole, {off.over_budget:,} of {off.calls:,} calls would exceed the budget of {budget:,} "
+            f"{unit}; ctxwise {kept}, with support recall {on.recall:.1%}. Where it costs more, that is its value: "
+            "an over-long session stays valid.")
+
+
+def verdict_sentences(on: Measures, off: Measures, *, budget: int, unit: str) -> list[str]:
+    """Two plain sentences from the figures: when ctxwise saves money (under which price models,
+    and the cache terms of those under which it does not) and when its value is keeping an
+    over-long session valid (how many calls sent whole would break the budget)."""
+    return [_money(on, off), _validity(on, off, budget, unit)]
+
+
+def verdict(on: Measures, off: Measures, *, budget: int, unit: str) -> Text:
+    """:func:`verdict_sentences` as one rich text, a sentence per line."""
+    return Text("\n".join(verdict_sentences(on, off, budget=budget, unit=unit)))
+
+
+def summary_title(run: RunResult, failed: int) -> str:
+    """``summary: 3 session(s) replayed, 1 failed, policy default, budget 4,000 tokens
+    (o200k_base), provider deepseek``; several providers are listed with their counts."""
+    p = run.policy
+    providers = run.providers() or {p.provider: 0}
+    which = (f"provider {next(iter(providers))}" if len(providers) == 1 else
+             "providers per recording (" + ", ".join(f"{k} {v}" for k, v in providers.items()) + ")")
+    return (f"summary: {len(run.sessions)} session(s) replayed{f', {failed} failed' if failed else ''}, "
+            f"policy {p.name}, budget {p.budget:,} {p.unit}" + (f" ({p.tokenizer})" if p.unit == "tokens" else "")
+            + f", {which}")
+
+
+def run_text(run: RunResult) -> list[RenderableType]:
+    """Everything ``ctxwise replay`` prints for a run: per session (up to :data:`TABLES_UP_TO`)
+    its round table and what fired and why; the measures with compaction on and off; with a
+    baseline, the cost under each price model and the verdict."""
+    unit = run.policy.unit
+    parts: list[RenderableType] = []
+    if len(run.sessions) <= TABLES_UP_TO:
+        for s in run.sessions:
+            parts.append(session_table(s, unit))
+            fired = events_table(s, unit)
+            if fired is not None:
+                parts.append(fired)
+    on, off = run.totals()
+    parts.append(measures_table(on, off, sessions=len(run.sessions), unit=unit,
+                                title=summary_title(run, len(run.errors))))
+    if off is not None and run.sessions:
+        parts += [price_table(on, off), verdict(on, off, budget=run.policy.effective_budget, unit=unit)]
+    return parts

@@ -18,7 +18,7 @@ from html import escape
 from typing import Any
 
 from .breakdown import CATEGORIES
-from .render import MEASURES, _cell, _excerpt, total_cells
+from .render import MEASURES, table_cell, excerpt, percent, cache_terms, price_models, total_cells, verdict_sentences
 from .run import RunResult
 from .runner import RoundRecord, SessionResult, describe
 
@@ -101,7 +101,7 @@ def _f(x: float) -> str:
 def nice_step(span: float, ticks: int = 5) -> float:
     """A round tick step (1, 2 or 5 times a power of ten) giving about ``ticks`` ticks."""
     raw = max(span, 1) / ticks
-    mag = 10 ** math.floor(math.log10(raw))
+    mag = 10.0 ** math.floor(math.log10(raw))
     return next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
 
 
@@ -115,97 +115,148 @@ def scale_top(rounds: list[RoundRecord], policy: Any) -> float:
     return step * math.ceil(top_value / step)
 
 
+class _Frame:
+    """The chart's geometry: margins, the plot's size, the y scale (``ymax``, tick ``step``)
+    and the slot and bar width per round. :meth:`y` maps a size to a y coordinate."""
+
+    left, right, top, bottom = 56, 112, 30, 40
+
+    def __init__(self, rounds: list[RoundRecord], policy: Any, width: int, height: int) -> None:
+        self.width, self.height = width, height
+        self.pw, self.ph = width - self.left - self.right, height - self.top - self.bottom
+        self.ymax = scale_top(rounds, policy)
+        self.step = nice_step(self.ymax)
+        self.slot = self.pw / max(len(rounds), 1)
+        self.bw = max(min(self.slot * 0.62, 56), 3)
+        self.label_every = max(1, math.ceil(40 / self.slot))  # a "↑14.8k" label is about 40 px wide
+
+    def y(self, v: float) -> float:
+        """The y coordinate of size ``v`` (clipped at the top of the plot)."""
+        return self.top + self.ph - self.ph * min(v, self.ymax) / self.ymax
+
+
+def _grid(f: _Frame, unit: str) -> list[str]:
+    """Grid lines with their y labels, and the unit along the y axis."""
+    out = []
+    for i in range(int(round(f.ymax / f.step)) + 1):
+        v = f.step * i
+        out.append(f'<line class="gr" x1="{f.left}" x2="{f.width - f.right}" y1="{_f(f.y(v))}" y2="{_f(f.y(v))}"/>'
+                   f'<text class="yl" x="{f.left - 6}" y="{_f(f.y(v) + 4)}">{_n(v)}</text>')
+    mid = f.top + f.ph / 2
+    out.append(f'<text x="14" y="{mid:.0f}" transform="rotate(-90 14 {mid:.0f})" text-anchor="middle">{unit}</text>')
+    return out
+
+
+def _outline(f: _Frame, r: RoundRecord, x: float, last: bool, label: bool) -> list[str]:
+    """The uncompacted record of a round: an outline, open at the top and labelled with its
+    size when off the scale (``label``: this slot's turn to carry one; always the last)."""
+    if r.full > f.ymax:
+        x0, x1 = _f(x - 2), _f(x + f.bw + 2)
+        out = [f'<path class="full" d="M{x0} {_f(f.y(0))}V{f.top}M{x1} {_f(f.y(0))}V{f.top}"/>']
+        if label or last:  # narrow slots: labels never overlap
+            out.append(f'<text class="clip" x="{_f(x + f.bw / 2)}" y="{f.top - 5}">↑{_k(r.full)}</text>')
+        return out
+    if r.full > 0:
+        return [f'<rect class="full" x="{_f(x - 2)}" y="{_f(f.y(r.full))}" width="{_f(f.bw + 4)}" '
+                f'height="{_f(f.y(0) - f.y(r.full))}"/>']
+    return []
+
+
+def _no_call(f: _Frame, cx: str) -> str:
+    """What a round with no model call shows instead of a bar: "no call", upright in a
+    narrow slot."""
+    if f.slot >= 48:
+        return f'<text class="nc" x="{cx}" y="{_f(f.y(0) - 6)}">no call</text></g>'
+    ny = _f(f.y(0) - 4)
+    return f'<text class="nc v" x="{cx}" y="{ny}" dy="4" transform="rotate(-90 {cx} {ny})">no call</text></g>'
+
+
+def _segments(f: _Frame, r: RoundRecord, size: int, x: float) -> tuple[list[str], float]:
+    """The stacked segments of a round's bar by category (scaled to ``size``, the size sent),
+    and the size at its top."""
+    out = []
+    base = 0.0
+    scale = size / (sum(r.categories.values()) or 1)  # categories exclude fixed overhead; scale to the sent size
+    for cat in CATEGORIES:
+        v = r.categories.get(cat, 0) * scale
+        if v <= 0:
+            continue
+        w, h = _f(f.bw), _f(f.y(base) - f.y(base + v))
+        out.append(f'<path class="seg {CAT_CLASS[cat]}" d="M{_f(x)} {_f(f.y(base + v))}h{w}v{h}h-{w}z"/>')
+        base += v
+    return out, base
+
+
+def _markers(f: _Frame, r: RoundRecord, cx: str, top: float, what: str) -> list[str]:
+    """One lettered marker per stage that fired in the round, stacked above its bar."""
+    out = []
+    for j, st in enumerate(dict.fromkeys(e["stage"] for e in r.events)):
+        letter = MARKS.get(st, ("•", ""))[0]
+        cy = f.y(top) - 10 - 17 * j
+        tip = escape("; ".join(describe([e for e in r.events if e["stage"] == st])) or st)
+        out.append(f'<g class="marker"><circle class="{STAGE_CLASS.get(st, "")}" cx="{cx}" cy="{_f(cy)}" '
+                   f'r="7.5"/><text x="{cx}" y="{_f(cy + 3.8)}">{letter}</text>'
+                   f'<title>{what} {r.round}: {tip}</title></g>')
+    return out
+
+
+def _bar(f: _Frame, r: RoundRecord, r_i: int, last: bool, unit: str, what: str) -> list[str]:
+    """One round: its number, a tooltip, the uncompacted outline, the bar (or "no call") and
+    the markers of what fired."""
+    x = f.left + f.slot * r_i + (f.slot - f.bw) / 2
+    cx = _f(x + f.bw / 2)
+    out = [f'<text class="rn" x="{cx}" y="{_f(f.y(0) + 15)}">{r.round}</text>']
+    if r.size is None:
+        tip = f"{what} {r.round}: no model call (no recorded answer)"
+    else:
+        parts = " · ".join(f"{cat} {_n(r.categories[cat])}" for cat in CATEGORIES if r.categories.get(cat))
+        tip = f"{what} {r.round}: sent {_n(r.size)} {unit} ({parts})"
+    out.append(f"<g><title>{tip}; uncompacted record {_n(r.full)} {unit}</title>")
+    out += _outline(f, r, x, last, r_i % f.label_every == 0)
+    if r.size is None:  # no model call in this round: nothing was sent, no bar
+        out.append(_no_call(f, cx))
+        return out
+    segments, top = _segments(f, r, r.size, x)
+    out += segments
+    out.append("</g>")
+    return out + _markers(f, r, cx, top, what)
+
+
+def _watermarks(f: _Frame, policy: Any) -> list[str]:
+    """The clear, summarize and budget lines across the plot, labelled in the right margin
+    (never behind a bar; close labels kept apart)."""
+    out = []
+    label_y: list[float] = []
+    for frac, label in [(policy.clear_at, "clear"), (policy.summarize_at, "summarize"), (policy.hard_limit, "budget")]:
+        v = policy.effective_budget * frac
+        cls = WATERMARK_CLASS[label]
+        ly = f.y(v) + 4
+        if label_y and label_y[-1] - ly < 12:
+            ly = label_y[-1] - 12
+        label_y.append(ly)
+        out.append(f'<line class="wm {cls}{" b" if label == "budget" else ""}" x1="{f.left}" x2="{f.width - f.right}" '
+                   f'y1="{_f(f.y(v))}" y2="{_f(f.y(v))}"/>'
+                   f'<text class="{cls}" x="{f.width - f.right + 6}" y="{_f(ly)}">{label} {_n(v)}</text>')
+    return out
+
+
 def chart(s: SessionResult, policy: Any, index: int, width: int = 1060, height: int = 320, *,
           axis: str = "round (user turn)") -> str:
     """The stacked bar chart of one session as an ``<svg class="chart">`` element: one bar per
     record of ``s.rounds`` (a user turn here; the web inspector passes one per model call and
-    ``axis="model call"``)."""
-    rounds = s.rounds
-    left, right, top, bottom = 56, 112, 30, 40
-    pw, ph = width - left - right, height - top - bottom
-    budget = policy.effective_budget
-    ymax = scale_top(rounds, policy)
-    step = nice_step(ymax)
-
-    def y(v: float) -> float:
-        return top + ph - ph * min(v, ymax) / ymax
-
-    slot = pw / max(len(rounds), 1)
-    bw = max(min(slot * 0.62, 56), 3)
-    label_every = max(1, math.ceil(40 / slot))  # a "↑14.8k" label is about 40 px wide
+    ``axis="model call"``). ``width`` and ``height`` in pixels."""
+    f = _Frame(s.rounds, policy, width, height)
     unit = escape(policy.unit)
     what = escape(axis.split(" (")[0])  # "round", "model call": the word the tooltips use
     out = [f'<svg class="chart" id="chart-{index}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
            f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
            f'aria-label="context size per {escape(axis)} for {escape(s.name)}">']
-    for i in range(int(round(ymax / step)) + 1):  # grid and y labels
-        v = step * i
-        out.append(f'<line class="gr" x1="{left}" x2="{width - right}" y1="{_f(y(v))}" y2="{_f(y(v))}"/>'
-                   f'<text class="yl" x="{left - 6}" y="{_f(y(v) + 4)}">{_n(v)}</text>')
-    out.append(f'<text x="14" y="{top + ph / 2:.0f}" transform="rotate(-90 14 {top + ph / 2:.0f})" '
-               f'text-anchor="middle">{unit}</text>')
-    for r_i, r in enumerate(rounds):
-        x = left + slot * r_i + (slot - bw) / 2
-        cx = _f(x + bw / 2)
-        out.append(f'<text class="rn" x="{cx}" y="{_f(y(0) + 15)}">{r.round}</text>')
-        # one tooltip per round (not per segment): what was sent, by category, and the record
-        if r.size is None:
-            tip = f"{what} {r.round}: no model call (no recorded answer)"
-        else:
-            parts = " · ".join(f"{cat} {_n(r.categories[cat])}" for cat in CATEGORIES if r.categories.get(cat))
-            tip = f"{what} {r.round}: sent {_n(r.size)} {unit} ({parts})"
-        out.append(f"<g><title>{tip}; uncompacted record {_n(r.full)} {unit}</title>")
-        # the uncompacted record: an outline, open at the top and labelled when off the scale
-        if r.full > ymax:
-            x0, x1 = _f(x - 2), _f(x + bw + 2)
-            out.append(f'<path class="full" d="M{x0} {_f(y(0))}V{top}M{x1} {_f(y(0))}V{top}"/>')
-            if r_i % label_every == 0 or r_i == len(rounds) - 1:  # narrow slots: labels never overlap
-                out.append(f'<text class="clip" x="{cx}" y="{top - 5}">↑{_k(r.full)}</text>')
-        elif r.full > 0:
-            out.append(f'<rect class="full" x="{_f(x - 2)}" y="{_f(y(r.full))}" width="{_f(bw + 4)}" '
-                       f'height="{_f(y(0) - y(r.full))}"/>')
-        if r.size is None:  # no model call in this round: nothing was sent, no bar
-            if slot >= 48:
-                out.append(f'<text class="nc" x="{cx}" y="{_f(y(0) - 6)}">no call</text></g>')
-            else:  # a narrow slot: the words stand upright in it
-                ny = _f(y(0) - 4)
-                out.append(f'<text class="nc v" x="{cx}" y="{ny}" dy="4" transform="rotate(-90 {cx} {ny})">'
-                           'no call</text></g>')
-            continue
-        base = 0.0
-        total = sum(r.categories.values()) or 1
-        scale = r.size / total  # categories exclude fixed overhead; scale to the sent size
-        for cat in CATEGORIES:
-            v = r.categories.get(cat, 0) * scale
-            if v <= 0:
-                continue
-            w, h = _f(bw), _f(y(base) - y(base + v))
-            out.append(f'<path class="seg {CAT_CLASS[cat]}" d="M{_f(x)} {_f(y(base + v))}h{w}v{h}h-{w}z"/>')
-            base += v
-        out.append("</g>")
-        stages = list(dict.fromkeys(e["stage"] for e in r.events))
-        for j, st in enumerate(stages):
-            letter = MARKS.get(st, ("•", ""))[0]
-            cy = y(base) - 10 - 17 * j
-            tip = escape("; ".join(describe([e for e in r.events if e["stage"] == st])) or st)
-            out.append(f'<g class="marker"><circle class="{STAGE_CLASS.get(st, "")}" cx="{cx}" cy="{_f(cy)}" '
-                       f'r="7.5"/><text x="{cx}" y="{_f(cy + 3.8)}">{letter}</text>'
-                       f'<title>{what} {r.round}: {tip}</title></g>')
-    # watermarks: lines across the plot, labels in the right margin (never behind a bar)
-    marks = [(policy.clear_at, "clear"), (policy.summarize_at, "summarize"), (policy.hard_limit, "budget")]
-    label_y: list[float] = []
-    for frac, label in marks:
-        v = budget * frac
-        cls = WATERMARK_CLASS[label]
-        ly = y(v) + 4
-        if label_y and label_y[-1] - ly < 12:  # keep close labels apart
-            ly = label_y[-1] - 12
-        label_y.append(ly)
-        out.append(f'<line class="wm {cls}{" b" if label == "budget" else ""}" x1="{left}" x2="{width - right}" '
-                   f'y1="{_f(y(v))}" y2="{_f(y(v))}"/>'
-                   f'<text class="{cls}" x="{width - right + 6}" y="{_f(ly)}">{label} {_n(v)}</text>')
-    out.append(f'<line class="ax" x1="{left}" x2="{width - right}" y1="{_f(y(0))}" y2="{_f(y(0))}"/>'
-               f'<text x="{left + pw / 2:.0f}" y="{height - 6}" text-anchor="middle">{escape(axis)}</text>')
+    out += _grid(f, unit)
+    for r_i, r in enumerate(s.rounds):
+        out += _bar(f, r, r_i, r_i == len(s.rounds) - 1, unit, what)
+    out += _watermarks(f, policy)
+    out.append(f'<line class="ax" x1="{f.left}" x2="{width - f.right}" y1="{_f(f.y(0))}" y2="{_f(f.y(0))}"/>'
+               f'<text x="{f.left + f.pw / 2:.0f}" y="{height - 6}" text-anchor="middle">{escape(axis)}</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -235,7 +286,7 @@ def _round_rows(s: SessionResult, unit: str) -> str:
     for r in s.rounds:
         act = "<br>".join(escape(a) for a in r.actions)
         quiet = "no model call" if not r.calls else "none"
-        rows.append(f"<tr><td>{r.round}</td><td class='l w'><div class='u'>{escape(_excerpt(r.user_text, 72))}</div>"
+        rows.append(f"<tr><td>{r.round}</td><td class='l w'><div class='u'>{escape(excerpt(r.user_text, 72))}</div>"
                     f"<div class='t'>{_tools(r.tools)}</div></td><td>{r.calls}</td><td>{_size(r.size_before)}</td>"
                     f"<td>{_size(r.size)}</td><td>{_size(r.chars)}</td><td>+{_n(r.growth)}</td>"
                     f"<td class='l a {'act' if act else 'dim'}'>{act or quiet}</td></tr>")
@@ -276,9 +327,9 @@ def _measures(run: RunResult, s: SessionResult | None = None) -> str:
     for key, label in MEASURES:
         if s is not None and key == "sessions":
             continue
-        cells = f"<td class='l'>{escape(label)}</td><td>{escape(_cell(key, on, sessions))}</td>"
+        cells = f"<td class='l'>{escape(label)}</td><td>{escape(table_cell(key, on, sessions))}</td>"
         if off:
-            cells += f"<td>{escape(_cell(key, off, sessions))}</td>"
+            cells += f"<td>{escape(table_cell(key, off, sessions))}</td>"
         rows.append(f"<tr>{cells}</tr>")
     return f"<table>{head}{''.join(rows)}</table>"
 
@@ -298,6 +349,21 @@ def _toc(run: RunResult) -> str:
             f"<th>peak ({escape(run.policy.unit)})</th></tr>" + "".join(rows) + "</table></details>")
 
 
+def _prices(run: RunResult) -> str:
+    """With a baseline: the cost under each price model against sending everything, and the
+    verdict sentences (:func:`~ctxwise.replay.render.verdict_sentences`); else nothing."""
+    on, off = run.totals()
+    if off is None or not run.sessions:
+        return ""
+    rows = "".join(f"<tr><td class='l'>{escape(m.name)}</td><td class='l'>{escape(cache_terms(m))}</td>"
+                   f"<td>{_n(on.cost_under(m))}</td><td>{_n(off.cost_under(m))}</td>"
+                   f"<td>{percent(on.cost_under(m), off.cost_under(m))}</td></tr>" for m in price_models())
+    said = "".join(f"<p>{escape(s)}</p>" for s in verdict_sentences(on, off, budget=run.policy.effective_budget,
+                                                                      unit=run.policy.unit))
+    return ("<table><tr><th class='l'>price model</th><th class='l'>cache terms</th><th>ctxwise</th>"
+            "<th>send everything</th><th>change</th></tr>" + rows + "</table>" + said)
+
+
 def render_html(run: RunResult) -> str:
     """The report page for ``run`` as one HTML string."""
     p = run.policy
@@ -312,6 +378,7 @@ def render_html(run: RunResult) -> str:
         f"summarize at {p.summarize_at:.0%}, provider {escape(p.provider)}, summarizer {escape(run.runtime.summarizer)}. "
         f"Cache-adjusted cost at a cached-price ratio of {run.cache_ratio}. Run {escape(run.run_id)}.</p>",
         _measures(run),
+        _prices(run),
     ]
     if len(run.sessions) > 1:
         parts.append(_toc(run))

@@ -26,10 +26,22 @@ def builtin(name: str) -> Path:
 
 @dataclass(frozen=True)
 class SourceError:
-    """A path (or a conversation in it) that could not be used, and why, in one line."""
+    """A path (or a conversation in it) that could not be used, and why, in one line.
+
+    ``place`` names it (a path, or ``file.json · task 18``); ``message`` is the line printed.
+    A conversation that could not run also has its ``source`` file, the ``error`` raised (its
+    class name, e.g. ``ContextBudgetExceeded``) and the ``reason`` in plain words."""
 
     place: str
     message: str
+    source: str = ""
+    error: str = ""
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        """JSON-able: ``place``, ``message``, ``source``, ``error`` and ``reason``."""
+        return {"place": self.place, "message": str(self), "source": self.source or self.place,
+                "error": self.error, "reason": self.reason or self.message}
 
     def __str__(self) -> str:
         return self.message if self.message.startswith(self.place) else f"{self.place}: {self.message}"

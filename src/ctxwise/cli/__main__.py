@@ -1,0 +1,5 @@
+"""``python -m ctxwise.cli``: the command line (:func:`ctxwise.cli.main`)."""
+
+from . import main
+
+main()
