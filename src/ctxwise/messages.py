@@ -283,6 +283,10 @@ class Marker(BaseModel):
     """True when ctxwise marked the message's empty content so a provider accepts it."""
     interrupted: bool | None = None
     """True for a tool message ctxwise wrote to answer calls left unanswered (``close_pending``)."""
+    bound_prefix: str | None = None
+    """An assistant message's with reasoning, on a provider that binds reasoning to its prefix:
+    the SHA-256 digest of what was sent before its reasoning in the request that produced it
+    (:func:`ctxwise.providers.binding.bound_digest`), written at append."""
 
     @classmethod
     def read(cls, message: Message) -> "Marker":

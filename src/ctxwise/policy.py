@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import PolicyError
-from .providers.profiles import PROFILES
+from .providers.profiles import PROFILES, ProviderProfile, bound_profile
 from .prices import PRICE_MODELS, PriceModel
 
 if TYPE_CHECKING:
@@ -196,6 +196,13 @@ class Policy(BaseModel):
 
     provider: str = "openai"
     """The provider profile every payload must satisfy (see ``ctxwise.providers``)."""
+    bound_reasoning: Literal["auto", "on", "off"] = "auto"
+    """Whether the provider binds reasoning to its prefix (a reasoning block is valid only while
+    everything sent before it is unchanged): ``auto`` = the profile's own (on for ``anthropic``,
+    Claude 5.x preserved thinking; off for ``openai_responses``), ``on`` (Responses with
+    ``reasoning.context="all_turns"``, the gpt-5.6 default), ``off`` (older Claude models).
+    When on, edits are placed so that no retained bound reasoning follows them, or that
+    reasoning is dropped with an event (``ctxwise.providers.bound_profile``)."""
 
     price_model: str | None = None
     """The prompt-cache price model edits are weighed with (``ctxwise.prices``): a provider
@@ -277,6 +284,12 @@ class Policy(BaseModel):
         return name
 
     # -- derived -----------------------------------------------------------------------
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """The provider profile in force: ``provider``'s with ``bound_reasoning`` applied
+        (:func:`ctxwise.providers.bound_profile`)."""
+        return bound_profile(self.provider, self.bound_reasoning)
 
     @property
     def effective_budget(self) -> int:
@@ -477,7 +490,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 SETTING_GROUPS: dict[str, tuple[str, ...]] = {
     "general": ("name", "enabled"),
-    "context": ("budget", "unit", "tokenizer", "reserve_output", "count_system", "tools_size", "provider"),
+    "context": ("budget", "unit", "tokenizer", "reserve_output", "count_system", "tools_size", "provider",
+                "bound_reasoning"),
     "edits": ("edit_when", "edit_horizon"),
     "clearing": ("clear_at", "clear_target", "clear_min_batch", "keep_recent_cycles", "protect_current_turn",
                  "clearable_tools", "keep_tools", "clear_errors", "clear_tool_inputs", "min_clear_chars",

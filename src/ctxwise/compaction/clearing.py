@@ -28,8 +28,8 @@ from ..messages import Block, Marker, Message, TextBlock, ToolResultBlock, ToolU
 from ..policy import Policy
 from ..units import ToolCycle, tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, head_end, in_flight_start
-from .placeholder import placeholder_text, recall_key, reused_ids
-from .cost import calls_ahead, cut_cost, edit_pays, limit_ahead
+from .placeholder import placeholder_text, recall_key, render_input, reused_ids  # noqa: F401  (render_input: re-exported)
+from .cost import calls_ahead, cut_cost, edit_pays, invalidated_reasoning, limit_ahead
 from .stage import StageInput
 
 
@@ -237,7 +237,7 @@ def _why(messages: list[Message], b: Budgeting, size: int, batch: _Batch) -> str
     p = b.policy
     hard = b.level(p.hard_limit)
     saved = size - batch.now
-    suffix = sum(b.size_of(m) for m in messages[batch.first:])
+    suffix = sum(b.size_of(m) for m in messages[batch.first:]) + invalidated_reasoning(messages, batch.first, b.size_of)
     if size > hard:
         return "the hard limit is crossed"  # something must go: a placeholder loses least
     if saved < b.level(p.clear_min_batch):

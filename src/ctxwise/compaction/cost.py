@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..messages import Message
+from ..messages import Marker, Message
 from ..prices import FLAT, prices_of
 
 FLAT_READ = FLAT.read
@@ -72,3 +72,19 @@ def cut_cost(rebilled: int, size_after: int, hard: int) -> float:
     if size_after > hard:
         return float("inf")
     return rebilled / max(hard - size_after, 1)
+
+
+def invalidated_reasoning(messages: Sequence[Message], first: int, size_of: Any) -> int:
+    """The size (policy unit, by ``size_of``) of the reasoning bound to its prefix that an edit
+    at index ``first`` invalidates: the reasoning of every later assistant message whose marker
+    holds the prefix it was produced on (``Marker.bound_prefix``, written only when the
+    provider binds reasoning). That reasoning is then dropped
+    (:mod:`ctxwise.compaction.bound`): the model re-does it, so an edit counts it as re-billed,
+    never as saved. 0 on providers that do not bind."""
+    from .context import sent_view
+
+    total = 0
+    for m in messages[first + 1:]:
+        if m.role == "assistant" and m.thinking and Marker.read(m).bound_prefix:
+            total += size_of(m) - size_of(sent_view(m))
+    return total

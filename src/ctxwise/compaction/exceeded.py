@@ -64,11 +64,13 @@ def fits_at(policy: Policy, pinned: int) -> int:
 
 
 def budget_exceeded(messages: Sequence[Message], b: Budgeting, *, pinned: int, total: int,
-                    reference: Sequence[Message], details: dict[str, Any]) -> ContextBudgetExceeded:
+                    reference: Sequence[Message], details: dict[str, Any],
+                    hint: str | None = None) -> ContextBudgetExceeded:
     """The error for ``messages`` (the context as the stages left it) whose ``pinned`` size
     (policy unit, overhead included) is over the hard limit; ``total`` is its whole size.
     ``reference``: the context as the session holds it (indices in the report and hint are
-    positions there). ``details`` go into the report (``hard_limit`` among them).
+    positions there). ``details`` go into the report (``hard_limit`` among them). ``hint``: a
+    cause the stages know (e.g. reasoning frozen by its binding), put before the computed hint.
 
     ``fits_at`` is the budget at whose hard limit every pinned message fits as it stands (the
     in-flight results uncut): there the stages need to cut nothing pinned. A smaller budget
@@ -80,7 +82,8 @@ def budget_exceeded(messages: Sequence[Message], b: Budgeting, *, pinned: int, t
     report = BudgetReport(budget=p.effective_budget, pinned=pinned, total=total, unit=p.unit, details=details,
                           parts=context_parts(messages, b), fits_at=fits_at(p, max(pinned, whole)),
                           culprit=_culprit(messages, b, reference))
-    return ContextBudgetExceeded(report, hint=_hint(report, p, hard))
+    computed = _hint(report, p, hard)
+    return ContextBudgetExceeded(report, hint=f"{hint} {computed}" if hint and computed else hint or computed)
 
 
 def _culprit(messages: Sequence[Message], b: Budgeting, reference: Sequence[Message]) -> dict[str, Any] | None:

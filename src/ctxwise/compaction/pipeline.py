@@ -59,6 +59,35 @@ def irreducible_size(messages: list[Message], b: Budgeting) -> int:
     return total
 
 
+FROZEN_HINT = ("the open tool loop's reasoning is bound to its prefix (Anthropic preserved thinking): nothing "
+               "before its latest reply may change until the turn ends; raise Policy.budget, let the provider "
+               "compact the loop (its own compaction keeps bound thinking valid), or set "
+               "Policy.bound_reasoning='off' for a model without preserved thinking")
+"""The hint of a ContextBudgetExceeded raised while bound reasoning freezes the open turn."""
+
+
+def frozen_size(messages: list[Message], b: Budgeting, frozen: frozenset[str]) -> int:
+    """The size of the ``frozen`` messages that :func:`irreducible_size` does not count
+    already (policy unit)."""
+    if not frozen:
+        return 0
+    pinned = pinned_indices(messages)
+    return sum(b.size_of(m) for i, m in enumerate(messages) if m.id in frozen and i not in pinned)
+
+
+def touches(changes: Sequence[Change], frozen: frozenset[str]) -> bool:
+    """Whether any of ``changes`` replaces or hides a ``frozen`` message or anchors a summary
+    at one."""
+    for ch in changes:
+        if isinstance(ch, Replace) and ch.message_id in frozen:
+            return True
+        if isinstance(ch, Hide) and frozen.intersection(ch.message_ids):
+            return True
+        if isinstance(ch, InsertSummary) and ch.anchor_message_id in frozen:
+            return True
+    return False
+
+
 @dataclass
 class PipelineResult:
     """The compacted context, the typed changes that produced it from the input (in order: the
@@ -143,8 +172,15 @@ class Pipeline:
         facts: Sequence[str] = (),
         thinking_mode: bool | None = None,
         skip_summaries: frozenset[str] = frozenset(),
+        frozen: frozenset[str] = frozenset(),
     ) -> PipelineResult:
         """Run the stages over ``messages`` (the context about to be sent) under ``b.policy``.
+
+        ``frozen``: ids of messages no change may touch (replace, hide, or anchor a summary
+        at): the prefix of reasoning bound to it that may not be dropped (the current turn's,
+        :func:`ctxwise.providers.binding.frozen_end`). A stage whose changes touch one is held
+        back for this call (its result and events are left out), so the stages after it, such
+        as the in-flight cut, act instead; frozen messages count as irreducible.
 
         ``size`` may be passed when the caller keeps it incrementally (policy unit, overhead
         included). ``skip_summaries``: keys of ranges whose summary already failed (see
@@ -171,30 +207,34 @@ class Pipeline:
                     size = _resize(messages, res.changes, b, size)
                     messages = after
                     changes.extend(res.changes)
-        validate(messages, p.provider, reference=messages, thinking=thinking_mode)
+        validate(messages, p.provider, reference=messages, thinking=thinking_mode, binding=False)
         if not p.enabled:
             return PipelineResult(messages, [], size, size, [], frozenset(skip_summaries))
         hard = b.level(p.hard_limit)
         if size > hard:
-            floor = irreducible_size(messages, b)
+            floor = irreducible_size(messages, b) + frozen_size(messages, b, frozen)
             if floor > hard:
                 # No stage can help: fail before any summarizer call or edit (case B19), so a
                 # caller retrying on the same context does not pay for the same futile work.
                 raise budget_exceeded(messages, b, pinned=floor, total=size, reference=messages,
                                       details={"hard_limit": hard, "events": [], "messages": len(messages),
-                                               "early": True})
+                                               "early": True,
+                                               **({"bound_reasoning_frozen": len(frozen)} if frozen else {})},
+                                      hint=FROZEN_HINT if frozen else None)
         ctx, now = messages, size
         skip = frozenset(skip_summaries)
         for _ in range(self.max_rounds):
             changed = False
             for stage in self.stages:
                 res = stage.run(StageInput(ctx, b, now, summarizer, facts, skip, messages))
+                if frozen and touches(res.changes, frozen):
+                    continue
                 events.extend(res.events)
                 skip |= {e.detail["key"] for e in res.events if e.stage == "summarizer_failed" and "key" in e.detail}
                 if not res.changes:
                     continue
                 after = apply_changes(ctx, res.changes)
-                validate(after, p.provider, reference=messages, thinking=thinking_mode)
+                validate(after, p.provider, reference=messages, thinking=thinking_mode, binding=False)
                 now = _resize(ctx, res.changes, b, now)
                 ctx = after
                 changes.extend(res.changes)
@@ -204,7 +244,9 @@ class Pipeline:
         if now > hard:
             pinned_size = b.overhead + sum(b.size_of(ctx[i]) for i in pinned_indices(ctx))
             raise budget_exceeded(ctx, b, pinned=pinned_size, total=now, reference=messages,
-                                  details={"hard_limit": hard, "events": [e.stage for e in events], "messages": len(ctx)})
+                                  details={"hard_limit": hard, "events": [e.stage for e in events], "messages": len(ctx),
+                                           **({"bound_reasoning_frozen": len(frozen)} if frozen else {})},
+                                  hint=FROZEN_HINT if frozen else None)
         return PipelineResult(ctx, events, size_in, now, changes, skip)
 
 
@@ -218,8 +260,10 @@ def compact(
     thinking_mode: bool | None = None,
     skip_summaries: frozenset[str] = frozenset(),
     pipeline: Pipeline | None = None,
+    frozen: frozenset[str] = frozenset(),
 ) -> PipelineResult:
     """Run ``pipeline`` (default: :meth:`Pipeline.default`) over ``messages``; see
     :meth:`Pipeline.run` for the arguments, the result and the errors raised."""
     return (pipeline or Pipeline.default()).run(messages, b, summarizer, size=size, facts=facts,
-                                                thinking_mode=thinking_mode, skip_summaries=skip_summaries)
+                                                thinking_mode=thinking_mode, skip_summaries=skip_summaries,
+                                                frozen=frozen)

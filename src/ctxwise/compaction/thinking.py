@@ -10,7 +10,9 @@ turn it belongs to (the previous turn's final answer when a new user message ope
 (https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking, "Preserving thinking
 blocks"; extended thinking with tool use); OpenAI Responses reasoning items are never pruned alone (a reasoning
 item travels with the item after it). A kept block is never touched. Fires above ``clear_at`` and prunes
-oldest first down to ``clear_target`` (one batch, for prompt-cache stability).
+oldest first down to ``clear_target`` (one batch, for prompt-cache stability), and only when
+the context must shrink or the pruning pays for its cache break (:func:`pruning_pays`,
+DESIGN.md decision 4).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections import defaultdict
 from ..changes import Replace
 from ..messages import Marker, Message, ThinkingBlock
 from .context import Budgeting, StageResult
+from .cost import calls_ahead, edit_pays, invalidated_reasoning, limit_ahead
 from .stage import StageInput
 
 
@@ -62,15 +65,49 @@ def prune_thinking(messages: list[Message], b: Budgeting, size: int) -> StageRes
         changes.append(Replace(m.id, new, "pruned"))
     if not affected:
         return StageResult(messages)
+    first = min(i for i, m in enumerate(messages) if m.id in set(affected))
+    why = pruning_pays(messages, b, size, now, first)
+    if why is None:
+        return StageResult(messages)
     ev = b.event(
         "thinking",
-        b.trigger(size, "clear_at", b.policy.clear_at),
+        b.trigger(size, "clear_at", b.policy.clear_at) + why,
         size,
         now,
         affected,
         t0,
     )
     return StageResult(messages, [ev], list(changes))
+
+
+def pruning_pays(messages: list[Message], b: Budgeting, size: int, now: int, first: int) -> str | None:
+    """Why a pruning that brings the context from ``size`` to ``now`` (policy unit, its first
+    edited message at ``first``) fires, or None when it is held back (DESIGN.md decision 4: no
+    edit unless the context must shrink or the edit pays).
+
+    With ``edit_when="watermark"`` it fires above ``clear_at`` (``""``: the trigger says it).
+    With ``"pays"`` it fires when the context is over the hard limit, when a summary is due on
+    this call (the prefix breaks anyway), or when its saving over the calls ahead exceeds the
+    suffix it re-bills plus the bound reasoning it invalidates
+    (:func:`~ctxwise.compaction.cost.invalidated_reasoning`) and the context, growing at its
+    rate so far, would pass the hard limit within those calls
+    (:func:`~ctxwise.compaction.cost.limit_ahead`), as for clearing."""
+    from .clearing import _growth
+    from .summarizing import summary_due
+
+    p = b.policy
+    hard = b.level(p.hard_limit)
+    if p.edit_when == "watermark":
+        return ""
+    if size > hard:
+        return "; the hard limit is crossed"
+    if summary_due(messages, b, size):
+        return "; a summary is due"
+    suffix = sum(b.size_of(m) for m in messages[first:]) + invalidated_reasoning(messages, first, b.size_of)
+    calls = calls_ahead(messages, p)
+    if edit_pays(size - now, suffix, calls, p) and limit_ahead(size, *_growth(messages, b, hard), calls, hard):
+        return "; the saving over the calls ahead exceeds the re-billed suffix"
+    return None
 
 
 class ThinkingStage:

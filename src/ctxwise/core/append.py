@@ -12,6 +12,7 @@ from ..errors import MessageNotStorable, PayloadInvalid, Violation
 from ..messages import Marker, Message, TextBlock, ToolResultBlock
 from ..normalize import normalize_batch, omitted
 from ..providers.append import Thinking, check_append, coerce, pending_calls
+from ..providers.binding import bound_digests
 from .plan import AppendWrite, Plan
 from .view import Deps, SessionView, changed_state, with_sizes
 
@@ -54,6 +55,10 @@ def plan_append(view: SessionView, deps: Deps, items: Sequence[Message | Mapping
     visible = [m for m in batch if omitted(m) is None]  # omitted replies stay in the transcript only
     seen = check_append(view.messages, view.ids, visible, batch, view.provider,
                         Thinking(view.thinking_seen, view.thinking_declared))
+    stamped = bind_reasoning(view, deps, visible)
+    if stamped:
+        batch = [stamped.get(m.id, m) for m in batch]
+        visible = [stamped.get(m.id, m) for m in visible]
     sizes = [deps.sz(m) for m in batch]
     numbered = [int(m.id[4:]) for m in batch if m.id.startswith("msg-") and m.id[4:].isdigit()]
     new = replace(view, facts=view.facts.observe(visible, view.policy), next_id=max([view.next_id, *numbered]),
@@ -72,6 +77,25 @@ def plan_append(view: SessionView, deps: Deps, items: Sequence[Message | Mapping
             detail={"messages": normalized}),)
     return Plan(new, AppendWrite(tuple(batch), tuple(sizes), state), view.version, records=records,
                 logs=_warnings(visible, view, deps), index_base=base, remember=tuple(visible))
+
+
+def bind_reasoning(view: SessionView, deps: Deps, visible: list[Message]) -> dict[str, Message]:
+    """``{id: message}`` for each assistant message of ``visible`` with reasoning, its marker's
+    ``bound_prefix`` set, when the policy's profile binds reasoning to its prefix (else ``{}``).
+
+    What the model saw when it wrote the reply is the request that produced it: the context as
+    the last ``prepare()`` left it, with its pinned blocks where it placed them (the view at
+    append time: nothing is edited between a prepare and the reply's append), then the messages
+    of this append before the reply (:func:`ctxwise.providers.binding.bound_digests`)."""
+    from .prepare import with_pinned
+
+    if not view.policy.profile.binds_reasoning or not any(m.role == "assistant" and m.thinking for m in visible):
+        return {}
+    block = view.facts.block(view.policy, deps.counter, view.lossy)[1]
+    sent = with_pinned(list(view.messages), list(deps.head), block, view.policy.facts_mode)
+    digests = bound_digests([*sent, *visible])
+    return {m.id: m.model_copy(update={"metadata": Marker.with_(m, bound_prefix=digests[len(sent) + k])})
+            for k, m in enumerate(visible) if m.role == "assistant" and m.thinking}
 
 
 def _warnings(batch: list[Message], view: SessionView, deps: Deps) -> tuple[str, ...]:

@@ -7,14 +7,17 @@ from typing import Any, Sequence
 
 from ..changes import Change, InsertSummary, Replace
 from ..compaction import Budgeting, CompactionEvent
+from ..compaction.bound import drop_invalidated_reasoning
 from ..compaction.context import sent_view
 from ..compaction.pipeline import PipelineResult
-from ..errors import FormatError, PayloadInvalid, Violation
+from ..errors import ContextBudgetExceeded, FormatError, PayloadInvalid, Violation
 from ..memory.session import Facts
 from ..messages import Message
 from ..providers import check as check_payload
 from ..providers import check_wire, get_profile, render
-from ..units import is_user_input
+from ..providers.binding import frozen_end
+from ..policy import Policy
+from ..units import is_user_input, turns
 from .plan import ApplyWrite, Plan
 from .view import Deps, SessionView, changed_state, with_sizes
 
@@ -71,6 +74,7 @@ class _Run:
     block: Message | None
     failed: frozenset[str]
     lossy: bool
+    frozen: frozenset[str] = frozenset()
 
     def extra(self) -> int:
         """Fixed overhead plus the pinned blocks, in the policy unit."""
@@ -80,12 +84,12 @@ class _Run:
     def measure(self, messages: Sequence[Message]) -> int:
         return sum(self.deps.sz(m) for m in messages)
 
-    def compact(self, ctx: list[Message], size: int) -> PipelineResult:
+    def compact(self, ctx: list[Message], size: int, policy: Policy | None = None) -> PipelineResult:
         d, v = self.deps, self.view
-        b = Budgeting(v.policy, d.counter, self.extra(), parts={  # named in a ContextBudgetExceeded
+        b = Budgeting(policy or v.policy, d.counter, self.extra(), parts={  # named in a ContextBudgetExceeded
             "user memory": sum(d.sz(m) for m in d.head), "pinned facts": d.sz(self.block) if self.block else 0})
         result = d.pipeline.run(ctx, b, d.summarizer, size=size, facts=self.facts.pinned_texts(v.policy),
-                                skip_summaries=self.failed, thinking_mode=thinks(v))
+                                skip_summaries=self.failed, thinking_mode=thinks(v), frozen=self.frozen)
         self.failed = self.failed | {e.detail["key"] for e in result.events
                                      if e.stage == "summarizer_failed" and "key" in e.detail}
         return result
@@ -104,8 +108,9 @@ def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None) ->
                              "the session has no messages yet: append() the system prompt and user input first")])
     facts, block, evicted, evicted_changed = view.facts.block(view.policy, deps.counter, view.lossy)
     run = _Run(view, deps, facts, block, view.failed_summaries, view.lossy)
+    run.frozen = frozen_prefix(view, deps, block)
     size_before = view.size + run.extra()
-    result = run.compact(list(view.messages), size_before)
+    result = _first_compact(run, size_before)
     events = list(result.events)
     for _ in range(3):
         # User input that left the context puts its facts into the facts block (it changes
@@ -124,6 +129,13 @@ def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None) ->
         again = run.compact(result.messages, size)
         result.messages, result.changes = again.messages, result.changes + again.changes
         events += again.events
+    dropped = drop_invalidated_reasoning(
+        result.messages, with_pinned(list(result.messages), list(deps.head), run.block, view.policy.facts_mode),
+        Budgeting(view.policy, deps.counter, run.extra()), run.measure(result.messages) + run.extra(),
+        view.policy.profile)
+    if dropped.changes:
+        result.messages, result.changes = dropped.messages, result.changes + dropped.changes
+        events += dropped.events
     if evicted_changed:
         size = run.measure(result.messages) + run.extra()
         events.append(CompactionEvent(
@@ -135,6 +147,58 @@ def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None) ->
     if events:
         new, write = _persist(new, deps, run, result.messages, result.changes, events)
     return _finish(new, deps, run, size_before, events, write)
+
+
+def turn_headroom(view: SessionView, deps: Deps) -> int:
+    """Room (policy unit) a turn that starts now is expected to need, when reasoning bound to
+    its prefix will freeze it: on a profile that refuses a changed prefix, in a session with
+    reasoning, at a turn's first call (the latest message is the user's input). Once the
+    turn's first reply carries bound reasoning, nothing before its latest reply may change
+    until the turn ends (:func:`frozen_prefix`), so only the turn's own fresh results can be
+    cut: the edits the turn will need are placed now, before it. The estimate is the largest
+    completed turn still in the context (user input excluded); 0 otherwise."""
+    profile = view.policy.profile
+    msgs = list(view.messages)
+    if not (profile.binds_reasoning and profile.prefix_mismatch == "error" and view.thinking_seen) \
+            or not msgs or not is_user_input(msgs[-1]):
+        return 0
+    grown = [sum(deps.sz(m) for m in msgs[t.start + 1:t.end]) for t in turns(msgs)[:-1] if not t.preamble]
+    return max(grown) if grown else 0
+
+
+def _first_compact(run: _Run, size: int) -> PipelineResult:
+    """The call's compaction; at a turn's first call under bound reasoning, with the hard
+    limit lowered by the room the turn is expected to need (:func:`turn_headroom`), when the
+    context is above ``summarize_at`` and would otherwise not leave it (falling back to the policy's own limits when that
+    cannot be met). Events of a lowered run say so (``detail["turn_headroom"]``)."""
+    view, p = run.view, run.view.policy
+    room = turn_headroom(view, run.deps)
+    hard = p.level(p.hard_limit)
+    if not room or size + room <= hard or size <= p.level(p.summarize_at):
+        return run.compact(list(view.messages), size)
+    share = max(0.5, (hard - room) / p.effective_budget) / p.hard_limit
+    lowered = p.with_(**{k: getattr(p, k) * share for k in ("clear_at", "clear_target", "summarize_at", "hard_limit")},
+                      trim_target=None if p.trim_target is None else p.trim_target * share)
+    try:
+        result = run.compact(list(view.messages), size, lowered)
+    except ContextBudgetExceeded:
+        return run.compact(list(view.messages), size)
+    for e in result.events:
+        e.detail["turn_headroom"] = room
+    return result
+
+
+def frozen_prefix(view: SessionView, deps: Deps, block: Message | None) -> frozenset[str]:
+    """Ids of the context messages no edit may touch on this call: everything up to the
+    current turn's latest assistant message whose reasoning is bound to its prefix, on a
+    profile that refuses a changed prefix (:func:`ctxwise.providers.binding.frozen_end`).
+    Empty when nothing is bound."""
+    profile = view.policy.profile
+    if not profile.binds_reasoning or profile.prefix_mismatch != "error":
+        return frozenset()
+    sent = with_pinned(list(view.messages), list(deps.head), block, view.policy.facts_mode)
+    end = frozen_end(sent, profile)
+    return frozenset() if end is None else frozenset(m.id for m in sent[:end + 1])
 
 
 def _persist(view: SessionView, deps: Deps, run: _Run, context: list[Message], changes: list[Change],
@@ -169,7 +233,7 @@ def _finish(view: SessionView, deps: Deps, run: _Run, size_before: int, events: 
         # request look like thinking mode, whose rules the new replies cannot meet.
         final = [sent_view(m) for m in final]
     payload = render(final, view.provider)
-    violations = check_payload(final, view.provider, thinking=thinking) or check_wire(payload, view.provider)
+    violations = check_payload(final, view.policy.profile, thinking=thinking) or check_wire(payload, view.provider)
     prepared = Prepared(messages=final, payload=payload, size=view.size + run.extra(), size_before=size_before,
                         chars=sum(deps.chars.count_message(m) for m in final), unit=view.policy.unit, events=events)
     error = PayloadInvalid(view.provider, violations) if violations else None

@@ -12,7 +12,7 @@ chat template on vLLM & co.), ``gemini``. Rule slugs are in :data:`RULES`.
 """
 
 from .checker import check, droppable_thinking, validate
-from .profiles import PROFILES, RULES, ProviderProfile, get_profile
+from .profiles import PROFILES, RULES, ProviderProfile, bound_profile, get_profile
 from .reasoning import open_tool_turn, thinking_mode
 from .render import render, unique_call_ids
 from .wire import check_wire, validate_wire
@@ -21,6 +21,7 @@ __all__ = [
     "PROFILES",
     "RULES",
     "ProviderProfile",
+    "bound_profile",
     "check",
     "check_wire",
     "droppable_thinking",

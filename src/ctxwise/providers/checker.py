@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..errors import PayloadInvalid, Violation
 from ..messages import Message
+from . import binding as bound_rules
 from . import reasoning, rules
 from .profiles import ProviderProfile, get_profile
 
@@ -14,6 +15,7 @@ def check(
     *,
     reference: list[Message] | None = None,
     thinking: bool | None = None,
+    binding: bool = True,
 ) -> list[Violation]:
     """Every rule of ``provider`` that ``messages`` break, sorted by message index.
 
@@ -22,7 +24,12 @@ def check(
     it, reasoning that was removed or edited is caught (DeepSeek ``reasoning-content-*``,
     Anthropic ``thinking-modified`` / ``thinking-removed``). ``thinking`` states whether the
     session runs in thinking mode; None infers it (see
-    :func:`ctxwise.providers.reasoning.thinking_mode`).
+    :func:`ctxwise.providers.reasoning.thinking_mode`). ``binding``: on a profile that binds
+    reasoning to its prefix (``binds_reasoning``, see :func:`ctxwise.providers.bound_profile`),
+    check that every bound reasoning block still follows the prefix it was produced on
+    (``reasoning-prefix-changed``; ``messages`` must then be the whole payload, pinned blocks
+    included); False leaves that rule out (the compaction stages check lists without the pinned
+    blocks).
 
     Returns an empty list for a valid payload. Raises :class:`~ctxwise.errors.PolicyError`
     for an unknown provider name.
@@ -45,6 +52,8 @@ def check(
         out += reasoning.check_responses_reasoning(messages, profile, reference)
     if profile.reasoning_passback == "signed_blocks" or profile.thinking_first_in_open_tool_turn:
         out += reasoning.check_anthropic_thinking(messages, profile, reference, thinking)
+    if binding and profile.binds_reasoning:
+        out += bound_rules.check_bound_reasoning(messages, profile)
     return sorted(out, key=lambda v: v.index)
 
 
@@ -54,6 +63,7 @@ def validate(
     *,
     reference: list[Message] | None = None,
     thinking: bool | None = None,
+    binding: bool = True,
 ) -> None:
     """Return None when ``messages`` is a payload ``provider`` accepts.
 
@@ -61,7 +71,7 @@ def validate(
     rule slug, the provider's own error text where known) — see :func:`check` for the
     arguments — and :class:`~ctxwise.errors.PolicyError` for an unknown provider.
     """
-    violations = check(messages, provider, reference=reference, thinking=thinking)
+    violations = check(messages, provider, reference=reference, thinking=thinking, binding=binding)
     if violations:
         raise PayloadInvalid(get_profile(provider).name, violations)
 

@@ -26,6 +26,16 @@ and :mod:`ctxwise.providers.reasoning`. Every rule cites its source:
   items in context"); error texts quoted in ``cases/README.md``.
 * Gemini — a model turn with function calls comes right after a user turn or a function
   response turn: https://ai.google.dev/gemini-api/docs/function-calling.
+* Reasoning bound to its prefix — Anthropic preserved thinking (Claude 5.x models; SDK
+  ``anthropic`` 2.17 ``types/beta/beta_thinking_block_binding_param.py``,
+  https://platform.claude.com/docs/en/build-with-claude/preserved-thinking and its
+  ``prefix-checks`` page): a replayed thinking block is valid only while ``system``,
+  ``tools`` and every earlier message are what they were when it was produced, else the
+  request fails with a 400 (``prefix_mismatch_behavior: "error"``, the default) or the block
+  is dropped (``"drop_block"``). OpenAI Responses ``reasoning.context="all_turns"`` (SDK
+  ``openai`` 3.63 ``types/shared/reasoning.py``; guide
+  https://developers.openai.com/api/docs/guides/keep-prefix-unchanged): reasoning items that
+  follow a prefix change are dropped by the API.
 """
 
 from __future__ import annotations
@@ -57,6 +67,7 @@ REASONING_WITHOUT_FOLLOWING_ITEM = "reasoning-without-following-item"
 REASONING_ITEM_MISSING = "reasoning-item-missing"
 DUPLICATE_TOOL_CALL_ID = "duplicate-tool-call-id"
 WIRE_SCHEMA = "wire-schema"
+REASONING_PREFIX_CHANGED = "reasoning-prefix-changed"
 
 RULES: Mapping[str, str] = MappingProxyType(
     {
@@ -90,11 +101,15 @@ RULES: Mapping[str, str] = MappingProxyType(
         "\"tool_use ids must be unique\")",
         WIRE_SCHEMA: "the rendered payload does not match the provider SDK's request type "
         "(an unknown key, a missing required key or a wrong type)",
+        REASONING_PREFIX_CHANGED: "reasoning bound to its prefix (Anthropic preserved thinking, "
+        "OpenAI Responses all_turns): a reasoning block sent after an earlier message changed "
+        "since the request that produced it",
     }
 )
 
 ReasoningPassback = Literal["none", "tool_spans", "signed_blocks", "reasoning_items"]
 WireShape = Literal["chat", "anthropic", "responses"]
+PrefixMismatch = Literal["error", "dropped"]
 DroppableReasoning = Literal[
     "completed_turns", "completed_spans_without_tool_calls", "completed_turns_without_tool_calls"
 ]
@@ -135,6 +150,14 @@ class ProviderProfile:
     * ``droppable_reasoning`` — what compaction may drop: ``"completed_turns"`` (every thinking
       block before the latest user input), ``"completed_spans_without_tool_calls"`` (DeepSeek)
       or ``"completed_turns_without_tool_calls"`` (Responses: not beside a function call).
+    * ``binds_reasoning`` — reasoning is bound to its prefix: a reasoning block is valid only
+      while everything sent before it is what it was in the request that produced it
+      (Anthropic preserved thinking, on for ``anthropic``; OpenAI Responses with
+      ``reasoning.context="all_turns"``, off for ``openai_responses`` until the policy says
+      so). ``Policy.bound_reasoning`` switches it (:func:`bound_profile`).
+    * ``prefix_mismatch`` — what the provider does with bound reasoning after a changed
+      prefix: ``"error"`` (Anthropic: a 400 unless the request sets ``drop_block``) or
+      ``"dropped"`` (OpenAI Responses: the API drops the reasoning items itself).
     * ``wire`` — the request shape the payload is rendered in (:mod:`ctxwise.providers.render`):
       ``"chat"`` (Chat Completions message list), ``"anthropic"`` (``{"system"?, "messages"}``)
       or ``"responses"`` (Responses API input items).
@@ -157,6 +180,8 @@ class ProviderProfile:
     needs_user_message: bool = False
     calls_follow_user_or_tool: bool = False
     droppable_reasoning: DroppableReasoning = "completed_turns"
+    binds_reasoning: bool = False
+    prefix_mismatch: PrefixMismatch = "error"
     wire: WireShape = "chat"
     reasoning_field: str | None = None
     errors: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
@@ -177,6 +202,8 @@ _OPENAI_ERRORS = {
 _OPENAI_DOC = "https://platform.openai.com/docs/guides/function-calling"
 _DEEPSEEK_DOC = "https://api-docs.deepseek.com/guides/thinking_mode"
 _ANTHROPIC_THINKING_DOC = "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking"
+_ANTHROPIC_BINDING_DOC = ("https://platform.claude.com/docs/en/build-with-claude/preserved-thinking "
+                          "(and /prefix-checks); SDK anthropic 2.17 beta_thinking_block_binding_param.py")
 _ANTHROPIC_TOOLS_DOC = "https://docs.anthropic.com/en/docs/build-with-claude/tool-use"
 _QWEN_DOC = "Qwen3 chat_template.jinja; vllm-project/vllm#36432"
 _GEMINI_DOC = "https://ai.google.dev/gemini-api/docs/function-calling"
@@ -232,6 +259,7 @@ ANTHROPIC = ProviderProfile(
     thinking_first_in_open_tool_turn=True,
     keep_latest_assistant_thinking=True,
     first_message_user=True,
+    binds_reasoning=True,
     wire="anthropic",
     errors=MappingProxyType(
         {
@@ -258,6 +286,9 @@ ANTHROPIC = ProviderProfile(
             THINKING_NOT_FIRST: "Expected `thinking` or `redacted_thinking`, but found "
             "`tool_use`. When `thinking` is enabled, a final `assistant` message must start "
             "with a thinking block",
+            REASONING_PREFIX_CHANGED: "messages.{index}.content.0: Invalid `signature` in "
+            "`thinking` block. The block is bound to a different conversation. Remove the block, "
+            "or set `thinking.block_binding.prefix_mismatch_behavior` to \"drop_block\".",
         }
     ),
     sources=MappingProxyType(
@@ -273,6 +304,7 @@ ANTHROPIC = ProviderProfile(
             THINKING_NOT_FIRST: _ANTHROPIC_THINKING_DOC,
             LATEST_ASSISTANT_THINKING: _ANTHROPIC_THINKING_DOC + " (\"Preserving thinking blocks\"; "
             "extended thinking with tool use)",
+            REASONING_PREFIX_CHANGED: _ANTHROPIC_BINDING_DOC,
         }
     ),
 )
@@ -327,6 +359,7 @@ OPENAI_RESPONSES = ProviderProfile(
     title="OpenAI Responses API (input items)",
     reasoning_passback="reasoning_items",
     droppable_reasoning="completed_turns_without_tool_calls",
+    prefix_mismatch="dropped",
     wire="responses",
     errors=MappingProxyType(
         {
@@ -344,6 +377,8 @@ OPENAI_RESPONSES = ProviderProfile(
             REASONING_WITHOUT_FOLLOWING_ITEM: _RESPONSES_DOC,
             REASONING_ITEM_MISSING: _RESPONSES_DOC,
             THINKING_MODIFIED: _RESPONSES_DOC,
+            REASONING_PREFIX_CHANGED: "https://developers.openai.com/api/docs/guides/keep-prefix-unchanged; "
+            "SDK openai 3.63 types/shared/reasoning.py (reasoning.context)",
             SYSTEM_NOT_FIRST: _CTXWISE,
             EMPTY_CONTENT: _CTXWISE,
         }
@@ -367,3 +402,26 @@ def get_profile(provider: str | ProviderProfile) -> ProviderProfile:
         known = ", ".join(sorted(PROFILES))
         raise PolicyError(f"unknown provider {provider!r}; known providers: {known}")
     return profile
+
+
+BoundReasoningSetting = Literal["auto", "on", "off"]
+
+
+def bound_profile(provider: str | ProviderProfile, setting: str = "auto") -> ProviderProfile:
+    """The profile of ``provider`` with ``binds_reasoning`` as ``setting`` says
+    (``Policy.bound_reasoning``): ``"auto"`` keeps the profile's own (on for ``anthropic``,
+    Claude 5.x preserved thinking; off for ``openai_responses``, whose ``reasoning.context``
+    defaults to ``all_turns`` only on the gpt-5.6 family), ``"on"`` / ``"off"`` force it
+    (``"off"`` for older Claude models, ``"on"`` for Responses with ``all_turns``). A
+    provider whose payload carries no reasoning back (``sends_reasoning`` False) or that takes
+    it back in chat-style spans (``tool_spans``) never binds. Raises
+    :class:`~ctxwise.errors.PolicyError` for an unknown provider or setting."""
+    from dataclasses import replace
+
+    profile = get_profile(provider)
+    if setting not in ("auto", "on", "off"):
+        raise PolicyError(f"unknown bound_reasoning {setting!r}; known: auto, on, off")
+    can_bind = profile.sends_reasoning and profile.reasoning_passback in ("signed_blocks", "reasoning_items")
+    want = profile.binds_reasoning if setting == "auto" else setting == "on"
+    binds = want and can_bind
+    return profile if binds == profile.binds_reasoning else replace(profile, binds_reasoning=binds)

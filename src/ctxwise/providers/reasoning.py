@@ -186,7 +186,11 @@ def check_anthropic_thinking(
       record, in order (``latest-assistant-thinking``; Anthropic answers "thinking or
       redacted_thinking blocks in the latest assistant message cannot be modified", whichever
       turn the message belongs to). Reported for a message of a completed turn when no block
-      of it is modified (in the current turn ``thinking-removed`` says it already).
+      of it is modified (in the current turn ``thinking-removed`` says it already). On a
+      profile that binds reasoning to its prefix (``binds_reasoning``) such a message may
+      leave out all of its thinking: preserved thinking's advice for code that summarizes or
+      trims older turns is to remove the thinking in the kept turns
+      (platform.claude.com/docs/en/build-with-claude/preserved-thinking).
     * While a tool loop is open, in a turn run with thinking on (see :func:`_turn_thinks`):
       the turn's first assistant message starts with a thinking or redacted-thinking block
       (``thinking-not-first``).
@@ -197,7 +201,11 @@ def check_anthropic_thinking(
         ref = {m.id: m for m in reference}.get(messages[last].id) if last is not None else None
         u = last_user_index(messages)
         completed = last is not None and u is not None and last < u  # else thinking-removed reports it
-        if completed and last is not None and ref is not None and messages[last].thinking != ref.thinking:
+        # Reasoning bound to its prefix: a completed turn's latest message may leave out all of
+        # its thinking (preserved thinking: "remove the thinking in the kept turns").
+        omitted = profile.binds_reasoning and last is not None and not messages[last].thinking
+        if completed and last is not None and ref is not None and messages[last].thinking != ref.thinking \
+                and not omitted:
             if not _modified(profile, last, messages[last], ref):
                 out.append(_v(profile, last, LATEST_ASSISTANT_THINKING,
                               f"the latest assistant message {messages[last].id!r} has "
