@@ -25,19 +25,21 @@ from .context import (
     Budgeting,
     StageResult,
     body_turns,
+    anchored_indices,
     current_turn_start,
-    head_end,
     in_flight_start,
     pinned_indices,
     splittable,
+    task_end,
 )
 from .placeholder import recall_key, reused_ids
 from .stage import StageInput
 
 
 def trim_start(messages: list[Message]) -> int:
-    """Where the trimmable history starts: after the pinned head and any summary right after it."""
-    i = head_end(messages)
+    """Where the trimmable history starts: after the pinned head, the anchored task
+    (:func:`~ctxwise.compaction.context.task_end`) and any summary right after them."""
+    i = task_end(messages)
     while i < len(messages) and messages[i].kind == "summary":
         i += 1
     return i
@@ -104,7 +106,11 @@ def trim_current_turn_cycles(messages: list[Message], b: Budgeting, size: int) -
     if size <= hard:
         return StageResult(messages)
     t0 = time.perf_counter()
-    start, flight = current_turn_start(messages), in_flight_start(messages)
+    # the current turn runs from the user's latest own instruction, whatever harness notices
+    # (format errors, interruptions) came after it
+    begin = task_end(messages)
+    start = min([current_turn_start(messages)] + [i for i in anchored_indices(messages) if i >= begin])
+    flight = in_flight_start(messages)
     target = hard if p.trim_target is None else min(hard, b.level(p.trim_target))
     cycles = [c for c in tool_cycles(messages) if c.start > start and c.end <= flight and c.complete]
     anchored = _thinking_anchor(messages, cycles, p.provider, start)
