@@ -25,6 +25,7 @@ from ..distill import distill
 from ..messages import Message, ToolResultBlock, ToolUseBlock
 from ..nesting import loads
 from ..salient import salient_values
+from ..task import is_harness_text
 from .base import SummaryResult
 
 REPLY_CHARS = 400
@@ -109,13 +110,18 @@ _WRITE_TOOL = re.compile(
 
 
 def _requirements(text: str) -> list[str]:
-    """The user's sentences that carry a constraint, preference or goal, verbatim."""
+    """The user's sentences that carry a constraint, preference or goal, verbatim (a bare list
+    marker is no sentence)."""
     out = []
     for s in _SENT.findall(text):
         s = s.strip()
-        if len(s) > 1 and _KEEP.search(s):
+        if len(s) > 1 and _KEEP.search(s) and not _LIST_MARKER.match(s):
             out.append(s)
     return out
+
+
+_LIST_MARKER = re.compile(r"^(?:\(?\d{1,3}[.)]|\(?[A-Za-z][.)]|[-*•+#]+)$")
+"""A bare list marker ("1.", "a)", "-"), which the sentence split leaves on its own: no requirement."""
 
 
 def _call_text(use: ToolUseBlock, limit: int = 160) -> str:
@@ -174,11 +180,16 @@ class DigestSummarizer:
         req = sec["User requirements (verbatim)"]
         req[:] = [e for e in (_elide(q, pinned) for q in req) if e]  # an earlier pass's, pinned since
         uses: dict[str, ToolUseBlock] = {}
+        said_by_user: list[str] = []
         last_answer = ""
         for m in material:
             if m.kind == "summary":
                 continue
             if m.role == "user" and not m.tool_results:
+                harness = is_harness_text(m.text, said_by_user)
+                said_by_user.append(m.text)
+                if harness:  # a format error or interruption the agent's harness wrote: not the user's
+                    continue
                 for r in _requirements(m.text):
                     # what the pinned facts block quotes already (engine) is elided: once, not twice
                     q = _elide(f'The user said: "{r}"', pinned)
