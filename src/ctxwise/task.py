@@ -16,8 +16,8 @@ Rules, by kind (none names a session):
 * **harness notice**: a text that starts with a known harness notice (:data:`HARNESS_NOTICES`:
   format errors, argument errors, interruptions) or is wrapped whole in a harness tag
   (:data:`HARNESS_TAGS`, e.g. ``<task-notification>…</task-notification>``);
-* **repeated boilerplate**: a user-role text of at least :data:`REPEAT_MIN_CHARS` characters
-  equal to an earlier user-role text of the same list once digits and spacing are ignored
+* **repeated boilerplate**: a user-role block (at least :data:`REPEAT_MIN_CHARS` characters
+  and :data:`REPEAT_MIN_LINES` lines) equal to an earlier user-role text of the same list once digits and spacing are ignored
   ("found 2 actions" = "found 0 actions"): a person does not paste the same paragraph twice,
   a harness does;
 * **task lines** (:func:`task_lines`): every line of an instruction with something to say
@@ -36,7 +36,7 @@ from .messages import Message
 from .units import is_user_input
 
 __all__ = [
-    "HARNESS_NOTICES", "HARNESS_TAGS", "REPEAT_MIN_CHARS", "first_instruction_run", "instruction_indices",
+    "HARNESS_NOTICES", "HARNESS_TAGS", "REPEAT_MIN_CHARS", "REPEAT_MIN_LINES", "first_instruction_run", "instruction_indices",
     "is_harness_text", "is_protocol_line", "latest_instruction_run", "task_lines",
 ]
 
@@ -57,12 +57,25 @@ slash command and are not here."""
 REPEAT_MIN_CHARS = 120
 """A repeated user-role text shorter than this may be a person's ("yes", "thanks"): only longer
 repeats count as boilerplate."""
+REPEAT_MIN_LINES = 3
+"""... and only blocks of at least this many non-blank lines: a person's templated one-liner
+("next question 3 ...") is no boilerplate."""
 
-_NOTICE = re.compile(r"\A\s*(?:" + "|".join(HARNESS_NOTICES) + ")")
-_TAGGED = re.compile(r"\A\s*<(" + "|".join(re.escape(t) for t in HARNESS_TAGS) + r")>.*</\1>\s*(?:[^\n<]*\s*)\Z",
-                     re.DOTALL)
-_DIGITS = re.compile(r"\d+")
-_SPACE = re.compile(r"\s+")
+_NOTICE = re.compile(r"\A\s{0,64}(?:" + "|".join(HARNESS_NOTICES) + ")")
+_DIGITS = re.compile(r"\d{1,256}")
+_SPACE = re.compile(r"\s{1,256}")
+
+
+def _tagged(text: str) -> bool:
+    """Whether ``text`` is one harness-tag element (:data:`HARNESS_TAGS`), whole, followed at most
+    by one line with no tag (Claude Code's "Read the output file ..." after a notification)."""
+    t = text.strip()
+    for tag in HARNESS_TAGS:
+        close = f"</{tag}>"
+        if t.startswith(f"<{tag}>") and close in t:
+            after = t[t.rindex(close) + len(close):].strip()
+            return "<" not in after and "\n" not in after
+    return False
 
 
 def _shape(text: str) -> str:
@@ -74,12 +87,19 @@ def is_harness_text(text: str, earlier: Sequence[str] = ()) -> bool:
     """Whether a user-role ``text`` is the agent harness's own notice or boilerplate, not the
     user's words (see the module doc); ``earlier`` are the user-role texts before it in the same
     conversation (for the repetition rule)."""
-    if _NOTICE.match(text) or _TAGGED.match(text):
+    if _NOTICE.match(text) or _tagged(text):
         return True
-    if len(text) >= REPEAT_MIN_CHARS and earlier:
+    if _repeatable(text) and earlier:
         shape = _shape(text)
-        return any(len(e) >= REPEAT_MIN_CHARS and _shape(e) == shape for e in earlier)
+        return any(_repeatable(e) and _shape(e) == shape for e in earlier)
     return False
+
+
+def _repeatable(text: str) -> bool:
+    """Long enough to count as boilerplate when repeated: :data:`REPEAT_MIN_CHARS` characters
+    and :data:`REPEAT_MIN_LINES` non-blank lines (a person's message repeated with another
+    number in it is one line; a harness's reply is a block)."""
+    return len(text) >= REPEAT_MIN_CHARS and sum(1 for x in text.splitlines() if x.strip()) >= REPEAT_MIN_LINES
 
 
 def instruction_indices(messages: Sequence[Message]) -> list[int]:
@@ -109,8 +129,8 @@ def _classified(m: Message) -> tuple[bool, str | None]:
     got = memo.get("task/harness")
     if got is None:
         text = m.text
-        got = memo["task/harness"] = (bool(_NOTICE.match(text) or _TAGGED.match(text)),
-                                      _shape(text) if len(text) >= REPEAT_MIN_CHARS else None)
+        got = memo["task/harness"] = (bool(_NOTICE.match(text) or _tagged(text)),
+                                      _shape(text) if _repeatable(text) else None)
     return got
 
 
@@ -139,15 +159,14 @@ def latest_instruction_run(messages: Sequence[Message]) -> list[int]:
     return _run_from(messages, own, len(own) - 1, -1) if own else []
 
 
-_LIST_MARKER = re.compile(r"^(?:\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|[-*•+>#]+|\d{1,3})$")
-_NOTHING = re.compile(r"^[\W_]*$")
-_LONE_TAG = re.compile(r"^</?[A-Za-z][\w-]*>$")
+_LIST_MARKER = re.compile(r"^(?:\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|[-*•+>#]{1,16}|\d{1,3})$")
+_LONE_TAG = re.compile(r"^</?[A-Za-z][\w-]{0,64}>$")
 _PROTOCOL = re.compile(
     r"\b(?:must|never|do not|don't|dont|does not|cannot|can't|only|always|exactly|required?|requirements?|"
     r"should(?: not)?|shall|make sure|ensure|important|critical|forbidden|avoid|submit|submission|"
     r"before|after|until|unless|instead|minimal|no more than|at most|at least)\b",
     re.IGNORECASE)
-_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_FENCE = re.compile(r"^\s{0,64}(?:```|~~~)")
 
 
 def is_protocol_line(line: str) -> bool:
@@ -158,7 +177,7 @@ def is_protocol_line(line: str) -> bool:
 
 def _meaningful(line: str) -> bool:
     s = line.strip()
-    return bool(s) and not _LIST_MARKER.match(s) and not _NOTHING.match(s) and not _LONE_TAG.match(s)
+    return any(ch.isalnum() for ch in s) and not _LIST_MARKER.match(s) and not _LONE_TAG.match(s)
 
 
 def task_lines(text: str, *, whole_chars: int = 4000, head_chars: int = 1500) -> list[str]:

@@ -69,6 +69,8 @@ def trim_old_turns(messages: list[Message], b: Budgeting, size: int) -> StageRes
         return StageResult(messages)
     t0 = time.perf_counter()
     start = trim_start(messages)
+    if current_turn_start(messages) < start:
+        return StageResult(messages)  # the current input is the anchored task: all after it is its own turn
     pinned = [i for i in pinned_indices(messages) if i >= start]
     stop = min(pinned) if pinned else len(messages)
     if stop <= start:

@@ -373,12 +373,12 @@ def _task_lines(m: Message) -> list[str]:
     return list(got)
 
 
-_SED_SUBST = re.compile(r"""\bsed\s+(?:-[a-zA-Z]*i[a-zA-Z]*(?:\s+|\S*\s+)|-i\S*\s+)(?:-e\s+)?(['"])(?:[\d,$]*)s(.)(.+?)(?<!\\)\2""")
-_SED_EDIT = re.compile(r"\bsed\s+(?:-[a-zA-Z]*i\b|-i)")
+_SED_SUBST = re.compile(r"""\bsed\s{1,8}-[a-zA-Z]{0,8}i\S{0,16}\s{1,8}(?:-e\s{1,8})?(['"])[\d,$]{0,32}s(.)(.{1,256}?)(?<!\\)\2""")
+_SED_EDIT = re.compile(r"\bsed\s{1,8}-[a-zA-Z]{0,8}i")
 _REGEX_META = re.compile(r"(?<!\\)(?:[.][*+?]|[\[\]^$*+?{}|])")
 _PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path")
-_VIEW_CMD = re.compile(r"^\s*(?:cd\s+\S+\s*&&\s*)?(?:cat|nl|head|tail|less|more|bat|sed\s+-n)\b")
-_PATH = re.compile(r"(?:^|\s)['\"]?((?:[\w.~-]+/)*[\w.-]+\.[A-Za-z0-9]{1,8})['\"]?(?=\s|$|\||;|&)")
+_VIEW_CMD = re.compile(r"^\s{0,64}(?:cd\s{1,8}\S{1,256}\s{0,8}&&\s{0,8})?(?:cat|nl|head|tail|less|more|bat|sed\s{1,8}-n)\b")
+_PATH = re.compile(r"(?:^|(?<=\s))['\"]?((?:[\w.~-]{1,128}/){0,32}[\w.-]{1,128}\.[A-Za-z0-9]{1,8})['\"]?(?=\s|$|\||;|&)")
 
 
 def _unescape_sed(pattern: str) -> str | None:

@@ -120,7 +120,7 @@ def _requirements(text: str) -> list[str]:
     return out
 
 
-_LIST_MARKER = re.compile(r"^(?:\(?\d{1,3}[.)]|\(?[A-Za-z][.)]|[-*•+#]+)$")
+_LIST_MARKER = re.compile(r"^(?:\(?\d{1,3}[.)]|\(?[A-Za-z][.)]|[-*•+#]{1,16})$")
 """A bare list marker ("1.", "a)", "-"), which the sentence split leaves on its own: no requirement."""
 
 
