@@ -135,7 +135,7 @@ def test_an_in_flight_image_is_replaced_by_a_note_when_that_is_what_makes_the_ca
 
 def test_a_recalled_result_too_big_for_the_budget_is_cut_without_sending_the_model_back_for_it():
     """Kind: a cut note that points at the recall call on the recall tool's own result: the model
-    recalls, gets the same head and the same pointer, and loops (the recall tool has no range)."""
+    recalls, gets the same cut and the same pointer, and loops."""
     from ctxwise.compaction.trimming import RECALL_TOOL
     from ctxwise.recall import RECALL_TOOL_NAME
 
@@ -149,7 +149,7 @@ def test_a_recalled_result_too_big_for_the_budget_is_cut_without_sending_the_mod
     out = compact(msgs, b, DigestSummarizer())
     assert out.size_after <= b.level(1.0)
     text = out.messages[-1].tool_results[0].text
-    assert "this recalled result" in text and "recall_tool_result(" not in text, text[-300:]
+    assert "this recalled page" in text and "recall_tool_result(" not in text, text[-300:]
     head = text.split("\n[ctxwise cut", 1)[0]
     assert head and words.startswith(head) and head.endswith(tuple("0123456789"))  # ends at a word break
     assert not words[len(head):].startswith(tuple("0123456789"))

@@ -44,12 +44,21 @@ RECALL_TOOL_DESCRIPTION = (
     "context to save room. Pass the tool_use_id the placeholder names. Use it only when you need "
     "a detail the placeholder does not show."
 )
+RECALL_PAGE_CHARS = 40_000
+"""At most this many characters of an original per recall call: a longer original (a 2 MB
+log) comes back in pages, each ending with the call that fetches the next one."""
+PAGE_NOTE = ('\n[ctxwise: characters {start}–{end} of {total} of this result; the next page: '
+             '{name}("{key}", offset={end})]')
+"""The line after a page that is not the last."""
 RECALL_TOOL_PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
         "tool_use_id": {"type": "string", "description": "The id named in the cleared result's placeholder."},
         "message_id": {"type": "string", "description": "The message_id the placeholder names, when it names one "
                                                         "(the session reused the call id)."},
+        "offset": {"type": "integer", "minimum": 0,
+                   "description": "Where the page starts, in characters of the original (0 when absent). A result "
+                                  "longer than one page ends with the offset of the next page."},
     },
     "required": ["tool_use_id"],
     "additionalProperties": False,
@@ -73,6 +82,7 @@ def recall_tool_schema(provider: str = "openai") -> dict[str, Any]:
         # listed in "required"; an optional one is a union with null (OpenAI, Structured
         # Outputs: "all fields must be required"; the handler reads null as absent).
         params["properties"]["message_id"]["type"] = ["string", "null"]
+        params["properties"]["offset"]["type"] = ["integer", "null"]
         params["required"] = list(params["properties"])
         return {"type": "function", "name": RECALL_TOOL_NAME, "description": RECALL_TOOL_DESCRIPTION,
                 "parameters": params, "strict": True}
@@ -136,21 +146,46 @@ def _only_result(session: RecallSession, message_id: str) -> str | None:
 
 def recall_tool_output(session: RecallSession, arguments: str | dict[str, Any]) -> tuple[str, bool]:
     """Answer one call of the recall tool: ``arguments`` as the model sent them (a JSON string
-    or a dict with ``tool_use_id``). Returns ``(text, is_error)``: the original body, or a
-    one-line error for the model (bad arguments, unknown id) with ``is_error`` True, so an agent
+    or a dict with ``tool_use_id`` and optionally ``offset``). Returns ``(text, is_error)``: the
+    original body, in pages of :data:`RECALL_PAGE_CHARS` characters when it is longer (each
+    page but the last ends with the call for the next), or a one-line error for the model (bad arguments, unknown id) with ``is_error`` True, so an agent
     loop can send it back as a failed tool result instead of stopping."""
     try:
         args = loads(arguments) if isinstance(arguments, str) else dict(arguments)
         message_id = args.get("message_id") or None
         tool_use_id = args.get("tool_use_id") or None
+        offset = args.get("offset") or 0
         if tool_use_id is None and isinstance(message_id, str):
             tool_use_id = _only_result(session, message_id)  # the message id alone names one result
         if not isinstance(tool_use_id, str) or not tool_use_id or not isinstance(message_id, (str, type(None))):
             raise TypeError
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise TypeError
     except (ValueError, TypeError, KeyError, AttributeError):
-        return (f'{RECALL_TOOL_NAME} needs {{"tool_use_id": "<id from the placeholder>"}}, got {arguments!r}'[:300],
-                True)
+        return (f'{RECALL_TOOL_NAME} needs {{"tool_use_id": "<id from the placeholder>"}} and optionally '
+                f'{{"offset": <characters, 0 or more>}}, got {arguments!r}'[:300], True)
     try:
-        return recall_tool_result(session, tool_use_id, message_id), False
+        text = recall_tool_result(session, tool_use_id, message_id)
     except ToolResultNotFound as e:
         return str(e), True
+    return page(text, offset, tool_use_id if message_id is None else f"{tool_use_id}, message_id {message_id}")
+
+
+def page(text: str, offset: int, key: str, size: int = RECALL_PAGE_CHARS) -> tuple[str, bool]:
+    """``(the page of text starting at offset, is_error)``: at most ``size`` characters, the page
+    ending at a line break when one is in its last tenth, followed by :data:`PAGE_NOTE` naming
+    the next page's call when the text goes on; a text that fits one page comes back whole. An
+    offset past the end is an error for the model (``is_error`` True)."""
+    total = len(text)
+    if offset == 0 and total <= size:
+        return text, False
+    if offset >= total:
+        return f"offset {offset} is past the end of this result ({total} characters)", True
+    end = min(total, offset + size)
+    if end < total:
+        brk = text.rfind("\n", offset, end)
+        end = brk + 1 if brk >= offset + size * 9 // 10 else end
+    body = text[offset:end]
+    if end < total:
+        body += PAGE_NOTE.format(start=offset, end=end, total=total, name=RECALL_TOOL_NAME, key=key)
+    return body, False

@@ -72,8 +72,16 @@ def test_a_deep_json_result_is_cleared_summarized_recalled_and_reopened(store_ur
     s = cm.session("u1", "deep")
     stages, call = grow(s, body)
     assert "clearing" in stages and "summarizing" in stages, stages
-    text, is_error = recall_tool_output(s, {"tool_use_id": call})  # the original comes back whole
-    assert not is_error and body in text
+    text, offset = "", 0  # the original comes back whole, in pages (each names the next offset)
+    while True:
+        page, is_error = recall_tool_output(s, {"tool_use_id": call, "offset": offset})
+        assert not is_error
+        part, sep, note = page.partition("\n[ctxwise: characters ")
+        text += part
+        if not sep:
+            break
+        offset = int(note.rsplit("offset=", 1)[1].rstrip(")]"))
+    assert text == body
     again = ContextManager(store_url).session("u1", "deep")  # a reopen in a fresh manager
     again.append([assistant("anything else?"), user("no, thanks")])
     assert again.prepare().payload

@@ -17,11 +17,11 @@ from re import _parser as sre_parse
 
 import pytest
 
-from ctxwise import salient
+from ctxwise import salient, task
 from ctxwise.memory import facts, patterns, user
 from ctxwise.replay import metrics
 
-MODULES = [salient, patterns, user, facts, metrics]
+MODULES = [salient, patterns, user, facts, metrics, task]
 BOUND = 256  # the largest repeat bound allowed in a user-text pattern
 
 

@@ -271,7 +271,7 @@ def test_it_is_an_agents_session_and_the_runner_uses_its_compaction_hook(tmp_pat
     tool = s.recall_tool()
     assert tool.name == "recall_tool_result"
     # strict mode: every property required, the optional message_id nullable
-    assert tool.params_json_schema["required"] == ["tool_use_id", "message_id"]
+    assert tool.params_json_schema["required"] == ["tool_use_id", "message_id", "offset"]
     assert tool.params_json_schema["properties"]["message_id"]["type"] == ["string", "null"]
 
 

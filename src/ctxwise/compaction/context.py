@@ -15,6 +15,7 @@ from ..changes import Change, apply_changes
 from ..messages import Message, ThinkingBlock
 from ..policy import Policy
 from ..tokens import Counter
+from ..task import latest_instruction_run
 from ..units import Turn, cycle_boundaries, last_user_index, tool_cycles, turns
 from .events import CompactionEvent
 from .events import Stage as StageName
@@ -127,6 +128,32 @@ def head_end(messages: list[Message]) -> int:
     return i
 
 
+def task_end(messages: list[Message]) -> int:
+    """Index after the pinned head and the task anchored right after it: the user's latest run
+    of own instructions (:func:`ctxwise.task.latest_instruction_run`) when it opens the body,
+    only plain replies with no tool call (a fixed greeting) standing between the head and it,
+    and every user-role message after it is a harness notice (a tool loop's one instruction).
+    Compaction ranges (summaries, trims) start here, so the task stays verbatim in place
+    however long the loop that follows; :func:`head_end` when there is no such task."""
+    start = head_end(messages)
+    run = latest_instruction_run(messages)
+    if not run or run[0] < start:
+        return start
+    if any(m.role != "assistant" or m.tool_uses for m in messages[start:run[0]]):
+        return start
+    return run[-1] + 1
+
+
+def anchored_indices(messages: list[Message]) -> set[int]:
+    """Positions of the user's own instructions that no stage removes or rewrites: the latest
+    run of them (:func:`ctxwise.task.latest_instruction_run`), whatever harness notices came
+    after it (format errors, interruptions, repeated boilerplate: :mod:`ctxwise.task`), and
+    whatever stands between the head and a task anchored at :func:`task_end`."""
+    out = set(range(head_end(messages), task_end(messages)))
+    out.update(latest_instruction_run(messages))
+    return out
+
+
 def current_turn_start(messages: list[Message]) -> int:
     """Start of the current turn (the latest user input), or ``len`` when there is none."""
     i = last_user_index(messages)
@@ -144,22 +171,25 @@ def in_flight_start(messages: list[Message]) -> int:
 
 def pinned_indices(messages: list[Message]) -> set[int]:
     """Positions no stage may remove or rewrite: the system prompt, ctxwise blocks
-    (summary, facts, user memory), the current user input and the in-flight cycle."""
+    (summary, facts, user memory), the current user input, the user's anchored instructions
+    (:func:`anchored_indices`) and the in-flight cycle."""
     out = {i for i, m in enumerate(messages) if m.role == "system" or m.kind in PINNED_KINDS}
     cur = last_user_index(messages)
     if cur is not None:
         out.add(cur)
+    out |= anchored_indices(messages)
     out.update(range(in_flight_start(messages), len(messages)))
     return out
 
 
 def body_turns(messages: list[Message]) -> list[Turn]:
-    """The turns after the pinned head, excluding ctxwise summary messages as turn starts.
+    """The turns after the pinned head and the anchored task (:func:`task_end`), excluding
+    ctxwise summary messages as turn starts.
 
     A summary is a user-role message, so :func:`ctxwise.units.turns` would start a turn at
-    it; here it is folded into the span it stands for.
+    it; here it is folded into the span it stands for. The task's own turn starts after it.
     """
-    start = head_end(messages)
+    start = task_end(messages)
     out: list[Turn] = []
     for t in turns(messages):
         s, e = max(t.start, start), t.end

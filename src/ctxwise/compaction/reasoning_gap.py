@@ -25,7 +25,7 @@ from ..changes import Hide
 from ..messages import Message
 from ..summarizers.base import Summarizer
 from ..units import turns
-from .context import Budgeting, StageResult, current_turn_start, head_end
+from .context import Budgeting, StageResult, current_turn_start, task_end
 from .stage import StageInput
 from .summarizing import summarize_range
 
@@ -60,7 +60,7 @@ def fold_turns_without_reasoning(
     t0 = time.perf_counter()
     last = max(bad)
     cut = next(t.end for t in turns(messages[:current]) if t.start <= last < t.end)
-    start = head_end(messages)
+    start = task_end(messages)
     first_segment = start
     while start < len(messages) and messages[start].kind == "summary":
         start += 1

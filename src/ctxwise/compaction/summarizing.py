@@ -32,7 +32,8 @@ from ..messages import Marker, Message, TextBlock
 from ..summarizers.base import SUMMARY_HEADER, Summarizer
 from ..tokens import get_counter
 from ..units import Turn, is_user_input, tool_cycles
-from .context import Budgeting, StageResult, body_turns, current_turn_start, inner_cuts, pinned_indices
+from .context import (Budgeting, StageResult, anchored_indices, body_turns, current_turn_start, inner_cuts,
+                      pinned_indices, task_end)
 from .events import CompactionEvent
 from .stage import StageInput
 
@@ -116,7 +117,9 @@ def plan_summary(messages: list[Message], b: Budgeting, size: int) -> SummaryPla
     spans = body_turns(messages)
     pinned = pinned_indices(messages)
     # Turns before the current one (which may be in flight), after the pinned head.
-    current = current_turn_start(messages)
+    # ... and before the user's latest own instruction when harness notices followed it: an
+    # anchored instruction is never material (ctxwise.task)
+    current = min([current_turn_start(messages)] + [i for i in anchored_indices(messages) if i >= task_end(messages)])
     older = [t for t in spans if t.end <= current]
     if not older:
         return None

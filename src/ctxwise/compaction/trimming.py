@@ -25,19 +25,21 @@ from .context import (
     Budgeting,
     StageResult,
     body_turns,
+    anchored_indices,
     current_turn_start,
-    head_end,
     in_flight_start,
     pinned_indices,
     splittable,
+    task_end,
 )
 from .placeholder import recall_key, reused_ids
 from .stage import StageInput
 
 
 def trim_start(messages: list[Message]) -> int:
-    """Where the trimmable history starts: after the pinned head and any summary right after it."""
-    i = head_end(messages)
+    """Where the trimmable history starts: after the pinned head, the anchored task
+    (:func:`~ctxwise.compaction.context.task_end`) and any summary right after them."""
+    i = task_end(messages)
     while i < len(messages) and messages[i].kind == "summary":
         i += 1
     return i
@@ -67,6 +69,8 @@ def trim_old_turns(messages: list[Message], b: Budgeting, size: int) -> StageRes
         return StageResult(messages)
     t0 = time.perf_counter()
     start = trim_start(messages)
+    if current_turn_start(messages) < start:
+        return StageResult(messages)  # the current input is the anchored task: all after it is its own turn
     pinned = [i for i in pinned_indices(messages) if i >= start]
     stop = min(pinned) if pinned else len(messages)
     if stop <= start:
@@ -104,7 +108,11 @@ def trim_current_turn_cycles(messages: list[Message], b: Budgeting, size: int) -
     if size <= hard:
         return StageResult(messages)
     t0 = time.perf_counter()
-    start, flight = current_turn_start(messages), in_flight_start(messages)
+    # the current turn runs from the user's latest own instruction, whatever harness notices
+    # (format errors, interruptions) came after it
+    begin = task_end(messages)
+    start = min([current_turn_start(messages)] + [i for i in anchored_indices(messages) if i >= begin])
+    flight = in_flight_start(messages)
     target = hard if p.trim_target is None else min(hard, b.level(p.trim_target))
     cycles = [c for c in tool_cycles(messages) if c.start > start and c.end <= flight and c.complete]
     anchored = _thinking_anchor(messages, cycles, p.provider, start)
@@ -155,16 +163,20 @@ def _without(messages: list[Message], drop: set[int], b: Budgeting, trigger: str
 
 
 TRUNCATION_NOTE = (
-    "\n[ctxwise cut {omitted} of {total} characters of this tool result to fit the context "
-    "budget; the full result: recall_tool_result(\"{id}\")]"
+    "\n[ctxwise cut {omitted} of {total} characters from the middle of this tool result to fit the "
+    "context budget; the full result: recall_tool_result(\"{id}\")]\n"
 )
-"""The note after the kept head of a cut result: it names the recall call, as a placeholder does."""
+"""The note between the kept head and tail of a cut result: it names the recall call, as a
+placeholder does (the recall tool returns an original of any size, in pages)."""
 RECALLED_NOTE = (
-    "\n[ctxwise cut {omitted} of {total} characters of this recalled result to fit the context "
-    "budget; the original does not fit whole, and recalling it again returns the same cut]"
+    "\n[ctxwise cut {omitted} of {total} characters from the middle of this recalled page to fit the "
+    "context budget; recalling the same page again returns the same cut]\n"
 )
-"""The note after the kept head of a cut ``recall_tool_result`` result: it names no recall
-call, so a model is not sent back for the same body in a loop."""
+"""The note between the kept head and tail of a cut ``recall_tool_result`` result: it names no
+recall call, so a model is not sent back for the same body in a loop."""
+HEAD_SHARE = 0.6
+"""Of what a cut result keeps, the share at its head; the rest is its tail, where test runners,
+compilers and build tools print their verdicts (the agents' own harnesses keep both)."""
 RECALL_TOOL = "recall_tool_result"
 """:data:`ctxwise.recall.RECALL_TOOL_NAME` (the compaction layer does not import the recall tool)."""
 IMAGE_NOTE = (
@@ -241,13 +253,14 @@ def _cut_message(m: Message, b: Budgeting, share: float, reused: set[str] = set(
     best: Message | None = None
     for drop_images in (False, True):
         ratio = share / max(b.size_of(m), 1)
-        for _ in range(8):  # shrink until it fits (counts are not linear in characters)
+        for _ in range(12):  # shrink until it fits (counts are not linear in characters)
             new = _cut_blocks(m, ratio, drop_images, reused)
             if best is None or b.size_of(new) < b.size_of(best):
                 best = new
             if b.size_of(new) <= share or ratio <= 0:
                 break
-            ratio = ratio * 0.8 if ratio > 0.01 else 0.0
+            # proportional at every size: a 2 MB result keeps its share, never nothing
+            ratio = ratio * 0.7 if ratio > 1e-6 else 0.0
         if best is not None and b.size_of(best) <= share:
             break
     return best if best is not None and b.size_of(best) < b.size_of(m) else None
@@ -263,20 +276,36 @@ def _cut_blocks(m: Message, ratio: float, drop_images: bool, reused: set[str] = 
         key = recall_key(blk.tool_use_id, m.id, blk.tool_use_id in reused)
         output: list[TextBlock | ImageBlock] = []
         if blk.text:
-            total = len(blk.text)
-            keep = max(int(total * ratio) - 160, 0)
-            # end the kept head at a line or word break when one is near (not mid-token)
-            brk = max(blk.text.rfind("\n", 0, keep + 1), blk.text.rfind(" ", 0, keep + 1))
-            keep = brk if brk >= keep * 0.9 and brk > 0 else keep
-            note = (RECALLED_NOTE if blk.name == RECALL_TOOL else TRUNCATION_NOTE).format(
-                omitted=total - keep, total=total, id=key)
-            output.append(TextBlock(text=blk.text[:keep] + note))
+            output.append(TextBlock(text=head_and_tail(blk.text, ratio, key, blk.name == RECALL_TOOL)))
         if images and drop_images:
             output.append(TextBlock(text=IMAGE_NOTE.format(n=len(images), id=key)))
         elif images:
             output.extend(images)
         blocks.append(blk.model_copy(update={"output": output or list(blk.output)}))
     return m.model_copy(update={"blocks": blocks, "metadata": Marker.with_(m, truncated=True)})
+
+
+def head_and_tail(text: str, ratio: float, key: str, recalled: bool = False) -> str:
+    """``text`` cut to about ``ratio`` of its characters: its head (:data:`HEAD_SHARE` of what is
+    kept) and its tail, with the note between them naming how much was cut and the recall call
+    (:data:`TRUNCATION_NOTE`; :data:`RECALLED_NOTE` for a recalled page, which names none).
+    The head ends and the tail starts at a line or word break when one is near (not mid-token). What is
+    kept is proportional to the text at every size (the note's length is taken from it only
+    while half of it is left)."""
+    total = len(text)
+    want = int(total * ratio)
+    keep = max(want - len(TRUNCATION_NOTE) - 40, want // 2, 0)
+    head = int(keep * HEAD_SHARE)
+    tail = keep - head
+    brk = max(text.rfind("\n", 0, head + 1), text.rfind(" ", 0, head + 1))
+    head = brk if brk >= head * 0.9 and brk > 0 else head
+    start = total - tail
+    ends = [i for i in (text.find("\n", start, start + max(tail // 10, 1)),
+                        text.find(" ", start, start + max(tail // 10, 1))) if i >= 0]
+    start = min(ends) + 1 if tail and ends else start
+    start = max(start, head)
+    note = (RECALLED_NOTE if recalled else TRUNCATION_NOTE).format(omitted=start - head, total=total, id=key)
+    return text[:head] + note + text[start:]
 
 
 class TrimOldTurnsStage:

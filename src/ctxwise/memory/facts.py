@@ -29,6 +29,7 @@ from typing import Any, Callable, Container, Iterable, Literal
 
 from ..messages import Marker, Message, TextBlock
 from ..tokens import Counter as Counter  # the one counter protocol (repo.py and user.py take it from here)
+from ..task import is_harness_text
 from ..units import is_user_input
 from . import patterns as P
 
@@ -436,14 +437,15 @@ def extract_facts(message: Message) -> list[Fact]:
     """The candidate facts of one user message, in text order (rule-based, English and Chinese).
 
     Returns ``[]`` for anything that is not user input (assistant, tool and system messages, a
-    user message carrying tool results, ctxwise's own summary/facts/memory messages). Fact ids are
+    user message carrying tool results, ctxwise's own summary/facts/memory messages, an agent
+    harness's notice: :func:`ctxwise.task.is_harness_text`). Fact ids are
     ``"<message id>:f<n>"``; the same message always yields the same facts (deterministic).
     A clause yields one fact per value in it (kind identifier/amount/date/quantity, each with the
     whole clause as ``text``) plus at most one clause-level fact (goal, preference, prohibition;
     negation or condition only when the clause holds no value). Of a clause over
     :data:`MAX_CLAUSE_CHARS` characters only its head and tail are read (see :func:`_readable`).
     """
-    if not is_user_input(message) or message.kind is not None:
+    if not is_user_input(message) or message.kind is not None or is_harness_text(message.text):
         return []
     facts: list[Fact] = []
     for clause in (piece for whole in split_clauses(message.text) for piece in _readable(whole)):

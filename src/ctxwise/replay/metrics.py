@@ -18,6 +18,14 @@ outputs with the same code:
   normalized (``$466.75`` = ``466.75``, ``$39`` = ``$39.00``, ``May 5, 2024`` =
   ``2024-05-05``), and the *recoverable* share (missing values whose original a placeholder
   in the context names, so the recall tool can fetch it);
+* :func:`task_recall`: the task lines (:func:`ctxwise.task.task_lines`) of the instruction in
+  force (the user's latest own instructions, harness notices skipped) present in every call's
+  context;
+* :func:`edit_anchor_recall`: for every edit call (Claude Code ``Edit``/``MultiEdit``
+  ``old_string``, ``str_replace`` ``old_str``, the pattern of a ``sed -i s/…/…/``), whether the
+  text it copies was in the context it was produced from, when the full history held it;
+* :func:`working_file_freshness`: for every edit of a file viewed before, whether that file's
+  latest view was in the context whole (not cleared, not cut);
 * :func:`validator_errors`: provider rule violations over all payloads;
 * :func:`events_by_stage`, :func:`percentile`: counts and latency quantiles.
 
@@ -45,12 +53,14 @@ from ..prices import (
     priced_cost,
 )
 from ..salient import salient_values
+from ..task import latest_instruction_run, task_lines
 
 __all__ = [
     "CallCost", "CallSupport", "Payloads", "Recall", "RecallFigures", "as_sent", "cache_adjusted_cost",
     "call_costs", "call_support", "common_prefix", "context_keys", "context_text", "events_by_stage",
     "floor_cost", "input_tokens", "message_text", "percentile", "placeholder_originals", "priced_cost",
     "recall_figures", "support_recall", "text_keys", "validator_errors", "value_key",
+    "edit_anchor_recall", "edit_anchors", "edited_path", "task_recall", "viewed_path", "working_file_freshness",
 ]
 
 
@@ -327,6 +337,190 @@ def recall_figures(
         need_n += len(s.needed_norm)
         rec += len(s.recoverable)
     return RecallFigures(Recall(sup, need), Recall(sup_n, need_n), Recall(sup_n + rec, need_n))
+
+
+# --------------------------------------------------------------------------- long tool loops
+
+
+def _check_calls(*lists: Sequence[Any]) -> None:
+    if len({len(x) for x in lists}) > 1:
+        raise ValueError(f"the lists must have one entry per call, got {', '.join(str(len(x)) for x in lists)}")
+
+
+def task_recall(histories: Sequence[Sequence[Message]], payloads: Payloads) -> Recall:
+    """The task lines of the instruction in force, present at every call: per call ``i``, the
+    :func:`~ctxwise.task.task_lines` of the user's latest own instructions in ``histories[i]``
+    (the full record before the call; :func:`~ctxwise.task.latest_instruction_run`, harness
+    notices skipped), each counted as supported when the text of ``payloads[i]`` holds it
+    verbatim. Raises ``ValueError`` when the lists do not have one entry per call."""
+    _check_calls(histories, payloads)
+    sup = need = 0
+    for h, p in zip(histories, payloads):
+        lines = [line for i in latest_instruction_run(h) for line in _task_lines(h[i])]
+        if not lines:
+            continue
+        text = context_text(p)
+        need += len(lines)
+        sup += sum(1 for line in lines if line in text)
+    return Recall(sup, need)
+
+
+def _task_lines(m: Message) -> list[str]:
+    memo = m.memo()
+    got = memo.get("replay/task_lines")
+    if got is None:
+        got = memo["replay/task_lines"] = task_lines(m.text)
+    return list(got)
+
+
+_SED_SUBST = re.compile(r"""\bsed\s{1,8}-[a-zA-Z]{0,8}i\S{0,16}\s{1,8}(?:-e\s{1,8})?(['"])[\d,$]{0,32}s(.)(.{1,256}?)(?<!\\)\2""")
+_SED_EDIT = re.compile(r"\bsed\s{1,8}-[a-zA-Z]{0,8}i")
+_REGEX_META = re.compile(r"(?<!\\)(?:[.][*+?]|[\[\]^$*+?{}|])")
+_PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path")
+_VIEW_CMD = re.compile(r"^\s{0,64}(?:cd\s{1,8}\S{1,256}\s{0,8}&&\s{0,8})?(?:cat|nl|head|tail|less|more|bat|sed\s{1,8}-n)\b")
+_PATH = re.compile(r"(?:^|(?<=\s))['\"]?((?:[\w.~-]{1,128}/){0,32}[\w.-]{1,128}\.[A-Za-z0-9]{1,8})['\"]?(?=\s|$|\||;|&)")
+
+
+def _unescape_sed(pattern: str) -> str | None:
+    """The literal text a ``sed`` pattern matches, or None when it is a real regular expression
+    (a class, a repeat, an anchor: not a copy of any text)."""
+    if _REGEX_META.search(pattern):
+        return None
+    return re.sub(r"\\(.)", r"\1", pattern)
+
+
+def edit_anchors(use: ToolUseBlock) -> list[str]:
+    """The texts an edit call copies from what the agent saw, to say where the edit goes:
+    ``old_string`` (Claude Code ``Edit``, each edit of ``MultiEdit``), ``old_str`` (a
+    ``str_replace`` command), the pattern of each ``sed -i 's/PATTERN/…/'`` of a shell command
+    when it is literal text (regex escapes undone). ``[]`` for any other call."""
+    inp = use.input
+    out: list[str] = []
+    for key in ("old_string", "old_str"):
+        v = inp.get(key)
+        if isinstance(v, str) and v.strip():
+            out.append(v)
+    edits = inp.get("edits")
+    if isinstance(edits, list):
+        out.extend(e["old_string"] for e in edits if isinstance(e, dict) and isinstance(e.get("old_string"), str)
+                   and e["old_string"].strip())
+    for v in inp.values():
+        if isinstance(v, str) and "sed" in v:
+            for m in _SED_SUBST.finditer(v):
+                lit = _unescape_sed(m.group(3))
+                if lit and lit.strip():
+                    out.append(lit)
+    return out
+
+
+def edited_path(use: ToolUseBlock) -> str | None:
+    """The file an edit call changes: its path argument when it copies an anchor (``Edit``,
+    ``str_replace``) or inserts at a line (``insert``), or the last path-like operand of a
+    ``sed -i`` command (by pattern or by line number); None otherwise (a new file written
+    whole is no edit of a viewed one)."""
+    inp = use.input
+    if not edit_anchors(use) and inp.get("command") != "insert" and not any(
+            isinstance(v, str) and _SED_EDIT.search(v) for v in inp.values()):
+        return None
+    for key in _PATH_KEYS:
+        v = inp.get(key)
+        if isinstance(v, str) and v:
+            return v
+    for v in inp.values():
+        if isinstance(v, str) and _SED_EDIT.search(v):
+            paths = _PATH.findall(v[_SED_EDIT.search(v).start():].split("&&")[0])  # type: ignore[union-attr]
+            if paths:
+                return str(paths[-1])
+    return None
+
+
+def viewed_path(use: ToolUseBlock) -> str | None:
+    """The file a call shows the agent: Claude Code ``Read`` (``file_path``), a ``view``
+    command (``path``), or a shell ``cat`` / ``nl`` / ``head`` / ``tail`` / ``sed -n`` of one
+    path; None otherwise."""
+    inp = use.input
+    if use.name in ("Read", "read_file", "view_file") or inp.get("command") == "view":
+        for key in _PATH_KEYS:
+            v = inp.get(key)
+            if isinstance(v, str) and v:
+                return v
+        return None
+    for v in inp.values():
+        if isinstance(v, str) and _VIEW_CMD.match(v) and " -i" not in v:
+            paths = _PATH.findall(v.split("|")[0])
+            if paths:
+                return str(paths[-1])
+    return None
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Two spellings of one path: equal, or one ends with ``/`` + the other (relative vs absolute)."""
+    return a == b or a.endswith("/" + b.lstrip("./")) or b.endswith("/" + a.lstrip("./"))
+
+
+def _lines_in(text: str, haystack: str) -> bool:
+    """Every non-blank line of ``text``, stripped, is in ``haystack`` (a view prints lines with
+    numbers before them, so a copied block is found line by line)."""
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    return bool(lines) and all(x in haystack for x in lines)
+
+
+def edit_anchor_recall(histories: Sequence[Sequence[Message]], payloads: Payloads,
+                       outputs: Sequence[Message]) -> Recall:
+    """Over every edit call of ``outputs`` (:func:`edit_anchors`), the anchors whose text the
+    full history before the call held (``needed``) and of those the ones the payload the call
+    was produced from held (``supported``), line by line (:func:`_lines_in`). Raises
+    ``ValueError`` when the lists do not have one entry per call."""
+    _check_calls(histories, payloads, outputs)
+    sup = need = 0
+    for h, p, o in zip(histories, payloads, outputs):
+        anchors = [a for u in o.tool_uses for a in edit_anchors(u)]
+        if not anchors:
+            continue
+        full, sent = context_text(h), context_text(p)
+        for a in anchors:
+            if _lines_in(a, full):
+                need += 1
+                sup += _lines_in(a, sent)
+    return Recall(sup, need)
+
+
+def working_file_freshness(histories: Sequence[Sequence[Message]], payloads: Payloads,
+                           outputs: Sequence[Message]) -> Recall:
+    """Over every edit call of ``outputs`` whose file (:func:`edited_path`) the history viewed
+    before (:func:`viewed_path`), whether the result of that file's latest view was in the
+    payload whole (``supported``: the same text as recorded; cleared, cut or dropped is not).
+    Raises ``ValueError`` when the lists do not have one entry per call."""
+    _check_calls(histories, payloads, outputs)
+    sup = need = 0
+    for h, p, o in zip(histories, payloads, outputs):
+        paths = [x for x in (edited_path(u) for u in o.tool_uses) if x]
+        if not paths:
+            continue
+        views = _latest_views(h)
+        sent = {b.tool_use_id: b.text for m in p for b in m.blocks if isinstance(b, ToolResultBlock)}
+        for path in paths:
+            view = next((v for v in reversed(views) if _same_file(v[0], path)), None)
+            if view is None:
+                continue
+            need += 1
+            sup += sent.get(view[1]) == view[2]
+    return Recall(sup, need)
+
+
+def _latest_views(history: Sequence[Message]) -> list[tuple[str, str, str]]:
+    """``(path, tool_use_id, result text)`` of every file view in ``history``, in order."""
+    uses: dict[str, str] = {}
+    out: list[tuple[str, str, str]] = []
+    for m in history:
+        for b in m.blocks:
+            if isinstance(b, ToolUseBlock):
+                path = viewed_path(b)
+                if path:
+                    uses[b.id] = path
+            elif isinstance(b, ToolResultBlock) and b.tool_use_id in uses and b.state != "error":
+                out.append((uses[b.tool_use_id], b.tool_use_id, b.text))
+    return out
 
 
 # --------------------------------------------------------------------------- validity, events, latency

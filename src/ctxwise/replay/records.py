@@ -42,7 +42,7 @@ class CallRecord:
     priced: float = 0.0
     """The call's cost under the policy's own price model (``Policy.prices``)."""
     full_tokens: int = 0
-    """H_t: the o200k tokens of the full, uncompacted history as sent (for the floor F(B))."""
+    """H_t: the o200k tokens of the full, uncompacted history as sent (for the reference F(B))."""
     needed_norm: int = 0
     missing_norm: list[str] = field(default_factory=list)
     """Support with amounts and dates normalized: values needed, and those missing."""
@@ -139,12 +139,12 @@ class Measures:
 
     @property
     def cost_ratio(self) -> float:
-        """Flat cost / F(B) (0.0 without a floor)."""
+        """Flat cost / F(B) (0.0 without a reference)."""
         return self.cost / self.floor if self.floor else 0.0
 
     @property
     def priced_ratio(self) -> float:
-        """Provider-priced cost / F(B) under the same prices (0.0 without a floor)."""
+        """Provider-priced cost / F(B) under the same prices (0.0 without a reference)."""
         return self.priced / self.floor_priced if self.floor_priced else 0.0
 
     @property

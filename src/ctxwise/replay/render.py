@@ -120,7 +120,7 @@ MEASURES: list[tuple[str, str]] = [
     ("calls", "model calls"),
     ("input_tokens", "input tokens (o200k)"),
     ("cost", "cache-adjusted cost (tokens)"),
-    ("floor", "floor F(B), cost ÷ F(B)"),
+    ("floor", "reference F(B), cost ÷ F(B)"),
     ("priced", "cost, provider prices"),
     ("recall", "support recall"),
     ("recall_exact", "support recall (exact, old)"),

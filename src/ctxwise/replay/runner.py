@@ -151,7 +151,7 @@ class _Replay:
         self.take(m)
 
     def finish(self) -> SessionResult:
-        """Append what is still pending and compute the floor F(B); the result."""
+        """Append what is still pending and compute the reference F(B); the result."""
         if self.pending:
             self.session.append(self.pending)
         m = self.res.measures

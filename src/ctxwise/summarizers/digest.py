@@ -25,6 +25,7 @@ from ..distill import distill
 from ..messages import Message, ToolResultBlock, ToolUseBlock
 from ..nesting import loads
 from ..salient import salient_values
+from ..task import is_harness_text
 from .base import SummaryResult
 
 REPLY_CHARS = 400
@@ -112,13 +113,18 @@ _WRITE_TOOL = re.compile(
 
 
 def _requirements(text: str) -> list[str]:
-    """The user's sentences that carry a constraint, preference or goal, verbatim."""
+    """The user's sentences that carry a constraint, preference or goal, verbatim (a bare list
+    marker is no sentence)."""
     out = []
     for s in _SENT.findall(text):
         s = s.strip()
-        if len(s) > 1 and _KEEP.search(s):
+        if len(s) > 1 and _KEEP.search(s) and not _LIST_MARKER.match(s):
             out.append(s)
     return out
+
+
+_LIST_MARKER = re.compile(r"^(?:\(?\d{1,3}[.)]|\(?[A-Za-z][.)]|[-*•+#]{1,16})$")
+"""A bare list marker ("1.", "a)", "-"), which the sentence split leaves on its own: no requirement."""
 
 
 def _call_text(use: ToolUseBlock, limit: int = 160) -> str:
@@ -195,11 +201,16 @@ def _read_material(material: Sequence[Message], sec: dict[str, list[str]], pinne
     completed actions. Returns what the assistant said last ("" when it said nothing)."""
     req = sec[REQUIREMENTS]
     uses: dict[str, ToolUseBlock] = {}
+    said_by_user: list[str] = []
     last_answer = ""
     for m in material:
         if m.kind == "summary":
             continue
         if m.role == "user" and not m.tool_results:
+            harness = is_harness_text(m.text, said_by_user)
+            said_by_user.append(m.text)
+            if harness:  # a format error or interruption the agent's harness wrote: not the user's
+                continue
             for r in _requirements(m.text):
                 # what the pinned facts block quotes already (engine) is elided: once, not twice
                 q = _elide(f'The user said: "{r}"', pinned)
