@@ -27,9 +27,10 @@ silent over-budget request; case B19).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..changes import Change, Hide, InsertSummary, Replace, apply_changes
+from ..errors import ContextBudgetExceeded
 from ..messages import Message
 from ..summarizers.base import Summarizer
 from .clearing import ClearingStage
@@ -198,15 +199,8 @@ class Pipeline:
         events: list[CompactionEvent] = []
         changes: list[Change] = []
         if p.enabled:
-            for repair in self.repairs:
-                res = repair.run(StageInput(messages, b, size, summarizer, facts, frozenset(skip_summaries), messages,
-                                            thinking_mode))
-                events.extend(res.events)
-                if res.changes:
-                    after = apply_changes(messages, res.changes)
-                    size = _resize(messages, res.changes, b, size)
-                    messages = after
-                    changes.extend(res.changes)
+            messages, size = self._repair(StageInput(messages, b, size, summarizer, facts, frozenset(skip_summaries),
+                                                     messages, thinking_mode), events, changes)
         validate(messages, p.provider, reference=messages, thinking=thinking_mode, binding=False)
         if not p.enabled:
             return PipelineResult(messages, [], size, size, [], frozenset(skip_summaries))
@@ -216,17 +210,45 @@ class Pipeline:
             if floor > hard:
                 # No stage can help: fail before any summarizer call or edit (case B19), so a
                 # caller retrying on the same context does not pay for the same futile work.
-                raise budget_exceeded(messages, b, pinned=floor, total=size, reference=messages,
-                                      details={"hard_limit": hard, "events": [], "messages": len(messages),
-                                               "early": True,
-                                               **({"bound_reasoning_frozen": len(frozen)} if frozen else {})},
-                                      hint=FROZEN_HINT if frozen else None)
-        ctx, now = messages, size
-        skip = frozenset(skip_summaries)
+                raise _exceeded(messages, b, frozen, pinned=floor, total=size, reference=messages,
+                                details={"hard_limit": hard, "events": [], "messages": len(messages), "early": True})
+        ctx, now, skip = self._rounds(StageInput(messages, b, size, summarizer, facts, frozenset(skip_summaries),
+                                                 messages, thinking_mode), frozen, events, changes)
+        if now > hard:
+            pinned_size = b.overhead + sum(b.size_of(ctx[i]) for i in pinned_indices(ctx))
+            raise _exceeded(ctx, b, frozen, pinned=pinned_size, total=now, reference=messages,
+                            details={"hard_limit": hard, "events": [e.stage for e in events], "messages": len(ctx)})
+        return PipelineResult(ctx, events, size_in, now, changes, skip)
+
+    def _repair(self, inp: StageInput, events: list[CompactionEvent],
+                changes: list[Change]) -> tuple[list[Message], int]:
+        """Run the repairs over ``inp.messages`` in order, adding their events and changes to
+        ``events`` and ``changes``; the repaired context and its size."""
+        messages, size = inp.messages, inp.size
+        for repair in self.repairs:
+            res = repair.run(StageInput(messages, inp.budgeting, size, inp.summarizer, inp.facts, inp.skip_summaries,
+                                        messages, inp.thinking))
+            events.extend(res.events)
+            if res.changes:
+                after = apply_changes(messages, res.changes)
+                size = _resize(messages, res.changes, inp.budgeting, size)
+                messages = after
+                changes.extend(res.changes)
+        return messages, size
+
+    def _rounds(self, inp: StageInput, frozen: frozenset[str], events: list[CompactionEvent],
+                changes: list[Change]) -> tuple[list[Message], int, frozenset[str]]:
+        """Run the stages in rounds (at most :attr:`max_rounds`, until a round changes nothing)
+        over ``inp.messages``, holding back a stage whose changes touch a ``frozen`` id; adds
+        events and changes; the context, its size and the failed-summary keys."""
+        from ..providers import validate
+
+        p, messages = inp.budgeting.policy, inp.reference
+        ctx, now, skip = inp.messages, inp.size, inp.skip_summaries
         for _ in range(self.max_rounds):
             changed = False
             for stage in self.stages:
-                res = stage.run(StageInput(ctx, b, now, summarizer, facts, skip, messages))
+                res = stage.run(StageInput(ctx, inp.budgeting, now, inp.summarizer, inp.facts, skip, messages))
                 if frozen and touches(res.changes, frozen):
                     continue
                 events.extend(res.events)
@@ -234,20 +256,23 @@ class Pipeline:
                 if not res.changes:
                     continue
                 after = apply_changes(ctx, res.changes)
-                validate(after, p.provider, reference=messages, thinking=thinking_mode, binding=False)
-                now = _resize(ctx, res.changes, b, now)
+                validate(after, p.provider, reference=messages, thinking=inp.thinking, binding=False)
+                now = _resize(ctx, res.changes, inp.budgeting, now)
                 ctx = after
                 changes.extend(res.changes)
                 changed = True
             if not changed:
                 break
-        if now > hard:
-            pinned_size = b.overhead + sum(b.size_of(ctx[i]) for i in pinned_indices(ctx))
-            raise budget_exceeded(ctx, b, pinned=pinned_size, total=now, reference=messages,
-                                  details={"hard_limit": hard, "events": [e.stage for e in events], "messages": len(ctx),
-                                           **({"bound_reasoning_frozen": len(frozen)} if frozen else {})},
-                                  hint=FROZEN_HINT if frozen else None)
-        return PipelineResult(ctx, events, size_in, now, changes, skip)
+        return ctx, now, skip
+
+
+def _exceeded(ctx: list[Message], b: Budgeting, frozen: frozenset[str], *, pinned: int, total: int,
+              reference: list[Message], details: dict[str, Any]) -> ContextBudgetExceeded:
+    """:func:`budget_exceeded` for the pipeline, naming the frozen bound reasoning when there is
+    some (its count in the details, :data:`FROZEN_HINT` before the hint)."""
+    extra = {"bound_reasoning_frozen": len(frozen)} if frozen else {}
+    return budget_exceeded(ctx, b, pinned=pinned, total=total, reference=reference, details={**details, **extra},
+                           hint=FROZEN_HINT if frozen else None)
 
 
 def compact(
