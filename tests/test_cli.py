@@ -325,6 +325,28 @@ def test_a_session_that_cannot_run_is_listed_with_its_reason_and_the_others_go_o
     assert "1 session(s) replayed, 2 failed" in text.stdout
 
 
+
+def test_json_lists_the_errors_when_no_session_could_run(tmp_path):
+    """Kind: a machine-readable mode that goes silent on the failure it promises to list (every
+    session over the budget): --json still prints the document with each error, exit 2."""
+    names = ["sa_ctf_flash.json", "sa_ctf_katy.json"]
+    d = recordings(tmp_path, *(SWE_AGENT / name for name in names))
+    r = runner.invoke(app, ["replay", str(d), "--budget", "1450", "--no-baseline", "--json", *db(tmp_path)])
+    assert r.exit_code == 2, r.output
+    doc = json.loads(r.stdout)
+    assert doc["sessions"] == [] and sorted(e["place"] for e in doc["errors"]) == sorted(names)
+
+
+def test_a_store_url_naming_a_driver_not_installed_is_one_error_line(tmp_path):
+    """Kind: a driver the URL names but the machine lacks (postgresql+asyncpg, +pg8000): one
+    ``error:`` line with the password hidden, never a traceback."""
+    r = runner.invoke(app, ["replay", "--no-baseline", "--db", "postgresql+asyncpg://u:secret@127.0.0.1:1/db"])
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output and "secret" not in r.output
+    assert [ln for ln in r.stderr.splitlines() if ln.startswith("error:")] == [
+        "error: postgresql+asyncpg://u:***@127.0.0.1:1/db: cannot use the store (ModuleNotFoundError: No module "
+        "named 'asyncpg')"]
+
 HELP_PATHS = [[], ["inspect"], ["replay"], ["serve"], ["memory", "add"], ["memory", "list"], ["db", "upgrade"],
               ["keys", "create"]]
 

@@ -99,6 +99,8 @@ def _run(req: ReplayRequest, setup: ReplaySetup, *, db: str, cache_ratio: float,
                        per_recording=setup.per_recording, provider_reason=setup.provider_reason)
     except CtxwiseError as e:
         fail(e)
+    except ImportError as e:  # a store URL naming a driver that is not installed (postgresql+asyncpg://)
+        fail(f"{shown(db)}: cannot use the store ({first_line(e)})")
     except Exception as e:  # the store could not be opened, say
         if type(e).__module__.startswith("sqlalchemy"):
             fail(f"{shown(db)}: cannot use the store ({first_line(e)})")
@@ -113,6 +115,8 @@ def _show(result: RunResult, *, json_out: bool, report: Path | None) -> None:
     for failure in result.errors:
         err.print("[red]error:[/] " + escape(str(failure)), soft_wrap=True, highlight=False)
     if result.errors and not result.sessions:
+        if json_out:  # the document still lists what could not run
+            out.print_json(json.dumps(result.as_dict(), ensure_ascii=False))
         raise typer.Exit(2)  # nothing could be replayed: no summary of zero sessions
     if report is not None:
         from ..replay.report import render_html
