@@ -49,7 +49,7 @@ def test_quick_subset_matches_the_recorded_digest(shared_dir: Path) -> None:
 def test_the_driver_makes_the_calls_ctxwise_replay_makes(tmp_path: Path, shared_dir: Path) -> None:
     rel, index = min(r for r in golden.quick_recordings(DATA) if r[0].startswith("trajectories/tau2"))
     conv = golden.conversations(str(DATA), rel)[index]
-    key = golden.RunKey(rel, index, "anthropic", 3000)
+    key = golden.RunKey(rel, index, "openai", 3000)
     seen: list[list[dict[str, object]]] = []
 
     def on_call(i: int, prepared: object) -> bool:
@@ -57,7 +57,7 @@ def test_the_driver_makes_the_calls_ctxwise_replay_makes(tmp_path: Path, shared_
         return True
 
     assert golden.drive(conv, key, "memory", on_call) == "ok"
-    policy = Policy.preset("default", budget=3000, unit="tokens", provider="anthropic")
+    policy = Policy.preset("default", budget=3000, unit="tokens", provider="openai")
     with ContextManager(f"sqlite:///{tmp_path}/replay.db", policy) as cm:
         res = replay_conversation(cm, "u", "s", conv.messages, name="n", source="s", format="f", measure=False)
     assert len(seen) == len(res.calls) > 3

@@ -168,13 +168,15 @@ def turn_headroom(view: SessionView, deps: Deps) -> int:
 
 def _first_compact(run: _Run, size: int) -> PipelineResult:
     """The call's compaction; at a turn's first call under bound reasoning, with the hard
-    limit lowered by the room the turn is expected to need (:func:`turn_headroom`), when the
-    context is above ``summarize_at`` and would otherwise not leave it (falling back to the policy's own limits when that
+    limit lowered by the room the turn is expected to need (:func:`turn_headroom`) when the
+    context must shrink anyway (it is over the hard limit): the cut goes deeper, no extra cut
+    is made (DESIGN.md decision 4), and a context the cut left under the hard limit is not cut
+    again (falling back to the policy's own limits when that
     cannot be met). Events of a lowered run say so (``detail["turn_headroom"]``)."""
     view, p = run.view, run.view.policy
     room = turn_headroom(view, run.deps)
     hard = p.level(p.hard_limit)
-    if not room or size + room <= hard or size <= p.level(p.summarize_at):
+    if not room or size <= hard:
         return run.compact(list(view.messages), size)
     share = max(0.5, (hard - room) / p.effective_budget) / p.hard_limit
     lowered = p.with_(**{k: getattr(p, k) * share for k in ("clear_at", "clear_target", "summarize_at", "hard_limit")},
