@@ -95,6 +95,9 @@ def test_replay_demo_shows_every_layer_with_its_reason_and_the_cost_under_each_p
     assert "demo_session.json" in text
     assert "pruned thinking" in text and "cleared" in text and "summarized rounds" in text
     assert "what fired and why" in text and "> clear_at" in text and "> summarize_at" in text
+    calls = json.loads(runner.invoke(app, ["replay", "--json", *db(tmp_path)]).stdout)["sessions"][0]["calls"]
+    why = [e["trigger"] for c in calls for e in c["events"] if e["stage"] == "summarizing"]
+    assert why and all(w.endswith("; the hard limit is crossed") for w in why)  # the default waits for it
     assert "compaction off" in text and "support recall" in text
     doc = json.loads(runner.invoke(app, ["replay", "--json", *db(tmp_path)]).stdout)
     on, off = doc["summary"]["ctxwise"]["cost_by_price_model"], doc["summary"]["off"]["cost_by_price_model"]

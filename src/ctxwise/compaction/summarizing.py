@@ -84,8 +84,16 @@ def summarize_old_turns(
     if plan is None:
         return StageResult(messages)
     return summarize_range(messages, b, size, summarizer, plan.start, plan.cut, plan.segments, plan.roll, facts=facts,
-                           skip=skip, trigger=b.trigger(size, "summarize_at", b.policy.summarize_at), t0=t0,
+                           skip=skip, trigger=_trigger(b, size), t0=t0,
                            sizes=plan.sizes)
+
+
+def _trigger(b: Budgeting, size: int) -> str:
+    """The rule that fired, as the event says it: above ``summarize_at``, and with
+    ``edit_when="pays"`` (summaries wait for the hard limit, :func:`summary_due`) that the hard
+    limit is crossed too."""
+    text = b.trigger(size, "summarize_at", b.policy.summarize_at)
+    return f"{text}; the hard limit is crossed" if b.policy.edit_when == "pays" else text
 
 
 @dataclass(frozen=True)
