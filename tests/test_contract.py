@@ -222,3 +222,24 @@ def test_the_any_check_catches_what_it_should():
     assert loose_parts(typing.Callable[..., list[Any]]) == ["Any"]
     assert loose_parts(typing.Callable[..., list[int]]) == []
     assert loose_parts(list[JSONObject]) == [] and loose_parts(JSONValue) == []
+
+
+MAX_FUNCTION_LINES = 80
+"""Issue 24's bound: a longer function is a sign that a step wants its own name."""
+
+
+def test_no_function_under_src_is_longer_than_80_lines():
+    """Kind: a function grown past what one reading holds (``cli.replay`` had 143 lines,
+    ``server.calls.session_calls`` 170). Counts from ``def`` to the last line, docstring included."""
+    import ast
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "src" / "ctxwise"
+    long = []
+    for path in sorted(src.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(src)}:{node.lineno} {node.name} ({lines} lines)")
+    assert not long, long
