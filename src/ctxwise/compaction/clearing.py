@@ -249,12 +249,12 @@ def _why(messages: list[Message], b: Budgeting, size: int, batch: _Batch) -> str
     if p.edit_when == "watermark":
         return "edit_when is watermark"
     if (edit_pays(saved, suffix, calls_ahead(messages, p), p)
-            and limit_ahead(size, *_growth(messages, b, hard), calls_ahead(messages, p), hard)):
+            and limit_ahead(size, *growth_so_far(messages, b, hard), calls_ahead(messages, p), hard)):
         return "the saving over the calls ahead exceeds the re-billed suffix"
     return None
 
 
-def _growth(messages: list[Message], b: Budgeting, hard: int) -> tuple[int, int]:
+def growth_so_far(messages: list[Message], b: Budgeting, hard: int) -> tuple[int, int]:
     """``(grown, calls)``: how much the context has grown over how many model calls, for the
     rate :func:`~ctxwise.compaction.cost.limit_ahead` projects (policy unit).
 

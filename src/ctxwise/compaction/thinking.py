@@ -92,7 +92,7 @@ def pruning_pays(messages: list[Message], b: Budgeting, size: int, now: int, fir
     (:func:`~ctxwise.compaction.cost.invalidated_reasoning`) and the context, growing at its
     rate so far, would pass the hard limit within those calls
     (:func:`~ctxwise.compaction.cost.limit_ahead`), as for clearing."""
-    from .clearing import _growth
+    from .clearing import growth_so_far
     from .summarizing import summary_due
 
     p = b.policy
@@ -105,7 +105,7 @@ def pruning_pays(messages: list[Message], b: Budgeting, size: int, now: int, fir
         return "; a summary is due"
     suffix = sum(b.size_of(m) for m in messages[first:]) + invalidated_reasoning(messages, first, b.size_of)
     calls = calls_ahead(messages, p)
-    if edit_pays(size - now, suffix, calls, p) and limit_ahead(size, *_growth(messages, b, hard), calls, hard):
+    if edit_pays(size - now, suffix, calls, p) and limit_ahead(size, *growth_so_far(messages, b, hard), calls, hard):
         return "; the saving over the calls ahead exceeds the re-billed suffix"
     return None
 
