@@ -26,10 +26,12 @@ AIRLINE = Path("trajectories") / "tau2-bench" / "airline_claude-sonnet-4-5-think
 
 
 def _replay(shared_dir: Path, budget: int) -> ContextManager:
-    """Conversation 9 of the tau2 airline recording replayed at ``budget`` tokens (Anthropic);
+    """Conversation 9 of the tau2 airline recording replayed at ``budget`` tokens (Anthropic, its
+    reasoning not bound: the breakdown is the subject here, binding has its own tests);
     the manager is returned open, for a look at what was stored."""
     conv = load(str(shared_dir / "data" / AIRLINE))[9]
-    cm = ContextManager("memory://", Policy.preset("default", provider="anthropic", unit="tokens", budget=budget))
+    cm = ContextManager("memory://", Policy.preset("default", provider="anthropic", unit="tokens", budget=budget,
+                                                   bound_reasoning="off"))
     replay_conversation(cm, "u", "s", conv.messages, name=conv.id, source=str(AIRLINE), format=conv.format)
     return cm
 

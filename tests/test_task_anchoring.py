@@ -81,7 +81,10 @@ def test_the_latest_instruction_stays_anchored_after_harness_notices():
 
 
 def replay(path: Path, provider: str, budget: int) -> tuple[list, list, list]:
-    policy = Policy.preset("default", budget=budget, unit="tokens", provider=provider)
+    # Reasoning binding off: a Claude Code session is one open tool loop, and with Anthropic's
+    # preserved thinking nothing in it may be edited until the turn ends (the loop raises
+    # ContextBudgetExceeded at 32k; tests/test_bound_reasoning.py); task anchoring is the subject here.
+    policy = Policy.preset("default", budget=budget, unit="tokens", provider=provider, bound_reasoning="off")
     histories, payloads, outputs, history = [], [], [], []
     with ContextManager("memory://", policy) as cm:
         s = cm.session("t", "r")
