@@ -243,3 +243,19 @@ def test_no_function_under_src_is_longer_than_80_lines():
                 if lines > MAX_FUNCTION_LINES:
                     long.append(f"{path.relative_to(src)}:{node.lineno} {node.name} ({lines} lines)")
     assert not long, long
+
+
+def test_no_block_in_the_core_is_worse_than_grade_c():
+    """Issue 24: radon's cyclomatic-complexity grade of every function, method and class in the
+    engine, the core plans, compaction and the store is A, B or C (complexity <= 20)."""
+    from pathlib import Path
+
+    from radon.complexity import cc_rank, cc_visit
+
+    src = Path(__file__).resolve().parents[1] / "src" / "ctxwise"
+    files = [src / "engine.py", src / "manager.py",
+             *(p for d in ("core", "compaction", "store") for p in sorted((src / d).glob("*.py")))]
+    worse = [f"{path.relative_to(src)}:{b.lineno} {b.name} {cc_rank(b.complexity)} ({b.complexity})"
+             for path in files for b in cc_visit(path.read_text(encoding="utf-8"))
+             if cc_rank(b.complexity) not in ("A", "B", "C")]
+    assert len(files) > 20 and not worse, worse
