@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from builders import assistant, results, system, tool_turn, user
 from ctxwise.compaction import Budgeting, clear_tool_results, compact
-from ctxwise.compaction.clearing import _growth
+from ctxwise.compaction.clearing import growth_so_far
 from ctxwise.compaction.cost import calls_ahead, edit_pays, limit_ahead
 from ctxwise.policy import Policy
 from ctxwise.summarizers import DigestSummarizer
@@ -99,11 +99,11 @@ def test_one_huge_result_is_an_event_not_a_growth_rate():
     slow = a_long_session_with_a_manual(3_000, 0)
     size = b.size(slow)
     assert b.level(0.5) < size < b.level(0.8)
-    grown, calls = _growth(slow, b, hard)
+    grown, calls = growth_so_far(slow, b, hard)
     assert calls == calls_ahead(slow, b.policy) - 1  # the manual's call is left out with it
     assert not limit_ahead(size, grown, calls, calls_ahead(slow, b.policy), hard)
     # counted in, the manual alone would make the average rate cross the limit
-    assert limit_ahead(size, *_growth(slow, b, 10**9), calls_ahead(slow, b.policy), hard)
+    assert limit_ahead(size, *growth_so_far(slow, b, 10**9), calls_ahead(slow, b.policy), hard)
     assert clear_tool_results(slow, b, size).events == []
     # The watermark rule (Ragent's) clears it: the forecast, not the eligibility, decides.
     wb = budgeting(budget=7_000, keep_recent_cycles=1, edit_horizon=50, edit_when="watermark")
