@@ -26,15 +26,8 @@ import pytest
 
 import ctxwise
 
-SRC = Path(ctxwise.__file__).resolve().parent
+from sources import SRC, module_name  # noqa: E402
 
-
-def module_name(path: Path) -> str:
-    """``ctxwise.formats.tau2`` for ``src/ctxwise/formats/tau2.py`` (a package is its ``__init__``)."""
-    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
 
 
 def package_of(path: Path) -> str:

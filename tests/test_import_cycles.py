@@ -17,15 +17,8 @@ from pathlib import Path
 
 import ctxwise
 
-SRC = Path(ctxwise.__file__).resolve().parent
+from sources import SRC, module_name  # noqa: E402
 
-
-def module_name(path: Path) -> str:
-    """``ctxwise.server.app`` for ``src/ctxwise/server/app.py`` (a package is its ``__init__``)."""
-    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
 
 
 def _typing_only(tree: ast.AST) -> set[int]:

@@ -17,7 +17,7 @@ import pytest
 
 import ctxwise
 
-SRC = Path(ctxwise.__file__).resolve().parent
+from sources import SRC, module_name  # noqa: E402
 REPO = SRC.parents[1]
 
 PINNED = [
@@ -97,12 +97,6 @@ def test_importing_ctxwise_loads_no_heavy_package():
 
 # -- import layers (ARCHITECTURE.md) ---------------------------------------------------------------
 
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
 
 
 def imports(path: Path) -> list[tuple[str, list[str], int]]:
