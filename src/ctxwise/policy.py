@@ -147,6 +147,17 @@ class Policy(BaseModel):
     """Tools whose results may be cleared (``*`` = all)."""
     keep_tools: list[str] = Field(default_factory=list)
     """Tools whose results are never cleared (wins over ``clearable_tools``)."""
+    tool_rules: dict[str, str] = Field(default_factory=dict)
+    """Resource keys per tool name, over the defaults (``ctxwise.compaction.resources``): the
+    argument a tool's results are keyed by (``{"fetch_doc": "doc_id"}``, a view), with its
+    action (``"sql:run"``; actions ``view``, ``edit``, ``search``, ``run``), or ``""`` for no
+    key. Clearing takes superseded views and repeated runs first and keeps the latest views
+    of the files being worked on longest."""
+    shrink_calls: int = Field(10, ge=0, le=1_000)
+    """When the context must shrink inside a turn (a last-resort clearing of a tool loop), it
+    frees room for this many more calls at the rate the context has grown so far (a low
+    watermark), in one batch ranked by expected re-use, so one prompt-cache break buys many
+    calls. 0: free everything the current turn's completed cycles hold."""
     clear_errors: bool = False
     """Clear failed results too (off: an "order not found" stops the model repeating the call)."""
     clear_tool_inputs: bool = False
@@ -250,6 +261,17 @@ class Policy(BaseModel):
         if self.price_model is not None and self.price_model not in PRICE_MODELS:
             raise ValueError(f"unknown price_model {self.price_model!r}; known: {', '.join(PRICE_MODELS)}")
         return self
+
+    @field_validator("tool_rules")
+    @classmethod
+    def _tool_rules(cls, rules: dict[str, str]) -> dict[str, str]:
+        """Each rule is ``argument``, ``argument:action`` or ``""``."""
+        for tool, rule in rules.items():
+            arg, _, action = rule.partition(":")
+            if rule and (not arg or (action or "view") not in ("view", "edit", "search", "run")):
+                raise ValueError(f"tool rule {tool!r}: {rule!r} must be 'argument' or 'argument:action' "
+                                 "(action view, edit, search or run), or '' for no key")
+        return rules
 
     @field_validator("placeholder")
     @classmethod
@@ -494,7 +516,7 @@ SETTING_GROUPS: dict[str, tuple[str, ...]] = {
                 "bound_reasoning"),
     "edits": ("edit_when", "edit_horizon"),
     "clearing": ("clear_at", "clear_target", "clear_min_batch", "keep_recent_cycles", "protect_current_turn",
-                 "clearable_tools", "keep_tools", "clear_errors", "clear_tool_inputs", "min_clear_chars",
+                 "clearable_tools", "keep_tools", "tool_rules", "shrink_calls", "clear_errors", "clear_tool_inputs", "min_clear_chars",
                  "placeholder", "placeholder_input", "placeholder_input_max", "placeholder_values_max"),
     "summarizing": ("summarize", "summarize_at", "summary_target", "summary_rollup_share", "summary_keep_recent",
                     "summary_min_material"),

@@ -28,6 +28,7 @@ from ..messages import Block, Marker, Message, TextBlock, ToolResultBlock, ToolU
 from ..policy import Policy
 from ..units import ToolCycle, tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, head_end, in_flight_start
+from .resources import COLD, reuse_ranks
 from .placeholder import placeholder_text, recall_key, render_input, reused_ids  # noqa: F401  (render_input: re-exported)
 from .cost import calls_ahead, cut_cost, edit_pays, invalidated_reasoning, limit_ahead
 from .stage import StageInput
@@ -139,7 +140,7 @@ def clear_tool_results(
     # The last resort clears every completed cycle of the current turn: the batch starts at
     # the oldest either way, so clearing them all re-bills no more than clearing just enough
     # and leaves the most room before the next call needs another cut (cost.cut_cost).
-    target = b.level(p.clear_target) if optional else 0 if last_resort else hard
+    target = b.level(p.clear_target) if optional else low_watermark(messages, b, hard) if last_resort else hard
     cycles = [c for c in tool_cycles(messages) if c.complete]
     batch = _Batch(list(messages), size, len(messages))
     batch.clear_cycles(cycles, _protected_from(messages, cycles, p, last_resort, over_hard), target, b, last_resort)
@@ -205,16 +206,24 @@ class _Batch:
 
     def clear_cycles(self, cycles: list[ToolCycle], protected_from: int, target: int, b: Budgeting, last_resort: bool) -> None:
         """Clear the results (and, with ``clear_tool_inputs``, the inputs) of the cycles before
-        ``protected_from``, oldest first, until the size is at ``target``."""
+        ``protected_from`` until the size is at ``target``, in order of expected re-use
+        (:func:`~ctxwise.compaction.resources.reuse_ranks`: superseded views and repeated runs
+        first, the latest views of the files being worked on last), oldest first within a rank."""
         p = b.policy
         reused = reused_ids(self.out)
-        for c in cycles:
-            if c.end > protected_from or self.now <= target:
-                continue
+        ranks = reuse_ranks(self.out, p.tool_rules)
+        open_ = [c for c in cycles if c.end <= protected_from]
+        order = sorted(((max((ranks.get(r.tool_use_id, COLD) for r in self.out[i].tool_results), default=COLD), i, c)
+                        for c in open_ for i in range(c.start + 1, c.end)), key=lambda x: (x[0], x[1]))
+        for _, i, c in order:
+            if self.now <= target:
+                break
             uses = {u.id: u for u in self.out[c.start].tool_uses}
-            for i in range(c.start + 1, c.end):
-                self.edit(i, _clear_message(self.out[i], uses, p, last_resort, reused), b)
-            if p.clear_tool_inputs and self.now > target:
+            self.edit(i, _clear_message(self.out[i], uses, p, last_resort, reused), b)
+        if p.clear_tool_inputs:
+            for c in open_:
+                if self.now <= target:
+                    break
                 self.edit(c.start, _clear_inputs(self.out[c.start], p), b)
 
     def take(self, more: StageResult) -> None:
@@ -252,6 +261,18 @@ def _why(messages: list[Message], b: Budgeting, size: int, batch: _Batch) -> str
             and limit_ahead(size, *growth_so_far(messages, b, hard), calls_ahead(messages, p), hard)):
         return "the saving over the calls ahead exceeds the re-billed suffix"
     return None
+
+
+def low_watermark(messages: list[Message], b: Budgeting, hard: int) -> int:
+    """Where a clearing inside a turn stops (policy unit): ``shrink_calls`` calls of room
+    under ``hard`` at the rate the context has grown so far (:func:`growth_so_far`), so the
+    prompt-cache break it makes buys that many calls; 0 (everything) when ``shrink_calls`` is
+    0. Never above the hard limit."""
+    calls = b.policy.shrink_calls
+    if not calls:
+        return 0
+    grown, made = growth_so_far(messages, b, hard)
+    return max(0, hard - calls * grown // max(1, made))
 
 
 def growth_so_far(messages: list[Message], b: Budgeting, hard: int) -> tuple[int, int]:

@@ -1,0 +1,324 @@
+"""Resource keys: what each tool call reads or changes, so clearing sees the working set.
+
+A coding or research agent's tool results are views of a few resources (files, pages,
+queries, commands) it keeps coming back to. Each ``tool_use`` gets an :class:`Access`: a
+resource key (``path:src/app.py``, ``url:https://…``, ``query:…``, ``command:…``), what the
+call did to it (``view``, ``edit``, ``search``, ``run``) and, for a view of part of a file, the
+line range. :func:`reuse_ranks` ranks every result of a context by how likely the agent is to
+need its body again (ARCHITECTURE.md, "Words": working set):
+
+* ``STALE`` (0): a view superseded by a later view covering it or by a later write of the whole
+  resource, an earlier run of a command run again, an earlier search repeated, the result of an
+  edit followed by a later edit or view of the same file. Cleared first.
+* ``COLD`` (1): everything else outside the working set.
+* ``WORKING`` (2): the latest views of a resource the agent is working on (edited in this
+  context, or viewed within the last :data:`RECENT_CALLS` model calls). Kept longest.
+
+Which argument names the resource comes from:
+
+* Claude Code: ``Read`` (view ``file_path``), ``Edit`` / ``MultiEdit`` / ``Write`` /
+  ``NotebookEdit`` (edit ``file_path`` / ``notebook_path``), ``Grep`` / ``Glob`` (search
+  ``pattern`` under ``path``), ``WebFetch`` (view ``url``), ``WebSearch`` (search ``query``),
+  ``Bash`` (the shell rules below), ``Task`` (run, by ``description``);
+* SWE-agent / OpenHands ``str_replace_editor``: ``command`` ``view`` is a view of ``path``
+  (``view_range`` its lines), ``str_replace`` / ``insert`` / ``create`` / ``undo_edit`` edit it;
+* a shell command (mini-swe-agent's ``bash``, any ``command`` / ``cmd`` argument): ``cat``,
+  ``nl``, ``head``, ``tail``, ``sed -n 'A,Bp'`` of one file are views of it (with lines where the
+  command names them), ``sed -i`` and ``cat > FILE`` / ``tee FILE`` edit it, anything else is
+  a run of that command (a leading ``cd DIR &&`` resolves relative paths);
+* any other tool: the first of ``file_path``, ``path``, ``filename``, ``url`` (views) or
+  ``query`` (a search) it has, else no key.
+
+``Policy.tool_rules`` overrides the defaults per tool name: ``{"fetch_doc": "doc_id"}`` keys a
+tool's results by that argument (a view), ``"argument:action"`` names the action too
+(``"sql:run"``), and ``""`` gives the tool no key.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..messages import Message, ToolUseBlock
+
+Action = Literal["view", "edit", "search", "run"]
+ACTIONS: tuple[str, ...] = ("view", "edit", "search", "run")
+
+STALE, COLD, WORKING = 0, 1, 2
+"""Re-use ranks (:func:`reuse_ranks`): cleared in this order, lowest first."""
+
+RECENT_CALLS = 10
+"""A resource viewed within this many latest model calls counts as being worked on."""
+
+_VIEW_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path", "read_file": "path", "view_file": "path",
+               "WebFetch": "url", "web_fetch": "url", "fetch": "url"}
+_EDIT_TOOLS = {"Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path",
+               "NotebookEdit": "notebook_path", "write_file": "path", "edit_file": "path"}
+_SEARCH_TOOLS = {"Grep": "pattern", "Glob": "pattern", "WebSearch": "query", "web_search": "query",
+                 "search": "query"}
+_EDITOR_EDITS = ("str_replace", "insert", "create", "undo_edit", "write")
+_DEFAULT_ARGS: tuple[tuple[str, Action], ...] = (("file_path", "view"), ("path", "view"), ("filename", "view"),
+                                                 ("url", "view"), ("query", "search"))
+_SHELL_ARGS = ("command", "cmd", "script")
+_CD = re.compile(r"^\s{0,16}cd\s{1,8}(\S{1,512})\s{0,8}(?:&&|;)\s{0,8}")
+_VIEWERS = ("cat", "nl", "head", "tail", "less", "more", "bat")
+_SED_RANGE = re.compile(r"^'?(\d{1,9})(?:,(\d{1,9}|\$))?p'?$")
+_FILE = re.compile(r"^[\w.~/+@-]{0,1024}[\w-]\.[A-Za-z0-9_]{1,12}$|^[\w.~+@-]{0,256}/[\w.~/+@-]{1,1024}$")
+
+
+@dataclass(frozen=True)
+class Access:
+    """What one tool call does to one resource: its ``key`` (``path:…``, ``url:…``,
+    ``query:…``, ``command:…``, or ``arg:NAME=…`` from a tool rule), the ``action``, and for a
+    partial view of a file the 1-based inclusive ``lines`` (None: whole or unknown)."""
+
+    key: str
+    action: Action
+    lines: tuple[int, int] | None = None
+
+    @property
+    def whole(self) -> bool:
+        """Whether the view shows the whole resource (no line range)."""
+        return self.lines is None
+
+    def covers(self, other: "Access") -> bool:
+        """Whether this view shows at least the lines ``other`` showed (same key)."""
+        if self.key != other.key:
+            return False
+        if self.lines is None:
+            return True
+        if other.lines is None:
+            return False
+        return self.lines[0] <= other.lines[0] and other.lines[1] <= self.lines[1]
+
+
+def parse_rule(rule: str) -> tuple[str, Action] | None:
+    """A ``Policy.tool_rules`` value as ``(argument, action)``; None for ``""`` (no key).
+    Raises ``ValueError`` naming the rule when the action is not one of :data:`ACTIONS`."""
+    if not rule:
+        return None
+    arg, _, action = rule.partition(":")
+    action = action or "view"
+    if not arg or action not in ACTIONS:
+        raise ValueError(f"tool rule {rule!r} must be 'argument' or 'argument:action' with action one of "
+                         f"{', '.join(ACTIONS)}, or '' for no key")
+    return arg, action  # type: ignore[return-value]
+
+
+def _path(p: str, cwd: str | None = None) -> str:
+    p = p.strip().strip("'\"")
+    if cwd and not p.startswith(("/", "~")):
+        p = posixpath.join(cwd, p)
+    return posixpath.normpath(p) if p else p
+
+
+def access_of(use: ToolUseBlock, rules: Mapping[str, str] | None = None) -> Access | None:
+    """The :class:`Access` of one call (see the module doc for the rules), or None when the
+    call names no resource. ``rules``: ``Policy.tool_rules``."""
+    inp: Mapping[str, Any] = use.input if isinstance(use.input, Mapping) else {}
+    if rules and use.name in rules:
+        rule = parse_rule(rules[use.name])
+        if rule is None or not isinstance(inp.get(rule[0]), (str, int, float)) or inp.get(rule[0]) == "":
+            return None
+        return Access(f"arg:{rule[0]}={inp[rule[0]]}", rule[1])
+    name = use.name
+    for table, action in ((_VIEW_TOOLS, "view"), (_EDIT_TOOLS, "edit")):
+        arg = table.get(name)
+        if arg and isinstance(inp.get(arg), str) and inp[arg]:
+            key = f"url:{inp[arg]}" if arg == "url" else f"path:{_path(inp[arg])}"
+            return Access(key, action, _read_lines(inp) if action == "view" else None)  # type: ignore[arg-type]
+    if name in _SEARCH_TOOLS:
+        arg = _SEARCH_TOOLS[name]
+        where = inp.get("path") or inp.get("glob") or ""
+        return Access(f"query:{inp.get(arg, '')}@{where}", "search") if inp.get(arg) else None
+    if name == "Task":
+        what = inp.get("description") or inp.get("prompt")
+        return Access(f"task:{what}", "run") if isinstance(what, str) and what else None
+    editor = inp.get("command")
+    if isinstance(editor, str) and isinstance(inp.get("path"), str) and (editor == "view" or editor in _EDITOR_EDITS):
+        key = f"path:{_path(inp['path'])}"
+        if editor == "view":
+            return Access(key, "view", _range(inp.get("view_range")))
+        return Access(key, "edit")
+    for arg in _SHELL_ARGS:
+        if isinstance(inp.get(arg), str) and inp[arg].strip():
+            return shell_access(inp[arg])
+    for arg, action in _DEFAULT_ARGS:
+        v = inp.get(arg)
+        if isinstance(v, str) and v:
+            key = f"url:{v}" if arg == "url" else f"query:{v}" if arg == "query" else f"path:{_path(v)}"
+            return Access(key, action)
+    return None
+
+
+def _read_lines(inp: Mapping[str, Any]) -> tuple[int, int] | None:
+    """Claude Code ``Read``'s ``offset`` / ``limit`` as a line range (None: the whole file)."""
+    off, lim = inp.get("offset"), inp.get("limit")
+    if not isinstance(off, int) and not isinstance(lim, int):
+        return None
+    start = off if isinstance(off, int) and off > 0 else 1
+    return (start, start + lim - 1) if isinstance(lim, int) and lim > 0 else (start, 10**9)
+
+
+def _range(v: Any) -> tuple[int, int] | None:
+    if isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, int) for x in v):
+        lo, hi = int(v[0]), int(v[1])
+        return (lo, hi if hi > 0 else 10**9)
+    return None
+
+
+def shell_access(command: str) -> Access:
+    """The :class:`Access` of one shell command (see the module doc): a view or an edit of one
+    file, or a run keyed by the command itself (whitespace collapsed). Only the first line is
+    read (a here-document's body is data), and a view piped through ``head`` / ``tail`` /
+    ``sed -n`` has the lines that pipeline prints; through anything else it is a run."""
+    cwd = None
+    rest = command.strip().split("\n", 1)[0]
+    m = _CD.match(rest)
+    if m:
+        cwd, rest = m.group(1).strip("'\""), rest[m.end():]
+    stages = [_words(x) for x in re.split(r"\s*(?:\|\||&&|;)\s*", rest.strip(), maxsplit=1)[0].split("|")]
+    got = _shell_file_access(stages[0], rest, cwd) if stages[0] else None
+    if got is not None and len(stages) > 1 and got.action == "view":
+        got = _piped(got, stages[1:])
+    return got or Access("command:" + " ".join(command.split()), "run")
+
+
+def _words(text: str) -> list[str]:
+    try:
+        return shlex.split(text, posix=True)
+    except ValueError:
+        return text.split()
+
+
+def _count(words: list[str], default: int = 10) -> int | None:
+    """The ``-n N`` / ``-N`` / ``-nN`` count of a ``head`` or ``tail`` (None when unreadable)."""
+    for k, w in enumerate(words[1:], 1):
+        if w == "-n" and k + 1 < len(words) and words[k + 1].lstrip("+").isdigit():
+            return int(words[k + 1].lstrip("+"))
+        if re.fullmatch(r"-n?\d+", w):
+            return int(w.lstrip("-n"))
+    return default if len(words) == 1 else None
+
+
+def _piped(view: Access, stages: list[list[str]]) -> Access | None:
+    """``view`` narrowed by the ``head`` / ``tail`` / ``sed -n`` stages it is piped through;
+    None when another program filters it (then the call is keyed as a run)."""
+    lo, hi = view.lines or (1, 10**9)
+    for st in stages:
+        tool = posixpath.basename(st[0]) if st else ""
+        if tool == "head" and (n := _count(st)) is not None:
+            hi = min(hi, lo + n - 1)
+        elif tool == "tail" and (n := _count(st)) is not None and hi < 10**9:
+            lo = max(lo, hi - n + 1)
+        elif tool == "sed" and "-n" in st and (r := next((x for x in map(_SED_RANGE.match, st[1:]) if x), None)):
+            a, b = int(r.group(1)), r.group(2)
+            lo, hi = lo + a - 1, hi if b == "$" else min(hi, lo + int(b or a) - 1)
+        else:
+            return None
+    return Access(view.key, "view", (lo, hi))
+
+
+def _shell_file_access(words: list[str], text: str, cwd: str | None) -> Access | None:
+    """A view (``cat`` / ``nl`` / ``head`` / ``tail`` / ``sed -n``) or an edit (``sed -i``,
+    ``cat > FILE``, ``tee FILE``) of one file, or None."""
+    tool = posixpath.basename(words[0])
+    files = [w for w in words[1:] if not w.startswith("-") and _FILE.match(w)]
+    if ">" in text and tool in ("cat", "echo", "printf"):
+        target = text.rsplit(">", 1)[1].split()
+        if target and _FILE.match(target[0].strip("'\"")):
+            return Access(f"path:{_path(target[0], cwd)}", "edit")
+    if tool == "tee" and files:
+        return Access(f"path:{_path(files[-1], cwd)}", "edit")
+    if tool == "sed":
+        if any(w.startswith("-i") or w == "--in-place" for w in words[1:]) and files:
+            return Access(f"path:{_path(files[-1], cwd)}", "edit")
+        if "-n" in words and files:
+            rng = next((r for r in (_SED_RANGE.match(w) for w in words[1:]) if r), None)
+            lines = None
+            if rng:
+                hi = rng.group(2)
+                lines = (int(rng.group(1)), 10**9 if hi == "$" else int(hi or rng.group(1)))
+            return Access(f"path:{_path(files[-1], cwd)}", "view", lines)
+        return None
+    if tool in _VIEWERS and len(files) == 1:
+        lines = None
+        if tool == "head":
+            lines = (1, _count(words) or 10)
+        elif tool == "tail":
+            lines = (10**9, 10**9)  # the end: covered only by a whole view
+        return Access(f"path:{_path(files[0], cwd)}", "view", lines)
+    return None
+
+
+def unify_paths(keys: Sequence[str]) -> dict[str, str]:
+    """One spelling per file: a relative ``path:`` key maps to the one absolute key that ends
+    with it (``path:django/db/x.py`` → ``path:/testbed/django/db/x.py``); other keys to
+    themselves."""
+    paths = sorted({k for k in keys if k.startswith("path:")}, key=len, reverse=True)
+    out = {k: k for k in keys}
+    for k in paths:
+        short = k[5:].lstrip("./")
+        longer = [p for p in paths if len(p) > len(k) and p.endswith("/" + short)]
+        if len(longer) >= 1:
+            out[k] = out[longer[0]]
+    return out
+
+
+def accesses(messages: Sequence[Message], rules: Mapping[str, str] | None = None) -> dict[str, tuple[int, Access]]:
+    """``tool_use_id -> (index of the assistant message that called it, Access)`` for every
+    call of ``messages`` that names a resource, with path keys unified (:func:`unify_paths`)."""
+    raw: dict[str, tuple[int, Access]] = {}
+    for i, m in enumerate(messages):
+        if m.role != "assistant":
+            continue
+        for u in m.tool_uses:
+            memo = m.memo()
+            slot = f"ctxwise/access/{u.id}/{sorted(rules.items()) if rules else ''}"
+            acc = memo.get(slot, False)
+            if acc is False:
+                acc = memo[slot] = access_of(u, rules)
+            if acc is not None:
+                raw[u.id] = (i, acc)
+    names = unify_paths([a.key for _, a in raw.values()])
+    return {k: (i, Access(names[a.key], a.action, a.lines) if names[a.key] != a.key else a) for k, (i, a) in raw.items()}
+
+
+def reuse_ranks(messages: Sequence[Message], rules: Mapping[str, str] | None = None,
+                recent: int = RECENT_CALLS) -> dict[str, int]:
+    """``tool_use_id -> rank`` (:data:`STALE`, :data:`COLD`, :data:`WORKING`; see the module
+    doc) for every call of ``messages``; calls with no resource key are ``COLD``."""
+    acc = accesses(messages, rules)
+    calls = [i for i, m in enumerate(messages) if m.role == "assistant"]
+    recent_from = calls[-recent] if len(calls) >= recent else 0
+    order = sorted(acc.items(), key=lambda kv: kv[1][0])
+    edited = {a.key for _, (_, a) in order if a.action == "edit"}
+    out: dict[str, int] = {}
+    later: dict[str, list[tuple[str, Access]]] = {}
+    whole = {u.id: u.name == "Write" or u.input.get("command") == "create"
+             for m in messages if m.role == "assistant" for u in m.tool_uses}
+    for uid, (i, a) in reversed(order):
+        nxt = later.setdefault(a.key, [])
+        if a.action == "view":
+            superseded = any(b.action == "view" and b.covers(a) for _, b in nxt) or any(
+                b.action == "edit" and whole[j] for j, b in nxt)
+            if superseded:
+                out[uid] = STALE
+            elif a.key in edited or i >= recent_from:
+                out[uid] = WORKING
+            else:
+                out[uid] = COLD
+        elif a.action in ("run", "search"):
+            out[uid] = STALE if any(b.action == a.action for _, b in nxt) else COLD
+        else:  # an edit's own result: its echo matters until the file is touched again
+            out[uid] = STALE if nxt else COLD
+        nxt.append((uid, a))
+    for m in messages:
+        for u in m.tool_uses if m.role == "assistant" else ():
+            out.setdefault(u.id, COLD)
+    return out
+
