@@ -253,6 +253,12 @@ class ContextEditing(Strategy):
         lc = self.view.extend(history)
         system = lc[0] if lc and isinstance(lc[0], SystemMessage) else None
         rest = lc[1:] if system is not None else list(lc)
+        return self.prepare_state(system, rest)
+
+    def prepare_state(self, system: Any, rest: list[Any]) -> tuple[list[Message], float]:
+        """The middleware over an agent state's ``rest`` (the system prompt held apart)."""
+        from langchain.agents.middleware.types import ModelRequest
+
         request = ModelRequest(model=self.model, messages=rest, system_message=system)  # type: ignore[arg-type]
         seen: list[Any] = []
 
@@ -409,3 +415,195 @@ class AutogenHeadAndTail(_AutogenSized):
         from autogen_core.model_context import HeadAndTailChatCompletionContext
 
         return HeadAndTailChatCompletionContext(head_size=self.head, tail_size=size, initial_messages=messages)
+
+
+# --------------------------------------------------------------------------- coding-agent strategies (long loops)
+
+
+def _cleared(m: Message, text: str) -> Message:
+    """``m`` with every tool result's body replaced by ``text`` (the peer's own placeholder)."""
+    blocks = [b.model_copy(update={"output": [TextBlock(text=text)]}) if isinstance(b, ToolResultBlock) else b
+              for b in m.blocks]
+    return m.model_copy(update={"blocks": blocks})
+
+
+class ObservationMasking(Strategy):
+    """Observation masking with a window (Lindenbauer et al. 2025, "The Complexity Trap", as
+    in their SWE-agent runs): the latest ``window`` tool results verbatim, every older one
+    replaced by a one-line note; the calls and the reasoning stay. No budget: it runs as its
+    users run it, a fixed window."""
+
+    name = "observation masking (10)"
+
+    def __init__(self, window: int = 10) -> None:
+        self.window = window
+        self._masked: dict[str, Message] = {}
+
+    def reset(self) -> None:
+        self._masked = {}
+
+    def prepare(self, history: list[Message]) -> tuple[list[Message], float]:
+        t0 = time.perf_counter()
+        tools = [i for i, m in enumerate(history) if m.role == "tool"]
+        old = set(tools[:-self.window]) if self.window else set(tools)
+        out = [self._masked.setdefault(m.id, _cleared(m, "Old environment output omitted."))
+               if i in old else m for i, m in enumerate(history)]
+        return EverythingValid().prepare(out)[0], _ms(t0)
+
+
+class ClearAllButLast(Strategy):
+    """Micro-compaction as coding agents do it: when the history passes the budget, every tool
+    result but the latest ``keep`` is cleared (``[Old tool result content cleared]``); once
+    cleared, a result stays cleared."""
+
+    name = "clear all but last 5"
+
+    def __init__(self, budget: int, counter: TokenCounter, keep: int = 5) -> None:
+        self.budget, self.counter, self.keep = budget, counter, keep
+        self._done: dict[str, Message] = {}
+
+    def reset(self) -> None:
+        self._done = {}
+
+    def prepare(self, history: list[Message]) -> tuple[list[Message], float]:
+        t0 = time.perf_counter()
+        out = [self._done.get(m.id, m) for m in history]
+        if self.counter.count(out) > self.budget:
+            tools = [i for i, m in enumerate(out) if m.role == "tool"]
+            for i in tools[:-self.keep] if self.keep else tools:
+                if out[i].id not in self._done:
+                    self._done[out[i].id] = out[i] = _cleared(out[i], "[Old tool result content cleared]")
+        return EverythingValid().prepare(out)[0], _ms(t0)
+
+
+class HeadAndTailObservations(Strategy):
+    """mini-swe-agent's own rule: an observation over 10,000 characters keeps its first and
+    last 5,000 with a note between; nothing else is managed."""
+
+    name = "mini-swe-agent head-and-tail"
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self.limit = limit
+        self._cut: dict[str, Message] = {}
+
+    def reset(self) -> None:
+        self._cut = {}
+
+    def _of(self, m: Message) -> Message:
+        if m.role != "tool" or len(m.text) <= self.limit:
+            return m
+        h = self.limit // 2
+        text = m.text
+        note = (f"{text[:h]}\n<elided_chars>\n{len(text) - self.limit} characters elided\n</elided_chars>\n"
+                f"{text[-h:]}")
+        return _cleared(m, note)
+
+    def prepare(self, history: list[Message]) -> tuple[list[Message], float]:
+        t0 = time.perf_counter()
+        out = [self._cut.setdefault(m.id, self._of(m)) for m in history]
+        return EverythingValid().prepare(out)[0], _ms(t0)
+
+
+def _digest(messages: Sequence[Message], target_chars: int, previous: str | None = None) -> str:
+    from ctxwise.summarizers import DigestSummarizer
+
+    return DigestSummarizer().summarize(list(messages), previous, target_chars).text
+
+
+def _next_safe(history: Sequence[Message], i: int) -> int:
+    """The first index at or after ``i`` that starts no tool result (a cut there splits no cycle)."""
+    while i < len(history) and history[i].role == "tool":
+        i += 1
+    return i
+
+
+class OpenHandsCondenser(Strategy):
+    """OpenHands' ``LLMSummarizingCondenser(keep_first=1, max_size=100)`` algorithm (the
+    package is not installed; its rule re-stated): when the view holds more than ``max_size``
+    events, the first ``keep_first`` are kept, the oldest of the rest are forgotten and one
+    summary (ctxwise's offline digest standing in for the LLM) takes their place, leaving
+    ``max_size // 2`` events; the summary and the cut are sticky."""
+
+    name = "OpenHands condenser"
+
+    def __init__(self, keep_first: int = 1, max_size: int = 100) -> None:
+        self.keep_first, self.max_size = keep_first, max_size
+        self.reset()
+
+    def reset(self) -> None:
+        self.cut = 0
+        self.summary: Message | None = None
+        self.n = 0
+
+    def prepare(self, history: list[Message]) -> tuple[list[Message], float]:
+        t0 = time.perf_counter()
+        system, rest = _split_system(history)
+        head = rest[:self.keep_first]
+        start = max(self.cut, self.keep_first)
+        if len(rest) - start + (1 if self.summary else 0) > self.max_size:
+            new_cut = _next_safe(rest, len(rest) - (self.max_size // 2 - self.keep_first - 1))
+            prev = self.summary.text if self.summary else None
+            self.n += 1
+            text = _digest(rest[start:new_cut], 4_000, prev)
+            self.summary = Message(id=f"openhands-summary-{self.n}", role="user", blocks=[TextBlock(text=text)])
+            self.cut = start = new_cut
+        out = ([system] if system else []) + head + ([self.summary] if self.summary else []) + rest[start:]
+        return EverythingValid().prepare(out)[0], _ms(t0)
+
+
+class LangChainSummarizationEditing(Strategy):
+    """LangChain v1 ``SummarizationMiddleware(trigger=("tokens", budget), keep=("messages",
+    20))`` then ``ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=budget)])``, as a
+    ``create_agent`` runs them: the summarization rewrites the agent's state (sticky), the
+    editing edits a copy per call. The summary is written by ctxwise's offline digest
+    (``summarizer=``, the middleware's own hook), with our o200k counter."""
+
+    name = "LangChain Summarization+ContextEditing"
+
+    def __init__(self, budget: int, counter: TokenCounter) -> None:
+        from langchain.agents.middleware import SummarizationMiddleware
+        from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+        self.budget, self.counter = budget, counter
+        self.view = LangChainView(counter)
+        self.editing = ContextEditing(budget, counter)
+        self.editing.view = self.view
+        self.editing.model = _CountingModel(self.view)
+        self.summ = SummarizationMiddleware(FakeListChatModel(responses=["(unused: summarizer= writes)"]),
+                                            trigger=("tokens", budget), keep=("messages", 20),
+                                            token_counter=self._count, summarizer=self._summarize)
+        self.reset()
+
+    def _count(self, messages: Sequence[Any]) -> int:
+        return self.view.count([x for x in messages])
+
+    def _summarize(self, messages: list[Any]) -> str:
+        return _digest(self.view.back(messages), 4_000)
+
+    def reset(self) -> None:
+        self.view.reset()
+        self.state: list[Any] = []
+        self.seen = 0
+        self.n = 0
+
+    def prepare(self, history: list[Message]) -> tuple[list[Message], float]:
+        from langchain_core.messages import HumanMessage, RemoveMessage, SystemMessage
+
+        lc = self.view.extend(history)
+        system = lc[0] if lc and isinstance(lc[0], SystemMessage) else None
+        self.state += lc[max(self.seen, 1 if system is not None else 0):]
+        self.seen = len(lc)
+        t0 = time.perf_counter()
+        upd = self.summ.before_model({"messages": self.state}, None)  # type: ignore[arg-type]
+        if upd:
+            new = [x for x in upd["messages"] if not isinstance(x, RemoveMessage)]
+            for x in new:
+                if isinstance(x, HumanMessage) and x.additional_kwargs.get("lc_source") == "summarization":
+                    self.n += 1
+                    x.id = f"lc-summary-{self.n}"
+                    self.view.canon[x.id] = Message(id=x.id, role="user", blocks=[TextBlock(text=str(x.content))])
+                    self.view.made[x.id] = x
+            self.state = new
+        ms = _ms(t0)
+        out, ms2 = self.editing.prepare_state(system, self.state)
+        return out, ms + ms2

@@ -36,12 +36,20 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from _peers import EverythingValid  # noqa: E402
+from _peers import (  # noqa: E402
+    ClearAllButLast,
+    EverythingValid,
+    HeadAndTailObservations,
+    LangChainSummarizationEditing,
+    ObservationMasking,
+    OpenHandsCondenser,
+)
 
 from ctxwise import ContextManager, Message, Policy  # noqa: E402
 from ctxwise.formats import load  # noqa: E402
@@ -50,7 +58,19 @@ from ctxwise.tokens import get_counter  # noqa: E402
 
 SHARED = Path(os.environ.get("CTXWISE_SHARED", REPO.parent / "shared"))
 BUDGETS = (32_000, 64_000, 128_000)
-STRATEGIES = ("ctxwise", "no management, valid")
+PEERS = ("observation masking (10)", "OpenHands condenser", "LangChain Summarization+ContextEditing",
+         "clear all but last 5", "mini-swe-agent head-and-tail")
+STRATEGIES = ("ctxwise", "no management, valid", *PEERS)
+
+
+def peer(name: str, budget: int) -> Any:
+    """A fresh peer strategy (``bench/_peers.py``) set up as its users run it."""
+    tok = get_counter("o200k_base")
+    return {"observation masking (10)": lambda: ObservationMasking(10),
+            "OpenHands condenser": lambda: OpenHandsCondenser(keep_first=1, max_size=100),
+            "LangChain Summarization+ContextEditing": lambda: LangChainSummarizationEditing(budget, tok),
+            "clear all but last 5": lambda: ClearAllButLast(budget, tok, 5),
+            "mini-swe-agent head-and-tail": lambda: HeadAndTailObservations(10_000)}[name]()
 
 
 @dataclass
@@ -68,6 +88,9 @@ class Score:
     invalid: int = 0
     latencies: list[float] = field(default_factory=list)
     error: str = ""
+    bought: tuple[int, ...] = ()
+    rebilled: int = 0
+    history: int = 0
 
 
 def provider_of(path: Path) -> str:
@@ -75,9 +98,10 @@ def provider_of(path: Path) -> str:
     return "anthropic" if "claude-code" in str(path) else "openai"
 
 
-def drive(msgs: Sequence[Message], budget: int, provider: str) -> tuple[list, list, list, list[float], str]:
+def drive(msgs: Sequence[Message], budget: int, provider: str,
+          bound: str = "auto") -> tuple[list, list, list, list[float], str]:
     """``(histories, ctxwise payloads as sent, outputs, prepare latencies in ms, error)``."""
-    policy = Policy.preset("default", budget=budget, unit="tokens", provider=provider)
+    policy = Policy.preset("default", budget=budget, unit="tokens", provider=provider, bound_reasoning=bound)
     histories: list[list[Message]] = []
     payloads: list[list[Message]] = []
     outputs: list[Message] = []
@@ -119,22 +143,29 @@ def score(histories: list, payloads: list, outputs: list, budget: int, provider:
     sc.anchors = metrics.edit_anchor_recall(histories, payloads, outputs)
     sc.fresh = metrics.working_file_freshness(histories, payloads, outputs)
     sc.support = metrics.recall_figures(histories, payloads, outputs).normalized
+    br = metrics.cache_breaks(payloads, tok)
+    sc.bought, sc.rebilled = br.calls, br.rebilled
+    sc.history = tok.count(histories[-1]) if histories else 0
     if check:
         sc.invalid = len(metrics.validator_errors(payloads, provider, references=histories))
     return sc
 
 
-def run_session(path: Path, budget: int) -> dict[str, Score]:
-    """Both strategies on one recording at one budget."""
+def run_session(path: Path, budget: int, bound: str = "auto", peers: Sequence[str] = PEERS) -> dict[str, Score]:
+    """Every strategy on one recording at one budget, on the calls ctxwise made (all of them
+    unless it raised)."""
     conv = load(str(path))
     conv = conv[0] if isinstance(conv, list) else conv
     provider = provider_of(path)
-    histories, payloads, outputs, lat, err = drive(list(conv.messages), budget, provider)
+    histories, payloads, outputs, lat, err = drive(list(conv.messages), budget, provider, bound)
     ours = score(histories, payloads, outputs, budget, provider, check=True)
     ours.latencies, ours.error = lat, err
-    peer = EverythingValid()
-    theirs = [metrics.as_sent(peer.prepare(list(h))[0], provider) for h in histories]
-    return {"ctxwise": ours, "no management, valid": score(histories, theirs, outputs, budget, provider, check=False)}
+    out = {"ctxwise": ours}
+    for name in ("no management, valid", *peers):
+        strat = EverythingValid() if name == "no management, valid" else peer(name, budget)
+        theirs = [metrics.as_sent(strat.prepare(list(h))[0], provider) for h in histories]
+        out[name] = score(histories, theirs, outputs, budget, provider, check=name != "no management, valid")
+    return out
 
 
 def _r(r: metrics.Recall) -> str:
@@ -145,46 +176,84 @@ def _add(a: metrics.Recall, b: metrics.Recall) -> metrics.Recall:
     return metrics.Recall(a.supported + b.supported, a.needed + b.needed)
 
 
-def report(results: dict[int, dict[str, dict[str, Score]]], files: list[Path], data: Path) -> str:
+def _total(scores: list[Score]) -> Score:
+    tot = Score()
+    for sc in scores:
+        tot.calls += sc.calls
+        tot.tokens += sc.tokens
+        tot.cost += sc.cost
+        tot.over += sc.over
+        tot.invalid += sc.invalid
+        tot.rebilled += sc.rebilled
+        tot.bought += sc.bought
+        tot.task, tot.anchors = _add(tot.task, sc.task), _add(tot.anchors, sc.anchors)
+        tot.fresh, tot.support = _add(tot.fresh, sc.fresh), _add(tot.support, sc.support)
+        tot.latencies += sc.latencies
+    return tot
+
+
+def p95_ratio(per: dict[str, dict[str, Score]]) -> str:
+    """ctxwise's prepare p95 on the longest session over its p95 on the session whose history
+    is nearest 10,000 tokens (both of one run)."""
+    runs = [(sc["ctxwise"].history, f, sc["ctxwise"]) for f, sc in per.items() if sc["ctxwise"].latencies]
+    if len(runs) < 2:
+        return "–"
+    longest = max(runs, key=lambda r: r[0])
+    short = min(runs, key=lambda r: abs(r[0] - 10_000))
+    a, b = metrics.percentile(longest[2].latencies, 95), metrics.percentile(short[2].latencies, 95)
+    return (f"{a / b:.2f} ({longest[1].split('/')[-1]} {longest[0]:,} tokens: {a:.1f} ms; "
+            f"{short[1].split('/')[-1]} {short[0]:,} tokens: {b:.1f} ms)")
+
+
+def report(results: dict[int, dict[str, dict[str, Score]]], files: list[Path], data: Path, bound: str) -> str:
     """The markdown page: totals per budget and strategy, then one row per session."""
-    out = ["# Long tool loops: ctxwise against no management made valid", "",
+    out = ["# Long tool loops: ctxwise against no management made valid and the coding agents' strategies", "",
            f"Recordings: {len(files)} sessions under `{data.name}/` (Claude Code, mini-swe-agent, OpenHands, "
-           "SWE-agent); `python bench/long.py` (one run). Tokens are o200k; cost is cache-adjusted "
-           "(cached prefix at 0.1). Providers: `anthropic` for Claude Code, `openai` for the others. "
-           "No management sends the whole history: wherever it is over the budget it is not a strategy "
-           "that fits, only the price of sending everything.", ""]
-    head = ("| budget | strategy | calls | input tokens | cost | calls over budget | task recall | "
-            "edit-anchor recall | working-file freshness | support recall | validator errors | prepare p50 / p95 ms |")
-    out += ["## Totals", "", head, "|" + " --- |" * 12]
+           f"SWE-agent); `python bench/long.py` (one run, `bound_reasoning={bound}`). Tokens are o200k; cost is "
+           "cache-adjusted (cached prefix at 0.1). Providers: `anthropic` for Claude Code, `openai` for the "
+           "others. Every strategy is scored on the calls ctxwise made (a session where ctxwise raised stops "
+           "there for all). No management sends the whole history: wherever it is over the budget it is not a "
+           "strategy that fits, only the price of sending everything. Peers (`bench/_peers.py`) run as their "
+           "users run them: observation masking keeps the last 10 observations; the OpenHands condenser "
+           "(keep_first=1, max_size=100 events) and LangChain's SummarizationMiddleware (trigger at the budget, "
+           "keep 20 messages) write their summaries with ctxwise's offline digest; LangChain's "
+           "ContextEditingMiddleware (ClearToolUsesEdit at the budget) runs after it; \"clear all but last 5\" "
+           "clears every older result once the history passes the budget; mini-swe-agent cuts an observation "
+           "over 10,000 characters to its head and tail.", "",
+           "*Breaks*: calls whose payload is not the previous one plus new messages (a prompt-cache break); "
+           "*calls per break*: the median calls from one break to the next; *re-billed*: tokens sent again "
+           "uncached after a break. *÷ no mgmt*: cost over no management made valid's on the same calls.", ""]
+    head = ("| budget | strategy | calls | input tokens | cost | ÷ no mgmt | calls over budget | task recall | "
+            "edit-anchor recall | working-file freshness | support recall | breaks | calls per break (median) | "
+            "re-billed tokens | validator errors | prepare p50 / p95 ms |")
+    out += ["## Totals", "", head, "|" + " --- |" * 16]
     for budget, per in results.items():
-        for strat in STRATEGIES:
-            tot = Score()
-            lat: list[float] = []
-            for sc in (per[f][strat] for f in per):
-                tot.calls += sc.calls
-                tot.tokens += sc.tokens
-                tot.cost += sc.cost
-                tot.over += sc.over
-                tot.invalid += sc.invalid
-                tot.task, tot.anchors = _add(tot.task, sc.task), _add(tot.anchors, sc.anchors)
-                tot.fresh, tot.support = _add(tot.fresh, sc.fresh), _add(tot.support, sc.support)
-                lat += sc.latencies
+        base = _total([per[f]["no management, valid"] for f in per]).cost
+        for strat in [s for s in STRATEGIES if all(s in per[f] for f in per)]:
+            tot = _total([per[f][strat] for f in per])
+            lat = tot.latencies
             ms = (f"{metrics.percentile(lat, 50):.1f} / {metrics.percentile(lat, 95):.1f}" if lat else "–")
-            out.append(f"| {budget:,} | {strat} | {tot.calls:,} | {tot.tokens:,} | {tot.cost:,.0f} | {tot.over:,} | "
-                       f"{_r(tot.task)} | {_r(tot.anchors)} | {_r(tot.fresh)} | {_r(tot.support)} | "
-                       f"{tot.invalid if strat == 'ctxwise' else '–'} | {ms if strat == 'ctxwise' else '–'} |")
+            med = metrics.percentile(tot.bought, 50) if tot.bought else 0.0
+            out.append(f"| {budget:,} | {strat} | {tot.calls:,} | {tot.tokens:,} | {tot.cost:,.0f} | "
+                       f"{tot.cost / base if base else 0:.3f} | {tot.over:,} | "
+                       f"{_r(tot.task)} | {_r(tot.anchors)} | {_r(tot.fresh)} | {_r(tot.support)} | {len(tot.bought)} | "
+                       f"{med:.1f} | {tot.rebilled:,} | {tot.invalid if strat != 'no management, valid' else '–'} | "
+                       f"{ms if strat == 'ctxwise' else '–'} |")
+        out.append("")
+        out.append(f"prepare p95 ratio at {budget:,}, longest session / ~10k-token session: {p95_ratio(per)}")
+        out.append("")
     errors = [f"- {b:,} {f}: {per[f]['ctxwise'].error}" for b, per in results.items() for f in per
               if per[f]["ctxwise"].error]
     out += ["", "Failed sessions (ctxwise raised; the session stops there): " + ("none" if not errors else ""), *errors]
-    out += ["", "## Per session", "", "| budget | session | ctxwise cost | no management cost | ctxwise ÷ no mgmt | "
-            "no mgmt calls over budget | task recall | edit-anchor recall | working-file freshness |",
-            "|" + " --- |" * 9]
+    out += ["", "## Per session (ctxwise)", "", "| budget | session | ctxwise cost | no management cost | ctxwise ÷ no mgmt | "
+            "no mgmt calls over budget | task recall | edit-anchor recall | working-file freshness | calls per break |",
+            "|" + " --- |" * 10]
     for budget, per in results.items():
         for f, sc in per.items():
             us, them = sc["ctxwise"], sc["no management, valid"]
             ratio = us.cost / them.cost if them.cost else 0.0
             out.append(f"| {budget:,} | {f} | {us.cost:,.0f} | {them.cost:,.0f} | {ratio:.3f} | {them.over} | "
-                       f"{_r(us.task)} | {_r(us.anchors)} | {_r(us.fresh)} |")
+                       f"{_r(us.task)} | {_r(us.anchors)} | {_r(us.fresh)} | {' '.join(map(str, us.bought)) or '–'} |")
     return "\n".join(out) + "\n"
 
 
@@ -194,6 +263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS))
     ap.add_argument("--limit", type=int, default=0, help="at most N recordings (development)")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "long.md")
+    ap.add_argument("--bound-reasoning", default="auto", choices=("auto", "on", "off"),
+                    help="Policy.bound_reasoning for ctxwise (auto: as the provider binds)")
+    ap.add_argument("--no-peers", action="store_true", help="ctxwise and no management only (development)")
     a = ap.parse_args(argv)
     files = sorted(a.data.glob("*/*.json"))
     if a.limit:
@@ -203,13 +275,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         results[budget] = {}
         for f in files:
             t0 = time.perf_counter()
-            results[budget][f"{f.parent.name}/{f.name}"] = res = run_session(f, budget)
+            results[budget][f"{f.parent.name}/{f.name}"] = res = run_session(f, budget, a.bound_reasoning, () if a.no_peers else PEERS)
             us = res["ctxwise"]
             print(f"{budget:>7} {f.name[:44]:44} calls {us.calls:4} task {_r(us.task)} anchors {_r(us.anchors)} "
                   f"fresh {_r(us.fresh)} {time.perf_counter() - t0:.1f}s{' ERROR ' + us.error if us.error else ''}",
                   flush=True)
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(report(results, files, a.data), encoding="utf-8")
+    a.out.write_text(report(results, files, a.data, a.bound_reasoning), encoding="utf-8")
     print(f"wrote {a.out}")
     return 0
 

@@ -56,7 +56,7 @@ from ..salient import salient_values
 from ..task import latest_instruction_run, task_lines
 
 __all__ = [
-    "CallCost", "CallSupport", "Payloads", "Recall", "RecallFigures", "as_sent", "cache_adjusted_cost",
+    "Breaks", "CallCost", "CallSupport", "cache_breaks", "Payloads", "Recall", "RecallFigures", "as_sent", "cache_adjusted_cost",
     "call_costs", "call_support", "common_prefix", "context_keys", "context_text", "events_by_stage",
     "floor_cost", "input_tokens", "message_text", "percentile", "placeholder_originals", "priced_cost",
     "recall_figures", "support_recall", "text_keys", "validator_errors", "value_key",
@@ -521,6 +521,42 @@ def _latest_views(history: Sequence[Message]) -> list[tuple[str, str, str]]:
             elif isinstance(b, ToolResultBlock) and b.tool_use_id in uses and b.state != "error":
                 out.append((uses[b.tool_use_id], b.tool_use_id, b.text))
     return out
+
+
+@dataclass(frozen=True)
+class Breaks:
+    """Prompt-cache breaks over one conversation's calls (:func:`cache_breaks`): ``calls``
+    bought by each break (from it to the next break, the last one to the end of the
+    conversation) and the tokens ``rebilled`` in all (sent again uncached although the
+    previous call had sent them)."""
+
+    calls: tuple[int, ...]
+    rebilled: int
+
+    @property
+    def median(self) -> float:
+        """The median calls bought per break (0.0 with no break)."""
+        return percentile(self.calls, 50) if self.calls else 0.0
+
+
+def cache_breaks(payloads: Payloads, counter: Counter) -> Breaks:
+    """Where a payload is not the previous one plus new messages, the prompt cache serves only
+    their :func:`common_prefix`: a *cache-breaking edit*. Per break, the calls until the next
+    one (calls bought), and over all breaks the tokens of the messages after that prefix that
+    the previous payload had sent already (re-billed; edited copies of them count as sent
+    again, messages new at that call do not)."""
+    bought: list[int] = []
+    rebilled = 0
+    previous: Sequence[Message] = ()
+    for i, p in enumerate(payloads):
+        k = common_prefix(previous, p)
+        if previous and k < len(previous):
+            bought.append(i)
+            old = {m.id for m in previous[k:]}
+            rebilled += sum(counter.count_message(m) for m in p[k:] if m.id in old)
+        previous = p
+    ends = bought[1:] + [len(payloads)]
+    return Breaks(tuple(b - a for a, b in zip(bought, ends)), rebilled)
 
 
 # --------------------------------------------------------------------------- validity, events, latency
