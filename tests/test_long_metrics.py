@@ -86,3 +86,23 @@ def test_sending_everything_scores_one_on_a_real_recording(path):
               metrics.working_file_freshness(histories, histories, outputs)):
         assert r.supported == r.needed
     assert metrics.working_file_freshness(histories, histories, outputs).needed > 0 or path == MSA
+
+
+def test_cache_breaks_count_the_calls_each_break_buys_and_the_tokens_sent_again():
+    """Kind: payloads that grow by appending, then an edit deep in the list (a break), then
+    more appends, then another break: the first break bought the calls up to the second."""
+    from ctxwise.tokens import get_counter
+
+    tok = get_counter("o200k_base")
+    history, _ = session()
+    more = [use("c3", "Read", file_path="/repo/b.py"), result("c3", "x = 1\n" * 50)]
+    cleared = history[:2] + [result("c1", "[cleared]", "Read")]
+    payloads = [history, history + more[:1], cleared + more, cleared + more + [TASK.model_copy(update={"id": "u2"})],
+                cleared[:1] + cleared[2:] + more]
+    br = metrics.cache_breaks(payloads, tok)
+    assert br.calls == (2, 1)  # break at call 2 (buys calls 2 and 3), break at call 4 (to the end)
+    sent_again = sum(tok.count_message(m) for m in cleared[2:] + more[:1]) + sum(
+        tok.count_message(m) for m in cleared[2:] + more)
+    assert br.rebilled == sent_again
+    assert br.median == 1.5
+    assert metrics.cache_breaks([history, history + more], tok).calls == ()

@@ -112,3 +112,40 @@ def test_a_value_holding_the_lists_own_separators_stays_one_value():
     out = distill(body, 400)
     assert out == 'order_id="A1, B2"; status="ok; done"; item_id="id; x=1"; note_id="N7\\")]"'
     assert distill(json.dumps({"order_id": "W1234567890123"}), 12) == "…"
+
+
+CODE = "\n".join(f"{i:6}\t{line}" for i, line in enumerate([
+    "import os", "class Circle(Shape):", "    def area(self, r):", "        return 3.14159 * r * r",
+    ".btn-primary { color: #ff0000 }", '<div class="card-body">', "async def main():", "RATE = 0.0825"], 10))
+
+PYTEST = ("<returncode>1</returncode>\n======= test session starts =======\n"
+          "platform linux -- Python 3.11.4, pytest-7.4.0, pluggy-1.3.0\nrootdir: /testbed\n"
+          "collected 71 items\n" + "tests/test_geo.py ....F...F.\n" * 30
+          + "object at 0x7f3eaafff100\nE   ValueError: radius must be positive\n"
+          "FAILED tests/test_geo.py::test_area - ValueError: radius must be positive\n"
+          "FAILED tests/test_geo.py::test_ring\n======= 2 failed, 69 passed in 1.23s =======\n")
+
+
+def test_a_code_view_keeps_its_path_lines_and_the_symbols_it_defines():
+    """Kind: a cleared view of source (numbered lines, as ``nl -ba`` / ``cat -n`` / Read print
+    them): the placeholder names the file, the lines and the functions and classes defined
+    there, never a CSS class or a numeric literal."""
+    r = ToolResultBlock(tool_use_id="c1", name="bash", output=[TextBlock(text=CODE * 3)])
+    text = placeholder_text(Policy.preset("default"), r, {"command": "nl -ba src/geo.py | sed -n '10,17p'"})
+    for v in ("src/geo.py", "lines 10-17", "Circle", "area", "main", 'recall_tool_result("c1")'):
+        assert v in text, v
+    for junk in ("btn", "card", "3.14159", "0.0825", "ff0000"):
+        assert junk not in text, junk
+
+
+def test_a_test_log_keeps_its_verdict_failing_names_first_error_and_exit_status():
+    """Kind: a cleared pytest run: the counts line, the FAILED names, the first error and the
+    exit status stay; version strings and memory addresses go."""
+    r = ToolResultBlock(tool_use_id="c2", name="bash", output=[TextBlock(text=PYTEST)])
+    text = placeholder_text(Policy.preset("default"), r, {"command": "cd /testbed && python -m pytest tests"})
+    for v in ("exit 1", "2 failed, 69 passed", "tests/test_geo.py::test_area", "tests/test_geo.py::test_ring",
+              "ValueError: radius must be positive"):
+        assert v in text, v
+    for junk in ("3.11.4", "7.4.0", "0x7f3eaafff100"):
+        assert junk not in text, junk
+    assert text == placeholder_text(Policy.preset("default"), r, {"command": "cd /testbed && python -m pytest tests"})

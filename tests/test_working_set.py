@@ -1,0 +1,116 @@
+"""Resource keys and working-set-aware clearing (issue 26, items 2 and 3): every call gets a
+key, superseded views and repeated runs are cleared first, the latest view of a file being
+worked on is kept longest, and a clearing inside a tool loop frees room for many calls."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxwise import ContextManager, Policy
+from ctxwise.compaction.resources import COLD, STALE, WORKING, access_of, reuse_ranks, shell_access
+from ctxwise.formats import load
+from ctxwise.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, text_message
+from ctxwise.replay import metrics
+
+from test_task_anchoring import MSA
+
+
+def call(i: str, name: str, **inp) -> Message:
+    return Message(id="a" + i, role="assistant", blocks=[ToolUseBlock(id=i, name=name, input=inp)])
+
+
+def out(i: str, text: str) -> Message:
+    return Message(id="t" + i, role="tool", blocks=[ToolResultBlock(tool_use_id=i, name="t", output=[TextBlock(text=text)])])
+
+
+def key(name: str, **inp) -> tuple[str, str, tuple[int, int] | None] | None:
+    a = access_of(ToolUseBlock(id="x", name=name, input=inp))
+    return None if a is None else (a.key, a.action, a.lines)
+
+
+def test_keys_for_claude_code_editor_and_shell_calls():
+    assert key("Read", file_path="/r/a.py") == ("path:/r/a.py", "view", None)
+    assert key("Read", file_path="/r/a.py", offset=100, limit=50) == ("path:/r/a.py", "view", (100, 149))
+    assert key("Edit", file_path="/r/a.py", old_string="x", new_string="y") == ("path:/r/a.py", "edit", None)
+    assert key("str_replace_editor", command="view", path="/w/m.c", view_range=[282, 449]) == ("path:/w/m.c", "view", (282, 449))
+    assert key("str_replace_editor", command="str_replace", path="/w/m.c", old_str="a") == ("path:/w/m.c", "edit", None)
+    assert key("bash", command="cd /testbed && sed -n '10,40p' a/b.py") == ("path:/testbed/a/b.py", "view", (10, 40))
+    assert key("bash", command="nl -ba d/x.py | head -n 250 | tail -n 50") == ("path:d/x.py", "view", (201, 250))
+    assert key("bash", command="sed -i 's/a/b/' x/y.py") == ("path:x/y.py", "edit", None)
+    assert key("bash", command="cat <<'EOF' > repro.py\nimport a; b | c\nEOF") == ("path:repro.py", "edit", None)
+    assert key("bash", command="cat a.py | grep foo") == ("command:cat a.py | grep foo", "run", None)
+    assert key("Grep", pattern="flash", path="/r/lib") == ("query:flash@/r/lib", "search", None)
+    assert key("WebFetch", url="https://x.org/a", prompt="p") == ("url:https://x.org/a", "view", None)
+    assert key("finish", message="done") is None
+    assert shell_access("python   repro.py").key == "command:python repro.py"
+
+
+def test_tool_rules_override_the_defaults_and_a_bad_rule_is_refused():
+    rules = {"fetch_doc": "doc_id", "run_sql": "sql:run", "Read": ""}
+    use = ToolUseBlock(id="x", name="fetch_doc", input={"doc_id": "D-7"})
+    assert access_of(use, rules).key == "arg:doc_id=D-7"
+    assert access_of(ToolUseBlock(id="y", name="run_sql", input={"sql": "select 1"}), rules).action == "run"
+    assert access_of(ToolUseBlock(id="z", name="Read", input={"file_path": "/a"}), rules) is None
+    with pytest.raises(ValueError, match="tool_rules|tool rule"):
+        Policy(tool_rules={"t": "arg:delete"})
+
+
+def test_superseded_views_and_repeated_runs_rank_stale_the_working_file_last():
+    msgs = [text_message("u", "user", "Fix a.py."),
+            call("1", "bash", command="cat a.py"), out("1", "old a"),
+            call("2", "bash", command="python t.py"), out("2", "1 failed"),
+            call("3", "bash", command="cat b.py"), out("3", "b"),
+            call("4", "bash", command="cat a.py"), out("4", "a again"),
+            call("5", "bash", command="sed -i 's/x/y/' a.py"), out("5", ""),
+            call("6", "bash", command="python t.py"), out("6", "1 passed")]
+    ranks = reuse_ranks(msgs, recent=2)
+    assert ranks["1"] == STALE and ranks["2"] == STALE  # viewed again; run again
+    assert ranks["4"] == WORKING  # the latest view of the file being edited
+    assert ranks["3"] == COLD and ranks["6"] == COLD
+
+
+def drive(path, budget: int, **policy) -> tuple[list, list, list, list]:
+    conv = load(str(path))
+    conv = conv[0] if isinstance(conv, list) else conv
+    pol = Policy.preset("default", budget=budget, unit="tokens", provider="openai", **policy)
+    histories, payloads, outputs, events = [], [], [], []
+    history: list[Message] = []
+    with ContextManager("memory://", pol) as cm:
+        s = cm.session("u", "s")
+        pending: list[Message] = []
+        seen = False
+        for m in conv.messages:
+            seen = seen or (m.role == "user" and not m.tool_results)
+            if m.role == "assistant" and seen:
+                if pending:
+                    s.append(pending)
+                    pending = []
+                p = s.prepare()
+                events += p.events
+                histories.append(list(history))
+                payloads.append(metrics.as_sent(list(p.messages), "openai"))
+                outputs.append(m)
+                s.append([m])
+            else:
+                pending.append(m)
+            history.append(m)
+    return histories, payloads, outputs, events
+
+
+def test_a_tool_loop_keeps_its_working_files_and_one_break_buys_many_calls():
+    """Kind: a real mini-swe-agent loop at 32,000 tokens. With the low watermark the last-resort
+    clearing stops once ``shrink_calls`` calls of room are free, ranked by re-use; clearing
+    everything instead (``shrink_calls=0``) loses working files the agent then edits."""
+    from ctxwise.tokens import get_counter
+
+    path = MSA.parent / "msa_sympy__sympy-13091.json"
+    h, p, o, ev = drive(path, 32_000)
+    fresh = metrics.working_file_freshness(h, p, o)
+    last = [e for e in ev if e.stage == "clearing" and e.detail.get("last_resort")]
+    assert last and all(e.size_after > 0.5 * 32_000 for e in last)  # stopped at the low watermark
+    h0, p0, o0, _ = drive(path, 32_000, shrink_calls=0)
+    fresh0 = metrics.working_file_freshness(h0, p0, o0)
+    assert fresh.value > fresh0.value and fresh.value >= 0.9
+    assert metrics.edit_anchor_recall(h, p, o).value == 1.0
+    assert metrics.cache_breaks(p, get_counter("o200k_base")).median >= 8
+    assert not metrics.validator_errors(p, "openai", references=h)
