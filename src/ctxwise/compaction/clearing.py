@@ -77,19 +77,28 @@ def _eligible(blk: ToolResultBlock, uses: dict[str, ToolUseBlock], policy: Polic
 
 
 def _clear_inputs(m: Message, policy: Policy) -> Message | None:
-    """Replace large ``tool_use`` inputs of assistant message ``m`` (``clear_tool_inputs``)."""
+    """Clear the large values of the ``tool_use`` inputs of assistant message ``m`` (an
+    ``Edit``'s ``old_string`` / ``new_string``, a ``Write``'s ``content``): each string longer
+    than ``max(min_clear_chars, 200)`` characters becomes a note of its length; the other
+    arguments (the file path, flags) stay, so the call still says what it did to what."""
+    limit = max(policy.min_clear_chars, 200)
     blocks: list[Block] = []
     changed: list[str] = []
     for blk in m.blocks:
-        if isinstance(blk, ToolUseBlock) and len(json.dumps(blk.input, ensure_ascii=False)) > max(policy.min_clear_chars, 200):
-            n = len(json.dumps(blk.input, ensure_ascii=False))
-            blocks.append(blk.model_copy(update={"input": {"ctxwise_cleared": f"[tool input cleared to save context, {n} characters]"}}))
-            changed.append(blk.id)
-        else:
-            blocks.append(blk)
+        if isinstance(blk, ToolUseBlock) and len(json.dumps(blk.input, ensure_ascii=False)) > limit:
+            new = {k: (f"[cleared to save context, {len(v)} characters]" if isinstance(v, str) and len(v) > limit
+                       else v if isinstance(v, (str, int, float, bool)) or v is None or len(json.dumps(v, ensure_ascii=False)) <= limit
+                       else f"[cleared to save context, {len(json.dumps(v, ensure_ascii=False))} characters]")
+                   for k, v in blk.input.items()}
+            if new != blk.input:
+                blocks.append(blk.model_copy(update={"input": new}))
+                changed.append(blk.id)
+                continue
+        blocks.append(blk)
     if not changed:
         return None
-    return m.model_copy(update={"blocks": blocks, "metadata": Marker.with_(m, cleared_inputs=changed)})
+    done = list(Marker.read(m).cleared_inputs or ())
+    return m.model_copy(update={"blocks": blocks, "metadata": Marker.with_(m, cleared_inputs=done + changed)})
 
 
 def clear_tool_results(
@@ -220,11 +229,14 @@ class _Batch:
                 break
             uses = {u.id: u for u in self.out[c.start].tool_uses}
             self.edit(i, _clear_message(self.out[i], uses, p, last_resort, reused), b)
-        if p.clear_tool_inputs:
-            for c in open_:
+        if p.clear_tool_inputs or last_resort:
+            # then the large inputs (edits' old and new text, written files), by the same ranks
+            calls = sorted(((max((ranks.get(u.id, COLD) for u in self.out[c.start].tool_uses), default=COLD), c.start)
+                            for c in open_), key=lambda x: x)
+            for _, i in calls:
                 if self.now <= target:
                     break
-                self.edit(c.start, _clear_inputs(self.out[c.start], p), b)
+                self.edit(i, _clear_inputs(self.out[i], p), b)
 
     def take(self, more: StageResult) -> None:
         """Add what a further clearing of :attr:`out` edited to this batch."""
