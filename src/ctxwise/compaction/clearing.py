@@ -28,7 +28,7 @@ from ..messages import Block, Marker, Message, TextBlock, ToolResultBlock, ToolU
 from ..policy import Policy
 from ..units import ToolCycle, tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, head_end, in_flight_start
-from .resources import COLD, reuse_ranks
+from .resources import COLD, WORKING, reuse_ranks
 from .placeholder import placeholder_text, recall_key, render_input, reused_ids  # noqa: F401  (render_input: re-exported)
 from .cost import calls_ahead, cut_cost, edit_pays, invalidated_reasoning, limit_ahead
 from .stage import StageInput
@@ -146,13 +146,14 @@ def clear_tool_results(
     if size <= b.level(p.clear_at) and not last_resort:
         return StageResult(messages)
     optional = not (last_resort or over_hard)
-    # The last resort clears every completed cycle of the current turn: the batch starts at
-    # the oldest either way, so clearing them all re-bills no more than clearing just enough
-    # and leaves the most room before the next call needs another cut (cost.cut_cost).
-    target = b.level(p.clear_target) if optional else low_watermark(messages, b, hard) if last_resort else hard
+    # Inside a turn the last resort frees room for shrink_calls calls (the low watermark) in
+    # one batch; the latest views of the files being worked on go only above that watermark.
+    low = low_watermark(messages, b, hard)
+    target = b.level(p.clear_target) if optional else low if last_resort else hard
     cycles = [c for c in tool_cycles(messages) if c.complete]
     batch = _Batch(list(messages), size, len(messages))
-    batch.clear_cycles(cycles, _protected_from(messages, cycles, p, last_resort, over_hard), target, b, last_resort)
+    batch.clear_cycles(cycles, _protected_from(messages, cycles, p, last_resort, over_hard), target, b, last_resort,
+                       working_target=max(target, min(low, hard)))
     if optional and batch.now > hard:
         # Above the hard limit the old turns' protected cycles go too, in the same batch
         # (as the pipeline's over_hard pass would, after the summary had decided on a
@@ -213,19 +214,21 @@ class _Batch:
             self.edited.append(i)
             self.first = min(self.first, i)
 
-    def clear_cycles(self, cycles: list[ToolCycle], protected_from: int, target: int, b: Budgeting, last_resort: bool) -> None:
+    def clear_cycles(self, cycles: list[ToolCycle], protected_from: int, target: int, b: Budgeting, last_resort: bool,
+                     working_target: int | None = None) -> None:
         """Clear the results (and, with ``clear_tool_inputs``, the inputs) of the cycles before
         ``protected_from`` until the size is at ``target``, in order of expected re-use
         (:func:`~ctxwise.compaction.resources.reuse_ranks`: superseded views and repeated runs
-        first, the latest views of the files being worked on last), oldest first within a rank."""
+        first, the latest views of the files being worked on last), oldest first within a rank;
+        those last only down to ``working_target`` (default ``target``)."""
         p = b.policy
         reused = reused_ids(self.out)
         ranks = reuse_ranks(self.out, p.tool_rules)
         open_ = [c for c in cycles if c.end <= protected_from]
         order = sorted(((max((ranks.get(r.tool_use_id, COLD) for r in self.out[i].tool_results), default=COLD), i, c)
                         for c in open_ for i in range(c.start + 1, c.end)), key=lambda x: (x[0], x[1]))
-        for _, i, c in order:
-            if self.now <= target:
+        for rank, i, c in order:
+            if self.now <= (target if rank < WORKING or working_target is None else working_target):
                 break
             uses = {u.id: u for u in self.out[c.start].tool_uses}
             self.edit(i, _clear_message(self.out[i], uses, p, last_resort, reused), b)
