@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ctxwise import ContextManager, Policy
-from ctxwise.compaction.resources import COLD, STALE, WORKING, access_of, reuse_ranks, shell_access
+from ctxwise.resources import COLD, STALE, WORKING, access_of, reuse_ranks, shell_access
 from ctxwise.formats import load
 from ctxwise.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, text_message
 from ctxwise.replay import metrics
@@ -114,3 +114,27 @@ def test_a_tool_loop_keeps_its_working_files_and_one_break_buys_many_calls():
     assert metrics.edit_anchor_recall(h, p, o).value == 1.0
     assert metrics.cache_breaks(p, get_counter("o200k_base")).median >= 8
     assert not metrics.validator_errors(p, "openai", references=h)
+
+
+def test_a_loop_summary_lists_every_file_edited_with_its_whole_path_and_commands_with_verdicts():
+    """Kind: a real Claude Code loop summarized by the digest: every file an edit changed is
+    named with its complete path (none cut mid-way), and a test run keeps its verdict."""
+    from ctxwise.summarizers import DigestSummarizer
+    from test_task_anchoring import CC
+
+    conv = load(str(CC))
+    msgs = list((conv[0] if isinstance(conv, list) else conv).messages)[2:200]
+    text = DigestSummarizer().summarize(msgs, None, 3000).text
+    edited = {metrics.edited_path(u) for m in msgs for u in m.tool_uses} - {None}
+    assert len(edited) >= 8
+    for path in edited:
+        assert f"- {path}" in text, path
+    log = ("<returncode>1</returncode>\n" + "x\n" * 50 + "FAILED tests/test_a.py::test_b\n== 1 failed, 9 passed in 2s ==\n")
+    loop = [call("1", "bash", command="cd /testbed && python -m pytest tests"), out("1", log),
+            call("2", "Task", description="Explore the parser", prompt="find it", subagent_type="Explore"),
+            out("2", "The parser lives in src/parse.py.\n\nDetails follow.\n- `parse()` at src/parse.py:40 reads tokens\n"
+                     + "filler line\n" * 200 + "- `lex()` at src/lex.py:12 splits them\n")]
+    s = DigestSummarizer().summarize(loop, None, 3000).text
+    assert "exit 1; 1 failed, 9 passed; FAILED tests/test_a.py::test_b" in s
+    assert "Explore the parser: The parser lives in src/parse.py." in s
+    assert "src/parse.py:40" in s and "src/lex.py:12" in s and "filler" not in s

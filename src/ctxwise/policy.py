@@ -148,12 +148,12 @@ class Policy(BaseModel):
     keep_tools: list[str] = Field(default_factory=list)
     """Tools whose results are never cleared (wins over ``clearable_tools``)."""
     tool_rules: dict[str, str] = Field(default_factory=dict)
-    """Resource keys per tool name, over the defaults (``ctxwise.compaction.resources``): the
+    """Resource keys per tool name, over the defaults (``ctxwise.resources``): the
     argument a tool's results are keyed by (``{"fetch_doc": "doc_id"}``, a view), with its
     action (``"sql:run"``; actions ``view``, ``edit``, ``search``, ``run``), or ``""`` for no
     key. Clearing takes superseded views and repeated runs first and keeps the latest views
     of the files being worked on longest."""
-    shrink_calls: int = Field(10, ge=0, le=1_000)
+    shrink_calls: int = Field(15, ge=0, le=1_000)
     """When the context must shrink inside a turn (a last-resort clearing of a tool loop), it
     frees room for this many more calls at the rate the context has grown so far (a low
     watermark), in one batch ranked by expected re-use, so one prompt-cache break buys many

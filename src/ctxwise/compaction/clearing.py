@@ -28,7 +28,7 @@ from ..messages import Block, Marker, Message, TextBlock, ToolResultBlock, ToolU
 from ..policy import Policy
 from ..units import ToolCycle, tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, head_end, in_flight_start
-from .resources import COLD, WORKING, reuse_ranks
+from ..resources import COLD, WORKING, reuse_ranks
 from .placeholder import placeholder_text, recall_key, render_input, reused_ids  # noqa: F401  (render_input: re-exported)
 from .cost import calls_ahead, cut_cost, edit_pays, invalidated_reasoning, limit_ahead
 from .stage import StageInput
@@ -218,7 +218,7 @@ class _Batch:
                      working_target: int | None = None) -> None:
         """Clear the results (and, with ``clear_tool_inputs``, the inputs) of the cycles before
         ``protected_from`` until the size is at ``target``, in order of expected re-use
-        (:func:`~ctxwise.compaction.resources.reuse_ranks`: superseded views and repeated runs
+        (:func:`~ctxwise.resources.reuse_ranks`: superseded views and repeated runs
         first, the latest views of the files being worked on last), oldest first within a rank;
         those last only down to ``working_target`` (default ``target``)."""
         p = b.policy

@@ -11,7 +11,7 @@ policy): byte-stable once written, so the cleared prefix stays identical across 
 prompt cache keeps serving it.
 
 Code and logs get values of their own kind (:func:`work_values`) in place of the distilled ones:
-a view of a file keeps its resource key (:mod:`ctxwise.compaction.resources`), the line range it
+a view of a file keeps its resource key (:mod:`ctxwise.resources`), the line range it
 showed and the symbols it defines (``def`` / ``class`` / ``function`` / ``fn`` / ``func`` /
 ``defmodule`` / ``defp`` names; never CSS classes or numbers); a command's output keeps its
 exit status and its verdict lines (pytest's ``2 failed, 69 passed``, ``FAILED`` / ``ERROR`` test
@@ -21,28 +21,13 @@ names, the first traceback or error line).
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from ..distill import distill, key_values  # noqa: F401  (key_values: re-exported)
 from ..messages import ToolResultBlock, ToolUseBlock
 from ..policy import Policy
-from .resources import access_of
+from ..resources import access_of, shown_values
 
-_NUMBERED = re.compile(r"^\s{0,12}(\d{1,7})(?:\t|: |│|\||→| {1,2})", re.M)
-_SYMBOL = re.compile(
-    r"^(?:\s{0,12}\d{1,7}(?:\t|: |│|\||→| {1,2}))?\s{0,40}(?:export\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?"
-    r"(?:def|defp|defmacro|class|function|fn|func|defmodule|struct|trait|interface|enum|impl)\s+"
-    r"(?:\([^)]{0,80}\)\s*)?([A-Za-z_][\w.]{0,80}[?!]?)", re.M)
-_COUNTS = re.compile(r"\b\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?)\b"
-                     r"(?:, \d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?))*"
-                     r"|\bTests? run: \d+.{0,60}|\b\d+ tests?, \d+ failures?.{0,40}|\bOK \(\d+ tests?\)"
-                     r"|^(?:FAILED|OK)(?: \(.{0,60}\))?$", re.M)
-_FAILED = re.compile(r"^(?:FAILED|ERROR)\s+(\S{1,200})", re.M)
-_ERROR = re.compile(r"^(?:E\s{1,8})?\s{0,8}(?:[\w.]{0,80}(?:Error|Exception|Failure)\b:?.{0,160}|error(?:\[\w+\])?:.{1,160}"
-                    r"|fatal:.{1,160}|Traceback \(most recent call last\):)$", re.M)
-_EXIT = re.compile(r"<returncode>\s*(-?\d{1,4})\s*</returncode>|\bexit(?:ed with)? (?:code|status)[:= ]\s*(-?\d{1,4})"
-                   r"|\[Command finished with exit code (-?\d{1,4})\]", re.I)
 
 
 def render_input(tool_input: dict[str, Any], style: str, limit: int) -> str:
@@ -97,69 +82,12 @@ def placeholder_text(policy: Policy, result: ToolResultBlock, tool_input: dict[s
 
 
 def work_values(result: ToolResultBlock, tool_input: dict[str, Any], policy: Policy) -> str:
-    """What a placeholder keeps of a view of code or of a command's output (the module doc),
-    at most ``2 x placeholder_values_max`` characters, cut between whole items; ``""`` when the
-    call is neither (then the distilled key values stand) or ``placeholder_values_max`` is 0.
-
-    A view: ``path P, lines A-B; defines f, g, C``. A run: ``exit 1; 2 failed, 69 passed;
-    FAILED tests/t.py::test_x; error ValueError: bad``. Pure: the same body, input and policy
-    give the same text."""
+    """What a placeholder keeps of a view of code or of a command's output
+    (:func:`ctxwise.resources.work_values` at ``2 x placeholder_values_max`` characters, the
+    call keyed under ``policy.tool_rules``); ``""`` when the call is neither or
+    ``placeholder_values_max`` is 0."""
     limit = 2 * policy.placeholder_values_max
     if limit <= 0:
         return ""
     use = ToolUseBlock(id=result.tool_use_id or "call", name=result.name or "tool", input=dict(tool_input))
-    acc = access_of(use, policy.tool_rules)
-    body = result.text
-    items: list[str] = []
-    if acc is not None and acc.action == "view" and acc.key.startswith("path:"):
-        nums = [int(x) for x in _NUMBERED.findall(body[:200_000])]
-        lines = (min(nums), max(nums)) if nums else acc.lines
-        items.append(acc.key[5:] + (f", lines {lines[0]}-{lines[1]}" if lines and lines[1] < 10**9 else ""))
-        symbols = list(dict.fromkeys(_SYMBOL.findall(body[:200_000])))
-        if symbols:
-            items.append("defines " + ", ".join(symbols))
-    elif acc is not None and acc.action in ("run", "edit") or _COUNTS.search(body) or _EXIT.search(body):
-        items.extend(log_verdicts(body))
-    else:
-        return ""
-    return _fit(items, limit)
-
-
-def log_verdicts(body: str) -> list[str]:
-    """A command output's verdict lines, in this order: ``exit N``, the test counts lines,
-    the ``FAILED`` / ``ERROR`` names, the first error or traceback line."""
-    out: list[str] = []
-    ex = _EXIT.search(body)
-    if ex:
-        out.append("exit " + next(g for g in ex.groups() if g is not None))
-    out.extend(dict.fromkeys(m.group(0).strip() for m in _COUNTS.finditer(body)))
-    failed = list(dict.fromkeys(_FAILED.findall(body)))
-    if failed:
-        out.append("FAILED " + ", ".join(failed))
-    err = _ERROR.search(body)
-    if err:
-        out.append("error " + err.group(0).strip())
-    return out
-
-
-def _fit(items: list[str], limit: int) -> str:
-    """``items`` joined by ``"; "`` within ``limit`` characters: whole items first, then the
-    first that does not fit cut between its comma-separated parts, then ``"; …"``."""
-    out: list[str] = []
-    used = 0
-    for k, item in enumerate(items):
-        if used + len(item) + 2 <= limit - 3:
-            out.append(item)
-            used += len(item) + 2
-            continue
-        parts = item.split(", ")
-        kept: list[str] = []
-        for part in parts:
-            if used + len(part) + 2 > limit - 5:
-                break
-            kept.append(part)
-            used += len(part) + 2
-        if kept:
-            out.append(", ".join(kept) + ", …")
-        return "; ".join(out) + ("" if k == len(items) - 1 and kept == parts else "; …")
-    return "; ".join(out)
+    return shown_values(result.text, access_of(use, policy.tool_rules), limit)

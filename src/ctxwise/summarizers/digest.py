@@ -13,6 +13,13 @@ sent as JSON (``{"message": "..."}``). Tool findings are the result's key values
 (``order_id=#W1, price=321.18, status=pending``; :mod:`ctxwise.compaction.placeholder`), never
 call ids, also for a result already cleared to a placeholder. The user's requirements appear
 once: the pinned facts are sent in their own block by the engine, not repeated here.
+
+A tool loop's actions are listed by what they did to which resource
+(:mod:`ctxwise.resources`), every path complete: the files created or rewritten, the
+files edited (with how many edits), the files read (the lines and the symbols a view showed),
+the commands run with their outcome (exit status, test counts, failing tests, the first error:
+:func:`ctxwise.compaction.placeholder.log_verdicts`), and each subagent's report as a report
+(its opening and its findings lines), not as the key values of a tool result.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from typing import Callable, Sequence
 from ..distill import distill
 from ..messages import Message, ToolResultBlock, ToolUseBlock
 from ..nesting import loads
+from ..resources import access_of, log_verdicts, shown_values
 from ..salient import salient_values
 from ..task import is_harness_text
 from .base import SummaryResult
@@ -82,6 +90,11 @@ def findings(body: str, call_ids: set[str]) -> str:
 SECTIONS = (
     "User requirements (verbatim)",
     "Completed actions",
+    "Files created or rewritten",
+    "Files edited",
+    "Files read",
+    "Commands run and outcomes",
+    "Subagent reports",
     "Tools called and findings",
     "Dead ends",
     "Progress",
@@ -230,9 +243,12 @@ def _read_material(material: Sequence[Message], sec: dict[str, list[str]], pinne
 
 
 def _read_result(b: ToolResultBlock, uses: dict[str, ToolUseBlock], sec: dict[str, list[str]]) -> None:
-    """Add one tool result to ``sec``: a dead end when it failed, else its findings (and a
-    completed action when the tool changes something)."""
+    """Add one tool result to ``sec``: a tool loop's action on a file, a command or a
+    subagent (:func:`_read_loop_action`), else a dead end when it failed, else its findings
+    (and a completed action when the tool changes something)."""
     use = uses.get(b.tool_use_id)
+    if use is not None and _read_loop_action(b, use, sec):
+        return
     call = _call_text(use) if use else (b.name or "tool")
     if b.state == "error":
         sec["Dead ends"].append(f'{call} failed: "{_first_sentence(b.text, 160)}"')
@@ -242,6 +258,68 @@ def _read_result(b: ToolResultBlock, uses: dict[str, ToolUseBlock], sec: dict[st
     name = (use.name if use else b.name) or ""
     if _WRITE_TOOL.search(name):
         sec["Completed actions"].append(f"{call} succeeded")
+
+
+REPORT_CHARS = 700
+"""At most this many characters of one subagent report are kept (its opening and findings lines)."""
+VIEW_CHARS = 300
+"""At most this many characters about one file read (its path, lines and symbols)."""
+COMMAND_CHARS = 200
+"""A command is quoted up to this many characters (its first line)."""
+_RANGE = re.compile(r"\d{1,7}-\d{1,7}")
+_REPORT_LINE = re.compile(r"^\s{0,8}(?:[-*•]|\d{1,3}[.)]|#{1,6})\s+\S")
+
+
+def _read_loop_action(b: ToolResultBlock, use: ToolUseBlock, sec: dict[str, list[str]]) -> bool:
+    """Record ``b`` as a tool loop's action in ``sec`` when its call reads, writes or edits a
+    file, runs a command or hands work to a subagent; False for any other call."""
+    if use.name == "Task" or "subagent_type" in use.input:
+        what = str(use.input.get("description") or use.input.get("subagent_type") or "subagent")
+        _put(sec["Subagent reports"], f"{what}: ", f"{what}: {_report(b.text)}")
+        return True
+    acc = access_of(use)
+    if acc is None or acc.key.startswith(("query:", "url:", "arg:", "task:")):
+        return False
+    if acc.key.startswith("path:"):
+        path = acc.key[5:]
+        failed = " (failed)" if b.state == "error" else ""
+        if acc.action == "view":
+            shown = shown_values(b.text, acc, VIEW_CHARS) or path
+            _put(sec["Files read"], path, shown + failed)
+        elif use.name == "Write" or use.input.get("command") == "create" or (
+                "<<" in str(use.input.get("command", "")) and acc.action == "edit"):
+            _put(sec["Files created or rewritten"], path, path + failed)
+        else:
+            old = next((x for x in sec["Files edited"] if x == path or x.startswith(path + " (")), None)
+            n = 1 + (int(re.search(r"\((\d+) edits", old).group(1)) if old and "edits" in old else 1 if old else 0)  # type: ignore[union-attr]
+            _put(sec["Files edited"], path, f"{path} ({n} edits)" if n > 1 else path + failed)
+        return True
+    cmd = acc.key[len("command:"):]
+    cmd = cmd if len(cmd) <= COMMAND_CHARS else cmd[:COMMAND_CHARS - 1] + "…"
+    found = findings(b.text, {b.tool_use_id})
+    outcome = "; ".join(log_verdicts(b.text) + ([found] if found else [])) or _first_sentence(b.text, 120) or "no output"
+    sec["Commands run and outcomes"].append(f"`{cmd}` -> {'failed: ' if b.state == 'error' else ''}{outcome}")
+    return True
+
+
+def _put(items: list[str], key: str, item: str) -> None:
+    """Replace the item of ``items`` about ``key`` (a path, or a prefix) with ``item``, at the end."""
+    items[:] = [x for x in items if not (x == key or x.startswith(key + " (") or x.startswith(key + ", ")
+                                         or (key.endswith(": ") and x.startswith(key)))]
+    items.append(item)
+
+
+def _report(text: str) -> str:
+    """A subagent's report as a report: its first sentence and its list and heading lines (its
+    findings), at most :data:`REPORT_CHARS` characters, whole lines."""
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    out = [_first_sentence(text, 240)] if lines else []
+    used = len(out[0]) if out else 0
+    for x in lines:
+        if _REPORT_LINE.match(x) and used + len(x) + 3 <= REPORT_CHARS:
+            out.append(x)
+            used += len(x) + 3
+    return " / ".join(out)
 
 
 def _fit_sections(sec: dict[str, list[str]], values: list[str], target_chars: int) -> str:
@@ -258,6 +336,8 @@ def _fit_sections(sec: dict[str, list[str]], values: list[str], target_chars: in
         item = sec[name].pop(k)
         said = set(values)
         for v in salient_values(item):
+            if _RANGE.fullmatch(v):
+                continue  # a view's line range is no value a later answer quotes
             if v not in said:
                 values.append(v)
                 said.add(v)
@@ -265,11 +345,12 @@ def _fit_sections(sec: dict[str, list[str]], values: list[str], target_chars: in
     text = render()
     # A tool finding goes before what the agent told the user about it: the reply is the
     # shorter, and what the user was told is what the next turn builds on.
-    for name in ("Tools called and findings", "Progress", "Dead ends", "Completed actions"):
+    for name in ("Tools called and findings", "Progress", "Commands run and outcomes", "Files read", "Dead ends",
+                 "Subagent reports", "Completed actions"):
         while len(text) > target_chars and len(sec[name]) > 1:
             drop(name, 0)
             text = render()
-    for name in ("Tools called and findings", "Progress", "Dead ends"):
+    for name in ("Tools called and findings", "Progress", "Commands run and outcomes", "Dead ends"):
         while len(text) > target_chars and sec[name]:
             drop(name, 0)
             text = render()

@@ -32,6 +32,11 @@ Which argument names the resource comes from:
 ``Policy.tool_rules`` overrides the defaults per tool name: ``{"fetch_doc": "doc_id"}`` keys a
 tool's results by that argument (a view), ``"argument:action"`` names the action too
 (``"sql:run"``), and ``""`` gives the tool no key.
+
+What a view or a run showed, for placeholders and summaries (:func:`shown_values`,
+:func:`log_verdicts`): a view of a file keeps its path, the lines it showed and the symbols it
+defines; a command's output its exit status and verdict lines (pytest's ``2 failed, 69
+passed``, the ``FAILED`` / ``ERROR`` test names, the first traceback or error line).
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..messages import Message, ToolUseBlock
+from .messages import Message, ToolUseBlock
 
 Action = Literal["view", "edit", "search", "run"]
 ACTIONS: tuple[str, ...] = ("view", "edit", "search", "run")
@@ -67,6 +72,20 @@ _SHELL_ARGS = ("command", "cmd", "script")
 _CD = re.compile(r"^\s{0,16}cd\s{1,8}(\S{1,512})\s{0,8}(?:&&|;)\s{0,8}")
 _VIEWERS = ("cat", "nl", "head", "tail", "less", "more", "bat")
 _SED_RANGE = re.compile(r"^'?(\d{1,9})(?:,(\d{1,9}|\$))?p'?$")
+_NUMBERED = re.compile(r"^\s{0,12}(\d{1,7})(?:\t|: |│|\||→| {1,2})", re.M)
+_SYMBOL = re.compile(
+    r"^(?:\s{0,12}\d{1,7}(?:\t|: |│|\||→| {1,2}))?\s{0,40}(?:export\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?"
+    r"(?:def|defp|defmacro|class|function|fn|func|defmodule|struct|trait|interface|enum|impl)\s+"
+    r"(?:\([^)]{0,80}\)\s*)?([A-Za-z_][\w.]{0,80}[?!]?)", re.M)
+_COUNTS = re.compile(r"\b\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?)\b"
+                     r"(?:, \d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?))*"
+                     r"|\bTests? run: \d+.{0,60}|\b\d+ tests?, \d+ failures?.{0,40}|\bOK \(\d+ tests?\)"
+                     r"|^(?:FAILED|OK)(?: \(.{0,60}\))?$", re.M)
+_FAILED = re.compile(r"^(?:FAILED|ERROR)\s+(\S{1,200})", re.M)
+_ERROR = re.compile(r"^(?:E\s{1,8})?\s{0,8}(?:[\w.]{0,80}(?:Error|Exception|Failure)\b:?.{0,160}|error(?:\[\w+\])?:.{1,160}"
+                    r"|fatal:.{1,160}|Traceback \(most recent call last\):)$", re.M)
+_EXIT = re.compile(r"<returncode>\s*(-?\d{1,4})\s*</returncode>|\bexit(?:ed with)? (?:code|status)[:= ]\s*(-?\d{1,4})"
+                   r"|\[Command finished with exit code (-?\d{1,4})\]", re.I)
 _FILE = re.compile(r"^[\w.~/+@-]{0,1024}[\w-]\.[A-Za-z0-9_]{1,12}$|^[\w.~+@-]{0,256}/[\w.~/+@-]{1,1024}$")
 
 
@@ -322,3 +341,68 @@ def reuse_ranks(messages: Sequence[Message], rules: Mapping[str, str] | None = N
             out.setdefault(u.id, COLD)
     return out
 
+
+def shown_values(body: str, acc: Access | None, limit: int) -> str:
+    """What a view of code or a command's output ``body`` shows that a placeholder or a summary
+    keeps, at most ``limit`` characters, cut between whole items; ``""`` when the call (its
+    :class:`Access` ``acc``) is neither a view of a file nor a run or edit with a verdict.
+
+    A view: ``P, lines A-B; defines f, g, C`` (the symbols a ``def`` / ``class`` /
+    ``function`` / ``fn`` / ``func`` / ``defmodule`` / ``defp`` line defines; never a CSS class
+    or a number). A run: ``exit 1; 2 failed, 69 passed; FAILED tests/t.py::test_x; error
+    ValueError: bad`` (:func:`log_verdicts`). Pure."""
+    if limit <= 0:
+        return ""
+    items: list[str] = []
+    if acc is not None and acc.action == "view" and acc.key.startswith("path:"):
+        nums = [int(x) for x in _NUMBERED.findall(body[:200_000])]
+        lines = (min(nums), max(nums)) if nums else acc.lines
+        items.append(acc.key[5:] + (f", lines {lines[0]}-{lines[1]}" if lines and lines[1] < 10**9 else ""))
+        symbols = list(dict.fromkeys(_SYMBOL.findall(body[:200_000])))
+        if symbols:
+            items.append("defines " + ", ".join(symbols))
+    elif acc is not None and acc.action in ("run", "edit") or _COUNTS.search(body) or _EXIT.search(body):
+        items.extend(log_verdicts(body))
+    else:
+        return ""
+    return _fit(items, limit)
+
+
+def log_verdicts(body: str) -> list[str]:
+    """A command output's verdict lines, in this order: ``exit N``, the test counts lines,
+    the ``FAILED`` / ``ERROR`` names, the first error or traceback line."""
+    out: list[str] = []
+    ex = _EXIT.search(body)
+    if ex:
+        out.append("exit " + next(g for g in ex.groups() if g is not None))
+    out.extend(dict.fromkeys(m.group(0).strip() for m in _COUNTS.finditer(body)))
+    failed = list(dict.fromkeys(_FAILED.findall(body)))
+    if failed:
+        out.append("FAILED " + ", ".join(failed))
+    err = _ERROR.search(body)
+    if err:
+        out.append("error " + err.group(0).strip())
+    return out
+
+
+def _fit(items: list[str], limit: int) -> str:
+    """``items`` joined by ``"; "`` within ``limit`` characters: whole items first, then the
+    first that does not fit cut between its comma-separated parts, then ``"; …"``."""
+    out: list[str] = []
+    used = 0
+    for k, item in enumerate(items):
+        if used + len(item) + 2 <= limit - 3:
+            out.append(item)
+            used += len(item) + 2
+            continue
+        parts = item.split(", ")
+        kept: list[str] = []
+        for part in parts:
+            if used + len(part) + 2 > limit - 5:
+                break
+            kept.append(part)
+            used += len(part) + 2
+        if kept:
+            out.append(", ".join(kept) + ", …")
+        return "; ".join(out) + ("" if k == len(items) - 1 and kept == parts else "; …")
+    return "; ".join(out)
