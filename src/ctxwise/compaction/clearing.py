@@ -222,9 +222,11 @@ class _Batch:
         first, the latest views of the files being worked on last), oldest first within a rank;
         those last only down to ``working_target`` (default ``target``)."""
         p = b.policy
+        open_ = [c for c in cycles if c.end <= protected_from]
+        if not open_ or self.now <= target:
+            return
         reused = reused_ids(self.out)
         ranks = reuse_ranks(self.out, p.tool_rules)
-        open_ = [c for c in cycles if c.end <= protected_from]
         order = sorted(((max((ranks.get(r.tool_use_id, COLD) for r in self.out[i].tool_results), default=COLD), i, c)
                         for c in open_ for i in range(c.start + 1, c.end)), key=lambda x: (x[0], x[1]))
         for rank, i, c in order:
