@@ -164,7 +164,7 @@ def run_session(path: Path, budget: int, bound: str = "auto", peers: Sequence[st
     for name in ("no management, valid", *peers):
         strat = EverythingValid() if name == "no management, valid" else peer(name, budget)
         theirs = [metrics.as_sent(strat.prepare(list(h))[0], provider) for h in histories]
-        out[name] = score(histories, theirs, outputs, budget, provider, check=name != "no management, valid")
+        out[name] = score(histories, theirs, outputs, budget, provider, check=True)
     return out
 
 
@@ -237,7 +237,7 @@ def report(results: dict[int, dict[str, dict[str, Score]]], files: list[Path], d
             out.append(f"| {budget:,} | {strat} | {tot.calls:,} | {tot.tokens:,} | {tot.cost:,.0f} | "
                        f"{tot.cost / base if base else 0:.3f} | {tot.over:,} | "
                        f"{_r(tot.task)} | {_r(tot.anchors)} | {_r(tot.fresh)} | {_r(tot.support)} | {len(tot.bought)} | "
-                       f"{med:.1f} | {tot.rebilled:,} | {tot.invalid if strat != 'no management, valid' else '–'} | "
+                       f"{med:.1f} | {tot.rebilled:,} | {tot.invalid} | "
                        f"{ms if strat == 'ctxwise' else '–'} |")
         out.append("")
         out.append(f"prepare p95 ratio at {budget:,}, longest session / ~10k-token session: {p95_ratio(per)}")
