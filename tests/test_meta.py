@@ -21,11 +21,11 @@ from sources import SRC, module_name  # noqa: E402
 REPO = SRC.parents[1]
 
 PINNED = [
-    "BaseStore", "Block", "BudgetReport", "CompactionEvent", "ContextBudgetExceeded", "ContextManager", "ContextRow", "Counter",
-    "CtxwiseError", "DigestSummarizer", "FormatError", "Hide", "ImageBlock", "InMemoryStore", "InsertSummary",
+    "AudioBlock", "BaseStore", "Block", "BudgetReport", "CompactionEvent", "ContextBudgetExceeded", "ContextManager", "ContextRow", "Counter",
+    "CtxwiseError", "DigestSummarizer", "DocumentBlock", "FormatError", "Hide", "ImageBlock", "InMemoryStore", "InsertSummary",
     "Marker", "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
-    "NotNewestMessage", "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
-    "RECALL_TOOL_NAME", "Replace", "RuntimeSettings", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionPool", "SessionState",
+    "NotNewestMessage", "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared", "ProviderBlock",
+    "RECALL_TOOL_NAME", "RefusalBlock", "Replace", "RuntimeSettings", "SearchResultBlock", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionPool", "SessionState",
     "SessionStore", "SqlStore", "StoreSchemaError", "StoreUnavailable", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
     "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolResultNotFound", "ToolUseBlock", "TranscriptRow",
     "Violation", "__version__", "find_original", "get_counter", "list_counters", "open_store", "recall_tool_output",

@@ -28,6 +28,8 @@ _EXPORTS: dict[str, str] = {
     # messages and their blocks
     "Message": "messages", "Block": "messages", "TextBlock": "messages", "ThinkingBlock": "messages",
     "ToolUseBlock": "messages", "ToolResultBlock": "messages", "ImageBlock": "messages",
+    "DocumentBlock": "messages", "SearchResultBlock": "messages", "AudioBlock": "messages",
+    "RefusalBlock": "messages", "ProviderBlock": "messages",
     "text_message": "messages", "Marker": "messages",
     # what compaction reports and changes
     "CompactionEvent": "compaction.events",
@@ -56,11 +58,11 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
-    "BaseStore", "Block", "BudgetReport", "CompactionEvent", "ContextBudgetExceeded", "ContextManager", "ContextRow", "Counter",
-    "CtxwiseError", "DigestSummarizer", "FormatError", "Hide", "ImageBlock", "InMemoryStore", "InsertSummary",
+    "AudioBlock", "BaseStore", "Block", "BudgetReport", "CompactionEvent", "ContextBudgetExceeded", "ContextManager", "ContextRow", "Counter",
+    "CtxwiseError", "DigestSummarizer", "DocumentBlock", "FormatError", "Hide", "ImageBlock", "InMemoryStore", "InsertSummary",
     "Marker", "MemoryBusy", "MemoryEntryNotFound", "MemoryStore", "Message", "MessageNotStorable", "MissingExtra",
-    "NotNewestMessage", "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared",
-    "RECALL_TOOL_NAME", "Replace", "RuntimeSettings", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionPool", "SessionState",
+    "NotNewestMessage", "NotStorable", "OpenAISummarizer", "PayloadInvalid", "Policy", "PolicyError", "PolicyMismatch", "Prepared", "ProviderBlock",
+    "RECALL_TOOL_NAME", "RefusalBlock", "Replace", "RuntimeSettings", "SearchResultBlock", "Session", "SessionConflict", "SessionInfo", "SessionNotFound", "SessionPool", "SessionState",
     "SessionStore", "SqlStore", "StoreSchemaError", "StoreUnavailable", "Summarizer", "SummarizerError", "SummaryResult", "TextBlock",
     "ThinkingBlock", "TokenCounter", "ToolResultBlock", "ToolResultNotFound", "ToolUseBlock", "TranscriptRow",
     "Violation", "__version__", "find_original", "get_counter", "list_counters", "open_store", "recall_tool_output",
@@ -110,10 +112,15 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         Violation,
     )
     from .messages import (
+        AudioBlock,
         Block,
+        DocumentBlock,
         ImageBlock,
         Marker,
         Message,
+        ProviderBlock,
+        RefusalBlock,
+        SearchResultBlock,
         TextBlock,
         ThinkingBlock,
         ToolResultBlock,

@@ -10,7 +10,11 @@ classes told apart by their ``type`` field (the pydantic-ai style of message par
 * :class:`ToolUseBlock` ``{"type": "tool_use", "id", "name", "input"}``: one tool call.
 * :class:`ToolResultBlock` ``{"type": "tool_result", "tool_use_id", "name"?, "state", "output"}``:
   the answer to one tool call; ``output`` is a list of text and image blocks.
-* :class:`ImageBlock` ``{"type": "image", "media_type"?, "data"? | "url"?, "byte_size"?, "width"?, "height"?}``.
+* :class:`ImageBlock` ``{"type": "image", "media_type"?, "data"? | "url"? | "file_id"?, "byte_size"?, "width"?, "height"?, "detail"?}``.
+* :class:`DocumentBlock`, :class:`SearchResultBlock`, :class:`AudioBlock`, :class:`RefusalBlock`:
+  documents, search results, audio input and refusals.
+* :class:`ProviderBlock` ``{"type": "provider", "provider", "kind", "raw", "call_id"?}``: a
+  provider-specific block (server tools, MCP, hosted tool calls, encrypted reasoning) kept verbatim.
 
 Roles are ``system``, ``user``, ``assistant`` and ``tool``. A ``tool`` message carries the
 ``tool_result`` blocks answering the ``tool_use`` blocks of the assistant message before it
@@ -31,7 +35,16 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, TypeAlias, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+)
 
 from .errors import FormatError
 
@@ -50,12 +63,32 @@ class _Block(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict)
     """Format-specific fields of the block that have no canonical home (kept for round trips)."""
 
+    _OMIT_WHEN_NONE: ClassVar[tuple[str, ...]] = ()
+    """Fields left out of the dump while ``None``, so blocks that do not use them keep the
+    canonical JSON (and so the digest) they had before the field existed."""
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in self._OMIT_WHEN_NONE:
+            if data.get(name, 0) is None:
+                del data[name]
+        return data
+
 
 class TextBlock(_Block):
-    """Plain text. ``text`` is counted in characters by the ``chars`` counter."""
+    """Plain text. ``text`` is counted in characters by the ``chars`` counter.
+
+    ``citations`` are the provider's citation objects kept verbatim (Anthropic
+    ``TextBlockParam.citations``, ``anthropic/types/text_block_param.py``; Responses
+    ``output_text.annotations``), ``None`` when the block has none.
+    """
 
     type: Literal["text"] = "text"
     text: str
+    citations: list[dict[str, Any]] | None = None
+
+    _OMIT_WHEN_NONE: ClassVar[tuple[str, ...]] = ("citations",)
 
 
 class ImageBlock(_Block):
@@ -72,6 +105,12 @@ class ImageBlock(_Block):
     byte_size: int | None = None
     width: int | None = None
     height: int | None = None
+    file_id: str | None = None
+    """A Files-API id (Anthropic ``source.type == "file"``, Responses ``input_image.file_id``)."""
+    detail: Literal["low", "high", "auto", "original"] | None = None
+    """OpenAI ``detail`` (``openai/types/responses/response_input_image_param.py``)."""
+
+    _OMIT_WHEN_NONE: ClassVar[tuple[str, ...]] = ("file_id", "detail")
 
 
 class ThinkingBlock(_Block):
@@ -98,6 +137,95 @@ class ToolUseBlock(_Block):
     input: dict[str, Any] = Field(default_factory=dict)
 
 
+class DocumentBlock(_Block):
+    """A document (PDF or plain text) the model reads.
+
+    ``source_type`` is ``base64`` (``data`` + ``media_type``), ``text`` (``data`` is the text),
+    ``url`` (``url``), ``file`` (``file_id``) or ``content`` (``content`` holds text/image
+    blocks). ``title`` and ``context`` are Anthropic's optional fields; ``citations`` is the
+    citations config (``{"enabled": bool}``) kept verbatim. Source:
+    ``anthropic/types/document_block_param.py``; Responses ``input_file``
+    (``openai/types/responses/response_input_file_param.py``: ``file_data``/``file_id``/``file_url``).
+    """
+
+    type: Literal["document"] = "document"
+    source_type: Literal["base64", "text", "url", "file", "content"]
+    media_type: str | None = None
+    data: str | None = None
+    url: str | None = None
+    file_id: str | None = None
+    filename: str | None = None
+    content: list[Union[TextBlock, ImageBlock]] | None = None
+    title: str | None = None
+    context: str | None = None
+    citations: dict[str, Any] | None = None
+
+
+class SearchResultBlock(_Block):
+    """A search result the application supplies, citable by the model.
+
+    ``content`` is its text blocks; ``citations`` is the citations config kept verbatim.
+    Source: ``anthropic/types/search_result_block_param.py`` (Anthropic only).
+    """
+
+    type: Literal["search_result"] = "search_result"
+    source: str
+    title: str
+    content: list[TextBlock] = Field(default_factory=list)
+    citations: dict[str, Any] | None = None
+
+
+class AudioBlock(_Block):
+    """Audio input: base64 ``data`` in ``format`` (``wav`` or ``mp3``).
+
+    Source: Chat Completions ``input_audio`` content part
+    (``openai/types/chat/chat_completion_content_part_input_audio_param.py``).
+    """
+
+    type: Literal["audio"] = "audio"
+    data: str
+    format: str
+
+
+class RefusalBlock(_Block):
+    """A model refusal (``text`` is the refusal message).
+
+    Source: Chat Completions ``refusal`` content part
+    (``openai/types/chat/chat_completion_content_part_refusal_param.py``) and Responses
+    ``refusal`` output content (``openai/types/responses/response_output_refusal_param.py``).
+    """
+
+    type: Literal["refusal"] = "refusal"
+    text: str
+
+
+ProviderFamily = Literal["anthropic", "openai_responses", "openai_chat", "gemini"]
+
+
+class ProviderBlock(_Block):
+    """A provider-specific block or item with no canonical shape, kept verbatim.
+
+    ``provider`` is the family that produced it, ``kind`` its wire ``type`` (Anthropic
+    ``server_tool_use``, ``web_search_tool_result``, ``web_fetch_tool_result``,
+    ``code_execution_tool_result``, ``bash_code_execution_tool_result``,
+    ``text_editor_code_execution_tool_result``, ``mcp_tool_use``, ``mcp_tool_result``,
+    ``container_upload``; Responses ``compaction``, ``reasoning`` with ``encrypted_content``,
+    ``web_search_call``, ``file_search_call``, ``code_interpreter_call``, ``mcp_call``,
+    ``local_shell_call(_output)``, ``shell_call(_output)``, ``apply_patch_call(_output)``, ...),
+    ``raw`` the whole wire JSON object exactly as read; it is sent back byte-for-byte.
+    ``call_id`` is the id pairing a call with its result (a server tool use's ``id`` / a
+    result's ``tool_use_id``; a Responses ``call_id``), ``None`` when the block has none.
+    No stage edits or clears one: where a provider's rules on clearing server-tool results
+    are not documented, ctxwise never clears them.
+    """
+
+    type: Literal["provider"] = "provider"
+    provider: ProviderFamily
+    kind: str
+    raw: dict[str, Any]
+    call_id: str | None = None
+
+
 OutputBlock = Annotated[Union[TextBlock, ImageBlock], Field(discriminator="type")]
 
 
@@ -121,10 +249,16 @@ class ToolResultBlock(_Block):
 
 
 Block = Annotated[
-    Union[TextBlock, ThinkingBlock, ToolUseBlock, ToolResultBlock, ImageBlock],
+    Union[
+        TextBlock, ThinkingBlock, ToolUseBlock, ToolResultBlock, ImageBlock, DocumentBlock,
+        SearchResultBlock, AudioBlock, RefusalBlock, ProviderBlock,
+    ],
     Field(discriminator="type"),
 ]
-BLOCK_TYPES: tuple[str, ...] = ("text", "thinking", "tool_use", "tool_result", "image")
+BLOCK_TYPES: tuple[str, ...] = (
+    "text", "thinking", "tool_use", "tool_result", "image", "document", "search_result", "audio",
+    "refusal", "provider",
+)
 
 
 class Message(BaseModel):
