@@ -61,3 +61,19 @@ def test_new_optional_fields_do_not_change_old_digests() -> None:
     assert cited.model_dump()["citations"][0]["type"] == "char_location"
     fid = ImageBlock(file_id="file_1", detail="low")
     assert _roundtrip(fid).blocks[0] == fid
+
+
+def test_new_blocks_are_counted_never_zero() -> None:
+    """Every new block kind adds tokens to its message (an upper bound until a per-kind rule)."""
+    from ctxwise import get_counter, list_counters
+
+    counter = get_counter(list_counters()[0])
+    empty = Message(id="e", role="user", blocks=[TextBlock(text="")])
+    base = counter.count_message(empty)
+    for block in (RefusalBlock(text="no thanks"), AudioBlock(data="UklGRg==", format="wav"),
+                  DocumentBlock(source_type="text", media_type="text/plain", data="a short doc"),
+                  SearchResultBlock(source="s", title="t", content=[TextBlock(text="body")]),
+                  ProviderBlock(provider="anthropic", kind="server_tool_use",
+                                raw={"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}})):
+        m = Message(id="e", role="user", blocks=[TextBlock(text=""), block])
+        assert counter.count_message(m) > base, block.type

@@ -173,6 +173,11 @@ class TokenCounter:
                     size += text(o.text) if isinstance(o, TextBlock) else self.count_image(o)
             elif isinstance(b, ImageBlock):
                 size += self.count_image(b)
+            else:
+                # document / search_result / audio / refusal / provider blocks: their JSON
+                # text, an upper bound (a base64 payload is counted as text) until each kind
+                # has its own rule; never zero.
+                size += text(json.dumps(b.model_dump(mode="json"), ensure_ascii=False, sort_keys=True))
         for item in m.beside:
             size += self._count_beside(item)
         return size
