@@ -37,6 +37,19 @@ def render(messages: list[Message], provider: str | ProviderProfile) -> Any:
     return render_chat.render(msgs, reasoning_field=profile.reasoning_field)
 
 
+MAX_CALL_ID_CHARS = 40
+"""Longest tool call id a renamed id may have: OpenAI refuses tool call ids over 40
+characters (reported in issue 25)."""
+
+
+def renamed_id(original: str, n: int) -> str:
+    """The ``n``-th rename of call id ``original``: ``<id>_<n>``, the id cut from the right so
+    the whole stays within :data:`MAX_CALL_ID_CHARS` characters. Deterministic; keeps the
+    characters of ``original`` (so ``^[a-zA-Z0-9_-]+$`` ids stay valid)."""
+    suffix = f"_{n}"
+    return original[: max(1, MAX_CALL_ID_CHARS - len(suffix))] + suffix
+
+
 def unique_call_ids(messages: list[Message]) -> list[Message]:
     """``messages`` with every tool call id used once in the request.
 
@@ -44,7 +57,7 @@ def unique_call_ids(messages: list[Message]) -> list[Message]:
     tau-bench sessions reuse call ids across turns. Pairing is positional (the results in the
     tool messages right after an assistant message answer its calls; the k-th result for an
     id answers the k-th call with it), so a repeated id is renamed ``<id>_<n>`` (the first
-    free ``n`` from 2) in the call and in the results of that same tool cycle. Deterministic:
+    free ``n`` from 2; see :func:`renamed_id`, at most 40 characters) in the call and in the results of that same tool cycle. Deterministic:
     the same list gives the same ids. Messages that need no change are returned as they are.
     """
     seen: set[str] = set()
@@ -66,9 +79,9 @@ def unique_call_ids(messages: list[Message]) -> list[Message]:
                 orig = new = b.id  # the recorded id, which the results of this cycle answer
                 if new in used:
                     n = 2
-                    while f"{b.id}_{n}" in used or f"{b.id}_{n}" in seen:
+                    while renamed_id(b.id, n) in used or renamed_id(b.id, n) in seen:
                         n += 1
-                    new = f"{b.id}_{n}"
+                    new = renamed_id(b.id, n)
                     b = b.model_copy(update={"id": new})
                 renames.setdefault(orig, []).append(new)
                 used.add(new)
