@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .messages import Message
     from .tokens import Counter
 
-__all__ = ["ANTHROPIC", "DEEPSEEK", "FLAT", "GEMINI", "OPENAI", "PRICE_MODELS", "QWEN", "CallCost", "Payloads",
+__all__ = ["ANTHROPIC", "ANTHROPIC_1H", "DEEPSEEK", "FLAT", "GEMINI", "OPENAI", "PRICE_MODELS", "QWEN", "CallCost", "Payloads",
            "PriceModel", "cache_adjusted_cost", "call_costs", "common_prefix", "floor_cost", "price_model",
            "prices_of", "priced_cost"]
 
@@ -57,10 +57,16 @@ class PriceModel:
     min_prefix: int = 0
     increment: int = 1
     source: str = ""
+    lifetime: float = 0.0
 
     def __post_init__(self) -> None:
-        if min(self.read, self.write, self.miss) < 0 or self.min_prefix < 0 or self.increment < 1:
-            raise ValueError(f"price model {self.name!r}: prices and sizes must not be negative, increment >= 1")
+        if min(self.read, self.write, self.miss) < 0 or self.min_prefix < 0 or self.increment < 1 or self.lifetime < 0:
+            raise ValueError(f"price model {self.name!r}: prices, sizes and lifetime must not be negative, increment >= 1")
+
+    def is_cold(self, idle: float) -> bool:
+        """Whether a cached prefix idle for ``idle`` seconds has expired (``idle`` past
+        ``lifetime``); always False when ``lifetime`` is 0 (not modelled)."""
+        return self.lifetime > 0 and idle > self.lifetime
 
     def cached_tokens(self, tokens: int, reused: int) -> int:
         """Of a ``tokens``-token prompt whose first ``reused`` tokens repeat the previous
@@ -106,7 +112,14 @@ ANTHROPIC = PriceModel(
     source="Anthropic prompt caching (docs.anthropic.com/en/docs/build-with-claude/prompt-caching): "
            "5-minute cache writes cost 1.25x the base input price, cache reads 0.1x; the minimum "
            "cacheable prompt is 1,024 tokens for Claude Sonnet 4.5 / 4 and Opus 4.1 / 4 (2,048 for "
-           "Haiku 3.x, 4,096 for Opus 4.5+ and Haiku 4.5). A 1-hour TTL writes at 2x.")
+           "Haiku 3.x, 4,096 for Opus 4.5+ and Haiku 4.5). A 1-hour TTL writes at 2x.",
+    lifetime=300.0)
+
+ANTHROPIC_1H = PriceModel(
+    "anthropic 1h", read=0.1, write=2.0, min_prefix=1024, lifetime=3600.0,
+    source="Anthropic prompt caching (docs.anthropic.com/en/docs/build-with-claude/prompt-caching): "
+           "with cache_control ttl '1h' cache writes cost 2x the base input price, reads 0.1x; "
+           "same minimum cacheable prompt as the 5-minute cache.")
 
 OPENAI = PriceModel(
     "openai", read=0.1, min_prefix=1024, increment=128,
