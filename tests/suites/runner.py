@@ -67,7 +67,8 @@ def load_suite(name: str) -> ModuleType:
     try:
         return importlib.import_module(f"suite_{name}")
     except ModuleNotFoundError as exc:
-        raise SystemExit(f"runner: no suite module suite_{name}.py in {HERE} ({exc})") from None
+        print(f"runner: no suite module suite_{name}.py in {HERE} ({exc})", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def fetch_sdist(dist: str, dest: Path) -> Path:
@@ -86,8 +87,8 @@ def fetch_sdist(dist: str, dest: Path) -> Path:
 def node_id(case: ET.Element) -> str:
     """Turn a JUnit testcase (classname ``tests.test_x.Cls``, name) into a pytest-like node id."""
     parts = case.get("classname", "").split(".")
-    mod = []
-    cls = []
+    mod: list[str] = []
+    cls: list[str] = []
     for p in parts:
         (cls if (cls or (p[:1].isupper())) else mod).append(p)
     path = "/".join(mod) + ".py"
