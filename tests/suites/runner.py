@@ -1,0 +1,158 @@
+"""Run a framework's own test suite with its session store replaced by ctxwise, and classify failures.
+
+Usage: ``python tests/suites/runner.py <suite> [--keep DIR] [-k EXPR]``; exit 0 when every
+failure is accepted, 1 when any new failure ("defect") remains, 2 on a usage error.
+
+Contract for a suite module ``tests/suites/suite_<name>.py`` (one module per framework):
+
+- ``DIST: str``            pip requirement of the pinned sdist, e.g. ``"openai-agents==0.24.0"``.
+                           The runner runs ``pip download --no-binary :all: --no-deps DIST`` into a
+                           temp dir and extracts it (sdists ship ``tests/``).
+- ``TEST_PATHS: list[str]`` paths inside the extracted sdist to run, e.g. ``["tests"]``.
+- ``PLUGIN: str``          dotted module name of a pytest plugin (importable from ``tests/suites``,
+                           which the runner puts on PYTHONPATH) that monkeypatches the framework's
+                           session/memory names (in the defining module AND the modules that
+                           imported them) with the ctxwise stand-in, at a 10_000_000-char budget
+                           with user memory off. Loaded with ``-p PLUGIN``.
+- ``ACCEPTED: str``        file name (next to the suite module) of a TOML table
+                           ``[accepted]`` mapping pytest node id (relative to the sdist root) to a
+                           reason. Accepted only where the test asserts on compaction or on the
+                           stand-in's class, never on re-rendering.
+- ``NOT_APPLICABLE: dict[str, str]`` (optional) node id -> reason the test does not touch the
+                           replaced names; these are deselected and counted "n/a".
+- ``PYTEST_ARGS: list[str]`` (optional) extra pytest args (e.g. ``["-p", "no:randomly"]``).
+- ``TIMEOUT_S: int``       (optional, default 1200) wall-time cap for the pytest run.
+
+The runner parses pytest's JUnit XML and prints one line per non-passing test and a summary
+``<suite>: passed=N defect=N accepted=N n/a=N skipped=N wall=Ns``. A test listed in ACCEPTED that
+now passes is reported as "stale-accept" (a warning, not a failure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import tomllib
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+
+
+@dataclass
+class Outcome:
+    """Counts of one suite run; ``defects`` lists the node ids failing without an accepted reason."""
+
+    passed: int = 0
+    skipped: int = 0
+    accepted: list[str] = field(default_factory=list)
+    defects: list[str] = field(default_factory=list)
+    not_applicable: int = 0
+    stale_accepts: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+def load_suite(name: str) -> ModuleType:
+    """Import ``suite_<name>`` from tests/suites; raises SystemExit(2) when it does not exist."""
+    sys.path.insert(0, str(HERE))
+    try:
+        return importlib.import_module(f"suite_{name}")
+    except ModuleNotFoundError as exc:
+        print(f"runner: no suite module suite_{name}.py in {HERE} ({exc})", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def fetch_sdist(dist: str, dest: Path) -> Path:
+    """Download and extract the sdist of ``dist`` into ``dest``; return the extracted root."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-binary", ":all:", "--no-deps",
+         "--no-build-isolation", "-d", str(dest), dist],
+        check=True,
+    )
+    archive = next(p for p in dest.iterdir() if p.name.endswith((".tar.gz", ".tgz")))
+    with tarfile.open(archive) as tar:
+        tar.extractall(dest, filter="data")
+    return next(p for p in dest.iterdir() if p.is_dir())
+
+
+def node_id(case: ET.Element) -> str:
+    """Turn a JUnit testcase (classname ``tests.test_x.Cls``, name) into a pytest-like node id."""
+    parts = case.get("classname", "").split(".")
+    mod: list[str] = []
+    cls: list[str] = []
+    for p in parts:
+        (cls if (cls or (p[:1].isupper())) else mod).append(p)
+    path = "/".join(mod) + ".py"
+    return "::".join([path, *cls, case.get("name", "")])
+
+
+def classify(xml_path: Path, accepted: dict[str, str], out: Outcome) -> None:
+    """Fill ``out`` from the JUnit XML at ``xml_path`` against the ``accepted`` map."""
+    for case in ET.parse(xml_path).getroot().iter("testcase"):
+        nid = node_id(case)
+        failed = case.find("failure") is not None or case.find("error") is not None
+        if case.find("skipped") is not None:
+            out.skipped += 1
+        elif failed:
+            (out.accepted if nid in accepted else out.defects).append(nid)
+        else:
+            out.passed += 1
+            if nid in accepted:
+                out.stale_accepts.append(nid)
+
+
+def run(name: str, keep: Path | None = None, kexpr: str | None = None) -> Outcome:
+    """Run suite ``name`` end to end and return its Outcome; raises CalledProcessError on pip failure."""
+    suite = load_suite(name)
+    accepted_file = HERE / suite.ACCEPTED
+    accepted = tomllib.loads(accepted_file.read_text()).get("accepted", {}) if accepted_file.exists() else {}
+    not_applicable: dict[str, str] = getattr(suite, "NOT_APPLICABLE", {})
+    out = Outcome(not_applicable=len(not_applicable))
+    work = keep or Path(tempfile.mkdtemp(prefix=f"ctxwise-suite-{name}-"))
+    work.mkdir(parents=True, exist_ok=True)
+    root = fetch_sdist(suite.DIST, work)
+    xml = work / "junit.xml"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(REPO / "src"), env.get("PYTHONPATH", "")])
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", suite.PLUGIN, f"--junitxml={xml}",
+           "-o", "junit_family=xunit1", *getattr(suite, "PYTEST_ARGS", []), *suite.TEST_PATHS]
+    cmd += [f"--deselect={nid}" for nid in not_applicable]
+    if kexpr:
+        cmd += ["-k", kexpr]
+    start = time.monotonic()
+    subprocess.run(cmd, cwd=root, env=env, timeout=getattr(suite, "TIMEOUT_S", 1200), check=False)
+    out.wall_s = time.monotonic() - start
+    classify(xml, accepted, out)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry: run one suite, print its failures and summary; exit 1 on any defect."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("suite")
+    ap.add_argument("--keep", type=Path, default=None, help="work dir to keep (default: a temp dir)")
+    ap.add_argument("-k", dest="kexpr", default=None)
+    args = ap.parse_args(argv)
+    out = run(args.suite, args.keep, args.kexpr)
+    for nid in out.defects:
+        print(f"DEFECT   {nid}")
+    for nid in out.accepted:
+        print(f"accepted {nid}")
+    for nid in out.stale_accepts:
+        print(f"stale-accept {nid}")
+    print(f"{args.suite}: passed={out.passed} defect={len(out.defects)} accepted={len(out.accepted)} "
+          f"n/a={out.not_applicable} skipped={out.skipped} wall={out.wall_s:.0f}s")
+    return 1 if out.defects else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
