@@ -553,3 +553,21 @@ def test_calls_langchain_answers_itself_keep_their_error_state(tmp_path):
     assert results["c1"].text == "order #W1 not found"
     assert results["c3"].text.startswith("interrupted:") and results["c4"].text.startswith("interrupted:")
     assert [e["detail"]["tool_use_ids"] for e in session.events() if e["stage"] == "interrupted"] == [["c3", "c4"]]
+
+
+def test_an_empty_system_prompt_is_not_a_message_and_the_run_goes_on():
+    # kind: create_agent(system_prompt="") put an empty system message first in the session and
+    # every call raised PayloadInvalid [empty-content]; an empty prompt is no message, as in LangChain.
+    import uuid
+
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    cm = ContextManager("memory://", Policy(budget=4000, unit="chars", provider="openai"))
+    model = ScriptedChatModel(script=[AIMessage(content="one"), AIMessage(content="two")])
+    mw = CtxwiseMiddleware(cm, user_id="u")
+    agent = create_agent(model, [], system_prompt="", middleware=[mw], checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    assert agent.invoke({"messages": [HumanMessage("hi")]}, cfg)["messages"][-1].content == "one"
+    assert agent.invoke({"messages": [HumanMessage("again")]}, cfg)["messages"][-1].content == "two"
+    roles = [m["role"] for m in mw.last_prepared.payload]
+    assert roles == ["user", "assistant", "user"]

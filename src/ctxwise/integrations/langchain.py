@@ -301,8 +301,9 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
         history = list(request.messages)
         start = self._start(history, rec, session)
         new = history[start:]
-        if request.system_message is not None and not session.messages:
-            # the system prompt opens the session, under an id of ours (it is not in the state)
+        if request.system_message is not None and request.system_message.content and not session.messages:
+            # the system prompt opens the session, under an id of ours (it is not in the state);
+            # an empty one (create_agent(system_prompt="")) is no message and is not stored
             system = request.system_message.model_copy(update={"id": f"{self.key}-system"})
             session.append(_canonical([system], []))
         for k, chunk in enumerate(_chunks(history, start)):
