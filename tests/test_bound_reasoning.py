@@ -205,11 +205,11 @@ def test_thinking_is_not_pruned_while_the_full_history_fits(tmp_path, provider):
     """DESIGN.md decision 4: no edit unless the context must shrink or the edit pays. On the
     Claude thinking recording at 12,000 tokens, in every conversation that no management sends
     within budget, default prunes no thinking (before: pruned above clear_at, a cache break
-    for nothing)."""
+    for nothing) and until its first edit event each call sends what no management sends."""
     policy = Policy.preset("default", budget=12_000, unit="tokens", tokenizer="o200k_base", provider=provider)
     cm = ContextManager(f"sqlite:///{tmp_path / 'on.db'}", policy)
     off = ContextManager(f"sqlite:///{tmp_path / 'off.db'}", policy.with_(enabled=False))
-    fitting = pruned = 0
+    fitting = pruned = differing = 0
     for conv in load(CLAUDE):
         sent = [p for p, _ in drive(off.session("u", conv.id), conv.messages, none_over_budget=True)]
         if not all(p is not None and p.size <= policy.effective_budget for p in sent):
@@ -217,7 +217,13 @@ def test_thinking_is_not_pruned_while_the_full_history_fits(tmp_path, provider):
         fitting += 1
         made = [p for p, _ in drive(cm.session("u", conv.id), conv.messages, none_over_budget=True)]
         pruned += sum(1 for p in made if p is not None for e in p.events if e.stage == "thinking")
+        # until the first edit event, each call sends exactly what no management sends
+        for a, o in zip(made, sent, strict=True):
+            if a is not None and a.events:
+                break
+            differing += a is None or a.payload != o.payload
     cm.close()
     off.close()
     assert fitting > 20
     assert pruned == 0
+    assert differing == 0
