@@ -32,7 +32,8 @@ from ctxwise import ContextManager, Policy  # noqa: E402
 from ctxwise.errors import FormatError, PayloadInvalid, PolicyError  # noqa: E402
 from ctxwise.formats import load  # noqa: E402
 from ctxwise.integrations.openai_agents import CtxwiseSession  # noqa: E402
-from ctxwise.providers import check_wire  # noqa: E402
+from ctxwise.formats import from_responses  # noqa: E402
+from ctxwise.providers import check_wire, render  # noqa: E402
 
 set_tracing_disabled(True)
 
@@ -135,7 +136,10 @@ def test_every_request_the_runner_sends_is_the_checked_view_within_budget(played
         for req, prep in zip(model.requests, s.prepared):
             calls += 1
             assert check_wire(req["input"], "openai_responses") == [], conv.id
-            assert req["input"] == prep.payload, conv.id        # exactly ctxwise's prepared payload
+            # exactly ctxwise's prepared payload: a message ctxwise did not edit goes as the Runner
+            # wrote it, which reads back to the very items ctxwise prepared
+            got = render(from_responses(req["input"], strict=False), "openai_responses")
+            assert got == prep.payload, conv.id
             assert prep.size <= s.ctx.policy.effective_budget, (conv.id, prep.size)
         assert s.compactions >= 1  # the Runner called the post-turn hook
     assert calls > 100

@@ -22,9 +22,22 @@ Contract for a suite module ``tests/suites/suite_<name>.py`` (one module per fra
                            replaced names; these are deselected and counted "n/a".
 - ``PYTEST_ARGS: list[str]`` (optional) extra pytest args (e.g. ``["-p", "no:randomly"]``).
 - ``TIMEOUT_S: int``       (optional, default 1200) wall-time cap for the pytest run.
+- ``TEST_DEPS: list[str]`` (optional) pinned requirements the sdist's tests need that ctxwise's
+                           environment lacks (e.g. ``["pytest-asyncio==1.5.0"]``); installed with
+                           ``pip install --no-deps --target <work>/deps`` and put on the pytest
+                           run's PYTHONPATH only (ctxwise's own environment is not touched).
+
+- ``BASELINE: bool``      (optional, default False) run the same tests once without the plugin
+                           first; a test that fails there too is counted "n/a" (it fails with the
+                           framework's own classes in this environment: not ctxwise's doing).
+
+A plugin may record, per test, the JUnit property ``ctxwise_stand_ins`` (``item.user_properties``):
+how many ctxwise stand-ins the test built. A failing test that recorded ``0`` never ran through
+ctxwise and is counted "n/a", not a defect; a test without the property counts as through ctxwise.
 
 The runner parses pytest's JUnit XML and prints one line per non-passing test and a summary
-``<suite>: passed=N defect=N accepted=N n/a=N skipped=N wall=Ns``. A test listed in ACCEPTED that
+``<suite>: through=N passed=N defect=N accepted=N n/a=N skipped=N wall=Ns`` (``through``: the
+tests that ran through ctxwise, passing or not). A test listed in ACCEPTED that
 now passes is reported as "stale-accept" (a warning, not a failure).
 """
 
@@ -44,6 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+STAND_INS = "ctxwise_stand_ins"
+"""The JUnit property a plugin may record: how many ctxwise stand-ins a test built."""
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 
@@ -57,6 +72,7 @@ class Outcome:
     accepted: list[str] = field(default_factory=list)
     defects: list[str] = field(default_factory=list)
     not_applicable: int = 0
+    through: int = 0
     stale_accepts: list[str] = field(default_factory=list)
     wall_s: float = 0.0
 
@@ -75,7 +91,7 @@ def fetch_sdist(dist: str, dest: Path) -> Path:
     """Download and extract the sdist of ``dist`` into ``dest``; return the extracted root."""
     subprocess.run(
         [sys.executable, "-m", "pip", "download", "--quiet", "--no-binary", ":all:", "--no-deps",
-         "--no-build-isolation", "-d", str(dest), dist],
+         "-d", str(dest), dist],
         check=True,
     )
     archive = next(p for p in dest.iterdir() if p.name.endswith((".tar.gz", ".tgz")))
@@ -95,13 +111,27 @@ def node_id(case: ET.Element) -> str:
     return "::".join([path, *cls, case.get("name", "")])
 
 
-def classify(xml_path: Path, accepted: dict[str, str], out: Outcome) -> None:
-    """Fill ``out`` from the JUnit XML at ``xml_path`` against the ``accepted`` map."""
+def failing(xml_path: Path) -> set[str]:
+    """The node ids that failed or errored in the JUnit XML at ``xml_path``."""
+    return {node_id(c) for c in ET.parse(xml_path).getroot().iter("testcase")
+            if c.find("failure") is not None or c.find("error") is not None}
+
+
+def classify(xml_path: Path, accepted: dict[str, str], out: Outcome, baseline: set[str] | None = None) -> None:
+    """Fill ``out`` from the JUnit XML at ``xml_path`` against the ``accepted`` map; a failure of
+    a node id in ``baseline`` (failing without ctxwise too) is n/a."""
     for case in ET.parse(xml_path).getroot().iter("testcase"):
         nid = node_id(case)
         failed = case.find("failure") is not None or case.find("error") is not None
+        built = [p.get("value") for p in case.iter("property") if p.get("name") == STAND_INS]
+        outside = (bool(built) and all(v == "0" for v in built)) or nid in (baseline or set())
         if case.find("skipped") is not None:
             out.skipped += 1
+            continue
+        if not outside:
+            out.through += 1
+        if failed and outside:
+            out.not_applicable += 1
         elif failed:
             (out.accepted if nid in accepted else out.defects).append(nid)
         else:
@@ -122,16 +152,30 @@ def run(name: str, keep: Path | None = None, kexpr: str | None = None) -> Outcom
     root = fetch_sdist(suite.DIST, work)
     xml = work / "junit.xml"
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(REPO / "src"), env.get("PYTHONPATH", "")])
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", suite.PLUGIN, f"--junitxml={xml}",
-           "-o", "junit_family=xunit1", *getattr(suite, "PYTEST_ARGS", []), *suite.TEST_PATHS]
-    cmd += [f"--deselect={nid}" for nid in not_applicable]
+    paths = [str(HERE), str(REPO / "src")]
+    deps: list[str] = getattr(suite, "TEST_DEPS", [])
+    if deps:
+        target = work / "deps"
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target),
+                        *deps], check=True)
+        paths.append(str(target))
+    env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")])
+    args = ["-o", "junit_family=xunit1", *getattr(suite, "PYTEST_ARGS", []), *suite.TEST_PATHS]
+    args += [f"--deselect={nid}" for nid in not_applicable]
     if kexpr:
-        cmd += ["-k", kexpr]
+        args += ["-k", kexpr]
+    timeout = getattr(suite, "TIMEOUT_S", 1200)
     start = time.monotonic()
-    subprocess.run(cmd, cwd=root, env=env, timeout=getattr(suite, "TIMEOUT_S", 1200), check=False)
+    baseline: set[str] | None = None
+    if getattr(suite, "BASELINE", False):
+        base_xml = work / "junit-baseline.xml"
+        subprocess.run([sys.executable, "-m", "pytest", "-q", f"--junitxml={base_xml}", *args], cwd=root, env=env,
+                       timeout=timeout, check=False, stdout=subprocess.DEVNULL)
+        baseline = failing(base_xml)
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", suite.PLUGIN, f"--junitxml={xml}", *args],
+                   cwd=root, env=env, timeout=timeout, check=False)
     out.wall_s = time.monotonic() - start
-    classify(xml, accepted, out)
+    classify(xml, accepted, out, baseline)
     return out
 
 
@@ -149,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"accepted {nid}")
     for nid in out.stale_accepts:
         print(f"stale-accept {nid}")
-    print(f"{args.suite}: passed={out.passed} defect={len(out.defects)} accepted={len(out.accepted)} "
+    print(f"{args.suite}: through={out.through} passed={out.passed} defect={len(out.defects)} accepted={len(out.accepted)} "
           f"n/a={out.not_applicable} skipped={out.skipped} wall={out.wall_s:.0f}s")
     return 1 if out.defects else 0
 

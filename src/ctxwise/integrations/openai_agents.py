@@ -87,6 +87,7 @@ import importlib
 import json
 import logging
 import re
+import threading
 import typing
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -174,12 +175,55 @@ def _adapter(t: str) -> Any:
 
 def accepted(item: dict[str, Any]) -> bool:
     """Whether a :func:`hosted` item validates as the ``openai`` package's input item param of
-    its type (its required fields present and well typed): only those go into the view."""
+    its type (its required fields present and well typed): those are counted and go into a
+    re-rendered view. A ``local_shell_call_output`` is also accepted in the Agents SDK's
+    shape, ``call_id`` instead of ``id`` (``agents/run_internal/tool_actions.py``: the API pairs
+    it with its ``local_shell_call`` by that id)."""
+    if _item_type(item) == "local_shell_call_output" and isinstance(item.get("call_id"), str) \
+            and isinstance(item.get("output"), str):
+        return True
     try:
         _adapter(_item_type(item)).validate_python(item)
     except Exception:  # noqa: BLE001 - pydantic's ValidationError, or a type the SDK cannot express
         return False
     return True
+
+
+READ_PARTS = ("input_text", "output_text", "input_image")
+"""The message content part types ctxwise reads into blocks (``ctxwise.formats.from_responses``)."""
+
+
+def _part_text(part: Any) -> str:
+    if isinstance(part, dict) and part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
+        return str(part["refusal"])
+    if isinstance(part, dict):
+        name = part.get("filename") or part.get("file_id") or part.get("file_url") or ""
+        return f"[{part.get('type')}{' ' + name if name else ''}]"
+    return str(part)
+
+
+def readable(item: dict[str, Any], *, opens_session: bool = False) -> dict[str, Any]:
+    """The copy of a core item ctxwise reads into blocks (the item itself is stored as written
+    and sent as written while ctxwise has not edited its message): a content part ctxwise has no
+    block for (``refusal``, ``input_file``, ``input_audio``, ...) becomes a text part (a refusal's
+    text, ``[input_file name]`` for the others: a file's bytes are not counted), and a
+    ``system`` / ``developer`` message that does not open the session is read as a user message
+    (ctxwise keeps one system message, the first). Any other item is returned as it is."""
+    if _item_type(item) != "message":
+        return item
+    out = item
+    role = item.get("role")
+    if role in ("system", "developer") and not opens_session:
+        out = {**out, "role": "user"}
+        if isinstance(out.get("content"), list):  # an output_text part stays readable for a user message
+            out["content"] = [{**p, "type": "input_text"} if isinstance(p, dict) and p.get("type") == "output_text"
+                              else p for p in out["content"]]
+    content = out.get("content")
+    if isinstance(content, list) and any(not (isinstance(p, dict) and p.get("type") in READ_PARTS) for p in content):
+        text_type = "output_text" if out.get("role") == "assistant" else "input_text"
+        out = {**out, "content": [p if isinstance(p, dict) and p.get("type") in READ_PARTS else
+                                  {"type": text_type, "text": _part_text(p)} for p in content]}
+    return out
 
 
 def _assistant_side(item: dict[str, Any]) -> bool:
@@ -227,8 +271,8 @@ class CtxwiseSession:
     ``session_settings``: the SDK's ``SessionSettings`` (or a dict), as other sessions take it.
     The SDK's ``session_id`` is the ctxwise session id.
 
-    All methods are coroutines run one at a time (an ``asyncio.Lock``); the store work runs in a
-    worker thread. Errors are ctxwise's: :class:`~ctxwise.errors.FormatError` naming the item
+    All methods are coroutines run one at a time per object, from any thread or event loop (a
+    thread lock taken in the worker thread that does the store work). Errors are ctxwise's: :class:`~ctxwise.errors.FormatError` naming the item
     for an item type that is not a Responses input item type of the installed ``openai``
     package (``message``, ``reasoning``, ``function_call`` and ``function_call_output`` are
     read; the hosted-tool items are kept as written, see the module docstring), a hosted
@@ -252,37 +296,37 @@ class CtxwiseSession:
         if session_settings is not None and not isinstance(session_settings, agents.SessionSettings):
             session_settings = agents.SessionSettings(**dict(session_settings))
         self.session_settings = session_settings
-        self._lock = asyncio.Lock()
+        self._lock = threading.RLock()
         self.last_prepared: "Prepared | None" = None
         """The last :class:`~ctxwise.Prepared` a read, the input filter or run_compaction made."""
 
     # -- the Session protocol ---------------------------------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """``limit=None``: the context view as Responses input items, prepared (compaction may
-        fire and is persisted). ``limit=N``: the newest N items of the record exactly as written
-        (cleared results with their original body), read without compacting or writing."""
-        async with self._lock:
-            if limit is not None:
-                return await asyncio.to_thread(self._synced, self._tail, limit)
-            return await asyncio.to_thread(self._synced, self._view)
+        """``limit=None`` (and no ``session_settings.limit``): the context view as Responses
+        input items, prepared (compaction may fire and is persisted); a message ctxwise did not
+        edit comes back exactly as it was written. ``limit=N`` (or ``session_settings.limit``
+        when ``limit`` is None): the newest N items of the record exactly as written (cleared
+        results with their original body), read without compacting or writing."""
+        if limit is None and self.session_settings is not None:
+            limit = getattr(self.session_settings, "limit", None)
+        if limit is not None:
+            return typing.cast(list[dict[str, Any]], await self._run(self._tail, limit))
+        return typing.cast(list[dict[str, Any]], await self._run(self._view))
 
     async def add_items(self, items: list[Any]) -> None:
         """Append the Runner's new items (in order, one transaction; nothing is stored when it
         raises)."""
-        async with self._lock:
-            await asyncio.to_thread(self._synced, self._add, [plain(i) for i in items])
+        await self._run(self._add, [plain(i) for i in items])
 
     async def pop_item(self) -> dict[str, Any] | None:
         """Remove and return the item appended last, as it was written; None when the context
         is empty."""
-        async with self._lock:
-            return await asyncio.to_thread(self._synced, self._pop)
+        return typing.cast("dict[str, Any] | None", await self._run(self._pop))
 
     async def clear_session(self) -> None:
         """Reset the context (the transcript keeps every message and records the reset)."""
-        async with self._lock:
-            await asyncio.to_thread(self._synced, self.ctx.clear)
+        await self._run(self.ctx.clear)
 
     async def run_compaction(self, args: dict[str, Any] | None = None) -> None:
         """The Runner's post-turn hook (``OpenAIResponsesCompactionAwareSession``): prepare the
@@ -290,15 +334,27 @@ class CtxwiseSession:
         ``args`` (``response_id``, ``force``, ``store``) are not needed: ctxwise decides by its
         policy. A ctxwise error here is logged, not raised (the turn is already stored; the next
         read raises it)."""
-        async with self._lock:
-            try:
-                await asyncio.to_thread(self._synced, lambda: None)
-                if not self.ctx.messages or self._open_calls():
-                    return
-                self.last_prepared = await asyncio.to_thread(self.ctx.prepare)
-            except CtxwiseError as e:
-                log.warning(json.dumps({"event": "ctxwise.openai_agents.run_compaction_failed",
-                                        "session": self.session_id, "error": str(e)}))
+
+        def compact() -> None:
+            if self.ctx.messages and not self._open_calls():
+                self.last_prepared = self.ctx.prepare()
+
+        try:
+            await self._run(compact)
+        except CtxwiseError as e:
+            log.warning(json.dumps({"event": "ctxwise.openai_agents.run_compaction_failed",
+                                    "session": self.session_id, "error": str(e)}))
+
+    async def _run(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` in a worker thread, one call at a time per object: the lock is a thread
+        lock taken in the worker, so callers on several event loops and threads (``Runner.run_sync``
+        in threads) wait for each other instead of binding an ``asyncio.Lock`` to one loop."""
+
+        def locked() -> Any:
+            with self._lock:
+                return self._synced(fn, *args)
+
+        return await asyncio.to_thread(locked)
 
     # -- every model call -----------------------------------------------------------------
 
@@ -308,8 +364,7 @@ class CtxwiseSession:
         before the next model call). Instructions are passed on unchanged."""
         agents = _agents()
         given = list(data.model_data.input)
-        async with self._lock:
-            view = await asyncio.to_thread(self._synced, self._view)
+        view = await self._run(self._view)
         return agents.run_config.ModelInputData(input=view + self._unstored(given),
                                                 instructions=data.model_data.instructions)
 
@@ -376,33 +431,35 @@ class CtxwiseSession:
         if not self.ctx.messages:
             return []
         if self._open_calls():  # a call still waiting for its output cannot be prepared
-            return self._with_hosted(self.ctx.messages, self._rendered(self.ctx.messages))
+            return self._as_written(self.ctx.messages, self._rendered(self.ctx.messages))
         self.last_prepared = self.ctx.prepare()
-        return self._with_hosted(self.last_prepared.messages, copy.deepcopy(self.last_prepared.payload))
+        return self._as_written(self.last_prepared.messages, copy.deepcopy(self.last_prepared.payload))
 
     @staticmethod
     def _rendered(messages: list[Message]) -> list[dict[str, Any]]:
         return list(render(messages, PROVIDER))
 
-    def _with_hosted(self, messages: list[Message], payload: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _as_written(self, messages: list[Message], payload: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``payload`` (ctxwise's rendering of ``messages``, one message after another) with
-        each message's :func:`hosted` items put back where they were written: after the
-        rendered item of the core item they followed. Only items that validate as the
-        ``openai`` package's input item param of their type (:func:`accepted`) are sent; the
-        others stay in the record only."""
-        if not any(hosted(i) for m in messages for i in (self._written(m) or [])):
-            return payload
+        every message ctxwise did not edit replaced by its items exactly as written (same
+        fields, order and types: the SDK cannot tell ctxwise is there), and in each edited one
+        its :func:`hosted` items put back after the rendered item of the core item they
+        followed (only those that validate, :func:`accepted`; the others stay in the record)."""
         spans = [len(self._rendered([m])) for m in messages]
         if sum(spans) != len(payload):  # not one rendering per message: send what ctxwise checked
-            log.warning(json.dumps({"event": "ctxwise.openai_agents.hosted_items_left_out", "session": self.session_id}))
+            log.warning(json.dumps({"event": "ctxwise.openai_agents.rendered_view", "session": self.session_id}))
             return payload
         out: list[dict[str, Any]] = []
         pos = 0
-        for m, n in zip(messages, spans):
+        for k, (m, n) in enumerate(zip(messages, spans)):
             units, pos = payload[pos:pos + n], pos + n
+            written = self._written(m)
+            if written and self._unedited(m, written, units, k == 0):
+                out.extend(written)
+                continue
             at: dict[int, list[dict[str, Any]]] = {}
             core = 0
-            for item in self._written(m) or []:
+            for item in written or []:
                 if not hosted(item):
                     core += 1
                 elif accepted(item):
@@ -412,6 +469,16 @@ class CtxwiseSession:
                 if k < n:
                     out.append(units[k])
         return out
+
+    def _unedited(self, m: Message, written: list[dict[str, Any]], units: list[dict[str, Any]], first: bool) -> bool:
+        """Whether the items ``m`` was written as read back to exactly ``units``, what ctxwise
+        sends for ``m`` (it did not clear, prune, rename or otherwise edit it): then the items
+        as written stand for it."""
+        core = [readable(i, opens_session=first and k == 0) for k, i in enumerate(x for x in written if not hosted(x))]
+        try:
+            return self._rendered(from_responses(core, strict=False)) == units
+        except CtxwiseError:
+            return False
 
     @staticmethod
     def _written(m: Message) -> list[dict[str, Any]] | None:
@@ -460,10 +527,12 @@ class CtxwiseSession:
         for errors."""
         names = {b.id: b.name for m in self.ctx.messages for b in m.blocks if isinstance(b, ToolUseBlock)}
         out: list[Message] = []
+        opens = not self.ctx.messages
         for group in groups:
             where = [k for k, item in enumerate(group) if not hosted(item)]
             try:
-                read = from_responses([group[k] for k in where], strict=False)
+                read = from_responses([readable(group[k], opens_session=opens and not out and n == 0)
+                                       for n, k in enumerate(where)], strict=False)
             except FormatError as e:
                 place = re.sub(r"^item (\d+)", lambda g: f"item {done + where[int(g.group(1))]}", e.place)
                 raise FormatError(f"add_items {place}", e.rule) from None

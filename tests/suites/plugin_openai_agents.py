@@ -1,0 +1,162 @@
+"""pytest plugin: the OpenAI Agents SDK's own tests with ``CtxwiseSession`` as their session store.
+
+Loaded by ``tests/suites/runner.py openai_agents`` (``-p plugin_openai_agents``) inside the
+extracted ``openai-agents`` sdist. At configure time it replaces
+
+* ``SQLiteSession`` in ``agents``, ``agents.memory`` and ``agents.memory.sqlite_session``, and
+* ``SimpleListSession`` / ``CountingSession`` / ``IdStrippingSession`` in the sdist's
+  ``tests.utils.simple_session``
+
+with stand-ins built on :class:`ctxwise.integrations.openai_agents.CtxwiseSession`, before any
+test module is imported (so every ``from agents import SQLiteSession`` gets the stand-in). Each
+stand-in is a real ctxwise session on a real SQLite store (a temp file for ``":memory:"``, the
+given file for a ``db_path``) at a 10,000,000-char budget with user memory off: nothing can be
+compacted, so the SDK must not be able to tell ctxwise is there.
+
+Each test's JUnit record gets the property ``ctxwise_stand_ins``: how many stand-ins it built.
+The runner counts a failure of a test that built none as "n/a" (it never ran through ctxwise).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import sys
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxwise import ContextManager, Policy
+from ctxwise.formats import plain
+from ctxwise.integrations.openai_agents import CtxwiseSession
+
+BUDGET_CHARS = 10_000_000
+POLICY = Policy(budget=BUDGET_CHARS, unit="chars", provider="openai_responses", user_memory=False)
+PROPERTY = "ctxwise_stand_ins"
+
+_managers: dict[str, ContextManager] = {}
+_guard = threading.Lock()
+_built = 0
+
+
+def manager(db_path: str | Path) -> tuple[ContextManager, str]:
+    """The ContextManager for ``db_path`` (one per file, shared like SQLite's file) and the user id
+    to open sessions under: a fresh one per ``":memory:"`` session (each in-memory SQLiteSession
+    is a database of its own), a fixed one for a file (sessions on one file share their ids)."""
+    global _built
+    with _guard:
+        _built += 1
+        key = str(db_path)
+        memory = key == ":memory:"
+        if memory:
+            key = os.path.join(_tmpdir(), "memory.db")
+        cm = _managers.get(key)
+        if cm is None:
+            cm = _managers[key] = ContextManager(f"sqlite:///{key}", POLICY)
+        return cm, (f"mem-{uuid.uuid4().hex[:12]}" if memory else "agents-sdk")
+
+
+_tmp: list[str] = []
+
+
+def _tmpdir() -> str:
+    if not _tmp:
+        _tmp.append(tempfile.mkdtemp(prefix="ctxwise-oa-"))
+    return _tmp[0]
+
+
+class SQLiteSessionStandIn(CtxwiseSession):
+    """``agents.SQLiteSession``'s constructor over a ctxwise session (the table names are
+    accepted and unused: ctxwise has its own schema)."""
+
+    def __init__(self, session_id: str, db_path: str | Path = ":memory:", sessions_table: str = "agent_sessions",
+                 messages_table: str = "agent_messages", session_settings: Any = None) -> None:
+        cm, user = manager(db_path)
+        super().__init__(cm.session(user, session_id), session_settings=session_settings)
+        self.db_path = db_path
+
+    def close(self) -> None:
+        """SQLiteSession.close(): the shared store stays open for other sessions on the file."""
+
+
+class SimpleListSessionStandIn(CtxwiseSession):
+    """The sdist's ``tests.utils.simple_session.SimpleListSession`` constructor over a ctxwise
+    session on its own in-memory database; ``saved_items`` is the record as written."""
+
+    def __init__(self, session_id: str = "test", history: list[Any] | None = None) -> None:
+        cm, user = manager(":memory:")
+        super().__init__(cm.session(user, session_id))
+        self._ignore_ids_for_matching = False
+        if history:
+            self._synced(self._add, [plain(i) for i in history])
+
+    @property
+    def saved_items(self) -> list[Any]:
+        """Every item of the record, as written (the SimpleListSession's list, read-only)."""
+        return list(self._synced(self._tail, 1 << 30))
+
+
+class CountingSessionStandIn(SimpleListSessionStandIn):
+    """``CountingSession``: counts ``pop_item`` calls."""
+
+    def __init__(self, session_id: str = "test", history: list[Any] | None = None) -> None:
+        super().__init__(session_id=session_id, history=history)
+        self.pop_calls = 0
+
+    async def pop_item(self) -> Any:
+        self.pop_calls += 1
+        return await super().pop_item()
+
+
+class IdStrippingSessionStandIn(CountingSessionStandIn):
+    """``IdStrippingSession``: strips item ids on write, like hosted stores that reassign them."""
+
+    def __init__(self, session_id: str = "test", history: list[Any] | None = None) -> None:
+        super().__init__(session_id=session_id, history=history)
+        self._ignore_ids_for_matching = True
+
+    async def add_items(self, items: list[Any]) -> None:
+        clean = []
+        for item in items:
+            if isinstance(item, dict):
+                item = copy.copy(item)
+                item.pop("id", None)
+            clean.append(item)
+        await super().add_items(clean)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Put the stand-ins in place before the test modules import the names."""
+    import agents
+    import agents.memory
+    import agents.memory.sqlite_session
+
+    for mod in (agents, agents.memory, agents.memory.sqlite_session):
+        setattr(mod, "SQLiteSession", SQLiteSessionStandIn)
+    root = str(config.rootpath)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    import tests.utils.simple_session as simple  # the sdist's tests package
+
+    simple.SimpleListSession = SimpleListSessionStandIn  # type: ignore[misc]
+    simple.CountingSession = CountingSessionStandIn  # type: ignore[misc]
+    simple.IdStrippingSession = IdStrippingSessionStandIn  # type: ignore[misc]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Start counting the stand-ins this test builds."""
+    item.stash[_START] = _built
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Record how many stand-ins the test built (fixtures included) as a JUnit property."""
+    item.user_properties.append((PROPERTY, _built - item.stash.get(_START, _built)))
+
+
+_START = pytest.StashKey[int]()
