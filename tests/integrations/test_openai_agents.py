@@ -802,3 +802,131 @@ def test_two_session_objects_on_one_ctxwise_session_both_keep_working(tmp_path):
         assert await b.pop_item() is not None and len(await a.get_items(limit=100)) == len(va) - 1
 
     asyncio.run(go())
+
+
+def _quiet_cm(tmp_path) -> ContextManager:
+    """A 10M-char budget, user memory off: nothing can be compacted (issue 29's setting)."""
+    return ContextManager(f"sqlite:///{tmp_path / 'q.db'}", Policy(budget=10_000_000, unit="chars",
+                                                                  provider="openai_responses", user_memory=False))
+
+
+WRITTEN = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": [{"type": "input_text", "text": "read this"},
+                                 {"type": "input_file", "file_data": "data:application/pdf;base64,JVBERi0=",
+                                  "filename": "a.pdf"},
+                                 {"type": "input_image", "image_url": "data:image/png;base64,AAAA", "detail": "high"}]},
+    {"type": "reasoning", "id": "rs_1", "summary": []},
+    {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}", "id": "fc_1",
+     "caller": {"type": "direct"}, "namespace": "tools"},
+    {"type": "function_call_output", "call_id": "c1", "output": "r", "caller": {"type": "direct"}},
+    {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed", "phase": "final_answer",
+     "content": [{"type": "output_text", "text": "ok", "annotations": [{"type": "url_citation", "url": "https://x.test",
+                                                                        "title": "x", "start_index": 0, "end_index": 2}],
+                  "logprobs": []}]},
+    {"role": "developer", "content": "Now answer in French."},
+    {"role": "user", "content": "and?"},
+    {"type": "message", "role": "assistant", "id": "msg_2", "status": "completed",
+     "content": [{"type": "refusal", "refusal": "I can't help with that."}]},
+    {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_9", "status": "completed",
+     "action": {"type": "exec", "command": ["ls"], "env": {}}},
+    {"type": "local_shell_call_output", "call_id": "call_9", "output": "a b"},
+]
+
+
+def test_nothing_compacted_gives_back_every_item_exactly_as_written(tmp_path):
+    """Kind (issue 29, the SDK's own suite): get_items() re-rendered items when nothing was
+    compacted (``type: "message"`` added, ``caller`` / ``namespace`` / ``phase`` /
+    ``annotations`` dropped, ``detail`` high became auto); refusal and input_file parts and a
+    developer message after the first item made add_items raise; a local_shell_call_output
+    (call_id, no id) left the view with its call. The Runner sends that view to the model."""
+    s = CtxwiseSession(_quiet_cm(tmp_path).session("u", "exact"))
+
+    async def go():
+        for a, b in [(0, 2), (2, 6), (6, 8), (8, 9), (9, 11)]:  # in batches, as the Runner writes
+            await s.add_items(copy.deepcopy(WRITTEN[a:b]))
+        assert await s.get_items() == WRITTEN
+        assert await s.get_items(limit=4) == WRITTEN[-4:]
+        assert await s.pop_item() == WRITTEN[-1]
+        assert await s.get_items() == WRITTEN[:-1]
+
+    asyncio.run(go())
+
+
+def test_session_settings_limit_and_a_reasoning_only_batch(tmp_path):
+    """Kind (issue 29): get_items() ignored ``session_settings.limit``; a batch holding only a
+    reasoning item was missing from get_items(limit=N) yet pop_item() returned it."""
+    from agents import SessionSettings
+
+    cm = _quiet_cm(tmp_path)
+    s = CtxwiseSession(cm.session("u", "lim"), session_settings=SessionSettings(limit=2))
+    r = CtxwiseSession(cm.session("u", "rs"))
+
+    async def go():
+        await s.add_items([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+                           {"role": "user", "content": "c"}])
+        assert await s.get_items() == [{"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]
+        assert len(await s.get_items(limit=3)) == 3
+        await r.add_items([{"role": "user", "content": "hi"}])
+        reasoning = {"type": "reasoning", "id": "rs_9", "summary": []}
+        await r.add_items([reasoning])
+        assert await r.get_items(limit=1) == [reasoning]
+        assert await r.pop_item() == reasoning
+        assert await r.get_items(limit=1) == [{"role": "user", "content": "hi"}]
+
+    asyncio.run(go())
+
+
+def test_one_session_from_several_threads_and_event_loops(tmp_path):
+    """Kind (issue 29, ``test_sqlite_session_concurrent_access``): one CtxwiseSession used from
+    several event loops (``Runner.run_sync`` in threads) raised "bound to a different event
+    loop", one call hung and the object stayed unusable."""
+    import threading
+
+    s = CtxwiseSession(_quiet_cm(tmp_path).session("u", "threads"))
+    errors: list[BaseException] = []
+
+    def worker(k: int) -> None:
+        try:
+            for j in range(4):
+                asyncio.run(s.add_items([{"role": "user", "content": f"t{k}-{j}"}]))
+                asyncio.run(s.get_items(limit=1))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == [] and not any(t.is_alive() for t in threads)
+    got = asyncio.run(s.get_items())
+    assert sorted(i["content"] for i in got) == sorted(f"t{k}-{j}" for k in range(4) for j in range(4))
+
+
+def test_run_config_keeps_reasoning_id_policy_and_session_input_callback(tmp_path):
+    """Kind (issue 29): with ``session.run_config()``, ``reasoning_item_id_policy="omit"`` had no
+    effect (stored reasoning ids sent again: the SDK's fix for its 404 "Item not found") and
+    what a ``session_input_callback`` removed was sent anyway."""
+    from agents import Agent
+    from agents.run_config import CallModelData, ModelInputData
+
+    s = CtxwiseSession(_quiet_cm(tmp_path).session("u", "cfg"))
+    old = [{"role": "user", "content": "old question"}, {"type": "reasoning", "id": "rs_1", "summary": []},
+           {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+            "content": [{"type": "output_text", "text": "old answer", "annotations": []}]}]
+    new = {"role": "user", "content": "new question"}
+
+    def call(cfg, given):
+        data = CallModelData(model_data=ModelInputData(input=given, instructions="x"), agent=Agent(name="a"),
+                             context=None)
+        return asyncio.run(cfg.call_model_input_filter(data)).input
+
+    asyncio.run(s.add_items(copy.deepcopy(old)))
+    asyncio.run(s.add_items([new]))
+    sent = call(s.run_config(reasoning_item_id_policy="omit"), [*old, new])
+    assert [i for i in sent if i.get("type") == "reasoning"] == [{"type": "reasoning", "summary": []}]
+    assert call(s.run_config(), [*old, new]) == [*old, new]
+    # a callback that kept only the newest user message: the older items stay out
+    cfg = s.run_config(session_input_callback=lambda history, items: items)
+    assert call(cfg, [new]) == [new]

@@ -134,6 +134,11 @@ def pytest_configure(config: pytest.Config) -> None:
     import agents
     import agents.memory
     import agents.memory.sqlite_session
+    # imported first, so they keep the SDK's own class: AdvancedSQLiteSession subclasses it and
+    # EncryptedSession checks for it (their tests test those classes, not the session store)
+    import agents.extensions.memory.advanced_sqlite_session  # noqa: F401
+    import agents.extensions.memory.async_sqlite_session  # noqa: F401
+    import agents.extensions.memory.encrypt_session  # noqa: F401
 
     for mod in (agents, agents.memory, agents.memory.sqlite_session):
         setattr(mod, "SQLiteSession", SQLiteSessionStandIn)

@@ -84,6 +84,7 @@ from collections import Counter
 import copy
 import functools
 import importlib
+import inspect
 import json
 import logging
 import re
@@ -250,6 +251,13 @@ def group_items(items: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return groups
 
 
+def _without_reasoning_id(item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` without its ``id`` when it is a reasoning item (``reasoning_item_id_policy="omit"``)."""
+    if _item_type(item) == "reasoning" and "id" in item:
+        return {k: v for k, v in item.items() if k != "id"}
+    return item
+
+
 def _key(item: dict[str, Any]) -> str:
     """What identifies an item across the SDK's re-serializations (``status`` and other output
     fields come and go): the call id for calls and outputs, the item id, else the content."""
@@ -362,16 +370,50 @@ class CtxwiseSession:
         """A ``RunConfig.call_model_input_filter``: the model input becomes the prepared ctxwise
         view plus the Runner's items not stored yet (normally none: the Runner stores each step
         before the next model call). Instructions are passed on unchanged."""
-        agents = _agents()
         given = list(data.model_data.input)
         view = await self._run(self._view)
-        return agents.run_config.ModelInputData(input=view + self._unstored(given),
-                                                instructions=data.model_data.instructions)
+        return _agents().run_config.ModelInputData(input=view + self._unstored(given),
+                                                   instructions=data.model_data.instructions)
+
+    async def _filter(self, data: Any, *, omit_reasoning_ids: bool = False, follow_input: bool = False,
+                      then: Any = None) -> Any:
+        """:meth:`model_input_filter` with the run's settings: ``follow_input`` leaves out every
+        stored item the Runner's input does not hold (what a ``session_input_callback`` removed);
+        ``omit_reasoning_ids`` drops the ``id`` of every reasoning item sent
+        (``reasoning_item_id_policy="omit"``); ``then``: the caller's own
+        ``call_model_input_filter``, applied to the result."""
+        agents = _agents()
+        out = await self.model_input_filter(data)
+        items = list(out.input)
+        if follow_input:
+            present = {_key(_without_reasoning_id(plain(i))) for i in data.model_data.input}
+            stored = {_key(_without_reasoning_id(i)) for m in self.ctx.messages for i in (self._written(m) or [])}
+            items = [i for i in items if (k := _key(_without_reasoning_id(i))) in present or k not in stored]
+        if omit_reasoning_ids:
+            items = [_without_reasoning_id(i) for i in items]
+        out = agents.run_config.ModelInputData(input=items, instructions=out.instructions)
+        if then is not None:
+            result = then(agents.run_config.CallModelData(model_data=out, agent=data.agent, context=data.context))
+            out = await result if inspect.isawaitable(result) else result
+        return out
 
     def run_config(self, **kwargs: Any) -> Any:
-        """An ``agents.RunConfig`` whose ``call_model_input_filter`` is
-        :meth:`model_input_filter`; other keyword arguments go to ``RunConfig``."""
-        return _agents().RunConfig(call_model_input_filter=self.model_input_filter, **kwargs)
+        """An ``agents.RunConfig`` whose ``call_model_input_filter`` hands every model call the
+        prepared ctxwise view (:meth:`model_input_filter`), keeping the run's conventions:
+        ``reasoning_item_id_policy="omit"`` drops reasoning ids from what is sent, what a
+        ``session_input_callback`` removed from the history stays out, and a
+        ``call_model_input_filter`` given here runs after ctxwise's. Other keyword arguments go
+        to ``RunConfig``."""
+        omit = kwargs.get("reasoning_item_id_policy") == "omit"
+        follow = kwargs.get("session_input_callback") is not None
+        then = kwargs.pop("call_model_input_filter", None)
+        if not (omit or follow or then):
+            return _agents().RunConfig(call_model_input_filter=self.model_input_filter, **kwargs)
+
+        async def call_model_input_filter(data: Any) -> Any:
+            return await self._filter(data, omit_reasoning_ids=omit, follow_input=follow, then=then)
+
+        return _agents().RunConfig(call_model_input_filter=call_model_input_filter, **kwargs)
 
     def recall_tool(self) -> Any:
         """The recall tool as an ``agents.FunctionTool`` (name ``recall_tool_result``): add it to
@@ -512,11 +554,17 @@ class CtxwiseSession:
         return m.model_copy(update={"metadata": meta})
 
     def _tail(self, limit: int) -> list[dict[str, Any]]:
+        """The newest ``limit`` items of the record as written, from the stored rows (a reply
+        left out of the context, such as a batch holding only a reasoning item, included: it is
+        what ``pop_item`` would return; ctxwise's own summary rows are not items)."""
         if limit <= 0:
             return []
+        rows = sorted((r for r in self.ctx.manager.store.load(self.ctx.user_id, self.session_id).rows
+                       if r.current.kind is None and r.state not in ("popped", "reset")), key=lambda r: r.seq)
         out: list[dict[str, Any]] = []
-        for m in reversed(self.ctx.messages):
-            out[:0] = self._written(m) or self._rendered([m])
+        for r in reversed(rows):
+            msg = r.original or r.current
+            out[:0] = self._written(r.current) or self._written(msg) or self._rendered([msg])
             if len(out) >= limit:
                 break
         return out[-limit:]
