@@ -37,7 +37,13 @@ openai-agents 0.24, ``src/agents/memory/session.py``; the Runner's use of it is
   inspector), they are left out: only the canonical blocks are rendered.
 * ``get_items()`` (no limit): the ctxwise **context view**, what the model should read: the
   session is prepared (compacted if the policy says so, checked) and its Responses payload
-  returned. The transcript keeps every message.
+  returned, where every message ctxwise did not edit is given back **exactly as written**
+  (same fields, order and types: with nothing compacted the SDK cannot tell ctxwise is there).
+  The transcript keeps every message.
+* Message content ctxwise has no block for (a ``refusal`` part, ``input_file``, ...) is read
+  as a short text part for counting and compaction, and a ``system`` / ``developer`` message
+  after the first item as a user message; the items as written are what is sent while their
+  message is unedited.
 * ``get_items(limit=N)``: the newest N items of the record **as they were written** (a cleared
   result too: its original), read without compacting or writing anything. The Runner compares
   the tail it wrote with what it reads back when it settles or rewinds a write, so the tail must
@@ -74,7 +80,10 @@ The ctxwise policy must use ``provider="openai_responses"`` (the wire shape the 
 ``tools=`` on ``cm.session(...)`` counts tool schemas inside the budget. Agent instructions go
 to the model beside the input and are not counted: keep them out of the budget with
 ``reserve_output`` or a smaller ``budget``. ``session_settings.limit`` is not needed (the budget
-does its job); if set, the Runner reads that many items as written, uncompacted: leave it unset.
+does its job); if set, ``get_items()`` returns that many items as written, uncompacted, as the
+SDK's own sessions do. ``run_config(reasoning_item_id_policy="omit")`` drops reasoning ids from
+what is sent, and ``run_config(session_input_callback=...)`` keeps what the callback removed
+out of every model call. The object is safe to use from several threads and event loops.
 """
 
 from __future__ import annotations
