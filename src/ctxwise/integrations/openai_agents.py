@@ -310,8 +310,13 @@ class CtxwiseSession:
                 hint=f"build the ContextManager with Policy(..., provider={PROVIDER!r})")
         self.ctx = session
         self.session_id = session.session_id
-        if session_settings is not None and not isinstance(session_settings, agents.SessionSettings):
-            session_settings = agents.SessionSettings(**dict(session_settings))
+        # as the SDK's own sessions: a dict is coerced (an unknown field raises TypeError), None
+        # is the default SessionSettings()
+        if session_settings is None:
+            session_settings = agents.SessionSettings()
+        elif not isinstance(session_settings, agents.SessionSettings):
+            session_settings = importlib.import_module("agents.memory.session_settings").coerce_session_settings(
+                dict(session_settings))
         self.session_settings = session_settings
         self._lock = threading.RLock()
         self.last_prepared: "Prepared | None" = None
