@@ -930,3 +930,23 @@ def test_run_config_keeps_reasoning_id_policy_and_session_input_callback(tmp_pat
     # a callback that kept only the newest user message: the older items stay out
     cfg = s.run_config(session_input_callback=lambda history, items: items)
     assert call(cfg, [new]) == [new]
+
+
+def test_a_compaction_item_alone_can_open_the_session(tmp_path):
+    """Kind (the SDK's OpenAIResponsesCompactionSession over CtxwiseSession): the compaction
+    session replaces the history with its ``compaction`` item alone; add_items raised "cannot open
+    a session" and the SDK restored the old history."""
+    s = CtxwiseSession(_quiet_cm(tmp_path).session("u", "compacted"))
+    item = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA-opaque"}
+
+    async def go():
+        await s.add_items([copy.deepcopy(item)])
+        assert await s.get_items() == [item]
+        await s.add_items([{"role": "user", "content": "go on"}])
+        assert await s.get_items() == [item, {"role": "user", "content": "go on"}]
+        assert await s.get_items(limit=2) == [item, {"role": "user", "content": "go on"}]
+        assert await s.pop_item() == {"role": "user", "content": "go on"}
+        assert await s.pop_item() == item
+        assert await s.get_items() == []
+
+    asyncio.run(go())

@@ -102,7 +102,7 @@ import typing
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from ctxwise import Marker, Message, ToolResultBlock, ToolUseBlock
+from ctxwise import Marker, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ctxwise.errors import CtxwiseError, FormatError, MissingExtra, PolicyError
 from ctxwise.formats import from_responses, plain, to_responses
 from ctxwise.providers import render
@@ -530,6 +530,9 @@ class CtxwiseSession:
         """Whether the items ``m`` was written as read back to exactly ``units``, what ctxwise
         sends for ``m`` (it did not clear, prune, rename or otherwise edit it): then the items
         as written stand for it."""
+        holder = (m.metadata.get(KEY) or {}).get("holder")
+        if holder:  # a message standing for hosted items only: unedited while it holds its own text
+            return [b.model_dump() for b in m.blocks] == [TextBlock(text=holder).model_dump()]
         core = [readable(i, opens_session=first and k == 0) for k, i in enumerate(x for x in written if not hosted(x))]
         try:
             return self._rendered(from_responses(core, strict=False)) == units
@@ -548,7 +551,7 @@ class CtxwiseSession:
                 isinstance(i[REF], int) and 0 <= i[REF] < len(beside) else copy.deepcopy(i) for i in items]
 
     @staticmethod
-    def _stored(m: Message, items: list[dict[str, Any]]) -> Message:
+    def _stored(m: Message, items: list[dict[str, Any]], holder: str | None = None) -> Message:
         """``m`` holding ``items`` as written: each hosted item the view sends (:func:`accepted`)
         goes to ``m.beside`` (counted in its size) and is referenced from the items."""
         beside: list[dict[str, Any]] = []
@@ -562,7 +565,10 @@ class CtxwiseSession:
         mark = {k: v for k, v in Marker.stored(m).items() if k != "beside"}
         if beside:
             mark["beside"] = beside
-        meta = {**{k: v for k, v in m.metadata.items() if k != Marker.KEY}, KEY: {"items": kept}}
+        if holder is None:  # an update keeps what the message was
+            holder = (m.metadata.get(KEY) or {}).get("holder")
+        meta = {**{k: v for k, v in m.metadata.items() if k != Marker.KEY},
+                KEY: {"items": kept, **({"holder": holder} if holder else {})}}
         if mark:
             meta[Marker.KEY] = mark
         return m.model_copy(update={"metadata": meta})
@@ -638,12 +644,17 @@ class CtxwiseSession:
             # answered as interrupted, one event, so the session goes on
             self.ctx.close_pending(INTERRUPTED)
         groups = group_items(items)
-        if all(hosted(i) for i in groups[0]) and not self.ctx.messages:
-            raise FormatError("add_items item 0", f"a {_item_type(groups[0][0])!r} item cannot open a session: "
-                              "hosted-tool items are kept with the message before them, and there is none")
         if len(groups) > 1 and all(hosted(i) for i in groups[0]):
             lead = groups.pop(0)  # hosted items first: they go with the next item's message
             groups[0] = [*lead, *groups[0]]
+        if all(hosted(i) for i in groups[0]) and not self.ctx.messages:
+            # hosted items alone opening the session (the SDK's OpenAIResponsesCompactionSession
+            # writes its `compaction` item as the whole new history): they get a message of their
+            # own, a user message naming them; while unedited it stands for them as written
+            kinds = ", ".join(dict.fromkeys(str(_item_type(i)) for i in groups[0]))
+            m = Message(id=f"oa-{uuid.uuid4().hex[:16]}", role="user", blocks=[TextBlock(text=f"[{kinds}]")])
+            self.ctx.append([self._stored(m, groups[0], holder=f"[{kinds}]")])
+            return
         if not all(hosted(i) for i in groups[0]):
             self.ctx.append(self._to_messages(groups))
             return
