@@ -10,12 +10,13 @@ built no stand-in is counted n/a by the runner (the ``ctxwise_stand_ins`` JUnit 
 DIST = "openai-agents==0.24.0"
 """Must equal the installed ``openai-agents`` (the tests import the installed package)."""
 
-TEST_DEPS = ["pytest-asyncio==1.5.0"]
-"""The sdist's test plugins ctxwise's own environment does not have (asyncio_mode = "auto")."""
+TEST_DEPS = ["pytest-asyncio==1.5.0", "pytest-timeout==2.4.0"]
+"""The sdist's test plugin ctxwise's own environment does not have (asyncio_mode = "auto"), and
+pytest-timeout so that a hanging test is one failure, not a hung run."""
 
 PLUGIN = "plugin_openai_agents"
 ACCEPTED = "accepted_openai_agents.toml"
-PYTEST_ARGS = ["-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:xdist"]
+PYTEST_ARGS = ["-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:xdist", "--timeout=120"]
 TIMEOUT_S = 1500
 
 TEST_PATHS = [
