@@ -863,6 +863,7 @@ def test_session_settings_limit_and_a_reasoning_only_batch(tmp_path):
     r = CtxwiseSession(cm.session("u", "rs"))
 
     async def go():
+        assert await s.get_items() == [] and await r.get_items(limit=3) == []  # nothing written yet
         await s.add_items([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
                            {"role": "user", "content": "c"}])
         assert await s.get_items() == [{"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]

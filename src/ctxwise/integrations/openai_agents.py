@@ -577,7 +577,7 @@ class CtxwiseSession:
         """The newest ``limit`` items of the record as written, from the stored rows (a reply
         left out of the context, such as a batch holding only a reasoning item, included: it is
         what ``pop_item`` would return; ctxwise's own summary rows are not items)."""
-        if limit <= 0:
+        if limit <= 0 or self.ctx.version == 0:  # nothing stored yet (the session is created by its first write)
             return []
         rows = sorted((r for r in self.ctx.manager.store.load(self.ctx.user_id, self.session_id).rows
                        if r.current.kind is None and r.state not in ("popped", "reset")), key=lambda r: r.seq)
