@@ -171,9 +171,11 @@ def hosted(item: dict[str, Any]) -> bool:
     ``computer_call`` / ``computer_call_output``, ``code_interpreter_call``,
     ``image_generation_call``, ``mcp_*``, shell / patch / custom tool items, ``item_reference``,
     ``compaction``, ...): any input item type of the installed ``openai`` package other than
-    :data:`CORE_TYPES`."""
-    t = _item_type(item)
-    return isinstance(t, str) and t not in CORE_TYPES and t in input_item_types()
+    :data:`CORE_TYPES`; and any other dict the SDK stores (an ``EncryptedSession`` envelope, an
+    item type newer than the installed ``openai``), carried verbatim like a hosted item: kept
+    in the record and sent as written while its message is unedited, never counted or re-rendered
+    (it does not validate as an input item, :func:`accepted`)."""
+    return isinstance(item, dict) and _item_type(item) not in CORE_TYPES
 
 
 @functools.lru_cache(maxsize=None)
@@ -651,7 +653,7 @@ class CtxwiseSession:
             # hosted items alone opening the session (the SDK's OpenAIResponsesCompactionSession
             # writes its `compaction` item as the whole new history): they get a message of their
             # own, a user message naming them; while unedited it stands for them as written
-            kinds = ", ".join(dict.fromkeys(str(_item_type(i)) for i in groups[0]))
+            kinds = ", ".join(dict.fromkeys(str(_item_type(i) or "item") for i in groups[0]))
             m = Message(id=f"oa-{uuid.uuid4().hex[:16]}", role="user", blocks=[TextBlock(text=f"[{kinds}]")])
             self.ctx.append([self._stored(m, groups[0], holder=f"[{kinds}]")])
             return
