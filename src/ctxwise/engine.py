@@ -14,13 +14,15 @@ import json
 import logging
 import time
 from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from .compaction import Budgeting
 from .core import (Deps, Plan, Prepared, SessionView, plan_amend, plan_amend_omitted, plan_append, plan_clear,
                    plan_close_pending, plan_migrate, plan_pop, plan_pop_omitted, plan_prepare)
 from .core.commit import commit
-from .core.prepare import check_thinking_arg
+from .compaction.cost import idle_seconds, message_time
+from .core.prepare import check_thinking_arg, now_arg
 from .core.append import EMPTY_RESULT_MARKER, mark_empty_result, plan_append_numbered, refused  # noqa: F401 (re-exported)
 from .errors import CtxwiseError, MessageNotStorable, NotNewestMessage, SessionConflict
 from .memory.session import SessionMemory
@@ -60,6 +62,7 @@ class Session(SessionRecords, AsyncCalls):
         self.tools = tools or []
         self.chars_counter = get_counter("chars")
         self._view: SessionView | None = None
+        self._last_call: float | None = None
         self._use_policy(policy)
         self._load(state)
         if migrate:
@@ -269,7 +272,8 @@ class Session(SessionRecords, AsyncCalls):
         self._run(plan)
         return plan.result
 
-    def prepare(self, *, thinking: bool | None = None, checked_version: int | None = None) -> Prepared:
+    def prepare(self, *, thinking: bool | None = None, checked_version: int | None = None,
+                now: float | datetime | None = None) -> Prepared:
         """Compact the context if a watermark is crossed, store what changed, check, and build
         the provider payload.
 
@@ -280,6 +284,12 @@ class Session(SessionRecords, AsyncCalls):
         reasoning and later replies without it are accepted. It holds for this object until a
         ``prepare()`` states another. ``checked_version``: the stored version as the caller
         just read it (not read again; another value than :attr:`version` is SessionConflict).
+        ``now``: when this request is made (epoch seconds or a ``datetime``, UTC when it names
+        no zone); None: the newest ``metadata["timestamp"]`` of the messages. With the previous
+        call's time (the latest assistant message's timestamp, else the ``now`` the previous
+        ``prepare()`` on this object was given) it tells how long the prompt cache went unused:
+        past the price model's lifetime (``PriceModel.lifetime``) an edit re-bills nothing and
+        optional edits fire (:func:`ctxwise.compaction.cost.cold_cache`).
 
         Raises :class:`~ctxwise.errors.ContextBudgetExceeded` when pinned content alone does
         not fit, :class:`~ctxwise.errors.PayloadInvalid` when the context cannot be sent as it
@@ -287,12 +297,16 @@ class Session(SessionRecords, AsyncCalls):
         writer changed the session (one indexed read of the stored version)."""
         t0 = time.perf_counter()
         check_thinking_arg(thinking)
+        at = now_arg(now)
         stored = self.manager.store.version(self.user_id, self.session_id) if checked_version is None else checked_version
         if stored != self.version:
             raise SessionConflict(f"session {self.session_id!r} is at version {stored}, this Session object "
                                   f"read version {self.version}: another writer got in first; reload() and retry")
-        plan = plan_prepare(self.view, self._deps, thinking)
+        messages = self.view.messages
+        plan = plan_prepare(self.view, self._deps, thinking, idle_seconds(messages, at, self._last_call))
         self._run(plan)
+        self._last_call = at if at is not None else max(
+            (t for t in map(message_time, messages) if t is not None), default=self._last_call)
         return replace(plan.result, latency_ms=(time.perf_counter() - t0) * 1000)
 
 
