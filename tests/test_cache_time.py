@@ -104,3 +104,31 @@ def test_prepare_now_argument(tmp_path) -> None:
         with pytest.raises(FormatError, match=r"prepare\(now=\.\.\.\)"):
             s.prepare(now="yesterday")  # type: ignore[arg-type]
         assert s.version == version
+
+
+def test_replay_uses_recorded_timestamps(tmp_path) -> None:
+    """The replay passes the recorded request time to ``prepare(now=...)`` and prices a call
+    made after the cache's lifetime with nothing served (Anthropic 5-minute TTL, docs above);
+    the call after a 10-minute gap records its idle time and clears (free on a cold cache),
+    the same recording with a 30-second gap does not."""
+    from ctxwise.prices import ANTHROPIC
+    from ctxwise.replay.runner import replay_conversation
+
+    msgs = two_turns_then_a_question()
+    a = assistant("The third order shipped.")
+    late = stamped(msgs, step=2.0) + stamped([user("And the third order?"), a], start=T0 + timedelta(minutes=10))
+    soon = stamped(msgs, step=2.0) + stamped([user("And the third order?"), a], start=T0 + timedelta(seconds=30))
+    out = {}
+    for name, conv in (("late", late), ("soon", soon)):
+        with ContextManager(f"sqlite:///{tmp_path / (name + '.db')}", policy()) as cm:
+            out[name] = replay_conversation(cm, "u", name, conv, name=name, source="test", format="canonical")
+    late_calls, soon_calls = out["late"].calls, out["soon"].calls
+    assert late_calls[-1].idle is not None and late_calls[-1].idle > ANTHROPIC.lifetime
+    assert soon_calls[-1].idle is not None and soon_calls[-1].idle < ANTHROPIC.lifetime
+    assert any("cold" in (e.get("trigger") or "") for e in late_calls[-1].events)
+    assert not any("cold" in (e.get("trigger") or "") for c in soon_calls for e in c.events)
+    m = out["late"].measures
+    assert m.usage[-1][1] > 0  # a prefix was reused, but the cache had expired: nothing is served
+    assert m.cost_under(ANTHROPIC) == sum(ANTHROPIC.call_cost(t, r) for t, r in m.usage[:-1]) \
+        + ANTHROPIC.call_cost(m.usage[-1][0], 0)
+    assert late_calls[-1].priced == ANTHROPIC.call_cost(late_calls[-1].tokens, 0)
