@@ -52,6 +52,14 @@ class CallRecord:
     idle: float | None = None
     """Seconds since the previous call by the recorded timestamps (None: not recorded); a
     call made after the price model's lifetime is priced with nothing served from the cache."""
+    predicted_cached: int = 0
+    """The o200k tokens the policy's price model says the cache serves on this call
+    (:meth:`~ctxwise.prices.PriceModel.cached_tokens` of ``cached``; 0 when cold)."""
+    reported: dict[str, Any] | None = None
+    """What the provider reported for the recorded call, when the recording kept its usage
+    (:meth:`ctxwise.usage.CacheUsage.as_dict`: ``input_tokens``, ``cached_tokens``, ...). It
+    describes the call as the recording's agent made it (its own context), not the payload
+    replayed here."""
 
 
 @dataclass

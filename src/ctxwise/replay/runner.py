@@ -20,6 +20,7 @@ from typing import Any
 from .. import ContextManager, Message, Prepared
 from ..compaction.cost import idle_seconds, message_time
 from ..prices import PriceModel
+from ..usage import DIAGNOSTICS_KEY, USAGE_KEY, reported_usage
 from ..providers import check, check_wire
 from ..tokens import get_counter
 from ..units import is_user_input
@@ -244,7 +245,8 @@ class _Replay:
             latency_ms=latency, over_budget=p.size > self.policy.effective_budget, events=events, wire=wire,
             priced=self.prices.call_cost(tokens, served), full_tokens=self.tok.count(full_view),
             needed_norm=len(support.needed_norm), missing_norm=support.missing_norm,
-            recoverable=support.recoverable, idle=idle,
+            recoverable=support.recoverable, idle=idle, predicted_cached=self.prices.cached_tokens(tokens, served),
+            reported=_reported(output),
         )
         self.floor_calls.append((call.full_tokens, self._floor_budget(call, full_view)))
         return call, view
@@ -256,6 +258,14 @@ class _Replay:
             return float(self.policy.effective_budget)
         chars = self.unit_counter.count(full_view)
         return call.full_tokens * min(1.0, self.policy.effective_budget / chars) if chars else 0.0
+
+
+def _reported(output: Message) -> dict[str, Any] | None:
+    """The provider usage the recording kept with ``output`` (``metadata["usage"]``, read by
+    :func:`ctxwise.usage.reported_usage`), or None."""
+    usage = output.metadata.get(USAGE_KEY) if output.metadata else None
+    found = reported_usage(usage, output.metadata.get(DIAGNOSTICS_KEY)) if usage else None
+    return found.as_dict() if found else None
 
 
 def replay_conversation(
