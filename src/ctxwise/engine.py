@@ -21,7 +21,7 @@ from .compaction import Budgeting, CompactionEvent
 from .core import (Deps, Plan, Prepared, SessionView, plan_amend, plan_amend_omitted, plan_append, plan_clear,
                    plan_close_pending, plan_migrate, plan_pop, plan_pop_omitted, plan_prepare)
 from .core.commit import commit
-from .compaction.cost import idle_seconds, message_time
+from .prices import idle_seconds, message_time
 from .core.prepare import check_thinking_arg, now_arg
 from .core.usage import SentCall, usage_event
 from .usage import DIAGNOSTICS_KEY, USAGE_KEY, reported_usage
