@@ -94,6 +94,7 @@ def test_own_types_are_a_strict_subset_of_the_sdk_types():
     the SDK type's required keys and has no key the SDK type lacks, so what the own schema
     accepts (the check without the SDKs installed) the SDK accepts."""
     import anthropic.types as at
+    import anthropic.types.beta as atb
     import openai.types.chat as oc
     import openai.types.responses as orr
     from openai.types.chat.chat_completion_content_part_image_param import ImageURL
@@ -117,6 +118,17 @@ def test_own_types_are_a_strict_subset_of_the_sdk_types():
         (own.ROutputMessage, orr.ResponseOutputMessageParam), (own.RSummary, Summary),
         (own.RReasoning, orr.ResponseReasoningItemParam), (own.RFunctionCall, orr.ResponseFunctionToolCallParam),
         (own.RFunctionCallOutput, FunctionCallOutput),
+        (own.AFileSource, at.FileImageSourceParam), (own.AFileSource, at.FileDocumentSourceParam),
+        (own.ABase64PDFSource, at.Base64PDFSourceParam), (own.APlainTextSource, at.PlainTextSourceParam),
+        (own.AContentSource, at.ContentBlockSourceParam), (own.ACitationsConfig, at.CitationsConfigParam),
+        (own.ADocument, at.DocumentBlockParam), (own.ASearchResult, at.SearchResultBlockParam),
+        (own.AServerToolUse, at.ServerToolUseBlockParam), (own.AWebSearchToolResult, at.WebSearchToolResultBlockParam),
+        (own.AWebFetchToolResult, at.WebFetchToolResultBlockParam),
+        (own.ACodeExecutionToolResult, at.CodeExecutionToolResultBlockParam),
+        (own.ABashCodeExecutionToolResult, at.BashCodeExecutionToolResultBlockParam),
+        (own.ATextEditorCodeExecutionToolResult, at.TextEditorCodeExecutionToolResultBlockParam),
+        (own.AToolSearchToolResult, at.ToolSearchToolResultBlockParam), (own.AContainerUpload, at.ContainerUploadBlockParam),
+        (own.AMCPToolUse, atb.BetaMCPToolUseBlockParam), (own.AMCPToolResult, atb.BetaRequestMCPToolResultBlockParam),
     ]
     assert at.MessageParam.__args__[0].__name__ == "UserMessageParam"
     for mine, theirs in pairs:

@@ -44,6 +44,7 @@ _OWN: dict[str, Any] = {
     "chat:system": own.ChatSystem, "chat:user": own.ChatUser, "chat:assistant": own.ChatAssistant,
     "chat:tool": own.ChatTool,
     "anthropic:system": own.ASystem, "anthropic:user": own.AUser, "anthropic:assistant": own.AAssistant,
+    "anthropic:beta:user": own.AUser, "anthropic:beta:assistant": own.AAssistant,
     "responses:message": own.RMessage, "responses:output_message": own.ROutputMessage,
     "responses:reasoning": own.RReasoning, "responses:function_call": own.RFunctionCall,
     "responses:function_call_output": own.RFunctionCallOutput,
@@ -59,9 +60,11 @@ def _family_types(family: str) -> dict[str, Any] | None:
             from typing import Iterable, Union
 
             from anthropic.types import AssistantMessageParam, TextBlockParam, UserMessageParam
+            from anthropic.types.beta import BetaAssistantMessageParam, BetaUserMessageParam
 
             return {"anthropic:system": Union[str, Iterable[TextBlockParam]],
-                    "anthropic:user": UserMessageParam, "anthropic:assistant": AssistantMessageParam}
+                    "anthropic:user": UserMessageParam, "anthropic:assistant": AssistantMessageParam,
+                    "anthropic:beta:user": BetaUserMessageParam, "anthropic:beta:assistant": BetaAssistantMessageParam}
         from openai.types.chat import (ChatCompletionAssistantMessageParam, ChatCompletionSystemMessageParam,
                                        ChatCompletionToolMessageParam, ChatCompletionUserMessageParam)
         from openai.types.responses import (EasyInputMessageParam, ResponseFunctionToolCallParam,
@@ -115,6 +118,7 @@ def _closed(schema: Any) -> Any:
     out = {k: _closed(v) for k, v in schema.items()}
     if out.get("type") in ("typed-dict", "model-fields"):  # the SDK unions hold response models too
         out["extra_behavior"] = "forbid"
+        out.pop("extras_schema", None)  # typed extras (beta response models) are closed too
     elif out.get("type") == "model":
         out["config"] = {**(out.get("config") or {}), "extra_fields_behavior": "forbid"}
     elif out.get("type") == "generator":
@@ -148,7 +152,20 @@ def _kind(profile: ProviderProfile, item: Any) -> str | None:
     if profile.wire == "anthropic" and role == "system":
         return None  # Anthropic takes the system prompt as the top-level ``system`` only
     key = f"{profile.wire}:{role}"
+    if profile.wire == "anthropic" and _has_beta_block(item):
+        key = f"anthropic:beta:{role}"
     return key if key in _OWN else None
+
+
+BETA_BLOCKS = ("mcp_tool_use", "mcp_tool_result")
+"""Anthropic block types only the beta request types hold (the MCP connector:
+``anthropic/types/beta/beta_mcp_tool_use_block_param.py``, ``beta_request_mcp_tool_result_block_param.py``):
+a message with one is checked against ``BetaUserMessageParam`` / ``BetaAssistantMessageParam``."""
+
+
+def _has_beta_block(item: dict[str, Any]) -> bool:
+    content = item.get("content")
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in BETA_BLOCKS for b in content)
 
 
 def _errors(e: Exception) -> list[str]:

@@ -97,11 +97,12 @@ class ACacheControl(TypedDict, total=False):
 
 
 class AText(TypedDict):
-    """``TextBlockParam``."""
+    """``TextBlockParam`` (``citations``: ``TextCitationParam`` objects, kept as read)."""
 
     type: Literal["text"]
     text: str
     cache_control: NotRequired[Optional[ACacheControl]]
+    citations: NotRequired[Optional[List[Dict[str, object]]]]
 
 
 class ABase64Source(TypedDict):
@@ -119,11 +120,167 @@ class AURLSource(TypedDict):
     url: str
 
 
+class AFileSource(TypedDict):
+    """``FileImageSourceParam`` / ``FileDocumentSourceParam`` (a Files-API id)."""
+
+    type: Literal["file"]
+    file_id: str
+
+
 class AImage(TypedDict):
     """``ImageBlockParam``."""
 
     type: Literal["image"]
-    source: Annotated[Union[ABase64Source, AURLSource], Field(discriminator="type")]
+    source: Annotated[Union[ABase64Source, AURLSource, AFileSource], Field(discriminator="type")]
+    cache_control: NotRequired[Optional[ACacheControl]]
+
+
+class ABase64PDFSource(TypedDict):
+    """``Base64PDFSourceParam``."""
+
+    type: Literal["base64"]
+    media_type: Literal["application/pdf"]
+    data: str
+
+
+class APlainTextSource(TypedDict):
+    """``PlainTextSourceParam``."""
+
+    type: Literal["text"]
+    media_type: Literal["text/plain"]
+    data: str
+
+
+class AContentSource(TypedDict):
+    """``ContentBlockSourceParam``."""
+
+    type: Literal["content"]
+    content: Union[str, List[Annotated[Union[AText, AImage], Field(discriminator="type")]]]
+
+
+class ACitationsConfig(TypedDict, total=False):
+    """``CitationsConfigParam``."""
+
+    enabled: bool
+
+
+class ADocument(TypedDict):
+    """``DocumentBlockParam``."""
+
+    type: Literal["document"]
+    source: Annotated[Union[ABase64PDFSource, APlainTextSource, AContentSource, AURLSource, AFileSource],
+                      Field(discriminator="type")]
+    cache_control: NotRequired[Optional[ACacheControl]]
+    citations: NotRequired[Optional[ACitationsConfig]]
+    context: NotRequired[Optional[str]]
+    title: NotRequired[Optional[str]]
+
+
+class ASearchResult(TypedDict):
+    """``SearchResultBlockParam``."""
+
+    type: Literal["search_result"]
+    source: str
+    title: str
+    content: List[AText]
+    cache_control: NotRequired[Optional[ACacheControl]]
+    citations: NotRequired[ACitationsConfig]
+
+
+class AServerToolUse(TypedDict):
+    """``ServerToolUseBlockParam`` (``caller``: a ``DirectCallerParam`` / ``ServerToolCallerParam``)."""
+
+    type: Literal["server_tool_use"]
+    id: str
+    name: Literal["web_search", "web_fetch", "code_execution", "bash_code_execution",
+                  "text_editor_code_execution", "tool_search_tool_regex", "tool_search_tool_bm25"]
+    input: Dict[str, object]
+    cache_control: NotRequired[Optional[ACacheControl]]
+    caller: NotRequired[Dict[str, object]]
+
+
+class AWebSearchToolResult(TypedDict):
+    """``WebSearchToolResultBlockParam`` (``content``: result blocks or an error object, kept as read)."""
+
+    type: Literal["web_search_tool_result"]
+    tool_use_id: str
+    content: Union[List[Dict[str, object]], Dict[str, object]]
+    cache_control: NotRequired[Optional[ACacheControl]]
+    caller: NotRequired[Dict[str, object]]
+
+
+class AWebFetchToolResult(TypedDict):
+    """``WebFetchToolResultBlockParam``."""
+
+    type: Literal["web_fetch_tool_result"]
+    tool_use_id: str
+    content: Dict[str, object]
+    cache_control: NotRequired[Optional[ACacheControl]]
+    caller: NotRequired[Dict[str, object]]
+
+
+class ACodeExecutionToolResult(TypedDict):
+    """``CodeExecutionToolResultBlockParam``."""
+
+    type: Literal["code_execution_tool_result"]
+    tool_use_id: str
+    content: Dict[str, object]
+    cache_control: NotRequired[Optional[ACacheControl]]
+
+
+class ABashCodeExecutionToolResult(TypedDict):
+    """``BashCodeExecutionToolResultBlockParam``."""
+
+    type: Literal["bash_code_execution_tool_result"]
+    tool_use_id: str
+    content: Dict[str, object]
+    cache_control: NotRequired[Optional[ACacheControl]]
+
+
+class ATextEditorCodeExecutionToolResult(TypedDict):
+    """``TextEditorCodeExecutionToolResultBlockParam``."""
+
+    type: Literal["text_editor_code_execution_tool_result"]
+    tool_use_id: str
+    content: Dict[str, object]
+    cache_control: NotRequired[Optional[ACacheControl]]
+
+
+class AToolSearchToolResult(TypedDict):
+    """``ToolSearchToolResultBlockParam``."""
+
+    type: Literal["tool_search_tool_result"]
+    tool_use_id: str
+    content: Dict[str, object]
+    cache_control: NotRequired[Optional[ACacheControl]]
+
+
+class AContainerUpload(TypedDict):
+    """``ContainerUploadBlockParam``."""
+
+    type: Literal["container_upload"]
+    file_id: str
+    cache_control: NotRequired[Optional[ACacheControl]]
+
+
+class AMCPToolUse(TypedDict):
+    """``beta.BetaMCPToolUseBlockParam`` (beta: sent with the MCP connector beta)."""
+
+    type: Literal["mcp_tool_use"]
+    id: str
+    name: str
+    server_name: str
+    input: Dict[str, object]
+    cache_control: NotRequired[Optional[ACacheControl]]
+
+
+class AMCPToolResult(TypedDict):
+    """``beta.BetaRequestMCPToolResultBlockParam``."""
+
+    type: Literal["mcp_tool_result"]
+    tool_use_id: str
+    content: NotRequired[Union[str, List[AText]]]
+    is_error: NotRequired[bool]
     cache_control: NotRequired[Optional[ACacheControl]]
 
 
@@ -162,8 +319,18 @@ class AToolResult(TypedDict, total=False):
     cache_control: Optional[ACacheControl]
 
 
-AUserBlock = Annotated[Union[AText, AImage, AToolResult], Field(discriminator="type")]
-AAssistantBlock = Annotated[Union[AText, AImage, AThinking, ARedactedThinking, AToolUse], Field(discriminator="type")]
+AUserBlock = Annotated[Union[
+    AText, AImage, AToolResult, ADocument, ASearchResult, AServerToolUse, AWebSearchToolResult, AWebFetchToolResult,
+    ACodeExecutionToolResult, ABashCodeExecutionToolResult, ATextEditorCodeExecutionToolResult,
+    AToolSearchToolResult, AContainerUpload, AMCPToolUse, AMCPToolResult,
+], Field(discriminator="type")]
+AAssistantBlock = Annotated[Union[
+    AText, AImage, AThinking, ARedactedThinking, AToolUse, ADocument, ASearchResult, AServerToolUse,
+    AWebSearchToolResult, AWebFetchToolResult, ACodeExecutionToolResult, ABashCodeExecutionToolResult,
+    ATextEditorCodeExecutionToolResult, AToolSearchToolResult, AContainerUpload, AMCPToolUse, AMCPToolResult,
+], Field(discriminator="type")]
+"""Server-tool, MCP and container blocks sit in assistant turns on the wire, but the SDK's
+``MessageContentParam`` takes every block in either role, and so do these."""
 
 
 class AUser(TypedDict):
