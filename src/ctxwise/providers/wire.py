@@ -73,12 +73,37 @@ def _family_types(family: str) -> dict[str, Any] | None:
     except ImportError:
         return None
     return {
+        **_responses_items(),
         "chat:system": ChatCompletionSystemMessageParam, "chat:user": ChatCompletionUserMessageParam,
         "chat:assistant": ChatCompletionAssistantMessageParam, "chat:tool": ChatCompletionToolMessageParam,
         "responses:message": EasyInputMessageParam, "responses:output_message": ResponseOutputMessageParam,
         "responses:reasoning": ResponseReasoningItemParam, "responses:function_call": ResponseFunctionToolCallParam,
         "responses:function_call_output": FunctionCallOutput,
     }
+
+
+def _responses_items() -> dict[str, Any]:
+    """``responses:item:<type>`` -> the member of the SDK's ``ResponseInputItemParam`` union
+    with that ``type`` literal, for every item kind ctxwise keeps verbatim."""
+    import typing
+
+    from openai.types.responses.response_input_item_param import ResponseInputItemParam
+
+    from ..formats.responses import PROVIDER_ITEMS
+
+    out: dict[str, Any] = {}
+    for member in typing.get_args(ResponseInputItemParam):
+        try:
+            hints = typing.get_type_hints(member)
+        except (NameError, TypeError):
+            continue
+        for lit in typing.get_args(hints.get("type")):
+            if isinstance(lit, str) and lit in PROVIDER_ITEMS:
+                out[f"responses:item:{lit}"] = member
+            for inner in typing.get_args(lit):  # Optional[Literal[...]]
+                if isinstance(inner, str) and inner in PROVIDER_ITEMS:
+                    out[f"responses:item:{inner}"] = member
+    return out
 
 
 _FAMILIES = ("openai", "anthropic")
@@ -147,6 +172,8 @@ def _kind(profile: ProviderProfile, item: Any) -> str | None:
         t = item.get("type", "message")
         if t == "message" and "id" in item:
             return "responses:output_message"
+        if isinstance(t, str) and t in _provider_items():
+            return f"responses:item:{t}"
         return f"responses:{t}" if f"responses:{t}" in _OWN else None
     role = item.get("role")
     if profile.wire == "anthropic" and role == "system":
@@ -166,6 +193,13 @@ a message with one is checked against ``BetaUserMessageParam`` / ``BetaAssistant
 def _has_beta_block(item: dict[str, Any]) -> bool:
     content = item.get("content")
     return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in BETA_BLOCKS for b in content)
+
+
+@functools.cache
+def _provider_items() -> frozenset[str]:
+    from ..formats.responses import PROVIDER_ITEMS
+
+    return frozenset(PROVIDER_ITEMS)
 
 
 def _errors(e: Exception) -> list[str]:
@@ -213,7 +247,8 @@ def _validate_one(profile: ProviderProfile, kind: str, value: Any, sdk: dict[str
         if not isinstance(value[ext], str):
             problems.append(f"{ext}: must be a string")
         value = {k: v for k, v in value.items() if k != ext}
-    sources = [("ctxwise", _OWN[kind])] + ([("SDK", sdk[kind])] if sdk and kind in sdk else [])
+    mine = own.RProviderItem if kind.startswith("responses:item:") else _OWN[kind]
+    sources = [("ctxwise", mine)] + ([("SDK", sdk[kind])] if sdk and kind in sdk else [])
     for who, tp in sources:
         try:
             strict_validator(tp)(value)

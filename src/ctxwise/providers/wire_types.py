@@ -361,14 +361,25 @@ class RInputText(TypedDict):
 
 
 class RInputImage(TypedDict):
-    """``ResponseInputImageParam``."""
+    """``ResponseInputImageParam`` (an ``image_url`` or a Files-API ``file_id``)."""
 
     type: Literal["input_image"]
-    image_url: str
+    image_url: NotRequired[str]
+    file_id: NotRequired[str]
     detail: Literal["low", "high", "auto"]
 
 
-RInputPart = Annotated[Union[RInputText, RInputImage], Field(discriminator="type")]
+class RInputFile(TypedDict):
+    """``ResponseInputFileParam``."""
+
+    type: Literal["input_file"]
+    file_data: NotRequired[str]
+    file_id: NotRequired[str]
+    file_url: NotRequired[str]
+    filename: NotRequired[str]
+
+
+RInputPart = Annotated[Union[RInputText, RInputImage, RInputFile], Field(discriminator="type")]
 
 
 class RMessage(TypedDict, total=False):
@@ -388,6 +399,13 @@ class ROutputText(TypedDict):
     annotations: List[object]
 
 
+class ROutputRefusal(TypedDict):
+    """``ResponseOutputRefusalParam``."""
+
+    type: Literal["refusal"]
+    refusal: str
+
+
 class ROutputMessage(TypedDict):
     """``ResponseOutputMessageParam``."""
 
@@ -395,7 +413,7 @@ class ROutputMessage(TypedDict):
     role: Literal["assistant"]
     id: str
     status: Literal["in_progress", "completed", "incomplete"]
-    content: List[ROutputText]
+    content: List[Annotated[Union[ROutputText, ROutputRefusal], Field(discriminator="type")]]
 
 
 class RSummary(TypedDict):
@@ -431,3 +449,10 @@ class RFunctionCallOutput(TypedDict):
     type: Literal["function_call_output"]
     call_id: str
     output: Union[str, List[RInputPart]]
+
+
+RProviderItem = Dict[str, object]
+"""A Responses item ctxwise keeps verbatim (``compaction``, ``compaction_trigger``,
+``configuration_update``, hosted and client-run tool calls and outputs): its own check is
+only that it is an object with a known ``type``; the SDK check validates it against its
+member of ``ResponseInputItemParam`` (``openai/types/responses/response_input_item_param.py``)."""
