@@ -86,7 +86,9 @@ def test_unknown_shape(tmp_path):
 def test_unknown_role_and_part(tmp_path):
     with pytest.raises(FormatError, match="message 0: unknown role 'robot'"):
         from_openai([{"role": "robot", "content": "x"}])
-    with pytest.raises(FormatError, match="message 0, part 0: unknown block type 'input_audio'"):
+    with pytest.raises(FormatError, match="message 0, part 0: unknown block type 'hologram'"):
+        from_openai([{"role": "user", "content": [{"type": "hologram", "hologram": {}}]}])
+    with pytest.raises(FormatError, match="message 0, part 0: input_audio needs string 'data' and 'format'"):
         from_openai([{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}])
     with pytest.raises(FormatError, match="unknown format 'xml'"):
         dump([], "xml")

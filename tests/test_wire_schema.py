@@ -98,6 +98,9 @@ def test_own_types_are_a_strict_subset_of_the_sdk_types():
     import openai.types.chat as oc
     import openai.types.responses as orr
     from openai.types.chat.chat_completion_content_part_image_param import ImageURL
+    from openai.types.chat.chat_completion_content_part_input_audio_param import InputAudio
+    from openai.types.chat.chat_completion_content_part_param import File as ChatFilePart
+    from openai.types.chat.chat_completion_content_part_param import FileFile
     from openai.types.chat.chat_completion_message_function_tool_call_param import Function
     from openai.types.responses.response_input_item_param import FunctionCallOutput
     from openai.types.responses.response_reasoning_item_param import Summary
@@ -128,6 +131,9 @@ def test_own_types_are_a_strict_subset_of_the_sdk_types():
         (own.ABashCodeExecutionToolResult, at.BashCodeExecutionToolResultBlockParam),
         (own.ATextEditorCodeExecutionToolResult, at.TextEditorCodeExecutionToolResultBlockParam),
         (own.AToolSearchToolResult, at.ToolSearchToolResultBlockParam), (own.AContainerUpload, at.ContainerUploadBlockParam),
+        (own.ChatInputAudio, oc.ChatCompletionContentPartInputAudioParam), (own.ChatInputAudioData, InputAudio),
+        (own.ChatFile, ChatFilePart), (own.ChatFileData, FileFile), (own.RInputFile, orr.ResponseInputFileParam),
+        (own.ROutputRefusal, orr.ResponseOutputRefusalParam),
         (own.AMCPToolUse, atb.BetaMCPToolUseBlockParam), (own.AMCPToolResult, atb.BetaRequestMCPToolResultBlockParam),
     ]
     assert at.MessageParam.__args__[0].__name__ == "UserMessageParam"

@@ -29,6 +29,36 @@ class ChatImageURL(TypedDict):
     """``chat_completion_content_part_image_param.ImageURL``."""
 
     url: str
+    detail: NotRequired[Literal["auto", "low", "high"]]
+
+
+class ChatInputAudioData(TypedDict):
+    """``chat_completion_content_part_input_audio_param.InputAudio``."""
+
+    data: str
+    format: Literal["wav", "mp3"]
+
+
+class ChatInputAudio(TypedDict):
+    """``ChatCompletionContentPartInputAudioParam``."""
+
+    type: Literal["input_audio"]
+    input_audio: ChatInputAudioData
+
+
+class ChatFileData(TypedDict, total=False):
+    """``chat_completion_content_part_param.FileFile``."""
+
+    file_data: str
+    file_id: str
+    filename: str
+
+
+class ChatFile(TypedDict):
+    """``chat_completion_content_part_param.File``."""
+
+    type: Literal["file"]
+    file: ChatFileData
 
 
 class ChatImage(TypedDict):
@@ -65,7 +95,8 @@ class ChatUser(TypedDict, total=False):
     """``ChatCompletionUserMessageParam``."""
 
     role: Required[Literal["user"]]
-    content: Required[Union[str, List[Annotated[Union[ChatText, ChatImage], Field(discriminator="type")]]]]
+    content: Required[Union[str, List[Annotated[Union[ChatText, ChatImage, ChatInputAudio, ChatFile],
+                                                Field(discriminator="type")]]]]
     name: str
 
 
@@ -75,6 +106,7 @@ class ChatAssistant(TypedDict, total=False):
     role: Required[Literal["assistant"]]
     content: Union[str, List[ChatText], None]
     name: str
+    refusal: Optional[str]
     tool_calls: List[ChatToolCall]
 
 
