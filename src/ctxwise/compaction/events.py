@@ -30,9 +30,11 @@ _content_log = logging.getLogger(CONTENT_LOGGER)
 
 Stage = Literal[
     "thinking", "clearing", "summarizing", "trimming", "summarizer_failed", "facts_evicted", "budget_exceeded",
-    "normalized", "interrupted",
+    "normalized", "interrupted", "rendered",
 ]
 """``normalized``: a reply was made sendable at append (:mod:`ctxwise.normalize`);
+``rendered``: the payload of a call needed render-time conversions (emitted, not stored;
+:mod:`ctxwise.providers.convert`);
 ``interrupted``: :meth:`Session.close_pending` answered unanswered tool calls."""
 
 

@@ -14,7 +14,9 @@ from ..errors import ContextBudgetExceeded, FormatError, PayloadInvalid, Violati
 from ..memory.session import Facts
 from ..messages import Message
 from ..providers import check as check_payload
-from ..providers import check_wire, get_profile, render
+from ..providers import check_wire, get_profile
+from ..providers.convert import Conversion, Converted, convert
+from ..providers.render import render_converted
 from ..providers.binding import frozen_end
 from ..policy import Policy
 from ..units import is_user_input, turns
@@ -32,7 +34,11 @@ class Prepared:
     ``{"system"?, "messages"}`` for Anthropic, a list of input items for ``openai_responses``);
     ``size`` / ``size_before`` the context size after / before compaction in the policy unit
     (tool-schema overhead included); ``chars`` the size by the ``chars`` rule; ``events`` the
-    compaction events fired by this call; ``latency_ms`` the call's time in milliseconds.
+    compaction events fired by this call (and a ``rendered`` event when the payload needed
+    render-time conversions); ``latency_ms`` the call's time in milliseconds; ``conversions``
+    those conversions (:class:`ctxwise.providers.convert.Conversion`: a mid-conversation
+    system message folded, a tool call id renamed, an image sent as a note, a lead user turn);
+    ``call_ids`` each renamed tool call id as sent -> the caller's id.
     """
 
     messages: list[Message]
@@ -43,6 +49,23 @@ class Prepared:
     unit: str
     events: list[CompactionEvent] = field(default_factory=list)
     latency_ms: float = 0.0
+    conversions: list[Conversion] = field(default_factory=list)
+    call_ids: dict[str, str] = field(default_factory=dict)
+
+
+def rendered_event(converted: Converted, provider: str, unit: str, size: int) -> CompactionEvent:
+    """The ``rendered`` event of a call whose payload needed render-time conversions
+    (:mod:`ctxwise.providers.convert`): the rules converted for (``detail["rules"]``: slug ->
+    count), the messages affected, and the tool call ids renamed (``detail["call_ids"]``: sent
+    -> original). Emitted with the call, not stored: the transcript keeps the original."""
+    rules: dict[str, int] = {}
+    for c in converted.conversions:
+        rules[c.rule] = rules.get(c.rule, 0) + 1
+    return CompactionEvent(stage="rendered", trigger=f"{provider} takes these messages only as converted",
+                           unit=unit, size_before=size, size_after=size,
+                           affected_ids=list(dict.fromkeys(c.message_id for c in converted.conversions)),
+                           detail={"rules": rules, "call_ids": dict(converted.call_ids),
+                                   "conversions": [c.detail for c in converted.conversions]})
 
 
 def check_thinking_arg(thinking: object) -> None:
@@ -234,10 +257,15 @@ def _finish(view: SessionView, deps: Deps, run: _Run, size_before: int, events: 
         # request runs without thinking, which needs none of it; sending it would make the
         # request look like thinking mode, whose rules the new replies cannot meet.
         final = [sent_view(m) for m in final]
-    payload = render(final, view.provider)
+    converted = convert(final, view.policy.profile)
+    payload = render_converted(converted.messages, view.policy.profile)
     violations = check_payload(final, view.policy.profile, thinking=thinking) or check_wire(payload, view.provider)
-    prepared = Prepared(messages=final, payload=payload, size=view.size + run.extra(), size_before=size_before,
-                        chars=sum(deps.chars.count_message(m) for m in final), unit=view.policy.unit, events=events)
+    size = view.size + run.extra()
+    if converted.conversions:
+        events = [*events, rendered_event(converted, view.provider, view.policy.unit, size)]
+    prepared = Prepared(messages=final, payload=payload, size=size, size_before=size_before,
+                        chars=sum(deps.chars.count_message(m) for m in final), unit=view.policy.unit, events=events,
+                        conversions=converted.conversions, call_ids=converted.call_ids)
     error = PayloadInvalid(view.provider, violations) if violations else None
     return Plan(view, write, prepared, emit=tuple(events), error=error)
 
