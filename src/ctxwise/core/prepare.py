@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, Sequence
 
 from ..changes import Change, InsertSummary, Replace
 from ..compaction import Budgeting, CompactionEvent
 from ..compaction.bound import drop_invalidated_reasoning
 from ..compaction.context import sent_view
+from ..compaction.cost import time_of
 from ..compaction.pipeline import PipelineResult
 from ..errors import ContextBudgetExceeded, FormatError, PayloadInvalid, Violation
 from ..memory.session import Facts
@@ -68,6 +70,19 @@ def rendered_event(converted: Converted, provider: str, unit: str, size: int) ->
                                    "conversions": [c.detail for c in converted.conversions]})
 
 
+def now_arg(now: object) -> float | None:
+    """``prepare(now=...)`` as epoch seconds: None, a number of epoch seconds, or a
+    ``datetime`` (read as UTC when it names no zone). Raises
+    :class:`~ctxwise.errors.FormatError` for anything else."""
+    if now is None:
+        return None
+    t = time_of(now) if isinstance(now, (int, float, datetime)) else None
+    if t is None:
+        raise FormatError("prepare(now=...)", f"takes epoch seconds or a datetime, not {type(now).__name__}",
+                          hint="pass the time of the request, e.g. time.time(), or leave it out")
+    return t
+
+
 def check_thinking_arg(thinking: object) -> None:
     """Raise :class:`~ctxwise.errors.FormatError` unless ``thinking`` (``prepare(thinking=...)``)
     is True, False or None."""
@@ -98,6 +113,7 @@ class _Run:
     failed: frozenset[str]
     lossy: bool
     frozen: frozenset[str] = frozenset()
+    idle: float | None = None
 
     def extra(self) -> int:
         """Fixed overhead plus the pinned blocks, in the policy unit."""
@@ -110,7 +126,8 @@ class _Run:
     def compact(self, ctx: list[Message], size: int, policy: Policy | None = None) -> PipelineResult:
         d, v = self.deps, self.view
         b = Budgeting(policy or v.policy, d.counter, self.extra(), parts={  # named in a ContextBudgetExceeded
-            "user memory": sum(d.sz(m) for m in d.head), "pinned facts": d.sz(self.block) if self.block else 0})
+            "user memory": sum(d.sz(m) for m in d.head), "pinned facts": d.sz(self.block) if self.block else 0},
+            idle=self.idle)
         result = d.pipeline.run(ctx, b, d.summarizer, size=size, facts=self.facts.pinned_texts(v.policy),
                                 skip_summaries=self.failed, thinking_mode=thinks(v), frozen=self.frozen)
         self.failed = self.failed | {e.detail["key"] for e in result.events
@@ -118,10 +135,12 @@ class _Run:
         return result
 
 
-def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None) -> Plan[Prepared]:
+def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None, idle: float | None = None) -> Plan[Prepared]:
     """Compact the context if a watermark is crossed (one ``SessionStore.apply`` of what the
     stages returned when any fired; none otherwise), then render and check the payload. The
-    result is the :class:`Prepared` call (``latency_ms`` 0). Raises PayloadInvalid when the
+    result is the :class:`Prepared` call (``latency_ms`` 0). ``idle``: seconds the prompt
+    cache has gone unused (:func:`ctxwise.compaction.cost.idle_seconds`; None: unknown): past
+    the price model's lifetime an edit is free. Raises PayloadInvalid when the
     context is empty and ContextBudgetExceeded when pinned content alone does not fit; a
     payload that fails the final check is the plan's ``error`` (raised after the commit)."""
     if thinking is not None:
@@ -130,7 +149,7 @@ def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None) ->
         raise PayloadInvalid(view.provider, [Violation(0, "empty-payload",
                              "the session has no messages yet: append() the system prompt and user input first")])
     facts, block, evicted, evicted_changed = view.facts.block(view.policy, deps.counter, view.lossy)
-    run = _Run(view, deps, facts, block, view.failed_summaries, view.lossy)
+    run = _Run(view, deps, facts, block, view.failed_summaries, view.lossy, idle=idle)
     run.frozen = frozen_prefix(view, deps, block)
     size_before = view.size + run.extra()
     result = _first_compact(run, size_before)
