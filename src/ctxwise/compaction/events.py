@@ -30,9 +30,11 @@ _content_log = logging.getLogger(CONTENT_LOGGER)
 
 Stage = Literal[
     "thinking", "clearing", "summarizing", "trimming", "summarizer_failed", "facts_evicted", "budget_exceeded",
-    "normalized", "interrupted",
+    "normalized", "interrupted", "loop_closed",
 ]
-"""``normalized``: a reply was made sendable at append (:mod:`ctxwise.normalize`);
+"""``loop_closed``: an open tool loop whose bound reasoning froze it was closed by a ctxwise note
+(:mod:`ctxwise.compaction.loop_close`);
+``normalized``: a reply was made sendable at append (:mod:`ctxwise.normalize`);
 ``interrupted``: :meth:`Session.close_pending` answered unanswered tool calls."""
 
 
