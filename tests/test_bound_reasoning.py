@@ -239,3 +239,20 @@ def test_thinking_is_not_pruned_while_the_full_history_fits(tmp_path, provider):
     assert fitting > 20
     assert pruned == 0
     assert differing == 0
+
+
+def test_the_independent_check_flags_thinking_sent_after_an_edited_prefix():
+    """metrics.bound_reasoning_violations reads only the payloads (no ctxwise digest): the
+    reply produced on call 0 and sent unchanged on call 1 passes; sent after a cleared
+    result (an edit of its prefix) on call 1 it is flagged, at that call, once."""
+    from ctxwise.replay.metrics import bound_reasoning_violations
+
+    msgs = signed_loop()
+    first = msgs[:2]
+    reply = msgs[2]
+    same = [*msgs[:4]]
+    edited = [msgs[0], cleared(msgs[1]) if msgs[1].tool_results else user("where is A1 now?"), *msgs[2:4]]
+    assert bound_reasoning_violations([first, same], [reply, msgs[4]]) == []
+    assert bound_reasoning_violations([first, edited], [reply, msgs[4]]) == [(1, reply.id)]
+    with pytest.raises(ValueError):
+        bound_reasoning_violations([first], [])
