@@ -215,7 +215,7 @@ class Policy(BaseModel):
     When on, edits are placed so that no retained bound reasoning follows them, or that
     reasoning is dropped with an event (``ctxwise.providers.bound_profile``)."""
 
-    loop_keep_recent: float = Field(0.5, gt=0, le=1)
+    loop_keep_recent: float = Field(0.6, gt=0, le=1)
     """When an open tool loop whose reasoning is bound to its prefix (``bound_reasoning``, a
     profile that refuses a changed prefix) no longer fits, the loop is closed: its older cycles
     are cleared or summarized, its reasoning after the first edit is dropped (an event with

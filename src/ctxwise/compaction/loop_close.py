@@ -45,18 +45,19 @@ def close_note(after: Message) -> Message:
 
 
 def close_policy(policy: Policy, floor: int) -> Policy:
-    """``policy`` with its watermarks (``clear_at``, ``clear_target``, ``summarize_at``,
-    ``hard_limit``, ``trim_target``) lowered in proportion, so the hard limit falls to
-    :attr:`Policy.loop_keep_recent` of the effective budget, or to ``floor`` (policy unit: what
-    no stage can reduce) when that is higher. ``policy`` itself when nothing is lowered."""
-    hard = policy.level(policy.hard_limit)
-    target = max(int(policy.effective_budget * policy.loop_keep_recent), floor)
-    if target >= hard or hard <= 0:
+    """``policy`` with each watermark (``clear_at``, ``clear_target``, ``summarize_at``,
+    ``hard_limit``, ``trim_target``) at most :attr:`Policy.loop_keep_recent` of the effective
+    budget, or ``floor`` (policy unit: what no stage can reduce) when that is higher, and
+    ``shrink_calls`` at most 1: the room between that share and the budget is what the next
+    calls grow into, so clearing need not free more for them. ``policy`` itself when nothing
+    is lowered."""
+    budget = policy.effective_budget
+    keep = max(policy.loop_keep_recent, floor / budget if budget else 1.0)
+    if keep >= policy.hard_limit or budget <= 0:
         return policy
-    share = target / hard
-    return policy.with_(**{k: getattr(policy, k) * share for k in ("clear_at", "clear_target", "summarize_at",
-                                                                   "hard_limit")},
-                        trim_target=None if policy.trim_target is None else policy.trim_target * share)
+    low = {k: min(getattr(policy, k), keep) for k in ("clear_at", "clear_target", "summarize_at", "hard_limit")}
+    return policy.with_(**low, trim_target=keep if policy.trim_target is None else min(policy.trim_target, keep),
+                        shrink_calls=min(policy.shrink_calls, 1))
 
 
 def close_loop(ctx: list[Message], b: Budgeting, size: int, frozen: int) -> tuple[list[Message], InsertSummary,

@@ -89,8 +89,14 @@ class _Run:
         return sum(self.deps.sz(m) for m in messages)
 
     def compact(self, ctx: list[Message], size: int, policy: Policy | None = None) -> PipelineResult:
+        """Run the pipeline over ``ctx``. While bound reasoning freezes the open loop, the
+        in-flight results are not cut (a loop that no longer fits is closed instead, see
+        :func:`_close_loop`, which keeps the model's fresh results whole where it can)."""
         d, v = self.deps, self.view
-        b = Budgeting(policy or v.policy, d.counter, self.extra(), parts={  # named in a ContextBudgetExceeded
+        policy = policy or v.policy
+        if self.frozen and policy.truncate_in_flight:
+            policy = policy.with_(truncate_in_flight=False)
+        b = Budgeting(policy, d.counter, self.extra(), parts={  # named in a ContextBudgetExceeded
             "user memory": sum(d.sz(m) for m in d.head), "pinned facts": d.sz(self.block) if self.block else 0})
         result = d.pipeline.run(ctx, b, d.summarizer, size=size, facts=self.facts.pinned_texts(v.policy),
                                 skip_summaries=self.failed, thinking_mode=thinks(v), frozen=self.frozen)
