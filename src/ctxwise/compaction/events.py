@@ -31,12 +31,16 @@ _content_log = logging.getLogger(CONTENT_LOGGER)
 
 Stage = Literal[
     "thinking", "clearing", "summarizing", "trimming", "summarizer_failed", "facts_evicted", "budget_exceeded",
-    "normalized", "interrupted", "cache_usage",
+    "normalized", "interrupted", "rendered", "cache_usage", "loop_closed",
 ]
 """``normalized``: a reply was made sendable at append (:mod:`ctxwise.normalize`);
+``rendered``: the payload of a call needed render-time conversions (emitted, not stored;
+:mod:`ctxwise.providers.convert`);
 ``interrupted``: :meth:`Session.close_pending` answered unanswered tool calls;
 ``cache_usage``: a reply's provider-reported cache tokens beside the cost model's prediction
-for the call (:meth:`Session.record_usage`)."""
+for the call (:meth:`Session.record_usage`);
+``loop_closed``: an open tool loop whose bound reasoning froze it was closed by a ctxwise note
+(:mod:`ctxwise.compaction.loop_close`)."""
 
 
 class CompactionEvent(BaseModel):
