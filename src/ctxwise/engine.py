@@ -186,8 +186,9 @@ class Session(SessionRecords, AsyncCalls):
         stored then. Once stored it raises nothing: a failure of the user's long-term memory
         update (e.g. ``MemoryBusy``) is a logged ``memory_failed`` event."""
         batch = as_message_list(messages, "append")
+        before = len(self.view.messages)
         self._run(plan_append(self.view, self._deps, batch))
-        added = self.view.messages[-len(batch):] if batch else ()
+        added = self.view.messages[before:]  # what joined the context (a reply left out is not there)
         reply = next((m for m in reversed(added) if m.role == "assistant" and m.metadata.get(USAGE_KEY)), None)
         reported = reported_usage(reply.metadata[USAGE_KEY], reply.metadata.get(DIAGNOSTICS_KEY)) if reply else None
         if reply is not None and reported is not None and self._sent is not None:
