@@ -145,7 +145,15 @@ def _blocks(m: Message) -> str:
                        f"<span class='dim'>{e(b.tool_use_id)} · {e(b.state)}</span>{body}</div>")
         elif isinstance(b, ImageBlock):
             out.append("<p class='dim'>[image]</p>")
+        else:  # documents, search results, audio, refusals, provider blocks
+            out.append(f"<p class='dim'>[{e(_other(b))}]</p>")
     return "".join(out)
+
+
+def _other(b: Any) -> str:
+    """A one-line label for a block the pages show without its body."""
+    kind = getattr(b, "kind", None)
+    return f"{b.type} {getattr(b, 'provider', '')} {kind}".strip() if kind else str(b.type)
 
 
 def _context_row(r: ContextRow, ids: dict[str, str], user: str, session: str, size: int,
@@ -325,6 +333,8 @@ def message_text(m: Message) -> str:
             out.append(f"[result of {b.name or ''} {b.tool_use_id}, {b.state}]\n{body}")
         elif isinstance(b, ImageBlock):
             out.append("[image]")
+        else:
+            out.append(f"[{_other(b)}]")
     return "\n\n".join(out)
 
 
