@@ -156,3 +156,12 @@ def test_a_malformed_kept_item_is_reported_by_the_wire_check():
     """Source: response_compaction_item_param_param.py (``encrypted_content`` is required)."""
     sent = render(from_responses([{"type": "compaction", "id": "cmp_1"}, USER]), "openai_responses")
     assert [v.index for v in check_wire(sent, "openai_responses") if v.rule == "wire-schema"] == [0]
+
+
+def test_function_call_output_with_a_file():
+    """Source: response_input_item_param.FunctionCallOutput (``output`` may be a list of
+    ``input_text`` / ``input_image`` / ``input_file`` parts)."""
+    items = [USER, {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c1", "output": [{"type": "input_file", "file_id": "file_1"}]}]
+    msgs = _exact(items)
+    assert isinstance(msgs[2].tool_results[0].output[0], DocumentBlock)

@@ -223,10 +223,15 @@ def _read_provider(b: dict[str, Any], place: str) -> ProviderBlock:
     return ProviderBlock(provider="anthropic", kind=t, raw=b, call_id=cid)
 
 
-def _read_block(b: Any, place: str, uses: dict[str, str] | None, strict: bool, inner: bool = False) -> Any:
+_RESULT_CONTENT = ("text", "image", "document", "search_result")
+"""The blocks a ``tool_result``'s content holds (``anthropic/types/tool_result_block_param.py``)."""
+
+
+def _read_block(b: Any, place: str, uses: dict[str, str] | None, strict: bool,
+                inner: bool | tuple[str, ...] = False) -> Any:
     b = need_dict(b, place, "a content block object")
     t = b.get("type")
-    allowed = ("text", "image") if inner else BLOCK_TYPES
+    allowed = inner if isinstance(inner, tuple) else ("text", "image") if inner else BLOCK_TYPES
     if t not in allowed:
         raise unknown_block(place, t, allowed)
     if t in PROVIDER_KINDS:
@@ -265,7 +270,7 @@ def _read_result(b: dict[str, Any], place: str, uses: dict[str, str] | None, str
         raise no_call(place, tid, "matches no tool_use of the immediately preceding assistant message")
     raw = b.get("content", _ABSENT)
     if isinstance(raw, list):
-        output = [_read_block(x, f"{place}, content {k}", None, strict, inner=True) for k, x in enumerate(raw)]
+        output = [_read_block(x, f"{place}, content {k}", None, strict, inner=_RESULT_CONTENT) for k, x in enumerate(raw)]
     elif isinstance(raw, str) and raw:
         output = [TextBlock(text=raw)]
     elif raw is _ABSENT or isinstance(raw, str):

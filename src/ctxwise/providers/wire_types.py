@@ -346,7 +346,7 @@ class AToolResult(TypedDict, total=False):
 
     type: Required[Literal["tool_result"]]
     tool_use_id: Required[str]
-    content: Union[str, List[Annotated[Union[AText, AImage], Field(discriminator="type")]]]
+    content: Union[str, List[Annotated[Union[AText, AImage, "ADocument", "ASearchResult"], Field(discriminator="type")]]]
     is_error: bool
     cache_control: Optional[ACacheControl]
 
