@@ -19,6 +19,12 @@ Mapping:
   noted in ``"_ctxwise": {"parts": [...]}`` so it reads back the same.
 * ``is_error: true`` ↔ ``state="error"``; ``redacted_thinking`` ↔ ``ThinkingBlock(redacted=True,
   thinking=data)``; string content vs a block list, key order and unknown keys are kept.
+* ``text.citations`` ↔ ``TextBlock.citations``; an image ``source.type == "file"`` ↔
+  ``ImageBlock.file_id``; ``document`` ↔ :class:`DocumentBlock` (every source type);
+  ``search_result`` ↔ :class:`SearchResultBlock` (both also inside ``tool_result`` content);
+  ``server_tool_use``, the server-tool results (web search, web fetch, code execution, bash,
+  text editor, tool search), ``mcp_tool_use`` / ``mcp_tool_result`` and ``container_upload`` ↔
+  :class:`ProviderBlock` holding the block verbatim (``call_id`` = its ``id`` / ``tool_use_id``).
 """
 
 from __future__ import annotations

@@ -16,6 +16,13 @@ included, kept in the block's ``extra``), message parts → text blocks, functio
 :class:`ToolUseBlock` (``id`` = ``call_id``). Each ``function_call_output`` → one canonical
 ``tool`` message. User / system / developer messages → their own messages. Item skeletons are
 kept only where they differ from the writer's default, so the round trip is exact.
+
+Other items are kept verbatim as :class:`ProviderBlock`: hosted and client-run tool calls and
+their outputs, and ``compaction``, join the assistant message being read (:data:`MODEL_ITEMS`);
+``compaction_trigger``, ``configuration_update``, ``additional_tools`` and ``item_reference``
+are each a ``user`` message of one block (:data:`CLIENT_ITEMS`). Parts: ``input_image`` keeps
+``file_id`` and ``detail``; ``input_file`` ↔ :class:`DocumentBlock`; ``refusal`` ↔
+:class:`RefusalBlock`; ``output_text.annotations`` ↔ ``TextBlock.citations``.
 """
 
 from __future__ import annotations
