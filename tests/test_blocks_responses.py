@@ -165,3 +165,19 @@ def test_function_call_output_with_a_file():
              {"type": "function_call_output", "call_id": "c1", "output": [{"type": "input_file", "file_id": "file_1"}]}]
     msgs = _exact(items)
     assert isinstance(msgs[2].tool_results[0].output[0], DocumentBlock)
+
+
+def test_reasoning_beside_a_hosted_call_is_never_dropped():
+    """Source: https://platform.openai.com/docs/guides/reasoning ("Keeping reasoning items in
+    context"): reasoning beside a function call is kept; beside a hosted or shell call the docs
+    say nothing, so ctxwise keeps it too (droppable_thinking)."""
+    from ctxwise.providers import droppable_thinking
+
+    items = [USER, {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"},
+             {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "q"}},
+             {"role": "assistant", "content": "found"},
+             {"role": "user", "content": "next"},
+             {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "e"},
+             {"role": "assistant", "content": "plain"}, AFTER]
+    msgs = from_responses(items)
+    assert droppable_thinking(msgs, "openai_responses") == {(3, 0)}
