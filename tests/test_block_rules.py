@@ -125,3 +125,15 @@ def test_an_sdk_reply_with_server_tool_blocks_is_appended_and_sent_back(tmp_path
     assert payload["messages"][1]["content"][1] == RESULT
     assert check_wire(payload, "anthropic") == []
     cm.close()
+
+
+def test_files_holding_only_the_new_blocks_are_told_apart():
+    """Sources: response_input_item_param.py (a ``compaction`` item), server_tool_use_block_param.py,
+    chat_completion_content_part_param.File: ``ctxwise inspect`` / ``load`` detect the format
+    of a file whose only tell is one of the new blocks."""
+    from ctxwise.formats import detect
+
+    assert detect([{"role": "user", "content": "x"}, {"type": "compaction", "encrypted_content": "e"}]) == "responses"
+    assert detect([{"role": "user", "content": "x"}, {"role": "assistant", "content": [USE]}]) == "anthropic"
+    assert detect([{"role": "user", "content": [{"type": "document", "source": {"type": "url", "url": "u"}}]}]) == "anthropic"
+    assert detect([{"role": "user", "content": [{"type": "file", "file": {"file_id": "f"}}]}]) == "openai"
