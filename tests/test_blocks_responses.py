@@ -181,3 +181,14 @@ def test_reasoning_beside_a_hosted_call_is_never_dropped():
              {"role": "assistant", "content": "plain"}, AFTER]
     msgs = from_responses(items)
     assert droppable_thinking(msgs, "openai_responses") == {(3, 0)}
+
+
+@pytest.mark.parametrize("ref", [{"id": "msg_0"}, {"type": "item_reference", "id": "msg_0"}, {"id": "msg_0", "type": None}],
+                         ids=["bare", "typed", "null-type"])
+def test_item_reference(ref):
+    """Source: response_input_item_param.ItemReference (``type`` is optional)."""
+    items = [USER, ref, AFTER]
+    msgs = from_responses(copy.deepcopy(items))
+    assert to_responses(msgs, extras=False) == items
+    sent = render(msgs, "openai_responses")
+    assert sent[1] == ref and check_wire(sent, "openai_responses") == []

@@ -177,7 +177,9 @@ def _read_file_part(p: dict[str, Any], place: str) -> DocumentBlock:
 def _item_type(raw: dict[str, Any], place: str) -> str:
     """The item's type (``message`` when it has a ``role`` and no ``type``); raises
     FormatError for an unknown type or message role."""
-    t = raw.get("type", "message" if "role" in raw else None)
+    t = raw.get("type", "message" if "role" in raw else "item_reference" if list(raw) == ["id"] else None)
+    if t is None and "type" in raw and list(raw) == ["id", "type"]:
+        t = "item_reference"  # ItemReference.type is Optional
     if t not in ITEM_TYPES:
         raise FormatError(place, f"unknown item type {t!r}; expected one of {', '.join(ITEM_TYPES)}")
     if t == "message" and raw.get("role") not in _ROLES:
