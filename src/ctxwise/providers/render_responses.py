@@ -80,7 +80,7 @@ def _image(b: ImageBlock) -> dict[str, Any]:
         part["file_id"] = b.file_id
     else:
         part["image_url"] = ""
-    part["detail"] = b.detail if b.detail in ("low", "high", "auto") else "auto"
+    part["detail"] = b.detail or "auto"  # openai/types/responses/image_detail.py
     return part
 
 

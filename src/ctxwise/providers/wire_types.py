@@ -398,7 +398,7 @@ class RInputImage(TypedDict):
     type: Literal["input_image"]
     image_url: NotRequired[str]
     file_id: NotRequired[str]
-    detail: Literal["low", "high", "auto"]
+    detail: Literal["low", "high", "auto", "original"]
 
 
 class RInputFile(TypedDict):
