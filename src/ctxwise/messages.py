@@ -388,7 +388,7 @@ class Message(BaseModel):
         return new
 
 
-MarkKind = Literal["summary", "facts", "user_memory"]
+MarkKind = Literal["summary", "facts", "user_memory", "loop_close"]
 """The kinds of message ctxwise writes itself (:attr:`Marker.kind`)."""
 
 MARKER_KEY = "ctxwise"
@@ -412,8 +412,10 @@ class Marker(BaseModel):
     """The :attr:`Message.metadata` key that holds the marker (``"ctxwise"``)."""
 
     kind: MarkKind | None = None
-    """The kind of message ctxwise wrote: ``summary``, ``facts`` (the pinned fact block) or
-    ``user_memory`` (the long-term memory block). None for a message the caller appended."""
+    """The kind of message ctxwise wrote: ``summary``, ``facts`` (the pinned fact block),
+    ``user_memory`` (the long-term memory block) or ``loop_close`` (the note that closes an open
+    tool loop whose bound reasoning had to go, :mod:`ctxwise.compaction.loop_close`). None for
+    a message the caller appended."""
     replaced: list[str] | None = None
     """A summary's: the ids of the messages it stands for, in order."""
     rounds: int | None = None
