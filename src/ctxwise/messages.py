@@ -379,7 +379,7 @@ class Message(BaseModel):
         Messages are frozen, so a memo entry stays true for the object's life; an edited copy
         (``model_copy``) starts with an empty memo.
         """
-        return self._cache
+        return self.__pydantic_private__["_cache"]  # type: ignore[index,no-any-return]  # the slot, not pydantic's __getattr__
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> "Message":
         """Like pydantic's ``model_copy``, but the copy's memo starts empty."""

@@ -29,6 +29,7 @@ Mapping:
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -378,7 +379,28 @@ def _read_message(raw: dict[str, Any], place: str, uses: dict[str, str] | None, 
                     blocks=blocks, metadata=with_book(meta, BOOK, book))]
 
 
-def _read(payload: Any, strict: bool) -> list[Message]:
+def _read_memo(raw: dict[str, Any], place: str, uses: dict[str, str] | None, strict: bool,
+               carry: Any, base: int) -> list[Message]:
+    """:func:`_read_message` through :func:`_read_text` (keyed by the JSON text of its
+    arguments); input that is not JSON-native, or that raises, is read uncached (the error then
+    names ``place``)."""
+    try:
+        key = json.dumps([raw, uses, carry], ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return _read_message(raw, place, uses, strict, carry, base)
+    try:
+        return list(_read_text(key, strict, base))
+    except FormatError:
+        return _read_message(raw, place, uses, strict, carry, base)
+
+
+@functools.lru_cache(maxsize=8192)
+def _read_text(key: str, strict: bool, base: int) -> tuple[Message, ...]:
+    raw, uses, carry = json.loads(key)
+    return tuple(_read_message(raw, "message", uses, strict, carry, base))
+
+
+def _read(payload: Any, strict: bool, memo: bool = False) -> list[Message]:
     fixes = Fixes()
     out: list[Message] = []
     if isinstance(payload, list):
@@ -398,14 +420,16 @@ def _read(payload: Any, strict: bool) -> list[Message]:
         raw = dict(need_dict(raw, place, "a message object"))
         carry = raw.pop(CARRY, None)
         base = len(out)
-        read = _read_message(raw, place, uses, strict, carry, base)
+        read = (_read_memo(raw, place, uses, strict, carry, base) if memo
+                else _read_message(raw, place, uses, strict, carry, base))
         out.extend(read)
         fixes.take(carry, base)
         uses = {u.id: u.name for u in read[0].blocks if isinstance(u, ToolUseBlock)} if raw["role"] == "assistant" else None
     return fixes.apply(out)
 
 
-def from_anthropic(payload: dict[str, Any] | list[dict[str, Any]], *, strict: bool = True) -> list[Message]:
+def from_anthropic(payload: dict[str, Any] | list[dict[str, Any]], *, strict: bool = True,
+                   memo: bool = False) -> list[Message]:
     """Read an Anthropic ``{"system"?, "messages"}`` payload (or a message list whose first
     element may be a system message) into canonical messages.
 
@@ -417,8 +441,13 @@ def from_anthropic(payload: dict[str, Any] | list[dict[str, Any]], *, strict: bo
 
     With ``strict=False`` a result that answers no call is read as it stands (the provider
     validator reports it) instead of raising.
+
+    ``memo=True`` (for payloads of JSON values only, such as ctxwise's own renders, read again
+    at every call by the wire check): a message read before with the same JSON text, position
+    and preceding calls is taken from a bounded process-wide cache (8,192 messages); the
+    messages returned are then shared, frozen objects.
     """
-    return _read(payload, strict=strict)
+    return _read(payload, strict=strict, memo=memo)
 
 
 # -- writing ------------------------------------------------------------------------------
