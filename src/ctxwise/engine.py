@@ -287,7 +287,8 @@ class Session(SessionRecords, AsyncCalls):
     @refuse_deep_input
     def append_anthropic(self, messages: object) -> int:
         """Append messages in the Anthropic Messages shape: ``{"role", "content"}`` dicts
-        (a string or text, image, thinking, redacted_thinking, tool_use, tool_result blocks), the
+        (a string or text, image, document, search_result, thinking, redacted_thinking, tool_use,
+        tool_result blocks, and server-tool / MCP blocks, kept verbatim), the
         SDK's ``Message`` objects, a ``reply.content`` list (one assistant message), or a
         ``{"system"?, "messages"}`` payload. A user message of ``tool_result`` blocks becomes
         ``tool`` messages (its text a user message after). Ids continue the session's numbering;

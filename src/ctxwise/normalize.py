@@ -150,7 +150,8 @@ def _check_json(value: Any, place: str) -> None:
 
 def _valid_result(b: ToolResultBlock) -> bool:
     return isinstance(b.tool_use_id, str) and isinstance(b.output, list) and all(
-        isinstance(o, (ImageBlock,)) or (isinstance(o, TextBlock) and isinstance(o.text, str)) for o in b.output)
+        isinstance(o, (ImageBlock, DocumentBlock, SearchResultBlock)) or (isinstance(o, TextBlock) and isinstance(o.text, str))
+        for o in b.output)
 
 
 def _valid_block(b: Any) -> bool:
