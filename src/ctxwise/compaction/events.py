@@ -22,7 +22,8 @@ CONTENT_LOGGER = "ctxwise.content"
 """The logger that receives whole events (user text included), at DEBUG, when switched on."""
 CONTENT_SWITCH = "CTXWISE_LOG_CONTENT"
 """The environment variable that switches content logging on (``1``); off by default."""
-SAFE_TEXT_KEYS = frozenset({"summarizer", "summary", "key", "rule", "rules", "id", "ids", "kind", "reason_code"})
+SAFE_TEXT_KEYS = frozenset({"summarizer", "summary", "key", "rule", "rules", "id", "ids", "kind", "reason_code",
+                            "parent"})
 """Keys of ``detail`` whose string values are names or ids ctxwise wrote, logged as they are;
 every other string in ``detail`` is logged as its length only."""
 
@@ -30,10 +31,12 @@ _content_log = logging.getLogger(CONTENT_LOGGER)
 
 Stage = Literal[
     "thinking", "clearing", "summarizing", "trimming", "summarizer_failed", "facts_evicted", "budget_exceeded",
-    "normalized", "interrupted",
+    "normalized", "interrupted", "branched",
 ]
 """``normalized``: a reply was made sendable at append (:mod:`ctxwise.normalize`);
-``interrupted``: :meth:`Session.close_pending` answered unanswered tool calls."""
+``interrupted``: :meth:`Session.close_pending` answered unanswered tool calls; ``branched``:
+the session continues another one whose framework record was changed under it
+(:meth:`Session.record_branch`; ``detail["parent"]`` names that session)."""
 
 
 class CompactionEvent(BaseModel):

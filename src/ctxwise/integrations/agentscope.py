@@ -69,7 +69,6 @@ from .. import (
     Message,
     MissingExtra,
     Session,
-    SessionConflict,
     SessionPool,
     TextBlock,
     ThinkingBlock,
@@ -79,7 +78,7 @@ from .. import (
     recall_tool_schema,
 )
 from ..errors import FormatError
-from ._record import resume_index
+from ._record import branch_id, digest, follow
 
 try:
     from agentscope import message as asm
@@ -255,8 +254,10 @@ class CtxwiseMiddleware(MiddlewareBase):
 
     Raises, from the model call: :class:`~ctxwise.PayloadInvalid`,
     :class:`~ctxwise.ContextBudgetExceeded`, and :class:`~ctxwise.SessionConflict` when the
-    agent's context no longer holds the part ctxwise appended last (something else rewrote
-    ``agent.state.context``).
+    saved ``AgentState`` record was saved against another ctxwise store. When
+    ``agent.state.context`` no longer continues the session (a message removed or corrected in
+    place, an older saved state restored), the context is appended to a new branch of the
+    session (``"<session id>~<12 hex>"``, a ``branched`` event naming the parent).
 
     ``sessions``: the pool the open sessions are kept in between model calls (default: a
     :class:`ctxwise.SessionPool` of 1,024 sessions and 128 MiB; pass one to share or size it).
@@ -359,11 +360,16 @@ class CtxwiseMiddleware(MiddlewareBase):
         system = messages[0] if messages and messages[0].role == "system" else None
         parts = [p for i, msg in enumerate(state.context) for p in _parts(msg, i)]
         ids = [m.id for m, _ in parts]
-        start = resume_index(ids, rec, session, session_id, state="this AgentState's context",
-                             rewritten="something else rewrote agent.state.context; start a new AgentState session")
-        if (rec is None or rec.get("last") is None) and session.messages:
-            raise SessionConflict(f"ctxwise session {session_id!r} already holds messages but this AgentState has "
-                                  "no ctxwise record; use a new AgentState session_id or middleware key")
+        stable = [m.model_dump_json() for m, _ in parts]
+        start, why = follow(ids, rec, session, session_id, state="this AgentState's context",
+                            prefix_digest=lambda at: digest(stable[:at + 1]))
+        if why is not None:
+            # agent.state.context changed under the session (a message removed or corrected in
+            # place, an older saved state restored): the context is the truth, so it goes to a
+            # new branch of the session, recorded there
+            parent, session_id = session_id, branch_id(session_id)
+            session = self._session(user_id, session_id, tools)
+            session.record_branch(parent, why)
         batch: list[Message] = []
         if system is not None and not session.messages:
             memory = self._memory_text(session)
@@ -404,7 +410,7 @@ class CtxwiseMiddleware(MiddlewareBase):
             else:
                 view.append(asm.Msg(name=m.name or "user", role="user", content=blocks, id=m.id))
         record = {"user_id": user_id, "session_id": session_id, "last": ids[-1] if ids else None,
-                  "version": session.version,
+                  "version": session.version, "digest": digest(stable),
                   "payload_sha256": hashlib.sha256(json.dumps(prepared.payload, ensure_ascii=False).encode()).hexdigest()}
         return view, record
 

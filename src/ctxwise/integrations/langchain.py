@@ -52,7 +52,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, NotRequired
 
-from .. import MissingExtra, SessionConflict
+from .. import MissingExtra
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -69,7 +69,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised by tests/integr
 from .. import (RECALL_TOOL_NAME, ContextManager, Message, Session, SessionPool, ThinkingBlock, ToolResultBlock,
                 recall_tool_output, recall_tool_schema)
 from ..formats import from_openai
-from ._record import resume_index
+from ._record import branch_id, digest, follow
 from ..providers import render
 
 __all__ = ["CtxwiseMiddleware", "CtxwiseState", "STATE_FIELD"]
@@ -214,9 +214,15 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
 
     Raises, from the model call: :class:`~ctxwise.PayloadInvalid` (a message breaks a
     provider rule; nothing is stored), :class:`~ctxwise.ContextBudgetExceeded` (the pinned
-    content alone does not fit), :class:`~ctxwise.SessionConflict` when the ctxwise session
-    holds messages the thread's state does not (the thread was rewound to an older checkpoint,
-    or a thread id reused after its checkpoints were deleted): use a new ``thread_id`` or key.
+    content alone does not fit), :class:`~ctxwise.SessionConflict` when the thread's record was
+    saved against another ctxwise store (or an older copy of it).
+
+    The thread's state is the truth for what the user changed: when it no longer continues the
+    ctxwise session (a ``RemoveMessage`` or ``SummarizationMiddleware`` removed messages,
+    ``update_state`` corrected one, an earlier checkpoint was resumed, the same ``thread_id`` was
+    invoked afresh without a checkpointer), the state is appended to a new branch of the session
+    (``"<thread_id>:<key>~<12 hex>"``, a ``branched`` event naming the parent) and the record
+    follows that branch; the parent session is left as it was.
     """
 
     state_schema = CtxwiseState
@@ -299,8 +305,14 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
         session = self._session(user_id, session_id, tools)
 
         history = list(request.messages)
-        start = self._start(history, rec, session)
-        new = history[start:]
+        start, why = self._start(history, rec, session)
+        if why is not None:
+            # the thread's state changed under the session (messages removed or corrected, an
+            # earlier checkpoint resumed, a fresh run on a reused thread_id): the state is the
+            # truth, so it goes to a new branch of the session, recorded there
+            parent, session_id = session.session_id, branch_id(session.session_id)
+            session = self._session(user_id, session_id, tools)
+            session.record_branch(parent, why)
         if request.system_message is not None and request.system_message.content and not session.messages:
             # the system prompt opens the session, under an id of ours (it is not in the state);
             # an empty one (create_agent(system_prompt="")) is no message and is not stored
@@ -327,27 +339,19 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
             view.append(lc if lc is not None and _same(lc, m) else _from_canonical(m))
         record = {"user_id": user_id, "session_id": session_id,
                   "last": history[-1].id if history else None, "version": session.version,
+                  "digest": _digest(history),
                   "payload_sha256": hashlib.sha256(json.dumps(prepared.payload, ensure_ascii=False).encode()).hexdigest()}
         return view, record
 
-    def _start(self, history: Sequence[BaseMessage], rec: dict[str, Any] | None, session: Session) -> int:
-        """Index in ``history`` of the first message ctxwise has not seen."""
+    def _start(self, history: Sequence[BaseMessage], rec: dict[str, Any] | None, session: Session) -> tuple[int, str | None]:
+        """Index in ``history`` of the first message ctxwise has not seen, or ``(0, reason)``
+        when the thread's state no longer continues the session (see :func:`._record.follow`)."""
         for m in history:
             if not m.id:  # a state always holds ids (add_messages sets them); a bare request may not
                 m.id = str(uuid.uuid4())
-        ids = [m.id for m in history]
-        start = resume_index([str(i) for i in ids], rec, session, rec["session_id"] if rec else session.session_id,
-                             state="this thread's agent state",
-                             rewritten="messages were removed or the thread was rewound; start a new thread_id")
-        known = {m.id for m in session.messages if m.kind is None and m.id != f"{self.key}-system"}
-        if rec is None and known - set(ids):
-            raise SessionConflict(
-                f"ctxwise session {session.session_id!r} already holds {len(session.messages)} messages but this "
-                "thread's state has no ctxwise record (its checkpoints were deleted?); use a new thread_id or key")
-        ahead = [i for i in range(start, len(ids)) if ids[i] in known]
-        if ahead:  # the store is ahead of the checkpoint: a model call failed after the append
-            start = ahead[-1] + 1
-        return start
+        ids = [str(m.id) for m in history]
+        return follow(ids, rec, session, session.session_id, state="this thread's agent state",
+                      prefix_digest=lambda at: _digest(history[:at + 1]))
 
     # -- the recall tool -----------------------------------------------------------------
 
@@ -396,6 +400,15 @@ def _chunks(history: Sequence[BaseMessage], start: int) -> list[list[BaseMessage
             out.append([])
         out[-1].append(m)
     return [c for c in out if c]
+
+
+def _digest(messages: Sequence[BaseMessage]) -> str:
+    """What the record keeps of ``messages`` (type, id, name, content, calls, result id and
+    status of each), so a message corrected or removed in the state is noticed."""
+    return digest(json.dumps({"type": m.type, "id": m.id, "name": m.name, "content": m.content,
+                              "calls": getattr(m, "tool_calls", None), "bad": getattr(m, "invalid_tool_calls", None),
+                              "result": getattr(m, "tool_call_id", None), "status": getattr(m, "status", None)},
+                             sort_keys=True, default=str, ensure_ascii=False) for m in messages)
 
 
 def _tool_schema(t: Any) -> dict[str, Any] | None:
