@@ -94,25 +94,89 @@ class CtxwiseState(AgentState[Any]):
 def _to_chat(messages: Sequence[BaseMessage]) -> tuple[list[dict[str, Any]], dict[str, list[ThinkingBlock]]]:
     """LangChain messages as OpenAI chat dicts carrying the LangChain ids (``id`` key), and, by
     id, the signed thinking of the assistant messages that have any (see
-    :func:`_reasoning_out_of_content`)."""
+    :func:`_reasoning_out_of_content`). Content parts ctxwise does not hold are read as
+    :func:`_carried` text; a call with an empty id gets :func:`_blank_id` (and so does the
+    ``ToolMessage`` answering it with ``tool_call_id=""``)."""
     out, signed = [], {}
+    blank: list[str] = []  # the empty-id calls of the latest assistant message, in order
     for m, d in zip(messages, convert_to_openai_messages(list(messages)), strict=True):
         d = dict(d)
         if m.id:
             d["id"] = m.id
-        if isinstance(m, AIMessage) and m.invalid_tool_calls:
+        if isinstance(m, AIMessage):
             # a call whose arguments did not parse: the agent answers it with an error
             # ToolMessage (create_agent's _patch_invalid_tool_calls) and the chat models send it
-            # as a tool call, so it is one here too (its raw arguments kept)
-            d["tool_calls"] = [*(d.get("tool_calls") or []), *(
+            # as a tool call, so it is one here too (its raw arguments kept); one whose id is
+            # None gets no answer and is left out
+            calls = [*(d.get("tool_calls") or []), *(
                 {"id": c["id"], "type": "function", "function": {"name": c.get("name") or "", "arguments": c.get("args") or ""}}
-                for c in m.invalid_tool_calls if c.get("id"))]
+                for c in m.invalid_tool_calls if c.get("id") is not None)]
+            blank = []
+            for c in calls:
+                if not c.get("id"):
+                    c["id"] = _blank_id(str(m.id), len(blank))
+                    blank.append(c["id"])
+            if calls:
+                d["tool_calls"] = calls
+        elif isinstance(m, ToolMessage) and not m.tool_call_id and blank:
+            d["tool_call_id"] = blank.pop(0)
+        if isinstance(d.get("content"), list):
+            d["content"] = _readable_parts(d["content"], d.get("role") == "assistant")
         if d.get("role") == "assistant" and isinstance(d.get("content"), list):
             d, blocks = _reasoning_out_of_content(d)
             if m.id and any(b.signature is not None or b.redacted for b in blocks):
                 signed[m.id] = blocks
         out.append(d)
     return out, signed
+
+
+BLANK = "#ctxwise-blank-"
+"""What marks the id ctxwise gives a tool call whose id is empty (``<message id>#ctxwise-blank-<k>``):
+rebuilt messages send ``""`` again."""
+
+
+def _blank_id(message_id: str, k: int) -> str:
+    """The id of the ``k``-th call with an empty id in the assistant message ``message_id``."""
+    return f"{message_id}{BLANK}{k}"
+
+
+CALL_PARTS = frozenset({"tool_call", "tool_call_chunk", "invalid_tool_call", "function_call"})
+"""Assistant content parts that repeat a call ``tool_calls`` / ``invalid_tool_calls`` already hold
+(LangChain v1 ``tool_call`` blocks; ChatOpenAI's Responses mode ``function_call`` items)."""
+
+
+def _readable_parts(content: list[Any], assistant: bool) -> list[Any]:
+    """A converted message's content parts as ctxwise reads them: text, images and reasoning as
+    they are; an assistant's call parts (:data:`CALL_PARTS`) left out (the calls are read from
+    ``tool_calls``); any other part (a PDF ``file``, ``input_audio``, a Responses item such as
+    ``web_search_call`` or ``refusal``) as its :func:`_carried` text."""
+    out: list[Any] = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if isinstance(part, str):
+            out.append({"type": "text", "text": part})
+        elif kind in ("text", "image_url") or _thinking_part(part) is not None:
+            out.append(part)
+        elif assistant and kind in CALL_PARTS:
+            continue
+        else:
+            out.append({"type": "text", "text": _carried(part)})
+    return out
+
+
+def _carried(part: Any) -> str:
+    """The text ctxwise holds in place of a content part it cannot hold (a file, audio, a
+    provider item): its type, name and size, e.g. ``[file part a.pdf, application/pdf, 120 KB:
+    sent as given]``. The model gets the part itself (the message passes through unchanged);
+    ctxwise counts this text for it (about 15 tokens)."""
+    if not isinstance(part, dict):
+        return f"[{type(part).__name__} part: sent as given]"
+    kind = str(part.get("type"))
+    inner = part.get(kind)
+    body: dict[str, Any] = inner if isinstance(inner, dict) else part
+    name = body.get("filename") or body.get("format") or body.get("mime_type") or body.get("name") or body.get("id") or ""
+    size = len(json.dumps(part, default=str))
+    return f"[{kind} part{' ' + str(name) if name else ''}, {size // 1024 or 1} KB: sent as given]"
 
 
 def _thinking_part(part: Any) -> ThinkingBlock | None:
@@ -189,6 +253,10 @@ def _from_canonical(m: Message) -> BaseMessage:
         return built[0] if built else SystemMessage(content="")
     msg = built[0]
     msg.id = m.id
+    if isinstance(msg, ToolMessage) and BLANK in msg.tool_call_id:
+        msg.tool_call_id = ""
+    if isinstance(msg, AIMessage) and any(BLANK in str(c.get("id")) for c in msg.tool_calls):
+        msg.tool_calls = [{**c, "id": "" if BLANK in str(c.get("id")) else c.get("id")} for c in msg.tool_calls]
     if isinstance(msg, ToolMessage) and any(r.state == "error" for r in m.tool_results):
         msg.status = "error"  # a failed result (ToolNode's handled error, an interruption) stays one
     if isinstance(msg, AIMessage) and any(b.signature is not None or b.redacted for b in m.thinking):
@@ -346,9 +414,16 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
     def _start(self, history: Sequence[BaseMessage], rec: dict[str, Any] | None, session: Session) -> tuple[int, str | None]:
         """Index in ``history`` of the first message ctxwise has not seen, or ``(0, reason)``
         when the thread's state no longer continues the session (see :func:`._record.follow`)."""
+        before, k = "start", 0
         for m in history:
-            if not m.id:  # a state always holds ids (add_messages sets them); a bare request may not
-                m.id = str(uuid.uuid4())
+            # a state always holds ids (add_messages sets them); the error ToolMessages
+            # create_agent adds to each request for invalid calls, and a bare request, may not:
+            # the id follows from the message before, the same at every call
+            if not m.id:
+                m.id = f"{before}+{k}"
+                k += 1
+            else:
+                before, k = m.id, 1
         ids = [str(m.id) for m in history]
         return follow(ids, rec, session, session.session_id, state="this thread's agent state",
                       prefix_digest=lambda at: _digest(history[:at + 1]))
