@@ -191,3 +191,28 @@ def test_an_invalid_call_with_an_empty_id_and_its_error_result_stay_paired(tmp_p
     # the state keeps create_agent's own record: the invalid call and its repair, tool_call_id ""
     repairs = [m for m in out["messages"] if isinstance(m, ToolMessage)]
     assert [(m.tool_call_id, m.status) for m in repairs] == [("", "error")]
+
+
+def test_wrap_model_call_called_directly_as_langchains_own_middleware_tests_do(tmp_path):
+    # kind: a middleware not usable the way the framework's own middlewares are tested: outside a
+    # LangGraph run get_config() raised and so did wrap_model_call
+    from langchain.agents.middleware import ModelRequest, ModelResponse
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import SystemMessage
+
+    mw = CtxwiseMiddleware(manager(tmp_path), user_id="u")
+    seen: list[ModelRequest] = []
+
+    def handler(request: ModelRequest) -> ModelResponse:
+        seen.append(request)
+        return ModelResponse(result=[AIMessage(content="hello back")])
+
+    messages = [HumanMessage(content="hello", id="h1")]
+    request = ModelRequest(model=GenericFakeChatModel(messages=iter([])), messages=messages,
+                           system_message=SystemMessage(content="Be brief."), tools=[], tool_choice=None,
+                           response_format=None, state={"messages": messages}, runtime=None)
+    result = mw.wrap_model_call(request, handler)
+    assert result.model_response.result[0].content == "hello back"
+    assert [m.content for m in seen[0].messages] == ["hello"] and seen[0].messages[0] is messages[0]
+    record = result.command.update["ctxwise"]["ctxwise"]
+    assert record["last"] == "h1" and record["session_id"].endswith(":ctxwise")

@@ -364,7 +364,7 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
             return s
 
     def _prepare(self, request: ModelRequest) -> tuple[list[Any], dict[str, Any]]:
-        configurable = (get_config() or {}).get("configurable") or {}
+        configurable = _configurable()
         rec = self.record(dict(request.state or {}))
         thread = configurable.get("thread_id")
         user_id = rec["user_id"] if rec else str(configurable.get("user_id") or self.user_id)
@@ -447,6 +447,16 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
 
 INTERRUPTED = "the tool call got no result: the run stopped before its tool returned (it raised, or was cancelled)"
 """The reason :meth:`ctxwise.Session.close_pending` records for a call the thread left unanswered."""
+
+
+def _configurable() -> Mapping[str, Any]:
+    """The run's ``config["configurable"]``; empty outside a LangGraph run (``wrap_model_call``
+    called directly, as LangChain's own middleware unit tests call middlewares)."""
+    try:
+        config = get_config()
+    except RuntimeError:  # "Called get_config outside of a runnable context"
+        return {}
+    return (config or {}).get("configurable") or {}
 
 
 def _pool_key(user_id: str, session_id: str, tools: list[dict[str, Any]]) -> tuple[str, str, str]:
