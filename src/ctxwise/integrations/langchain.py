@@ -45,12 +45,14 @@ imports them.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import hashlib
 import json
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, NotRequired, TypeVar
 
 from .. import MissingExtra
 
@@ -73,6 +75,8 @@ from ._record import branch_id, digest, follow
 from ..providers import render
 
 __all__ = ["CtxwiseMiddleware", "CtxwiseState", "STATE_FIELD"]
+
+R = TypeVar("R")
 
 STATE_FIELD = "ctxwise"
 """The private agent-state field: ``{middleware key: record}``, one record per middleware
@@ -317,8 +321,10 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
     # -- the model call ------------------------------------------------------------------
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
-        """Send the model ctxwise's view; return its reply with ctxwise's record as a state update."""
-        view, record = self._prepare(request)
+        """Send the model ctxwise's view; return its reply with ctxwise's record as a state update.
+        Called on a thread running an event loop (a sync ``invoke`` inside async code), the store
+        work runs on a worker thread, so the loop's thread makes no blocking store call."""
+        view, record = _off_loop(self._prepare, request)
         return self._respond(handler(request.override(messages=view)), record)
 
     async def awrap_model_call(self, request: ModelRequest,
@@ -399,12 +405,13 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
         self.sessions.put(_pool_key(user_id, session_id, tools), session)  # weighed again, compacted
 
         by_id = {m.id: m for m in history if m.id}
+        read = {c.id: c for c in _canonical(history, [])}  # each read with its calls before it
         view: list[Any] = []
         for m in prepared.messages:
             if m.id == f"{self.key}-system":
                 continue  # the system prompt travels as request.system_message
             lc = by_id.get(m.id)
-            view.append(lc if lc is not None and _same(lc, m) else _from_canonical(m))
+            view.append(lc if lc is not None and _same(m, read.get(m.id)) else _from_canonical(m))
         record = {"user_id": user_id, "session_id": session_id,
                   "last": history[-1].id if history else None, "version": session.version,
                   "digest": _digest(history),
@@ -447,6 +454,17 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
 
 INTERRUPTED = "the tool call got no result: the run stopped before its tool returned (it raised, or was cancelled)"
 """The reason :meth:`ctxwise.Session.close_pending` records for a call the thread left unanswered."""
+
+
+def _off_loop(fn: Callable[[ModelRequest], R], request: ModelRequest) -> R:
+    """``fn(request)``, on a worker thread (in a copy of this context: the run's config) when
+    this thread runs an event loop, else here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return fn(request)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(contextvars.copy_context().run, fn, request).result()
 
 
 def _configurable() -> Mapping[str, Any]:
@@ -505,7 +523,8 @@ def _tool_schema(t: Any) -> dict[str, Any] | None:
         return None
 
 
-def _same(lc: BaseMessage, m: Message) -> bool:
-    """Whether ctxwise sends ``lc`` as the state holds it (then the object itself is passed on)."""
-    return m.role == _canonical([lc], [])[0].role and \
-        [b.model_dump() for b in m.blocks] == [b.model_dump() for b in _canonical([lc], [])[0].blocks]
+def _same(m: Message, read: Message | None) -> bool:
+    """Whether ctxwise sends ``m`` as the state holds it (``read``: the state's message as ctxwise
+    reads it); then the LangChain object itself is passed on."""
+    return read is not None and m.role == read.role and \
+        [b.model_dump() for b in m.blocks] == [b.model_dump() for b in read.blocks]
