@@ -472,3 +472,91 @@ def test_a_tool_raising_or_an_interrupted_reply_leaves_the_agent_usable(stop, tm
         assert any(r.state == "error" for r in results)
 
     asyncio.run(go())
+
+
+MULTI_AGENT_FORMATTERS = ["OpenAIChatFormatter", "OpenAIMultiAgentFormatter", "AnthropicMultiAgentFormatter",
+                          "DashScopeMultiAgentFormatter", "DeepSeekMultiAgentFormatter", "GeminiMultiAgentFormatter",
+                          "MiniMaxMultiAgentFormatter", "MoonshotMultiAgentFormatter", "OllamaMultiAgentFormatter",
+                          "OpenAIResponseMultiAgentFormatter", "VolcengineMultiAgentFormatter"]
+# (XAIMultiAgentFormatter needs the xai_sdk package, which ctxwise's test environment does not install)
+
+
+def _multi_agent(tmp_path):
+    """An agent whose context holds a user, another agent (bob) and its own reply with a tool
+    call, its result and text in one Msg, with an AgentScope summary; and a call of ctxwise's
+    ``on_model_call`` returning (what the model got, what the agent would have sent)."""
+    from agentscope.message import Msg, TextBlock, ToolCallBlock, ToolResultBlock, ToolResultState, UserMsg
+    from agentscope.model import ChatResponse
+
+    rec = recordings(n=1)[0]
+    cm, mw, model, agent = build(rec, tmp_path, name="multi")
+    tool = next(iter(rec.tools), "lookup")
+    agent.state.context = [
+        UserMsg("carol", "Bob, Alice: who can check order #W1?"),
+        Msg(name="bob", role="assistant", content=[TextBlock(text="Not me, I only do refunds.")]),
+        Msg(name="agent", role="assistant", content=[
+            ToolCallBlock(id="c1", name=tool, input=json.dumps({"order_id": "#W1"})),
+            ToolResultBlock(id="c1", name=tool, output=[TextBlock(text="order #W1: delivered")],
+                            state=ToolResultState.SUCCESS),
+            TextBlock(text="I checked: #W1 was delivered.")]),
+        UserMsg("carol", "Thanks both."),
+    ]
+    agent.state.summary = "Earlier: carol asked bob for a refund of #W0."
+
+    async def call() -> tuple[list[Any], list[Any]]:
+        kwargs = await agent._prepare_model_input()
+        got: list[Any] = []
+
+        async def handler(messages: list[Any]) -> Any:
+            got.extend(messages)
+            return ChatResponse(content=[TextBlock(text="ok")], is_last=True)
+
+        await mw.on_model_call(agent, dict(kwargs), handler)
+        return got, kwargs["messages"]
+
+    return cm, mw, agent, call
+
+
+@pytest.mark.parametrize("formatter", MULTI_AGENT_FORMATTERS)
+def test_with_nothing_to_compact_every_multi_agent_formatter_sends_what_it_sends_without_ctxwise(tmp_path, formatter):
+    # kind: ctxwise visible when nothing is compacted: the view renamed every assistant message
+    # to the agent's own name (bob's words reached the model as the agent's), split the reply
+    # holding a tool call, its result and text into two messages (the multi-agent formatters then
+    # sent the agent's own answer as user-side history), and left state.summary out
+    import agentscope.formatter as fmt
+
+    cm, mw, agent, call = _multi_agent(tmp_path)
+    got, sent = asyncio.run(call())
+    assert [(m.name, m.role) for m in got] == [(m.name, m.role) for m in sent]
+    assert got[1].get_text_content() == agent.state.summary
+    assert all(a is b for a, b in zip(got[2:], agent.state.context))  # the state's own messages
+    f = getattr(fmt, formatter)()
+    assert json.dumps(asyncio.run(f.format(got)), default=str) == json.dumps(asyncio.run(f.format(sent)), default=str)
+    cm.close()
+
+
+def test_a_message_corrected_in_place_or_a_new_summary_is_followed_on_a_new_branch(tmp_path):
+    # kind: editing agent.state.context in place was ignored (the model kept getting the stored
+    # original); a changed summary likewise
+    cm, mw, agent, call = _multi_agent(tmp_path)
+    asyncio.run(call())
+    first = mw.record(agent.state)["session_id"]
+    agent.state.context[1].content[0].text = "Correction: I can check orders too."
+    got, _ = asyncio.run(call())
+    assert got[3].get_text_content() == "Correction: I can check orders too."
+    session = mw.session(agent.state)
+    assert session.session_id != first
+    (ev,) = [e for e in session.events() if e["stage"] == "branched"]
+    assert ev["detail"]["parent"] == first and "corrected or removed" in ev["trigger"]
+    assert "Correction: I can check orders too." in json.dumps(mw.last_prepared.payload)
+
+    agent.state.summary = "Earlier: carol asked bob for a refund of #W0; bob refunded it."
+    got, _ = asyncio.run(call())
+    assert got[1].get_text_content() == agent.state.summary
+    assert "bob refunded it" in json.dumps(mw.last_prepared.payload)
+    assert mw.record(agent.state)["session_id"] not in (first, session.session_id)
+    # and a call with nothing changed goes on on the same branch
+    now = mw.record(agent.state)["session_id"]
+    asyncio.run(call())
+    assert mw.record(agent.state)["session_id"] == now
+    cm.close()

@@ -91,6 +91,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised by tests/integr
 __all__ = ["CtxwiseMiddleware", "LEFT_OUT_RULE", "left_out_text", "to_canonical"]
 
 _SYSTEM = "system"
+_SUMMARY = "summary"
 
 
 def _output_text(output: Any) -> str:
@@ -358,61 +359,90 @@ class CtxwiseMiddleware(MiddlewareBase):
         session = self._session(user_id, session_id, tools)
 
         system = messages[0] if messages and messages[0].role == "system" else None
+        # AgentScope sends state.summary (its compressor's, or one restored with the state) as a
+        # user message right after the system prompt: ctxwise holds it there, under ids of its own
+        first = state.context[0] if state.context else None
+        summary = messages[1] if state.summary and len(messages) > 1 and messages[1] is not first \
+            and messages[1].role == "user" else None
+        head = [m.model_copy(update={"id": f"{self.key}-{_SUMMARY}/{k}"})
+                for k, (m, _) in enumerate(_parts(summary))] if summary is not None else []
         parts = [p for i, msg in enumerate(state.context) for p in _parts(msg, i)]
-        ids = [m.id for m, _ in parts]
-        stable = [m.model_dump_json() for m, _ in parts]
-        start, why = follow(ids, rec, session, session_id, state="this AgentState's context",
+        ids = [m.id for m in head] + [m.id for m, _ in parts]
+        stable = [m.model_dump_json() for m in [*head, *(m for m, _ in parts)]]
+        start, why = follow(ids, rec, session, session_id, state="this AgentState's context and summary",
                             prefix_digest=lambda at: digest(stable[:at + 1]))
         if why is not None:
-            # agent.state.context changed under the session (a message removed or corrected in
-            # place, an older saved state restored): the context is the truth, so it goes to a
-            # new branch of the session, recorded there
+            # agent.state.context (or state.summary) changed under the session (a message
+            # removed or corrected in place, an older saved state restored): the state is the
+            # truth, so it goes to a new branch of the session, recorded there
             parent, session_id = session_id, branch_id(session_id)
             session = self._session(user_id, session_id, tools)
             session.record_branch(parent, why)
+            start = 0
         batch: list[Message] = []
-        if system is not None and not session.messages:
-            memory = self._memory_text(session)
-            text = _output_text(system.content) if not isinstance(system.content, str) else system.content
-            if memory and text.endswith("\n\n" + memory):
-                text = text[: -len(memory) - 2]  # the memory block is counted as ctxwise's own message
-            batch.append(Message(id=f"{self.key}-{_SYSTEM}", role="system", blocks=[TextBlock(text=text)]))
-        batch += [m for m, _ in parts[start:]]
+        if not session.messages:
+            if system is not None:
+                memory = self._memory_text(session)
+                text = _output_text(system.content) if not isinstance(system.content, str) else system.content
+                if memory and text.endswith("\n\n" + memory):
+                    text = text[: -len(memory) - 2]  # the memory block is counted as ctxwise's own message
+                batch.append(Message(id=f"{self.key}-{_SYSTEM}", role="system", blocks=[TextBlock(text=text)]))
+        batch += [*head, *(m for m, _ in parts)][start:]  # in the order of ids
         if batch:
             session.append(batch)
         prepared = session.prepare()
         self.last_prepared = prepared
         self.sessions.put(_pool_key(user_id, session_id, tools), session)  # weighed again, compacted
 
-        by_id = {m.id: (m, src) for m, src in parts}
-        view: list[Any] = [system] if system is not None else []
-        for m in prepared.messages:
-            if m.id == f"{self.key}-{_SYSTEM}" or m.kind == "user_memory":
-                continue  # the system prompt (with the memory block) travels as it came
-            orig = by_id.get(m.id)
-            same = orig is not None and orig[0].role == m.role and \
-                [b.model_dump() for b in orig[0].blocks] == [b.model_dump() for b in m.blocks]
-            blocks = list(orig[1]) if same and orig is not None else _blocks(m)
-            if m.role == "tool":
-                last = view[-1] if view else None
-                if last is not None and last.role == "assistant" and last.metadata.get("ctxwise_view"):
-                    last.content.extend(blocks)
-                    continue
-                view.append(asm.Msg(name=agent.name, role="assistant", content=blocks, id=m.id,
-                                    metadata={"ctxwise_view": True}))
-            elif m.role == "assistant":
-                view.append(asm.Msg(name=agent.name, role="assistant", content=blocks, id=m.id,
-                                    metadata={"ctxwise_view": True}))
-            elif blocks and all(isinstance(b, asm.HintBlock) for b in blocks):
-                # a hint (runtime state, reminders) lives in the agent's own message and is sent
-                # as user text; AgentScope refuses it in a user message
-                view.append(asm.Msg(name=agent.name, role="assistant", content=blocks, id=m.id))
-            else:
-                view.append(asm.Msg(name=m.name or "user", role="user", content=blocks, id=m.id))
+        view = self._view(agent, system, summary, prepared.messages, parts, state.context)
         record = {"user_id": user_id, "session_id": session_id, "last": ids[-1] if ids else None,
                   "version": session.version, "digest": digest(stable),
                   "payload_sha256": hashlib.sha256(json.dumps(prepared.payload, ensure_ascii=False).encode()).hexdigest()}
         return view, record
+
+    def _view(self, agent: Any, system: Any, summary: Any, prepared: list[Message],
+              parts: list[tuple[Message, list[Any]]], context: list[Any]) -> list[Any]:
+        """The messages the model gets: the system prompt and ``summary`` as they came, then the
+        context: each ``Msg`` whose parts ctxwise sends unchanged and whole is the state's own
+        object; a ``Msg`` ctxwise edited is one ``Msg`` again (its id, name and role kept: a
+        reply holding a tool call, its result and text is never split, and each speaker keeps
+        its name); what ctxwise made (a summary, the facts block) is a user message."""
+        by_id = {m.id: (m, src) for m, src in parts}
+        origin = {msg.id: msg for msg in context}
+        view: list[Any] = [system] if system is not None else []
+        groups: list[tuple[str | None, list[Any], bool, int]] = []  # (origin id, blocks, all unchanged, parts)
+        # (a part's blocks are the Msg's own objects unless one was left out: see _data)
+        for m in prepared:
+            if m.id == f"{self.key}-{_SYSTEM}" or m.kind == "user_memory":
+                continue  # the system prompt (with the memory block) travels as it came
+            if m.id.startswith(f"{self.key}-{_SUMMARY}/"):
+                if summary is not None and not (groups and groups[-1][0] == _SUMMARY):
+                    groups.append((_SUMMARY, [], True, 0))
+                continue
+            orig = by_id.get(m.id)
+            same = orig is not None and orig[0].role == m.role and \
+                [b.model_dump() for b in orig[0].blocks] == [b.model_dump() for b in m.blocks]
+            blocks = list(orig[1]) if same and orig is not None else _blocks(m)
+            owner = m.id.rsplit("/", 1)[0] if "/" in m.id and m.id.rsplit("/", 1)[0] in origin else None
+            if owner is not None and groups and groups[-1][0] == owner:
+                o, bl, unchanged, n = groups[-1]
+                groups[-1] = (o, bl + blocks, unchanged and same, n + 1)
+            elif owner is not None:
+                groups.append((owner, blocks, same, 1))
+            else:  # ctxwise's own (a summary, the facts block)
+                groups.append((None, [asm.Msg(name=m.name or "user", role="user", content=blocks, id=m.id)], True, 0))
+        for owner, blocks, unchanged, n in groups:
+            if owner == _SUMMARY:
+                view.append(summary)
+            elif owner is None:
+                view.extend(blocks)
+            elif unchanged and len(blocks) == len(origin[owner].content) and \
+                    all(a is b for a, b in zip(blocks, origin[owner].content)):
+                view.append(origin[owner])  # the state's own message, as written, every block sent
+            else:
+                msg = origin[owner]
+                view.append(msg.model_copy(update={"content": blocks}))
+        return view
 
 
 def _pool_key(user_id: str, session_id: str, tools: list[dict[str, Any]]) -> tuple[str, str, str]:

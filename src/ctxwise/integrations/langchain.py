@@ -45,14 +45,12 @@ imports them.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextvars
 import hashlib
 import json
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Annotated, Any, NotRequired, TypeVar
+from typing import Annotated, Any, NotRequired
 
 from .. import MissingExtra
 
@@ -75,8 +73,6 @@ from ._record import branch_id, digest, follow
 from ..providers import render
 
 __all__ = ["CtxwiseMiddleware", "CtxwiseState", "STATE_FIELD"]
-
-R = TypeVar("R")
 
 STATE_FIELD = "ctxwise"
 """The private agent-state field: ``{middleware key: record}``, one record per middleware
@@ -321,10 +317,8 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
     # -- the model call ------------------------------------------------------------------
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
-        """Send the model ctxwise's view; return its reply with ctxwise's record as a state update.
-        Called on a thread running an event loop (a sync ``invoke`` inside async code), the store
-        work runs on a worker thread, so the loop's thread makes no blocking store call."""
-        view, record = _off_loop(self._prepare, request)
+        """Send the model ctxwise's view; return its reply with ctxwise's record as a state update."""
+        view, record = self._prepare(request)
         return self._respond(handler(request.override(messages=view)), record)
 
     async def awrap_model_call(self, request: ModelRequest,
@@ -454,17 +448,6 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
 
 INTERRUPTED = "the tool call got no result: the run stopped before its tool returned (it raised, or was cancelled)"
 """The reason :meth:`ctxwise.Session.close_pending` records for a call the thread left unanswered."""
-
-
-def _off_loop(fn: Callable[[ModelRequest], R], request: ModelRequest) -> R:
-    """``fn(request)``, on a worker thread (in a copy of this context: the run's config) when
-    this thread runs an event loop, else here."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return fn(request)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(contextvars.copy_context().run, fn, request).result()
 
 
 def _configurable() -> Mapping[str, Any]:
