@@ -216,3 +216,22 @@ def test_wrap_model_call_called_directly_as_langchains_own_middleware_tests_do(t
     assert [m.content for m in seen[0].messages] == ["hello"] and seen[0].messages[0] is messages[0]
     record = result.command.update["ctxwise"]["ctxwise"]
     assert record["last"] == "h1" and record["session_id"].endswith(":ctxwise")
+
+
+def test_with_ctxwise_first_a_later_middleware_editing_the_request_in_place_is_honoured(tmp_path):
+    # kind: ctxwise visible when nothing is compacted: first in the list, it handed the next
+    # middleware a new message list, so a middleware appending to request.messages in place (as
+    # LangChain's own tests do) lost its message from the agent's state
+    from langchain.agents.middleware import AgentMiddleware
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    class Remind(AgentMiddleware):
+        def wrap_model_call(self, request, handler):
+            request.messages.append(HumanMessage("remember to be nice!"))
+            return handler(request)
+
+    mw = CtxwiseMiddleware(manager(tmp_path), user_id="u")
+    model = GenericFakeChatModel(messages=iter([AIMessage(content="hi, nicely")]))
+    agent = create_agent(model, [], system_prompt="Be kind.", middleware=[mw, Remind()])
+    out = agent.invoke({"messages": [HumanMessage("Hello")]})
+    assert [m.content for m in out["messages"]] == ["Hello", "remember to be nice!", "hi, nicely"]

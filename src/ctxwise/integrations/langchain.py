@@ -319,13 +319,13 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
         """Send the model ctxwise's view; return its reply with ctxwise's record as a state update."""
         view, record = self._prepare(request)
-        return self._respond(handler(request.override(messages=view)), record)
+        return self._respond(handler(_with_view(request, view)), record)
 
     async def awrap_model_call(self, request: ModelRequest,
                                handler: Callable[[ModelRequest], Awaitable[Any]]) -> Any:
         """The async form of :meth:`wrap_model_call` (the store work runs in a worker thread)."""
         view, record = await asyncio.to_thread(self._prepare, request)
-        return self._respond(await handler(request.override(messages=view)), record)
+        return self._respond(await handler(_with_view(request, view)), record)
 
     def _respond(self, response: Any, record: dict[str, Any]) -> ExtendedModelResponse:
         if isinstance(response, AIMessage):
@@ -448,6 +448,15 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
 
 INTERRUPTED = "the tool call got no result: the run stopped before its tool returned (it raised, or was cancelled)"
 """The reason :meth:`ctxwise.Session.close_pending` records for a call the thread left unanswered."""
+
+
+def _with_view(request: ModelRequest, view: list[Any]) -> ModelRequest:
+    """The request the next handler gets: ``request`` itself when ctxwise's view is its message
+    list as it is (the same objects in the same order: nothing to compact), so the middlewares
+    after ctxwise see the very request they would see without it (some edit its list in place);
+    else the request with the view as its messages."""
+    same = len(view) == len(request.messages) and all(a is b for a, b in zip(view, request.messages))
+    return request if same else request.override(messages=view)
 
 
 def _configurable() -> Mapping[str, Any]:
