@@ -230,7 +230,7 @@ def test_with_ctxwise_first_a_later_middleware_editing_the_request_in_place_is_h
             request.messages.append(HumanMessage("remember to be nice!"))
             return handler(request)
 
-    mw = CtxwiseMiddleware(manager(tmp_path), user_id="u")
+    mw = CtxwiseMiddleware(manager(tmp_path), user_id="u", recall=False)
     model = GenericFakeChatModel(messages=iter([AIMessage(content="hi, nicely")]))
     agent = create_agent(model, [], system_prompt="Be kind.", middleware=[mw, Remind()])
     out = agent.invoke({"messages": [HumanMessage("Hello")]})
