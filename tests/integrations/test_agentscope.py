@@ -314,17 +314,17 @@ def test_image_data_blocks_reach_ctxwise_and_the_model(tmp_path):
     cm.close()
 
 
-def test_a_data_block_ctxwise_cannot_carry_is_named_in_the_view_and_never_leaves_the_agent_stuck(tmp_path):
+def test_a_data_block_ctxwise_does_not_hold_reaches_the_model_as_written_and_never_leaves_the_agent_stuck(tmp_path):
     # kind: input a framework can legitimately produce making a session unusable (issue 15's
-    # rule). An AgentScope DataBlock that is not an image (audio in a user message, a PDF in a
-    # tool result's output) stays in the agent's own record, so refusing it refused every later
-    # model call of that agent. The view now sends a text block naming what was left out, the
-    # record keeps the original block, and the substitution is recorded (message metadata and
-    # a `normalized` event); every request passes the wire check and later calls go through.
+    # rule), or ctxwise visible (issue 29): an AgentScope DataBlock that is not an image (audio
+    # in a user message, a PDF in a tool result's output) stays in the agent's own record, so
+    # refusing it refused every later model call; then the view sent a text in its place. Now
+    # the model gets the block as written, ctxwise holds and counts a text naming it, and that
+    # is recorded (message metadata and a `normalized` event); later calls go through.
     from agentscope.message import Base64Source, DataBlock, TextBlock, ToolCallBlock, UserMsg
     from agentscope.model import ChatResponse
 
-    from ctxwise.integrations.agentscope import LEFT_OUT_RULE, left_out_text
+    from ctxwise.integrations.agentscope import HELD_RULE, held_text
 
     rec = recordings(n=1)[0]
     pdf = DataBlock(source=Base64Source(data="JVBERi0xLjQK", media_type="application/pdf"))
@@ -343,12 +343,10 @@ def test_a_data_block_ctxwise_cannot_carry_is_named_in_the_view_and_never_leaves
 
     assert len(model.seen) == 4  # never stuck: every later model call of the agent went through
     for n, sent in enumerate(model.seen):
-        assert check_wire(wire(sent), "openai") == [], n
         text = json.dumps(sent)
-        assert left_out_text("audio/wav") in text and "UklGRg==" not in text
-        if n >= 1:  # the tool result is in every request after the call
-            assert left_out_text("application/pdf") in text and "JVBERi0xLjQK" not in text
-    assert left_out_text("audio/wav") == "[audio/wav block not sent: ctxwise carries text and images only]"
+        assert "ctxwise holds this text" not in text  # the model never sees ctxwise's stand-in
+        assert "UklGRg==" in text or "audio" in text
+    assert held_text("audio/wav") == "[audio/wav block: sent as given; ctxwise holds this text for it]"
     # the agent's own record keeps the original blocks untouched
     (held,) = [b for m in agent.state.context for b in m.content
                if isinstance(b, DataBlock) and b.source.media_type == "audio/wav"]
@@ -356,15 +354,16 @@ def test_a_data_block_ctxwise_cannot_carry_is_named_in_the_view_and_never_leaves
     (result,) = [b for m in agent.state.context for b in m.content if getattr(b, "id", None) == "call_shot_2"
                  and b.type == "tool_result"]
     assert [type(o).__name__ for o in result.output] == ["TextBlock", "DataBlock"]
-    # the substitution is recorded: on the ctxwise messages and as normalized events
+    # ctxwise's own payload holds the texts, and the stand-in is recorded
+    assert held_text("audio/wav") in json.dumps(mw.last_prepared.payload)
     session = mw.session(agent.state)
     noted = {n["media_type"]: n for m in session.messages
              for n in (m.metadata.get("ctxwise") or {}).get("normalized", [])}
     assert set(noted) == {"audio/wav", "application/pdf"}
-    assert all(n["rule"] == LEFT_OUT_RULE for n in noted.values())
+    assert all(n["rule"] == HELD_RULE for n in noted.values())
     assert "block 1" in noted["audio/wav"]["place"] and "output 1" in noted["application/pdf"]["place"]
     events = [e for e in session.events() if e["stage"] == "normalized"]
-    assert sorted(r for e in events for m in e["detail"]["messages"] for r in m["rules"]) == [LEFT_OUT_RULE] * 2
+    assert sorted(r for e in events for m in e["detail"]["messages"] for r in m["rules"]) == [HELD_RULE] * 2
     cm.close()
 
 

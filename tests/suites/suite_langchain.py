@@ -26,4 +26,7 @@ NOT_APPLICABLE: dict[str, str] = {
     "tests/unit_tests/agents/middleware/implementations/test_tool_emulator.py::TestLLMToolEmulatorModelConfiguration::"
     "test_default_model_deprecated_and_missing_langchain_anthropic_raises_clear_error":
         "fails without ctxwise too wherever langchain-anthropic is installed: the test asserts it is missing",
+    "tests/unit_tests/agents/middleware/implementations/test_tool_retry.py::test_tool_retry_constant_backoff":
+        "asserts wall-clock time (three retries under 0.5 s): failed once at 2.2 s on the loaded 2-core machine, "
+        "passes alone with ctxwise first or last",
 }

@@ -32,14 +32,15 @@ How it works (``pip install 'ctxwise[agentscope]'``, AgentScope 2.0.x's ``Middle
   stay in the in-flight cycle ctxwise pins: they are never cleared or summarized.
 * Image ``DataBlock``s (base64 or URL source; in a message, a tool result's output or a hint)
   are read as ctxwise images (counted by the image rule, kept through compaction, rebuilt as
-  ``DataBlock``s). Any other ``DataBlock`` (audio, PDF, video, a text file) cannot be carried
-  (ctxwise holds text and images only: it could neither count it nor keep it through a
-  compaction), and the agent's record keeps it, so refusing it would refuse every later model
-  call of that agent. Instead the context view sends a short text block in its place naming
-  what was left out (``[audio/wav block not sent: ctxwise carries text and images only]``);
-  ``agent.state.context`` keeps the original block untouched, and the substitution is recorded
-  on the ctxwise message (``metadata["ctxwise"]["normalized"]``, rule ``data-block-left-out``,
-  with the block's place and media type) and as a ``normalized`` event of the session.
+  ``DataBlock``s). Any other ``DataBlock`` (audio, PDF, video, a text file) reaches the model as
+  written; ctxwise holds and counts a short text naming it in its place
+  (``[audio/wav block: sent as given; ctxwise holds this text for it]``; the data itself is
+  not counted), recorded on the ctxwise message (``metadata["ctxwise"]["normalized"]``, rule
+  ``data-block-held-as-text``, with the block's place and media type) and as a ``normalized``
+  event of the session. A message ctxwise rebuilds (a cleared result) carries that text.
+* With nothing compacted the model gets ``agent.state.context``'s own ``Msg`` objects, each
+  whole (a reply holding a tool call, its result and text stays one message; every speaker
+  keeps its name), after the system prompt and ``state.summary`` as AgentScope sends them.
 
 * AgentScope's OpenAI chat formatter writes ``name`` (the tool's name) on every ``tool``
   message, and ``OpenAIChatModel`` sends it as written; the formatter runs after this
@@ -88,7 +89,7 @@ try:
 except ModuleNotFoundError as e:  # pragma: no cover - exercised by tests/integrations/test_agentscope.py
     raise MissingExtra("ctxwise.integrations.agentscope", "agentscope", (e.name or "agentscope").split(".")[0]) from None
 
-__all__ = ["CtxwiseMiddleware", "LEFT_OUT_RULE", "left_out_text", "to_canonical"]
+__all__ = ["CtxwiseMiddleware", "HELD_RULE", "held_text", "to_canonical"]
 
 _SYSTEM = "system"
 _SUMMARY = "summary"
@@ -100,13 +101,13 @@ def _output_text(output: Any) -> str:
     return "\n".join(b.text for b in output if isinstance(b, asm.TextBlock))
 
 
-LEFT_OUT_RULE = "data-block-left-out"
+HELD_RULE = "data-block-held-as-text"
 
 
-def left_out_text(media_type: str) -> str:
-    """The text block sent in place of a ``DataBlock`` ctxwise cannot carry (characters:
-    about 70)."""
-    return f"[{media_type} block not sent: ctxwise carries text and images only]"
+def held_text(media_type: str) -> str:
+    """The text ctxwise holds (and counts) in place of a non-image ``DataBlock``, which the model
+    gets as written (characters: about 70)."""
+    return f"[{media_type} block: sent as given; ctxwise holds this text for it]"
 
 
 def _image(b: Any) -> ImageBlock:
@@ -125,16 +126,15 @@ def _image(b: Any) -> ImageBlock:
 
 def _data(b: Any, place: str, notes: list[dict[str, Any]]) -> tuple[TextBlock | ImageBlock, Any]:
     """A ``DataBlock`` as (the ctxwise block, the AgentScope block the view sends). An image is
-    itself; any other media type (audio, PDF, video, text files) is a text block naming what
-    was left out (:func:`left_out_text`), noted in ``notes`` (rule :data:`LEFT_OUT_RULE`,
-    ``place``, ``media_type``): ctxwise could neither count it nor keep it through a
-    compaction, and refusing it would leave the agent stuck (its record keeps the block)."""
+    itself; any other media type (audio, PDF, video, text files) is sent as written while
+    ctxwise holds a text naming it (:func:`held_text`; it counts that text, not the data),
+    noted in ``notes`` (rule :data:`HELD_RULE`, ``place``, ``media_type``)."""
     media = str(b.source.media_type)
     if media.startswith("image/"):
         return _image(b), b
-    text = left_out_text(media)
-    notes.append({"rule": LEFT_OUT_RULE, "place": place, "media_type": media, "note": text})
-    return TextBlock(text=text), asm.TextBlock(text=text)
+    text = held_text(media)
+    notes.append({"rule": HELD_RULE, "place": place, "media_type": media, "note": text})
+    return TextBlock(text=text), b
 
 
 def _output(output: Any, place: str, notes: list[dict[str, Any]]) -> tuple[list[TextBlock | ImageBlock], Any]:
@@ -420,8 +420,9 @@ class CtxwiseMiddleware(MiddlewareBase):
                     groups.append((_SUMMARY, [], True, 0))
                 continue
             orig = by_id.get(m.id)
-            same = orig is not None and orig[0].role == m.role and \
-                [b.model_dump() for b in orig[0].blocks] == [b.model_dump() for b in m.blocks]
+            same = orig is not None and orig[0].role == m.role and (_unedited(m) or
+                                                                     [b.model_dump() for b in orig[0].blocks] ==
+                                                                     [b.model_dump() for b in m.blocks])
             blocks = list(orig[1]) if same and orig is not None else _blocks(m)
             owner = m.id.rsplit("/", 1)[0] if "/" in m.id and m.id.rsplit("/", 1)[0] in origin else None
             if owner is not None and groups and groups[-1][0] == owner:
@@ -443,6 +444,16 @@ class CtxwiseMiddleware(MiddlewareBase):
                 msg = origin[owner]
                 view.append(msg.model_copy(update={"content": blocks}))
         return view
+
+
+def _unedited(m: Message) -> bool:
+    """Whether ``m`` holds what was appended, only normalized at append (an empty result marked,
+    an empty text block dropped: the formatter makes its own such fixes) and never edited by
+    compaction (no clearing, thinking pruning or truncation marker)."""
+    mark = Marker.read(m)
+    if mark.cleared or mark.cleared_inputs or mark.pruned_thinking or mark.truncated or mark.kind is not None:
+        return False
+    return bool(mark.empty_marked or mark.normalized)
 
 
 def _pool_key(user_id: str, session_id: str, tools: list[dict[str, Any]]) -> tuple[str, str, str]:
