@@ -221,7 +221,7 @@ def _parts(msg: Any, index: int | None = None) -> list[tuple[Message, list[Any]]
             left: list[dict[str, Any]] = []  # what _output left out, for this message's record
             output, sent_output = _output(b.output, place, left)
             out.append((Message(id=f"{msg.id}/{len(out)}", role="tool", metadata=_noted(left), blocks=[ToolResultBlock(
-                tool_use_id=b.id, name=b.name, output=output, state=state)]),
+                tool_use_id=b.id, name=b.name, output=list(output), state=state)]),
                 [b.model_copy(update={"output": sent_output}) if left else b]))
         elif isinstance(b, asm.HintBlock):
             flush()
@@ -483,7 +483,8 @@ def _blocks(m: Message) -> list[Any]:
                                          state=asm.ToolCallState.FINISHED))
         elif isinstance(b, ToolResultBlock):
             output: list[Any] = [asm.TextBlock(text=b.text)] if not any(isinstance(o, ImageBlock) for o in b.output) \
-                else [asm.TextBlock(text=o.text) if isinstance(o, TextBlock) else _data_block(o) for o in b.output]
+                else [asm.TextBlock(text=o.text) if isinstance(o, TextBlock) else _data_block(o) for o in b.output
+                      if isinstance(o, (TextBlock, ImageBlock))]
             out.append(asm.ToolResultBlock(id=b.tool_use_id, name=b.name or "", output=output,
                                            state=asm.ToolResultState.ERROR if b.state == "error"
                                            else asm.ToolResultState.SUCCESS))
