@@ -70,5 +70,13 @@ for _name, _cls in vars(fmt).items():
         _wrap(_cls)
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    store, out = _manager.store, {}  # type: ignore[var-annotated]
+    for info in store.list_sessions(limit=1_000_000):
+        for e in store.events(info.user_id, info.session_id):
+            out[e["stage"]] = out.get(e["stage"], 0) + 1
+    terminalreporter.write_line(f"ctxwise events: {out}")
+
+
 def pytest_report_header(config: Any) -> str:
     return f"ctxwise stands in: every AgentScope formatter formats CtxwiseMiddleware's view, budget {BUDGET} chars"

@@ -67,5 +67,18 @@ def pytest_configure(config: Any) -> None:
     manager()  # the store is made before any test runs (an async test's loop sees no store setup)
 
 
+def stages() -> dict[str, int]:
+    """How many events of each stage the store holds, over every session of the run."""
+    store, out = manager().store, {}  # type: ignore[var-annotated]
+    for info in store.list_sessions(limit=1_000_000):
+        for e in store.events(info.user_id, info.session_id):
+            out[e["stage"]] = out.get(e["stage"], 0) + 1
+    return out
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    terminalreporter.write_line(f"ctxwise events over {len(created)} agents: {stages()}")
+
+
 def pytest_report_header(config: Any) -> str:
     return f"ctxwise stands in: CtxwiseMiddleware {POSITION} in every create_agent, budget {BUDGET} chars"
