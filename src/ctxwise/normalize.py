@@ -201,7 +201,7 @@ def omitted(m: Message) -> str | None:
 
 def _given_notes(m: Message) -> list[dict[str, Any]]:
     """Notes a front end put in ``metadata["ctxwise"]["normalized"]`` when it read the input
-    (e.g. the AgentScope middleware's ``data-block-left-out``); they get the same event."""
+    (e.g. the AgentScope middleware's ``data-block-held-as-text``); they get the same event."""
     notes = Marker.read(m).normalized if MARKER_KEY in m.metadata else None
     return [n for n in notes if isinstance(n.get("rule"), str)] if notes else []
 
