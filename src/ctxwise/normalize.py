@@ -46,7 +46,25 @@ from typing import Any
 
 from . import nesting
 from .errors import FormatError
-from .messages import MARKER_KEY, ROLES, ImageBlock, Marker, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from .messages import (
+    MARKER_KEY,
+    ROLES,
+    AudioBlock,
+    DocumentBlock,
+    ImageBlock,
+    Marker,
+    Message,
+    ProviderBlock,
+    RefusalBlock,
+    SearchResultBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+_OTHER_BLOCKS = (ImageBlock, DocumentBlock, SearchResultBlock, AudioBlock, RefusalBlock, ProviderBlock)
+"""Blocks that are content by themselves (their fields are checked by pydantic on construction)."""
 
 OMITTED_KEY = "omitted"
 
@@ -132,7 +150,8 @@ def _check_json(value: Any, place: str) -> None:
 
 def _valid_result(b: ToolResultBlock) -> bool:
     return isinstance(b.tool_use_id, str) and isinstance(b.output, list) and all(
-        isinstance(o, (ImageBlock,)) or (isinstance(o, TextBlock) and isinstance(o.text, str)) for o in b.output)
+        isinstance(o, (ImageBlock, DocumentBlock, SearchResultBlock)) or (isinstance(o, TextBlock) and isinstance(o.text, str))
+        for o in b.output)
 
 
 def _valid_block(b: Any) -> bool:
@@ -145,7 +164,9 @@ def _valid_block(b: Any) -> bool:
         return isinstance(b.id, str) and isinstance(b.name, str)
     if isinstance(b, ToolResultBlock):
         return _valid_result(b)
-    return isinstance(b, ImageBlock)
+    if isinstance(b, ProviderBlock):
+        return isinstance(b.raw, dict) and isinstance(b.kind, str)
+    return isinstance(b, _OTHER_BLOCKS)
 
 
 def _check_shape(m: Any, place: str) -> None:
@@ -169,7 +190,7 @@ def _blank(b: Any) -> bool:
 
 
 def _has_content(blocks: list[Any]) -> bool:
-    return any((isinstance(b, TextBlock) and b.text.strip()) or isinstance(b, (ToolUseBlock, ImageBlock))
+    return any((isinstance(b, TextBlock) and b.text.strip()) or isinstance(b, (ToolUseBlock,) + _OTHER_BLOCKS)
                for b in blocks)
 
 
@@ -180,7 +201,7 @@ def omitted(m: Message) -> str | None:
 
 def _given_notes(m: Message) -> list[dict[str, Any]]:
     """Notes a front end put in ``metadata["ctxwise"]["normalized"]`` when it read the input
-    (e.g. the AgentScope middleware's ``data-block-left-out``); they get the same event."""
+    (e.g. the AgentScope middleware's ``data-block-held-as-text``); they get the same event."""
     notes = Marker.read(m).normalized if MARKER_KEY in m.metadata else None
     return [n for n in notes if isinstance(n.get("rule"), str)] if notes else []
 

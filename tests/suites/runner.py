@@ -26,7 +26,8 @@ Contract for a suite module ``tests/suites/suite_<name>.py`` (one module per fra
                            environment lacks (e.g. ``["pytest-asyncio==1.5.0"]``); installed with
                            ``pip install --no-deps --target <work>/deps`` and put on the pytest
                            run's PYTHONPATH only (ctxwise's own environment is not touched).
-
+- ``ROOT: Path``           (optional) a vendored test tree (with its licence) to run instead of
+                           the downloaded sdist, for a framework whose sdist ships no tests.
 - ``BASELINE: bool``      (optional, default False) run the same tests once without the plugin
                            first; a test that fails there too is counted "n/a" (it fails with the
                            framework's own classes in this environment: not ctxwise's doing).
@@ -149,7 +150,7 @@ def run(name: str, keep: Path | None = None, kexpr: str | None = None) -> Outcom
     out = Outcome(not_applicable=len(not_applicable))
     work = keep or Path(tempfile.mkdtemp(prefix=f"ctxwise-suite-{name}-"))
     work.mkdir(parents=True, exist_ok=True)
-    root = fetch_sdist(suite.DIST, work)
+    root = getattr(suite, "ROOT", None) or fetch_sdist(suite.DIST, work)
     xml = work / "junit.xml"
     env = dict(os.environ)
     paths = [str(HERE), str(REPO / "src")]

@@ -18,6 +18,12 @@ it has grown so far (one huge result left out: an event, not a rate), and when i
 the hard limit the session may well end before any edit is needed (then the edit's break is
 pure loss). When it crosses, the break would come within the horizon anyway, and making it
 now, deeper, saves the calls in between.
+
+Time: a prompt cache lives ``PriceModel.lifetime`` seconds unused. When the previous call is
+longer ago than that (:func:`idle_seconds`, from message timestamps or ``prepare(now=...)``),
+nothing is served from the cache whatever is sent, so an edit re-bills nothing and pays
+whenever it saves something (:func:`cold_cache`; Claude Code clears old tool results on idle
+for that reason).
 """
 
 from __future__ import annotations
@@ -25,7 +31,19 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..messages import Marker, Message
-from ..prices import FLAT, prices_of
+from ..prices import FLAT, TIMESTAMP_KEY, idle_seconds, message_time, prices_of, time_of
+
+__all__ = ["FLAT_READ", "TIMESTAMP_KEY", "cache_prices", "calls_ahead", "cold_cache", "cut_cost", "edit_pays",
+           "idle_seconds", "invalidated_reasoning", "limit_ahead", "message_time", "time_of"]
+
+def cold_cache(policy: Any, idle: float | None) -> str | None:
+    """Why an edit costs nothing on this call, or None: the cache has gone unused for ``idle``
+    seconds, past the price model's ``lifetime`` (:meth:`ctxwise.prices.PriceModel.is_cold`),
+    so the whole prompt is written again whatever is sent."""
+    prices = prices_of(policy)
+    if idle is None or not prices.is_cold(idle):
+        return None
+    return f"the prompt cache is cold (idle {idle:,.0f} s, past its {prices.lifetime:,.0f} s lifetime): the edit re-bills nothing"
 
 FLAT_READ = FLAT.read
 """The cached-token price used when the policy has no price model (a multiple of a miss)."""
@@ -46,12 +64,13 @@ def calls_ahead(messages: Sequence[Message], policy: Any = None) -> int:
     return min(made, int(horizon)) if horizon else made
 
 
-def edit_pays(saved: int, suffix: int, calls: int, policy: Any) -> bool:
+def edit_pays(saved: int, suffix: int, calls: int, policy: Any, idle: float | None = None) -> bool:
     """Whether an edit that makes the context ``saved`` smaller and re-bills ``suffix`` (the
     size from the first edited message to the end, before the edit; policy unit) costs less
     than leaving the context alone over the next ``calls`` calls, under the policy's price
-    model (:meth:`ctxwise.prices.PriceModel.edit_pays`)."""
-    return prices_of(policy).edit_pays(saved, suffix, calls)
+    model (:meth:`ctxwise.prices.PriceModel.edit_pays`); ``idle`` seconds since the previous
+    call (None: unknown, taken as warm)."""
+    return prices_of(policy).edit_pays(saved, suffix, calls, idle)
 
 
 def limit_ahead(size: int, grown: int, made: int, calls: int, hard: int) -> bool:

@@ -140,12 +140,21 @@ def _blocks(m: Message) -> str:
             out.append(f"<div class='call'>→ <b>{e(b.name)}</b> <span class='dim'>{e(b.id)}</span>"
                        f"{_pre(_json(b.input), 'tx code')}</div>")
         elif isinstance(b, ToolResultBlock):
-            body = "".join(_pre(o.text) if isinstance(o, TextBlock) else "<p class='dim'>[image]</p>" for o in b.output)
+            body = "".join(_pre(o.text) if isinstance(o, TextBlock) else f"<p class='dim'>[{e(_other(o))}]</p>"
+                           for o in b.output)
             out.append(f"<div class='result{' error' if b.state == 'error' else ''}'>← <b>{e(b.name or '')}</b> "
                        f"<span class='dim'>{e(b.tool_use_id)} · {e(b.state)}</span>{body}</div>")
         elif isinstance(b, ImageBlock):
             out.append("<p class='dim'>[image]</p>")
+        else:  # documents, search results, audio, refusals, provider blocks
+            out.append(f"<p class='dim'>[{e(_other(b))}]</p>")
     return "".join(out)
+
+
+def _other(b: Any) -> str:
+    """A one-line label for a block the pages show without its body."""
+    kind = getattr(b, "kind", None)
+    return f"{b.type} {getattr(b, 'provider', '')} {kind}".strip() if kind else str(b.type)
 
 
 def _context_row(r: ContextRow, ids: dict[str, str], user: str, session: str, size: int,
@@ -240,8 +249,16 @@ def records(state: SessionState, transcript: list[TranscriptRow], events: list[d
 
 
 def timeline(events: list[dict[str, Any]], calls: list[CallView], ids: dict[str, str]) -> str:
-    """The event timeline: time, model call, stage, trigger, sizes, the messages it touched."""
+    """The event timeline: time, model call, stage, trigger, sizes, the messages it touched.
+    A ``cache_usage`` event (reported cache tokens beside the predicted ones) is put on the
+    call whose output it names."""
     call_of = {id(ev): c.number for c in calls for ev in c.events}
+    by_output = {c.message_id: c.number for c in calls if c.message_id}
+    for ev in events:
+        if ev.get("stage") == "cache_usage" and ev.get("affected_ids"):
+            found = by_output.get(ev["affected_ids"][0])
+            if found is not None:
+                call_of[id(ev)] = found
     rows = []
     for ev in events:
         affected = ev.get("affected_ids") or []
@@ -321,10 +338,12 @@ def message_text(m: Message) -> str:
         elif isinstance(b, ToolUseBlock):
             out.append(f"[tool call {b.name} {b.id}]\n{_json(b.input)}")
         elif isinstance(b, ToolResultBlock):
-            body = "".join(o.text if isinstance(o, TextBlock) else "[image]" for o in b.output)
+            body = "".join(o.text if isinstance(o, TextBlock) else f"[{_other(o)}]" for o in b.output)
             out.append(f"[result of {b.name or ''} {b.tool_use_id}, {b.state}]\n{body}")
         elif isinstance(b, ImageBlock):
             out.append("[image]")
+        else:
+            out.append(f"[{_other(b)}]")
     return "\n\n".join(out)
 
 
