@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from .._optional import require
 from ..errors import SummarizerError
 from ..messages import Message
-from .base import SummaryResult
+from .base import SummaryResult, without_reasoning
 
 if TYPE_CHECKING:
     import httpx
@@ -41,10 +41,9 @@ def compaction_messages(material: Sequence[Message], previous: str | None) -> li
     reasoning, after a user note with ``previous`` (the summary so far) when given; a leading
     user note when the material starts with an assistant message (Anthropic wants a user
     message first)."""
-    from ..compaction.context import sent_view
     from ..providers import render
 
-    rendered = render([sent_view(m) for m in material], "anthropic")
+    rendered = render([without_reasoning(m) for m in material], "anthropic")
     msgs: list[dict[str, Any]] = list(rendered["messages"]) if isinstance(rendered, dict) else []
     head = []
     if previous:

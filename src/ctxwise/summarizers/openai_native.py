@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from .._optional import require
 from ..errors import SummarizerError
 from ..messages import Message
-from .base import SummaryResult
+from .base import SummaryResult, without_reasoning
 
 if TYPE_CHECKING:
     import httpx
@@ -33,10 +33,9 @@ if TYPE_CHECKING:
 def compaction_input(material: Sequence[Message], previous: str | None) -> list[dict[str, Any]]:
     """The ``input`` of the compact request: ``material`` rendered for the Responses API
     without reasoning, after a user message with ``previous`` (the summary so far) when given."""
-    from ..compaction.context import sent_view
     from ..providers import render
 
-    items = render([sent_view(m) for m in material], "openai_responses")
+    items = render([without_reasoning(m) for m in material], "openai_responses")
     out: list[dict[str, Any]] = list(items) if isinstance(items, list) else []
     if previous:
         out.insert(0, {"role": "user", "content": f"Summary of the conversation before the part below:\n{previous}"})
