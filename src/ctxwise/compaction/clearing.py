@@ -30,7 +30,7 @@ from ..units import ToolCycle, tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, head_end, in_flight_start
 from ..resources import COLD, WORKING, reuse_ranks
 from .placeholder import placeholder_text, recall_key, render_input, reused_ids  # noqa: F401  (render_input: re-exported)
-from .cost import calls_ahead, cut_cost, edit_pays, invalidated_reasoning, limit_ahead
+from .cost import calls_ahead, cold_cache, cut_cost, edit_pays, invalidated_reasoning, limit_ahead
 from .stage import StageInput
 
 
@@ -117,9 +117,11 @@ def clear_tool_results(
       suffix it re-bills, under the policy's price model (:func:`ctxwise.compaction.cost.edit_pays`),
       and the context, growing at its rate so far, would pass the hard limit within those
       calls (:func:`ctxwise.compaction.cost.limit_ahead`): the saving is an estimate and the
-      break certain, so the break is taken early only when one is coming anyway.
+      break certain, so the break is taken early only when one is coming anyway; or
+    * the prompt cache is cold (:func:`ctxwise.compaction.cost.cold_cache`): the batch
+      re-bills nothing (unless it invalidates bound reasoning), whatever its size.
 
-    Either way the batch must save at least ``clear_min_batch`` of the budget (small batches
+    Else the batch must save at least ``clear_min_batch`` of the budget (small batches
     are held back: each re-bills the prompt cache from its first edited message on). When it
     fires it clears down to ``clear_target``, or everything clearing can remove when that
     target lies below what it cannot touch (the system prompt, pinned blocks, the current
@@ -263,9 +265,13 @@ def _why(messages: list[Message], b: Budgeting, size: int, batch: _Batch) -> str
     p = b.policy
     hard = b.level(p.hard_limit)
     saved = size - batch.now
-    suffix = sum(b.size_of(m) for m in messages[batch.first:]) + invalidated_reasoning(messages, batch.first, b.size_of)
+    invalid = invalidated_reasoning(messages, batch.first, b.size_of)
+    suffix = sum(b.size_of(m) for m in messages[batch.first:]) + invalid
     if size > hard:
         return "the hard limit is crossed"  # something must go: a placeholder loses least
+    cold = cold_cache(p, b.idle)
+    if cold and saved > 0 and not invalid:
+        return cold  # nothing is served from the cache this call: the batch costs nothing
     if saved < b.level(p.clear_min_batch):
         # Too little for a batch worth breaking the prompt cache for: wait until more
         # results are eligible, or let the costlier stage do its larger cut.

@@ -38,8 +38,6 @@ def check(
     out: list[Violation] = []
     if profile.tool_pairing:
         out += rules.check_tool_pairing(messages, profile)
-    if profile.system_only_first:
-        out += rules.check_system_position(messages, profile)
     if profile.forbid_empty_content:
         out += rules.check_empty_content(messages, profile)
     if profile.needs_user_message:

@@ -20,7 +20,10 @@ Thinking blocks without a signature (DeepSeek / OpenAI-compatible reasoning read
 provider's record) are not sent: Anthropic verifies every thinking block's signature
 ("Invalid `signature` in `thinking` block") and ignores the thinking of earlier turns
 (https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking).
-A later system message is written with role ``system`` so that the wire check reports it.
+A later system message is written with role ``system``: the beta native form
+(``native_system``, SDK 2.17 ``types/beta/beta_system_message_param.py``); otherwise the list
+was converted first (:mod:`ctxwise.providers.convert` folds it into a user turn) and one
+left over is reported by the wire check.
 
 Prompt-cache breakpoints: a ``cache_control`` the caller put on a text, image, tool_use or
 tool_result block (or a system text block) is kept on that block as long as the block is in the
@@ -145,9 +148,11 @@ def _blocks(blocks: list[Any]) -> list[dict[str, Any]]:
     return [d for d in (_block(b) for b in blocks) if d is not None]
 
 
-def render(messages: list[Message]) -> dict[str, Any]:
+def render(messages: list[Message], native_system: bool = False) -> dict[str, Any]:
     """The ``{"system"?, "messages"}`` payload for ``messages`` (pass it as
-    ``client.messages.create(model=..., max_tokens=..., **payload)``)."""
+    ``client.messages.create(model=..., max_tokens=..., **payload)``). ``native_system``:
+    later system messages are written as the beta ``{"role": "system", "content"}`` input
+    message (text blocks only)."""
     payload: dict[str, Any] = {}
     msgs: list[dict[str, Any]] = []
     i, n = 0, len(messages)
@@ -168,15 +173,21 @@ def render(messages: list[Message]) -> dict[str, Any]:
                 i += 1
             msgs.append({"role": "user", "content": _blocks(results)})
             continue
-        if (m.role == "user" and len(m.blocks) == 1 and isinstance(m.blocks[0], TextBlock)
-                and _cache_control(m.blocks[0]) is None and m.blocks[0].citations is None):
-            msgs.append({"role": "user", "content": m.blocks[0].text})
-        else:
-            msgs.append({"role": m.role, "content": _blocks(m.blocks)})
+        msgs.append(_message(m, native_system))
         i += 1
     payload["messages"] = msgs
     _keep_last_breakpoints(payload)
     return payload
+
+
+def _message(m: Message, native_system: bool) -> dict[str, Any]:
+    """One user, assistant or (``native_system``) system message."""
+    if (m.role == "user" and len(m.blocks) == 1 and isinstance(m.blocks[0], TextBlock)
+            and _cache_control(m.blocks[0]) is None and m.blocks[0].citations is None):
+        return {"role": "user", "content": m.blocks[0].text}
+    if m.role == "system" and native_system:
+        return {"role": "system", "content": _blocks([b for b in m.blocks if isinstance(b, TextBlock)])}
+    return {"role": m.role, "content": _blocks(m.blocks)}
 
 
 def _keep_last_breakpoints(payload: dict[str, Any]) -> None:

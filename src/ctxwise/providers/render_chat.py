@@ -26,6 +26,7 @@ from ..messages import (
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
+    ToolUseBlock,
 )
 from .arguments import call_arguments
 
@@ -96,17 +97,45 @@ def _tool_text(r: ToolResultBlock) -> str:
     return f"{r.text}\n{note}" if r.text else note
 
 
-def render(messages: list[Message], *, reasoning_field: str | None) -> list[dict[str, Any]]:
+def _call(b: ToolUseBlock, extensions: bool) -> dict[str, Any]:
+    d: dict[str, Any] = {"id": b.id, "type": "function", "function": {"name": b.name, "arguments": call_arguments(b)}}
+    sig = thought_signature(b) if extensions else None
+    if sig is not None:
+        d["extra_content"] = {"google": {"thought_signature": sig}}
+    return d
+
+
+def thought_signature(b: ToolUseBlock) -> str | None:
+    """The Gemini thought signature a tool call was received with
+    (``extra_content.google.thought_signature`` on the OpenAI-compatible endpoint, kept in the
+    block's ``extra``), or None."""
+    extra = b.extra.get("extra_content") if isinstance(b.extra, dict) else None
+    google = extra.get("google") if isinstance(extra, dict) else None
+    sig = google.get("thought_signature") if isinstance(google, dict) else None
+    return sig if isinstance(sig, str) else None
+
+
+def render(messages: list[Message], *, reasoning_field: str | None, tool_names: bool = False,
+           extensions: bool = False) -> list[dict[str, Any]]:
     """The Chat Completions ``messages`` list for ``messages``.
 
     ``reasoning_field`` names the key that carries an assistant message's reasoning (the
-    joined text of its non-redacted thinking blocks); None sends no reasoning.
+    joined text of its non-redacted thinking blocks); None sends no reasoning. ``tool_names``
+    gives each ``tool`` message ``name``: the function it answers (Gemini,
+    https://ai.google.dev/gemini-api/docs/openai). ``extensions`` sends each tool call's
+    Gemini thought signature back as ``extra_content.google.thought_signature``, as received
+    (https://ai.google.dev/gemini-api/docs/thought-signatures).
     """
     out: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
     for m in messages:
         if m.role == "tool":
             for r in m.tool_results:
-                out.append({"role": "tool", "tool_call_id": r.tool_use_id, "content": _tool_text(r)})
+                d_tool: dict[str, Any] = {"role": "tool", "tool_call_id": r.tool_use_id, "content": _tool_text(r)}
+                name = r.name or names.get(r.tool_use_id)
+                if tool_names and name:
+                    d_tool["name"] = name
+                out.append(d_tool)
             continue
         d: dict[str, Any] = {"role": m.role}
         if m.role == "assistant":
@@ -117,9 +146,8 @@ def render(messages: list[Message], *, reasoning_field: str | None) -> list[dict
             if refusals:  # chat_completion_assistant_message_param.py ``refusal``
                 d["refusal"] = "\n".join(refusals)
             if calls:
-                d["tool_calls"] = [{"id": b.id, "type": "function",
-                                    "function": {"name": b.name, "arguments": call_arguments(b)}}
-                                   for b in calls]
+                d["tool_calls"] = [_call(b, extensions) for b in calls]
+                names = {b.id: b.name for b in calls}
             reasoning = thinking_text(m.thinking)
             if reasoning_field and m.thinking:
                 d[reasoning_field] = reasoning

@@ -115,13 +115,21 @@ def _orphans(profile: ProviderProfile, i: int, m: Message, why: str) -> list[Vio
             for r in m.tool_results]
 
 
+def _leading_systems(messages: list[Message]) -> int:
+    """How many system messages open the list."""
+    return next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
+
+
 def check_system_position(messages: list[Message], profile: ProviderProfile) -> list[Violation]:
-    """A system message may only be the first message (Anthropic's top-level ``system``)."""
-    return [
-        _v(profile, i, SYSTEM_NOT_FIRST, "system message after index 0")
-        for i, m in enumerate(messages)
-        if i > 0 and m.role == "system"
-    ]
+    """On a provider that takes no system message after the leading ones
+    (``mid_system="fold"``), none is there. A wire rule: it runs on a rendered payload read
+    back (:func:`ctxwise.providers.check_wire`); the canonical list may hold system messages
+    anywhere, since rendering folds them (:mod:`ctxwise.providers.convert`)."""
+    if profile.mid_system != "fold":
+        return []
+    lead = _leading_systems(messages)
+    return [_v(profile, i, SYSTEM_NOT_FIRST, "system message after the leading ones")
+            for i, m in enumerate(messages) if i > lead and m.role == "system"]
 
 
 def _blank(text: str) -> bool:
@@ -186,12 +194,17 @@ def check_user_present(messages: list[Message], profile: ProviderProfile) -> lis
 
 
 def check_call_order(messages: list[Message], profile: ProviderProfile) -> list[Violation]:
-    """An assistant message with tool calls directly follows a user or a tool message."""
+    """An assistant message with tool calls directly follows a user or a tool message (a
+    system message after the leading ones counts as the user turn it is folded into, on a
+    ``mid_system="fold"`` profile)."""
     out: list[Violation] = []
+    lead = _leading_systems(messages)
     for i, m in enumerate(messages):
         if m.role != "assistant" or not m.tool_uses:
             continue
         prev = messages[i - 1].role if i > 0 else None
+        if prev == "system" and i - 1 >= lead and profile.mid_system == "fold":
+            prev = "user"
         if prev not in ("user", "tool"):
             after = f"a {prev} message" if prev else "nothing (it is first)"
             out.append(_v(profile, i, TOOL_CALL_ORDER,

@@ -395,6 +395,13 @@ class AAssistant(TypedDict):
 ASystem = Union[str, List[AText]]
 """``message_create_params.MessageCreateParamsBase["system"]``."""
 
+
+class ASystemMessage(TypedDict):
+    """``beta.BetaSystemMessageParam`` (a mid-conversation system message, beta; text only)."""
+
+    role: Literal["system"]
+    content: Union[str, List[AText]]
+
 # -- Responses input items (openai.types.responses) ------------------------------------------
 
 
