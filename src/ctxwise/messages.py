@@ -253,7 +253,9 @@ PROVIDER_RESULT_KINDS: dict[str, tuple[str, ...]] = {
 before it (rule ``provider-result-without-call``)."""
 
 
-OutputBlock = Annotated[Union[TextBlock, ImageBlock], Field(discriminator="type")]
+OutputBlock = Annotated[Union[TextBlock, ImageBlock, DocumentBlock, SearchResultBlock], Field(discriminator="type")]
+"""What a tool result holds: text and images, and (Anthropic ``ToolResultBlockParam.content``,
+Responses ``function_call_output`` ``input_file`` parts) documents and search results."""
 
 
 class ToolResultBlock(_Block):
@@ -377,7 +379,7 @@ class Message(BaseModel):
         Messages are frozen, so a memo entry stays true for the object's life; an edited copy
         (``model_copy``) starts with an empty memo.
         """
-        return self._cache
+        return self.__pydantic_private__["_cache"]  # type: ignore[index,no-any-return]  # the slot, not pydantic's __getattr__
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> "Message":
         """Like pydantic's ``model_copy``, but the copy's memo starts empty."""

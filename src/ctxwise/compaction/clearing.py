@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..changes import Replace
 from ..messages import Block, Marker, Message, TextBlock, ToolResultBlock, ToolUseBlock
@@ -47,8 +48,8 @@ def _clear_message(m: Message, uses: dict[str, ToolUseBlock], policy: Policy, fo
         if (isinstance(blk, ToolResultBlock) and blk.tool_use_id not in done_before
                 and _eligible(blk, uses, policy, force)):
             use = uses.get(blk.tool_use_id)
-            text = placeholder_text(policy, blk, use.input if use else {},
-                                    recall_key(blk.tool_use_id, m.id, blk.tool_use_id in reused))
+            text = _placeholder(m, blk, use.input if use else {}, policy,
+                                recall_key(blk.tool_use_id, m.id, blk.tool_use_id in reused))
             if len(text) < len(blk.text) or (not blk.text and any(not isinstance(o, TextBlock) for o in blk.output)):
                 blocks.append(blk.model_copy(update={"output": [TextBlock(text=text)]}))
                 cleared.append(blk.tool_use_id)
@@ -61,6 +62,21 @@ def _clear_message(m: Message, uses: dict[str, ToolUseBlock], policy: Policy, fo
     return m.model_copy(
         update={"blocks": blocks, "metadata": Marker.with_(m, cleared=done + cleared, cleared_chars=chars)}
     )
+
+
+def _placeholder(m: Message, blk: ToolResultBlock, tool_input: dict[str, Any], policy: Policy, key: str) -> str:
+    """:func:`placeholder_text` of ``blk`` (a result of ``m``), kept in ``m``'s memo for the
+    same policy and call input: a stored message is cleared the same way at every call."""
+    memo: dict[tuple[str, str], tuple[Policy, dict[str, Any], str]] = m.memo().setdefault(_PLACEHOLDERS, {})
+    hit = memo.get((blk.tool_use_id, key))
+    if hit is not None and hit[0] == policy and hit[1] == tool_input:
+        return hit[2]
+    text = placeholder_text(policy, blk, tool_input, key)
+    memo[(blk.tool_use_id, key)] = (policy, tool_input, text)
+    return text
+
+
+_PLACEHOLDERS = "ctxwise/placeholders"
 
 
 def _eligible(blk: ToolResultBlock, uses: dict[str, ToolUseBlock], policy: Policy, force: bool) -> bool:

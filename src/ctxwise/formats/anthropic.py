@@ -19,10 +19,17 @@ Mapping:
   noted in ``"_ctxwise": {"parts": [...]}`` so it reads back the same.
 * ``is_error: true`` ↔ ``state="error"``; ``redacted_thinking`` ↔ ``ThinkingBlock(redacted=True,
   thinking=data)``; string content vs a block list, key order and unknown keys are kept.
+* ``text.citations`` ↔ ``TextBlock.citations``; an image ``source.type == "file"`` ↔
+  ``ImageBlock.file_id``; ``document`` ↔ :class:`DocumentBlock` (every source type);
+  ``search_result`` ↔ :class:`SearchResultBlock` (both also inside ``tool_result`` content);
+  ``server_tool_use``, the server-tool results (web search, web fetch, code execution, bash,
+  text editor, tool search), ``mcp_tool_use`` / ``mcp_tool_result`` and ``container_upload`` ↔
+  :class:`ProviderBlock` holding the block verbatim (``call_id`` = its ``id`` / ``tool_use_id``).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -224,10 +231,15 @@ def _read_provider(b: dict[str, Any], place: str) -> ProviderBlock:
     return ProviderBlock(provider="anthropic", kind=t, raw=b, call_id=cid)
 
 
-def _read_block(b: Any, place: str, uses: dict[str, str] | None, strict: bool, inner: bool = False) -> Any:
+_RESULT_CONTENT = ("text", "image", "document", "search_result")
+"""The blocks a ``tool_result``'s content holds (``anthropic/types/tool_result_block_param.py``)."""
+
+
+def _read_block(b: Any, place: str, uses: dict[str, str] | None, strict: bool,
+                inner: bool | tuple[str, ...] = False) -> Any:
     b = need_dict(b, place, "a content block object")
     t = b.get("type")
-    allowed = ("text", "image") if inner else BLOCK_TYPES
+    allowed = inner if isinstance(inner, tuple) else ("text", "image") if inner else BLOCK_TYPES
     if t not in allowed:
         raise unknown_block(place, t, allowed)
     if t in PROVIDER_KINDS:
@@ -266,7 +278,7 @@ def _read_result(b: dict[str, Any], place: str, uses: dict[str, str] | None, str
         raise no_call(place, tid, "matches no tool_use of the immediately preceding assistant message")
     raw = b.get("content", _ABSENT)
     if isinstance(raw, list):
-        output = [_read_block(x, f"{place}, content {k}", None, strict, inner=True) for k, x in enumerate(raw)]
+        output = [_read_block(x, f"{place}, content {k}", None, strict, inner=_RESULT_CONTENT) for k, x in enumerate(raw)]
     elif isinstance(raw, str) and raw:
         output = [TextBlock(text=raw)]
     elif raw is _ABSENT or isinstance(raw, str):
@@ -368,7 +380,28 @@ def _read_message(raw: dict[str, Any], place: str, uses: dict[str, str] | None, 
                     blocks=blocks, metadata=with_book(meta, BOOK, book))]
 
 
-def _read(payload: Any, strict: bool) -> list[Message]:
+def _read_memo(raw: dict[str, Any], place: str, uses: dict[str, str] | None, strict: bool,
+               carry: Any, base: int) -> list[Message]:
+    """:func:`_read_message` through :func:`_read_text` (keyed by the JSON text of its
+    arguments); input that is not JSON-native, or that raises, is read uncached (the error then
+    names ``place``)."""
+    try:
+        key = json.dumps([raw, uses, carry], ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return _read_message(raw, place, uses, strict, carry, base)
+    try:
+        return list(_read_text(key, strict, base))
+    except FormatError:
+        return _read_message(raw, place, uses, strict, carry, base)
+
+
+@functools.lru_cache(maxsize=8192)
+def _read_text(key: str, strict: bool, base: int) -> tuple[Message, ...]:
+    raw, uses, carry = json.loads(key)
+    return tuple(_read_message(raw, "message", uses, strict, carry, base))
+
+
+def _read(payload: Any, strict: bool, memo: bool = False) -> list[Message]:
     fixes = Fixes()
     out: list[Message] = []
     if isinstance(payload, list):
@@ -388,14 +421,16 @@ def _read(payload: Any, strict: bool) -> list[Message]:
         raw = dict(need_dict(raw, place, "a message object"))
         carry = raw.pop(CARRY, None)
         base = len(out)
-        read = _read_message(raw, place, uses, strict, carry, base)
+        read = (_read_memo(raw, place, uses, strict, carry, base) if memo
+                else _read_message(raw, place, uses, strict, carry, base))
         out.extend(read)
         fixes.take(carry, base)
         uses = {u.id: u.name for u in read[0].blocks if isinstance(u, ToolUseBlock)} if raw["role"] == "assistant" else None
     return fixes.apply(out)
 
 
-def from_anthropic(payload: dict[str, Any] | list[dict[str, Any]], *, strict: bool = True) -> list[Message]:
+def from_anthropic(payload: dict[str, Any] | list[dict[str, Any]], *, strict: bool = True,
+                   memo: bool = False) -> list[Message]:
     """Read an Anthropic ``{"system"?, "messages"}`` payload (or a message list whose first
     element may be a system message) into canonical messages.
 
@@ -407,8 +442,13 @@ def from_anthropic(payload: dict[str, Any] | list[dict[str, Any]], *, strict: bo
 
     With ``strict=False`` a result that answers no call is read as it stands (the provider
     validator reports it) instead of raising.
+
+    ``memo=True`` (for payloads of JSON values only, such as ctxwise's own renders, read again
+    at every call by the wire check): a message read before with the same JSON text, position
+    and preceding calls is taken from a bounded process-wide cache (8,192 messages); the
+    messages returned are then shared, frozen objects.
     """
-    return _read(payload, strict=strict)
+    return _read(payload, strict=strict, memo=memo)
 
 
 # -- writing ------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from ..units import last_user_index
 from .profiles import REASONING_PREFIX_CHANGED, ProviderProfile
 
 _MEMO = "ctxwise/bound-content"
-_OWN_MEMO = "ctxwise/bound-own"
+_MEMO_OWN = "ctxwise/bound-own"
 
 
 def content_digest(m: Message) -> str:
@@ -52,15 +52,15 @@ def _step(chain: str, digest: str) -> str:
 
 
 def _own(m: Message) -> str:
-    """The digest of ``m``'s blocks before its last reasoning block (its own prefix), kept in
-    the message's memo (a message is immutable)."""
+    """The digest of ``m``'s blocks before its last reasoning block (its own prefix). Kept in
+    the message's memo."""
     memo = m.memo()
-    found = memo.get(_OWN_MEMO)
+    found = memo.get(_MEMO_OWN)
     if found is None:
         last = max((k for k, b in enumerate(m.blocks) if isinstance(b, ThinkingBlock)), default=0)
         head = [b.model_dump(mode="json") for b in m.blocks[:last]]
-        found = memo[_OWN_MEMO] = hashlib.sha256(json.dumps(head, ensure_ascii=False, sort_keys=True,
-                                                            separators=(",", ":")).encode("utf-8")).hexdigest()
+        found = memo[_MEMO_OWN] = hashlib.sha256(json.dumps(
+            head, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
     return found
 
 

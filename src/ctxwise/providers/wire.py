@@ -173,7 +173,9 @@ def _kind(profile: ProviderProfile, item: Any) -> str | None:
     if not isinstance(item, dict):
         return None
     if profile.wire == "responses":
-        t = item.get("type", "message")
+        t = item.get("type", "message" if "role" in item else "item_reference")
+        if t is None and set(item) == {"id", "type"}:
+            t = "item_reference"
         if t == "message" and "id" in item:
             return "responses:output_message"
         if isinstance(t, str) and t in _provider_items():
@@ -460,9 +462,9 @@ def rule_violations(payload: Any, provider: str | ProviderProfile) -> list[Viola
 
     profile = get_profile(provider)
     out = _id_violations(payload, profile) + _shape_violations(payload, profile)
-    reader = {"anthropic": from_anthropic, "responses": from_responses}.get(profile.wire, from_openai)
     try:
-        back = reader(payload, strict=False)
+        back = (from_anthropic(payload, strict=False, memo=True) if profile.wire == "anthropic"
+                else (from_responses if profile.wire == "responses" else from_openai)(payload, strict=False))
     except (FormatError, ValueError, TypeError, AttributeError) as e:
         return out + [Violation(0, WIRE_SCHEMA, f"the payload cannot be read back: {e}")]
     return out + sorted(check(back, profile) + check_system_position(back, profile), key=lambda v: v.index)
