@@ -10,12 +10,13 @@ request says ``stream: true``), in the shapes of ``openai/types/chat/chat_comple
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,10 +167,14 @@ def anthropic_events(r: Reply, model: str) -> Iterator[dict[str, Any]]:
     yield {"type": "message_stop"}
 
 
-def sse(events: Iterator[dict[str, Any]], named: bool, done: bool) -> Iterator[bytes]:
-    for e in events:
+async def sse(events: Iterator[dict[str, Any]], named: bool, done: bool,
+              gate: threading.Event | None = None) -> AsyncIterator[bytes]:
+    """The events as SSE; with ``gate``: after the first event, wait until it is set."""
+    for n, e in enumerate(events):
         head = f"event: {e['type']}\n" if named else ""
         yield f"{head}data: {json.dumps(e)}\n\n".encode()
+        while n == 0 and gate is not None and not gate.is_set():
+            await asyncio.sleep(0.01)
     if done:
         yield b"data: [DONE]\n\n"
 
@@ -197,6 +202,7 @@ class Stub:
         self.count_tokens: list[Seen] = []
         self.url = ""
         self.status: int | None = None  # answer every request with this error status when set
+        self.gate: threading.Event | None = None  # a stream waits after its first event until set
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self._route("chat"), methods=["POST"]),
             Route("/v1/responses", self._route("responses"), methods=["POST"]),
@@ -226,7 +232,7 @@ class Stub:
             model = body.get("model", "stub")
             if body.get("stream"):
                 events = {"chat": chat_chunks, "responses": responses_events, "messages": anthropic_events}[kind](reply, model)
-                return StreamingResponse(sse(events, named=kind != "chat", done=kind == "chat"),
+                return StreamingResponse(sse(events, named=kind != "chat", done=kind == "chat", gate=self.gate),
                                          media_type="text/event-stream")
             made = {"chat": chat_json, "responses": responses_json, "messages": anthropic_json}[kind](reply, model)
             return JSONResponse(made)

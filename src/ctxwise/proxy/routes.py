@@ -177,7 +177,7 @@ class Proxy:
             ok = 200 <= response.status_code < 300 and call is not None
             is_sse = response.headers.get("content-type", "").startswith("text/event-stream")
             if stream and is_sse:
-                await self._stream(send, response, start, call if ok else None)
+                await self._stream(send, response, start, call if ok else None, receive)
                 return
             data = await response.aread()
         finally:
@@ -188,28 +188,38 @@ class Proxy:
         await send(start)
         await send({"type": "http.response.body", "body": data})
 
-    async def _stream(self, send: Send, response: httpx.Response, start: AsgiMessage, call: Call | None) -> None:
+    async def _stream(self, send: Send, response: httpx.Response, start: AsgiMessage, call: Call | None,
+                      receive: Receive) -> None:
+        """Pass the SSE body on chunk by chunk while assembling the reply; the chunk that
+        completes the reply waits until it is recorded (so the client's next call finds it). A
+        client that leaves stops the stream: the reply it never saw is not recorded."""
         assembler = Assembler(call.route.kind) if call is not None else None
-        recorded = False
+        state = {"recorded": False, "left": False}
         await send(start)
-        try:
-            async for chunk in response.aiter_raw():
-                if assembler is not None and not recorded:
-                    assembler.feed(chunk)
-                    reply = assembler.reply()
-                    if call is not None and reply is not None:
-                        # the chunk that completes the reply waits for it to be recorded, so the
-                        # client's next call finds it stored
-                        recorded = True
-                        await self._finish(call, lambda: reply)
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b""})
-        except (OSError, httpx.HTTPError) as e:
-            log.info("proxy: the stream broke off (%s)%s", type(e).__name__,
-                     "" if recorded else "; the reply is not recorded")
-            return
-        if assembler is not None and not recorded:
-            log.info("proxy: the stream ended before the reply completed; the reply is not recorded")
+        async with anyio.create_task_group() as tg:
+            async def watch() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                state["left"] = True
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(watch)
+            try:
+                async for chunk in response.aiter_raw():
+                    if assembler is not None and not state["recorded"]:
+                        assembler.feed(chunk)
+                        reply = assembler.reply()
+                        if call is not None and reply is not None:
+                            state["recorded"] = True
+                            await self._finish(call, lambda: reply)
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await send({"type": "http.response.body", "body": b""})
+            except (OSError, httpx.HTTPError) as e:
+                log.info("proxy: the upstream stream broke off (%s)", type(e).__name__)
+            tg.cancel_scope.cancel()
+        if assembler is not None and not state["recorded"]:
+            log.info("proxy: %s; the reply is not recorded",
+                     "the client left mid-stream" if state["left"] else "the stream ended before the reply completed")
 
     async def _finish(self, call: Call, reply: Any) -> None:
         try:
