@@ -6,8 +6,9 @@ the longest stored prefix of the client's history, per tenant), append only the 
 complete. A call whose history does not extend its session's newest head (the client
 compacted or edited its own history, or retried with a changed message) opens a new session,
 a branch: the whole history the client sent is appended there, and the branch records where it
-came from (``metadata["ctxwise_proxy"]`` of its first message, the ``X-Ctxwise-Branched-From``
-response header, one INFO log line). It is never refused for that.
+came from (``branched_from`` on its rows of the heads table, :meth:`HeadStore.branches`; the
+``X-Ctxwise-Branched-From`` response header; one INFO log line). The session it left is kept
+as it was. It is never refused for that.
 """
 from __future__ import annotations
 
@@ -26,9 +27,6 @@ log = logging.getLogger("ctxwise.proxy")
 
 DEFAULT_USER = "proxy"
 """The user id of a proxied session whose client sent no ``X-Ctxwise-User``."""
-
-META_KEY = "ctxwise_proxy"
-"""The metadata key on a branch's first message: ``{"branched_from": session id, "count": n}``."""
 
 
 @dataclass
@@ -52,9 +50,8 @@ class Call:
     prepared: Prepared | None = None
 
 
-def append_items(s: Session, route: Route, items: list[dict[str, Any]], meta: dict[str, Any] | None = None) -> None:
-    """Append wire messages of ``route``'s kind to ``s`` (nothing for none). ``meta``: metadata
-    for the first appended message (a branch's origin). Raises what the session's append raises
+def append_items(s: Session, route: Route, items: list[dict[str, Any]]) -> None:
+    """Append wire messages of ``route``'s kind to ``s`` (nothing for none). Raises what the session's append raises
     (:class:`~ctxwise.FormatError`, :class:`~ctxwise.PayloadInvalid`)."""
     if not items:
         return
@@ -94,7 +91,6 @@ def begin(server: Server, store: HeadStore, call: Call) -> Call:
     call.items = history(route.kind, call.body)
     call.chain = heads(route.kind, call.body, call.items)
     found = store.lookup(call.tenant, call.name, call.chain)
-    meta = None
     if found is not None and found.continues:
         call.user_id, call.session_id, call.start = found.user_id, found.session_id, found.count
     else:
@@ -105,7 +101,6 @@ def begin(server: Server, store: HeadStore, call: Call) -> Call:
             call.session_id = _new_id(call.name, 1)  # a session of that name made outside the proxy
         if found is not None:
             call.branched_from = found.session_id
-            meta = {"branched_from": found.session_id, "count": found.count, "latest": found.latest}
             log.info("proxy: history rewritten (shares %d of %d messages with %s): new session %s",
                      found.count, found.latest, found.session_id, call.session_id)
     policy = server.policy.model_copy(update={"provider": route.provider})
@@ -114,9 +109,10 @@ def begin(server: Server, store: HeadStore, call: Call) -> Call:
         s = server.manager.session(user, call.session_id, policy=policy, create=True)
     else:
         s = server.open(call.tenant, call.user_id, call.session_id)
-    append_items(s, route, call.items[call.start:], meta)
+    append_items(s, route, call.items[call.start:])
     call.prepared = s.prepare()
-    store.record(call.tenant, call.name or "", call.user_id, call.session_id, call.chain, call.start)
+    store.record(call.tenant, call.name or "", call.user_id, call.session_id, call.chain, call.start,
+                 call.branched_from)
     return call
 
 
@@ -137,4 +133,5 @@ def finish(server: Server, store: HeadStore, call: Call, reply: dict[str, Any]) 
     s = server.open(call.tenant, call.user_id, call.session_id)
     append_items(s, call.route, items)
     chain = heads(call.route.kind, call.body, items, start=call.chain[-1] if call.chain else None)
-    store.record(call.tenant, call.name or "", call.user_id, call.session_id, [*call.chain, *chain], len(call.chain))
+    store.record(call.tenant, call.name or "", call.user_id, call.session_id, [*call.chain, *chain], len(call.chain),
+                 call.branched_from)

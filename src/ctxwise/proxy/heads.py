@@ -26,6 +26,7 @@ proxy_heads = Table(
     Column("count", Integer, nullable=False),
     Column("user_id", String(255), nullable=False),
     Column("session_id", String(255), nullable=False),
+    Column("branched_from", String(255), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
 )
 """The table as revision 0006 creates it (the migration is the source of the DDL)."""
@@ -90,14 +91,25 @@ class HeadStore:
                 t.tenant == tenant, t.name == name)).scalar()
         return int(n or 0)
 
-    def record(self, tenant: str, name: str, user_id: str, session_id: str, chain: list[str], start: int) -> None:
-        """Store ``chain[start:]`` (heads of counts ``start+1 ..``) for the session."""
+    def record(self, tenant: str, name: str, user_id: str, session_id: str, chain: list[str], start: int,
+               branched_from: str | None = None) -> None:
+        """Store ``chain[start:]`` (heads of counts ``start+1 ..``) for the session;
+        ``branched_from``: the session it branched from (the client rewrote its history)."""
         rows = [{"tenant": tenant, "name": name, "head": h, "count": start + i + 1, "user_id": user_id,
-                 "session_id": session_id, "created_at": datetime.now(timezone.utc)}
+                 "session_id": session_id, "branched_from": branched_from, "created_at": datetime.now(timezone.utc)}
                 for i, h in enumerate(chain[start:])]
         if rows:
             with self.engine.begin() as conn:
                 conn.execute(insert(proxy_heads), rows)
+
+    def branches(self, tenant: str, user_id: str, session_id: str) -> list[str]:
+        """The sessions that branched from ``(user_id, session_id)`` of ``tenant``, oldest first."""
+        t = proxy_heads.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(t.session_id, func.min(t.id).label("first")).where(
+                t.tenant == tenant, t.user_id == user_id, t.branched_from == session_id)
+                .group_by(t.session_id).order_by("first")).all()
+        return [str(r[0]) for r in rows]
 
     def close(self) -> None:
         self.engine.dispose()

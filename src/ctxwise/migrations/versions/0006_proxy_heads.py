@@ -8,7 +8,8 @@ The drop-in endpoint (``ctxwise.proxy``) receives a client's whole history on ev
 row names one prefix of a conversation a session has seen (``head``: a SHA-256 chain over the
 messages as the client sends them, ``count`` of them) and the session holding it, so a call is
 mapped to the session with the longest stored prefix of its history, per tenant; ``name`` is the
-client's ``X-Ctxwise-Session`` ('' when none). No message text and no provider key is stored here.
+client's ``X-Ctxwise-Session`` ('' when none); ``branched_from`` the session a branch left (the
+client rewrote its history), on the branch's rows. No message text and no provider key is stored here.
 """
 
 import sqlalchemy as sa
@@ -30,6 +31,7 @@ def upgrade() -> None:
         sa.Column("count", sa.Integer, nullable=False),
         sa.Column("user_id", sa.String(255), nullable=False),
         sa.Column("session_id", sa.String(255), nullable=False),
+        sa.Column("branched_from", sa.String(255), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     )
     op.create_index("ix_ctxwise_proxy_heads_head", "ctxwise_proxy_heads", ["tenant", "head"])
