@@ -62,6 +62,9 @@ class Reply:
     text: str = ""
     calls: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     thinking: str | None = None
+    raw: Any = None
+    """The reply as written: chat the message dict, responses the output items, messages the
+    content blocks (``text``/``calls``/``thinking`` are then not used)."""
 
 
 def chat_json(r: Reply, model: str) -> dict[str, Any]:
@@ -69,6 +72,8 @@ def chat_json(r: Reply, model: str) -> dict[str, Any]:
     if r.calls:
         msg["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
                              for i, n, a in r.calls]
+    if r.raw is not None:
+        msg = r.raw
     return {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
             "model": model, "choices": [{"index": 0, "message": msg, "logprobs": None,
                                          "finish_reason": "tool_calls" if r.calls else "stop"}],
@@ -100,6 +105,8 @@ def responses_json(r: Reply, model: str) -> dict[str, Any]:
     for i, name, a in r.calls:
         output.append({"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:12]}", "call_id": i, "name": name,
                        "arguments": json.dumps(a), "status": "completed"})
+    if r.raw is not None:
+        output = r.raw
     return {"id": f"resp_{uuid.uuid4().hex[:12]}", "object": "response", "created_at": time.time(), "model": model,
             "status": "completed", "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
             "error": None, "incomplete_details": None, "instructions": None, "metadata": {}, "temperature": 1.0,
@@ -135,6 +142,8 @@ def anthropic_json(r: Reply, model: str) -> dict[str, Any]:
         content.append({"type": "text", "text": r.text})
     for i, name, a in r.calls:
         content.append({"type": "tool_use", "id": i, "name": name, "input": a})
+    if r.raw is not None:
+        content = r.raw
     return {"id": f"msg_{uuid.uuid4().hex[:12]}", "type": "message", "role": "assistant", "model": model,
             "content": content, "stop_reason": "tool_use" if r.calls else "end_turn", "stop_sequence": None,
             "usage": {"input_tokens": 10, "output_tokens": 5}}
@@ -198,6 +207,7 @@ class Stub:
     def __init__(self) -> None:
         self.script: dict[str, list[Reply]] = {"chat": [], "responses": [], "messages": []}
         self.requests: list[Seen] = []
+        self.replies: list[dict[str, Any]] = []  # every non-streamed reply made, in order
         self.invalid: list[tuple[str, str]] = []
         self.count_tokens: list[Seen] = []
         self.url = ""
@@ -235,6 +245,7 @@ class Stub:
                 return StreamingResponse(sse(events, named=kind != "chat", done=kind == "chat", gate=self.gate),
                                          media_type="text/event-stream")
             made = {"chat": chat_json, "responses": responses_json, "messages": anthropic_json}[kind](reply, model)
+            self.replies.append(made)
             return JSONResponse(made)
         return handle
 
