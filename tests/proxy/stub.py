@@ -213,6 +213,7 @@ class Stub:
         self.url = ""
         self.status: int | None = None  # answer every request with this error status when set
         self.gate: threading.Event | None = None  # a stream waits after its first event until set
+        self.responder: Any = None  # responder(kind, body) -> Reply, instead of the script when set
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self._route("chat"), methods=["POST"]),
             Route("/v1/responses", self._route("responses"), methods=["POST"]),
@@ -238,7 +239,10 @@ class Stub:
                                     if kind == "messages" else
                                     {"error": {"message": "stub busy", "type": "server_error", "param": None,
                                                "code": None}}, self.status)
-            reply = self.script[kind].pop(0) if self.script[kind] else Reply(text="done.")
+            if self.responder is not None:
+                reply = self.responder(kind, body)
+            else:
+                reply = self.script[kind].pop(0) if self.script[kind] else Reply(text="done.")
             model = body.get("model", "stub")
             if body.get("stream"):
                 events = {"chat": chat_chunks, "responses": responses_events, "messages": anthropic_events}[kind](reply, model)
