@@ -30,6 +30,7 @@ from starlette.types import Receive, Scope, Send
 
 from .. import CtxwiseError
 from ..server.core import Server
+from . import telemetry
 from .auth import split_key_path, tenant_key, unauthorized_body
 from .conversation import Call, begin, finish
 from .heads import HeadStore
@@ -86,6 +87,8 @@ class Proxy:
         self.upstreams = upstreams or Upstreams.from_env()
         self.heads = HeadStore(server.store_url)
         self.timeout = timeout
+        self.tracer: Any = telemetry.tracer()
+        """The OpenTelemetry tracer of the call spans (:mod:`.telemetry`; None without the extra)."""
         self._client: httpx.AsyncClient | None = None
 
     def handles(self, scope: Scope) -> bool:
@@ -157,10 +160,19 @@ class Proxy:
         extra = [(b"x-ctxwise-session", call.session_id.encode()), (b"x-ctxwise-user", call.user_id.encode())]
         if call.branched_from is not None:
             extra.append((b"x-ctxwise-branched-from", call.branched_from.encode()))
-        await self._forward(send, route, managed, out, call, body.get("stream") is True, receive, extra)
+        span = telemetry.start(self.tracer, call)
+        status, reply = 500, None
+        try:
+            status, reply = await self._forward(send, route, managed, out, call, body.get("stream") is True, receive,
+                                                extra)
+        finally:
+            telemetry.end(span, status, reply)
 
     async def _forward(self, send: Send, route: Route, content: bytes, headers: dict[str, str], call: Call | None,
-                       stream: bool, receive: Receive, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+                       stream: bool, receive: Receive, extra: list[tuple[bytes, bytes]] | None = None
+                       ) -> tuple[int, dict[str, Any] | None]:
+        """Send ``content`` upstream and its answer to the client; returns the upstream status
+        and, for a managed call that completed, the reply (parsed or assembled)."""
         headers = {**headers, "content-type": "application/json"}
         request = self.client.build_request("POST", self.upstreams.url(route), content=content, headers=headers)
         try:
@@ -169,7 +181,7 @@ class Proxy:
             log.warning("proxy: upstream %s unreachable (%s)", route.family, type(e).__name__)
             await _json(send, 502, error_body(route.family, 502, f"ctxwise: the {route.family} upstream did not "
                                                                  f"answer ({type(e).__name__})"))
-            return
+            return 502, None
         try:
             start = {"type": "http.response.start", "status": response.status_code,
                      "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.items()
@@ -177,19 +189,25 @@ class Proxy:
             ok = 200 <= response.status_code < 300 and call is not None
             is_sse = response.headers.get("content-type", "").startswith("text/event-stream")
             if stream and is_sse:
-                await self._stream(send, response, start, call if ok else None, receive)
-                return
+                return response.status_code, await self._stream(send, response, start, call if ok else None, receive)
             data = await response.aread()
         finally:
             await response.aclose()
+        reply = None
         if ok and call is not None:
-            # recorded before the client has the reply, so its next call finds it stored
-            await self._finish(call, lambda: json.loads(data))
+            try:
+                reply = json.loads(data)
+            except ValueError:
+                log.warning("proxy: the upstream's 2xx answer is not JSON; the reply is not recorded")
+            if isinstance(reply, dict):
+                # recorded before the client has the reply, so its next call finds it stored
+                await self._finish(call, lambda: reply)
         await send(start)
         await send({"type": "http.response.body", "body": data})
+        return response.status_code, reply if isinstance(reply, dict) else None
 
     async def _stream(self, send: Send, response: httpx.Response, start: AsgiMessage, call: Call | None,
-                      receive: Receive) -> None:
+                      receive: Receive) -> dict[str, Any] | None:
         """Pass the SSE body on chunk by chunk while assembling the reply; the chunk that
         completes the reply waits until it is recorded (so the client's next call finds it). A
         client that leaves stops the stream: the reply it never saw is not recorded."""
@@ -220,6 +238,7 @@ class Proxy:
         if assembler is not None and not state["recorded"]:
             log.info("proxy: %s; the reply is not recorded",
                      "the client left mid-stream" if state["left"] else "the stream ended before the reply completed")
+        return assembler.reply() if assembler is not None and state["recorded"] else None
 
     async def _finish(self, call: Call, reply: Any) -> None:
         try:
