@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from .. import Message, Prepared, Session, SessionNotFound, ToolResultBlock, ToolUseBlock
 from ..formats import from_responses
@@ -24,6 +24,7 @@ from .heads import HeadStore
 from .wire import Route, heads, history, reply_items
 
 log = logging.getLogger("ctxwise.proxy")
+T = TypeVar("T")
 
 DEFAULT_USER = "proxy"
 """The user id of a proxied session whose client sent no ``X-Ctxwise-User``."""
@@ -48,6 +49,8 @@ class Call:
     start: int = 0
     branched_from: str | None = None
     prepared: Prepared | None = None
+    request: Any = None
+    """The starlette Request of the call (the session cache records its timings there)."""
 
 
 def append_items(s: Session, route: Route, items: list[dict[str, Any]]) -> None:
@@ -103,17 +106,31 @@ def begin(server: Server, store: HeadStore, call: Call) -> Call:
             call.branched_from = found.session_id
             log.info("proxy: history rewritten (shares %d of %d messages with %s): new session %s",
                      found.count, found.latest, found.session_id, call.session_id)
-    policy = server.policy.model_copy(update={"provider": route.provider})
-    user = server.store_user(call.tenant, call.user_id)
+    suffix = call.items[call.start:]
+
+    def op(s: Session, _checked: int | None) -> Prepared:
+        append_items(s, route, suffix)
+        return s.prepare()
+
     if call.start == 0:
-        s = server.manager.session(user, call.session_id, policy=policy, create=True)
+        policy = server.policy.model_copy(update={"provider": route.provider})
+        s = server.manager.session(server.store_user(call.tenant, call.user_id), call.session_id, policy=policy,
+                                   create=True)
+        call.prepared = op(s, None)
     else:
-        s = server.open(call.tenant, call.user_id, call.session_id)
-    append_items(s, route, call.items[call.start:])
-    call.prepared = s.prepare()
+        call.prepared = _run(server, call, op)
     store.record(call.tenant, call.name or "", call.user_id, call.session_id, call.chain, call.start,
                  call.branched_from)
     return call
+
+
+def _run(server: Server, call: Call, op: Callable[[Session, int | None], T]) -> T:
+    """``op`` on the call's session: from the process's session cache when it is current
+    (:class:`ctxwise.server.sessions.SessionCache`, appends checked by the store's version), else
+    read from the store."""
+    if call.request is not None and server.sessions is not None:
+        return server.sessions.run(call.request, call.tenant, call.user_id, call.session_id, op, optimistic=True)[1]  # type: ignore[no-any-return]
+    return op(server.open(call.tenant, call.user_id, call.session_id), None)
 
 
 def _exists(server: Server, call: Call) -> bool:
@@ -130,8 +147,7 @@ def finish(server: Server, store: HeadStore, call: Call, reply: dict[str, Any]) 
     the session then holds the call without the reply, and the client's next call, which
     carries the reply, appends it as part of its suffix."""
     items = reply_items(call.route.kind, reply)
-    s = server.open(call.tenant, call.user_id, call.session_id)
-    append_items(s, call.route, items)
+    _run(server, call, lambda s, _checked: append_items(s, call.route, items))
     chain = heads(call.route.kind, call.body, items, start=call.chain[-1] if call.chain else None)
     store.record(call.tenant, call.name or "", call.user_id, call.session_id, [*call.chain, *chain], len(call.chain),
                  call.branched_from)

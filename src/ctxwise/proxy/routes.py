@@ -19,12 +19,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import anyio.to_thread
 import httpx
+from starlette.requests import Request
 from starlette.types import Message as AsgiMessage
 from starlette.types import Receive, Scope, Send
 
@@ -148,7 +150,8 @@ class Proxy:
         if route.kind == "count_tokens" or (route.kind == "responses" and body.get("previous_response_id")):
             await self._forward(send, route, raw, out, None, body.get("stream") is True, receive)
             return
-        call = Call(route, tenant, headers.get(SESSION_HEADER), headers.get(USER_HEADER), body)
+        call = Call(route, tenant, headers.get(SESSION_HEADER), headers.get(USER_HEADER), body, request=Request(scope))
+        t0 = time.perf_counter()
         try:
             call = await anyio.to_thread.run_sync(begin, self.server, self.heads, call)
         except (WireError, CtxwiseError) as e:
@@ -160,6 +163,8 @@ class Proxy:
         extra = [(b"x-ctxwise-session", call.session_id.encode()), (b"x-ctxwise-user", call.user_id.encode())]
         if call.branched_from is not None:
             extra.append((b"x-ctxwise-branched-from", call.branched_from.encode()))
+        took = (time.perf_counter() - t0) * 1000
+        extra.append((b"server-timing", f"ctxwise;dur={took:.2f}, prepare;dur={call.prepared.latency_ms:.2f}".encode()))
         span = telemetry.start(self.tracer, call)
         status, reply = 500, None
         try:
