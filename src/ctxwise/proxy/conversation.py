@@ -147,7 +147,7 @@ def finish(server: Server, store: HeadStore, call: Call, reply: dict[str, Any]) 
     the session then holds the call without the reply, and the client's next call, which
     carries the reply, appends it as part of its suffix."""
     items = reply_items(call.route.kind, reply)
-    _run(server, call, lambda s, _checked: append_items(s, call.route, items))
     chain = heads(call.route.kind, call.body, items, start=call.chain[-1] if call.chain else None)
+    _run(server, call, lambda s, _checked: append_items(s, call.route, items))
     store.record(call.tenant, call.name or "", call.user_id, call.session_id, [*call.chain, *chain], len(call.chain),
                  call.branched_from)

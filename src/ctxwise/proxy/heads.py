@@ -54,39 +54,47 @@ class Found:
 
 class HeadStore:
     """The heads table in the ctxwise database at ``url`` (the store's own SQLAlchemy URL; open
-    a store on it first: its migrations create the table)."""
+    a store on it first: its migrations create the table). ``engine``: the store's own engine
+    (:attr:`ctxwise.SqlStore.engine`: its SQLite settings, its PostgreSQL schema, its pool),
+    which the proxy passes; then :meth:`close` leaves it open."""
 
     def __init__(self, url: str, *, engine: Engine | None = None) -> None:
+        self.owned = engine is None
         if engine is None:
             kwargs: dict[str, Any] = {}
             if make_url(url).get_backend_name() == "sqlite":
                 kwargs = {"connect_args": {"timeout": 10.0}}
             engine = create_engine(url, **kwargs)
         self.engine = engine
+        self.reader = engine.execution_options(isolation_level="AUTOCOMMIT")
+        """Single-statement reads, outside any transaction (no write lock taken on SQLite)."""
 
     def lookup(self, tenant: str, name: str | None, chain: list[str]) -> Found | None:
         """The longest prefix of ``chain`` (:func:`ctxwise.proxy.wire.heads`) stored for
         ``tenant`` (and for ``name`` when given), with its session's newest count; None when no
         prefix is stored."""
         t = proxy_heads.c
-        with self.engine.connect() as conn:
+        newest = proxy_heads.alias("newest")
+        latest = select(func.max(newest.c.count)).where(
+            newest.c.tenant == t.tenant, newest.c.user_id == t.user_id,
+            newest.c.session_id == t.session_id).scalar_subquery()
+        with self.reader.connect() as conn:
             for end in range(len(chain), 0, -CHUNK):
                 part = chain[max(0, end - CHUNK):end]
-                q = select(t.count, t.user_id, t.session_id, t.name).where(t.tenant == tenant, t.head.in_(part))
+                q = select(t.count, t.user_id, t.session_id, t.name, latest).where(t.tenant == tenant,
+                                                                                  t.head.in_(part))
                 if name is not None:
                     q = q.where(t.name == name)
                 row = conn.execute(q.order_by(t.count.desc(), t.id.desc()).limit(1)).first()
                 if row is not None:
-                    count, user_id, session_id, found_name = row
-                    latest = conn.execute(select(func.max(t.count)).where(
-                        t.tenant == tenant, t.user_id == user_id, t.session_id == session_id)).scalar()
-                    return Found(int(count), str(user_id), str(session_id), str(found_name), int(latest or count))
+                    count, user_id, session_id, found_name, top = row
+                    return Found(int(count), str(user_id), str(session_id), str(found_name), int(top or count))
         return None
 
     def named(self, tenant: str, name: str) -> int:
         """How many sessions ``tenant`` has under the client name ``name`` (branches included)."""
         t = proxy_heads.c
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             n = conn.execute(select(func.count(func.distinct(t.session_id))).where(
                 t.tenant == tenant, t.name == name)).scalar()
         return int(n or 0)
@@ -105,11 +113,12 @@ class HeadStore:
     def branches(self, tenant: str, user_id: str, session_id: str) -> list[str]:
         """The sessions that branched from ``(user_id, session_id)`` of ``tenant``, oldest first."""
         t = proxy_heads.c
-        with self.engine.connect() as conn:
+        with self.reader.connect() as conn:
             rows = conn.execute(select(t.session_id, func.min(t.id).label("first")).where(
                 t.tenant == tenant, t.user_id == user_id, t.branched_from == session_id)
                 .group_by(t.session_id).order_by("first")).all()
         return [str(r[0]) for r in rows]
 
     def close(self) -> None:
-        self.engine.dispose()
+        if self.owned:
+            self.engine.dispose()

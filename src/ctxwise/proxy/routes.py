@@ -87,7 +87,7 @@ class Proxy:
     def __init__(self, server: Server, upstreams: Upstreams | None = None, *, timeout: float = 600.0) -> None:
         self.server = server
         self.upstreams = upstreams or Upstreams.from_env()
-        self.heads = HeadStore(server.store_url)
+        self.heads = HeadStore(server.store_url, engine=getattr(server.manager.store, "engine", None))
         self.timeout = timeout
         self.tracer: Any = telemetry.tracer()
         """The OpenTelemetry tracer of the call spans (:mod:`.telemetry`; None without the extra)."""
