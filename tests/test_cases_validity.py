@@ -184,11 +184,20 @@ def test_b02_cut_after_the_call_leaves_it_unanswered(provider):
 
 
 @pytest.mark.parametrize("provider", CHAT)
-def test_b02_summary_as_mid_list_system_message(provider):
+def test_b02_summary_as_mid_list_system_message_is_rendered_not_refused(provider):
+    """A mid-conversation system message is never the reason a payload is refused: OpenAI
+    takes it as is, the others get it folded into a user turn at render time (issue 25 item 4;
+    sources in ``ctxwise.providers.profiles``). The bad input of this case is now the cut
+    that leaves the batch's results without their call."""
+    from ctxwise.providers import check_wire, render
+
     canon = canonical(load("B02"))
     sys_summary = SUMMARY.model_copy(update={"role": "system"})
     out = [canon[0], sys_summary] + canon[6:]
-    assert (1, "system-not-first") in rules_at(check(out, provider))
+    assert not any(rule == "system-not-first" for _, rule in rules_at(check(out, provider)))
+    assert not any(v.rule == "system-not-first" for v in check_wire(render(out, provider), provider))
+    cut = [canon[0], sys_summary] + canon[3:]
+    assert (2, "orphan-tool-result") in rules_at(check(cut, provider))
 
 
 @pytest.mark.parametrize("provider", CHAT)

@@ -34,7 +34,7 @@ def test_append_openai_continues_ids_and_pairs_results_sent_alone(store_url):
 
 @pytest.mark.parametrize("bad, rule", [
     ([Message(id="t9", role="tool", blocks=[])], "orphan-tool-result"),
-    ([Message(id="x1", role="system", blocks=[TextBlock(text="late rules")])], "system-not-first"),
+    ([Message(id="x1", role="user", blocks=[])], "empty-content"),
     ([Message(id="x2", role="user", blocks=[TextBlock(text="   ")])], "blank-text-block"),
 ])
 def test_a_bad_batch_names_the_index_and_rule_and_stores_nothing(store_url, bad, rule):

@@ -125,7 +125,7 @@ def test_bad_batch_is_422_with_the_library_text_and_changes_nothing(live: Live):
     bad = http.post("/v1/sessions/s1/messages", params={"user_id": "u"},
                     json={"format": "canonical", "messages": [
                         {"id": "x1", "role": "user", "blocks": [{"type": "text", "text": "again"}]},
-                        {"id": "x2", "role": "system", "blocks": [{"type": "text", "text": "late system"}]}]})
+                        {"id": "x2", "role": "user", "blocks": [{"type": "text", "text": "   "}]}]})
     assert bad.status_code == 422, raw(bad)
     err = bad.json()["error"]
     assert err["type"] == "PayloadInvalid" and err["hint"]

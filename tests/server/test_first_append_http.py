@@ -12,7 +12,7 @@ def test_a_refused_first_append_leaves_no_session(live: Live) -> None:
     bad = http.post("/v1/sessions/new1/messages", params={"user_id": "u"},
                     json={"format": "canonical", "messages": [
                         {"id": "x1", "role": "user", "blocks": [{"type": "text", "text": "hi"}]},
-                        {"id": "x2", "role": "system", "blocks": [{"type": "text", "text": "late system"}]}]})
+                        {"id": "x2", "role": "user", "blocks": [{"type": "text", "text": "   "}]}]})
     assert bad.status_code == 422, bad.text
     assert http.get("/v1/sessions/new1/context", params={"user_id": "u"}).status_code == 404
     listed = http.get("/v1/sessions", params={"user_id": "u"})

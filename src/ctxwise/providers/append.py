@@ -19,7 +19,7 @@ from ..errors import FormatError, PayloadInvalid, Violation
 from ..messages import Message, ToolUseBlock
 from ..units import last_user_index, tool_cycles
 from . import rules as provider_rules
-from .profiles import EMPTY_CONTENT, SYSTEM_NOT_FIRST, UNANSWERED_TOOL_CALL, get_profile
+from .profiles import EMPTY_CONTENT, UNANSWERED_TOOL_CALL, get_profile
 
 WINDOW = 64
 """How many messages at the tail are searched for the tool cycle a batch may continue."""
@@ -144,9 +144,6 @@ def check_append(context: Sequence[Message], ids: frozenset[str], batch: list[Me
         if v.rule == EMPTY_CONTENT and v.index < base - start:
             continue  # an earlier final assistant message is no longer final: not the batch's fault
         problems.append(Violation(v.index + start, v.rule, v.message, v.provider_error))
-    for k, m in enumerate(batch):
-        if m.role == "system" and base + k > 0:
-            problems.append(Violation(base + k, SYSTEM_NOT_FIRST, "a system message may only be the first message"))
     seen, missing = missing_reasoning(context, batch, provider, thinking)
     problems += missing
     if problems:

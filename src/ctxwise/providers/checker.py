@@ -38,14 +38,13 @@ def check(
     out: list[Violation] = []
     if profile.tool_pairing:
         out += rules.check_tool_pairing(messages, profile)
-    if profile.system_only_first:
-        out += rules.check_system_position(messages, profile)
     if profile.forbid_empty_content:
         out += rules.check_empty_content(messages, profile)
     if profile.needs_user_message:
         out += rules.check_user_present(messages, profile)
     if profile.calls_follow_user_or_tool:
         out += rules.check_call_order(messages, profile)
+    out += rules.check_provider_blocks(messages, profile)
     if profile.reasoning_passback == "tool_spans":
         out += reasoning.check_deepseek_reasoning(messages, profile, reference, thinking)
     if profile.reasoning_passback == "reasoning_items":

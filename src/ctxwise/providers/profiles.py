@@ -40,7 +40,7 @@ and :mod:`ctxwise.providers.reasoning`. Every rule cites its source:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Literal, Mapping
 
@@ -68,6 +68,15 @@ REASONING_ITEM_MISSING = "reasoning-item-missing"
 DUPLICATE_TOOL_CALL_ID = "duplicate-tool-call-id"
 WIRE_SCHEMA = "wire-schema"
 REASONING_PREFIX_CHANGED = "reasoning-prefix-changed"
+PROVIDER_RESULT_WITHOUT_CALL = "provider-result-without-call"
+FOREIGN_PROVIDER_BLOCK = "foreign-provider-block"
+BLOCK_NOT_SENDABLE = "block-not-sendable"
+CALL_ID_TOO_LONG = "call-id-too-long"
+CALL_ID_CHARSET = "call-id-charset"
+FIRST_MESSAGE_ROLE = "first-message-role"
+IMAGE_NOT_SUPPORTED = "image-not-supported"
+TOOL_MESSAGE_NAME = "tool-message-name"
+THOUGHT_SIGNATURE_MISSING = "thought-signature-missing"
 
 RULES: Mapping[str, str] = MappingProxyType(
     {
@@ -75,7 +84,9 @@ RULES: Mapping[str, str] = MappingProxyType(
         "message (only tool messages between)",
         UNANSWERED_TOOL_CALL: "a tool call not answered before the next non-tool message",
         DUPLICATE_TOOL_RESULT: "a second result for one tool call",
-        SYSTEM_NOT_FIRST: "a system message anywhere but index 0",
+        SYSTEM_NOT_FIRST: "a rendered payload holds a system message after the leading ones on a "
+        "provider that takes none there (ctxwise folds them into a user turn at render time; "
+        "the canonical list may hold them anywhere)",
         EMPTY_CONTENT: "a message with no content (the final assistant message may be empty)",
         BLANK_TEXT_BLOCK: "an empty or whitespace-only text block",
         EMPTY_TOOL_RESULT: "a tool result with an empty or blank body (placeholders too)",
@@ -104,12 +115,27 @@ RULES: Mapping[str, str] = MappingProxyType(
         REASONING_PREFIX_CHANGED: "reasoning bound to its prefix (Anthropic preserved thinking, "
         "OpenAI Responses all_turns): a reasoning block sent after an earlier message changed "
         "since the request that produced it",
+        PROVIDER_RESULT_WITHOUT_CALL: "a provider-run tool's result (Anthropic web_search_tool_result, "
+        "mcp_tool_result, ...; Responses shell_call_output, ...) with no call of the same id before it",
+        FOREIGN_PROVIDER_BLOCK: "a provider block (server tool, MCP, hosted call, compaction item) "
+        "read from one provider family, sent to another",
+        BLOCK_NOT_SENDABLE: "a block the target API has no form for (audio to Anthropic, a "
+        "search_result to OpenAI, a Files-API image to Chat Completions, ...)",
+        CALL_ID_TOO_LONG: "a tool call id longer than the provider takes (OpenAI: 40 characters)",
+        CALL_ID_CHARSET: "a tool call id with characters the provider refuses (Anthropic: "
+        "^[a-zA-Z0-9_-]+$)",
+        FIRST_MESSAGE_ROLE: "Anthropic: the first message of the request is not a user message",
+        IMAGE_NOT_SUPPORTED: "an image sent to a provider that takes text only (DeepSeek)",
+        TOOL_MESSAGE_NAME: "Gemini: a tool message without the name of the function it answers",
+        THOUGHT_SIGNATURE_MISSING: "Gemini 3: a function-call step of the current turn without its "
+        "thought signature while another step of the turn carries one",
     }
 )
 
 ReasoningPassback = Literal["none", "tool_spans", "signed_blocks", "reasoning_items"]
 WireShape = Literal["chat", "anthropic", "responses"]
 PrefixMismatch = Literal["error", "dropped"]
+MidSystem = Literal["as_is", "fold", "native"]
 DroppableReasoning = Literal[
     "completed_turns", "completed_spans_without_tool_calls", "completed_turns_without_tool_calls"
 ]
@@ -122,7 +148,6 @@ class ProviderProfile:
     Fields (all data, no behaviour):
 
     * ``tool_pairing`` — every call answered right after it, every result preceded by its call.
-    * ``system_only_first`` — a system message may only sit at index 0.
     * ``forbid_empty_content`` — no empty message or blank text block, except an optional
       final assistant message.
     * ``reasoning_passback`` — ``"none"`` (reasoning is never required back),
@@ -163,6 +188,23 @@ class ProviderProfile:
       or ``"responses"`` (Responses API input items).
     * ``reasoning_field`` — for ``wire="chat"``: the assistant-message key that carries
       reasoning back (``"reasoning_content"``), or None when the provider takes none.
+    * ``mid_system`` — what a system message after the leading ones becomes at render time
+      (the canonical list, and so the transcript, keeps it as is; never a reason to refuse
+      input): ``"as_is"`` (OpenAI Chat Completions and Responses take system / developer
+      messages anywhere), ``"fold"`` (its text goes into the user turn at its place under
+      :data:`MID_SYSTEM_HEADER`; leading system messages are merged into the system prompt) or
+      ``"native"`` (Anthropic's beta ``role: "system"`` input message, SDK 2.17
+      ``types/beta/beta_system_message_param.py``; opt-in only, see :data:`ANTHROPIC_NATIVE_SYSTEM`).
+    * ``max_call_id_chars`` — the longest tool call id the provider takes (OpenAI: 40), or None.
+    * ``call_id_pattern`` — a regular expression every tool call id must match in full
+      (Anthropic: ``^[a-zA-Z0-9_-]+$``), or None. Ids outside these rules are renamed at render
+      time (:func:`ctxwise.providers.render.call_id_renames`).
+    * ``images`` — whether user messages may carry images; False (DeepSeek) renders each image
+      as a short text note (:data:`IMAGE_NOTE`).
+    * ``tool_message_name`` — tool messages carry ``name``, the function they answer (Gemini's
+      OpenAI-compatible endpoint).
+    * ``thought_signatures`` — tool calls carry ``extra_content.google.thought_signature`` back
+      as they were received (Gemini 3 on the OpenAI-compatible endpoint).
     * ``errors`` — rule slug → the provider's own error text (``{index}`` is filled in).
     * ``sources`` — rule slug → where the rule is documented.
     """
@@ -170,7 +212,6 @@ class ProviderProfile:
     name: str
     title: str
     tool_pairing: bool = True
-    system_only_first: bool = True
     forbid_empty_content: bool = True
     reasoning_passback: ReasoningPassback = "none"
     thinking_first_in_open_tool_turn: bool = False
@@ -184,6 +225,12 @@ class ProviderProfile:
     prefix_mismatch: PrefixMismatch = "error"
     wire: WireShape = "chat"
     reasoning_field: str | None = None
+    mid_system: MidSystem = "fold"
+    max_call_id_chars: int | None = None
+    call_id_pattern: str | None = None
+    images: bool = True
+    tool_message_name: bool = False
+    thought_signatures: bool = False
     errors: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     sources: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
 
@@ -208,17 +255,40 @@ _ANTHROPIC_TOOLS_DOC = "https://docs.anthropic.com/en/docs/build-with-claude/too
 _QWEN_DOC = "Qwen3 chat_template.jinja; vllm-project/vllm#36432"
 _GEMINI_DOC = "https://ai.google.dev/gemini-api/docs/function-calling"
 _CTXWISE = "ctxwise ARCHITECTURE.md decision 8 / cases README invariant 9 (stricter than the API)"
+_OPENAI_CALL_ID = ("OpenAI refuses tool call ids over 40 characters (issue 25: \"Invalid 'messages[..].tool_calls"
+                   "[..].id': string too long. Expected a string with maximum length 40\")")
+_OPENAI_SYSTEM = ("https://platform.openai.com/docs/api-reference/chat/create (system / developer messages "
+                  "are list items like any other); SDK openai 3.63 types/chat/chat_completion_message_param.py")
+_ANTHROPIC_ID = ("https://docs.anthropic.com/en/api/messages (tool_use.id: \"^[a-zA-Z0-9_-]+$\"); "
+                 "SDK anthropic 2.17 types/tool_use_block_param.py")
+_ANTHROPIC_FIRST = 'https://docs.anthropic.com/en/api/messages ("first message must use the \"user\" role")'
+_DEEPSEEK_IMAGES = "https://api-docs.deepseek.com/api/create-chat-completion (user content is a string)"
+_GEMINI_COMPAT = "https://ai.google.dev/gemini-api/docs/openai"
+_GEMINI_SIGNATURES = "https://ai.google.dev/gemini-api/docs/thought-signatures (OpenAI compatibility section)"
+
+MID_SYSTEM_HEADER = "[System message]"
+"""The header a folded mid-conversation system message's text goes under in the user turn
+(``"[System message]\n<text>"``)."""
+LEAD_USER_TEXT = "[Conversation start]"
+"""The text of the minimal user turn rendered before a history that starts with an assistant
+message, for a provider whose first message must be a user message (Anthropic)."""
+IMAGE_NOTE = "[image not sent: this model takes text only]"
+"""The text an image becomes for a provider that takes no images (DeepSeek)."""
 
 OPENAI = ProviderProfile(
     name="openai",
     title="OpenAI Chat Completions",
     sends_reasoning=False,
-    errors=MappingProxyType(dict(_OPENAI_ERRORS)),
+    mid_system="as_is",
+    max_call_id_chars=40,
+    errors=MappingProxyType({**_OPENAI_ERRORS, CALL_ID_TOO_LONG: "Invalid 'messages[{index}].tool_calls[0].id': "
+                             "string too long. Expected a string with maximum length 40"}),
     sources=MappingProxyType(
         {
             ORPHAN_TOOL_RESULT: _OPENAI_DOC,
             UNANSWERED_TOOL_CALL: _OPENAI_DOC,
-            SYSTEM_NOT_FIRST: _CTXWISE,
+            SYSTEM_NOT_FIRST: _OPENAI_SYSTEM,
+            CALL_ID_TOO_LONG: _OPENAI_CALL_ID,
             EMPTY_CONTENT: _CTXWISE,
         }
     ),
@@ -230,6 +300,7 @@ DEEPSEEK = ProviderProfile(
     reasoning_passback="tool_spans",
     droppable_reasoning="completed_spans_without_tool_calls",
     reasoning_field="reasoning_content",
+    images=False,
     errors=MappingProxyType(
         {
             **_OPENAI_ERRORS,
@@ -246,7 +317,8 @@ DEEPSEEK = ProviderProfile(
             UNANSWERED_TOOL_CALL: _OPENAI_DOC,
             REASONING_MISSING: _DEEPSEEK_DOC,
             REASONING_CHANGED: _DEEPSEEK_DOC,
-            SYSTEM_NOT_FIRST: _CTXWISE,
+            SYSTEM_NOT_FIRST: _CTXWISE + "; folded at render time",
+            IMAGE_NOT_SUPPORTED: _DEEPSEEK_IMAGES,
             EMPTY_CONTENT: _CTXWISE,
         }
     ),
@@ -261,6 +333,7 @@ ANTHROPIC = ProviderProfile(
     first_message_user=True,
     binds_reasoning=True,
     wire="anthropic",
+    call_id_pattern=r"^[a-zA-Z0-9_-]+$",
     errors=MappingProxyType(
         {
             ORPHAN_TOOL_RESULT: "unexpected `tool_use_id` found in `tool_result` blocks. Each "
@@ -279,6 +352,9 @@ ANTHROPIC = ProviderProfile(
             EMPTY_TOOL_RESULT: "all messages must have non-empty content except for the "
             "optional final assistant message",
             THINKING_MODIFIED: "Invalid `signature` in `thinking` block",
+            CALL_ID_CHARSET: "messages.{index}.content.0.tool_use.id: String should match pattern "
+            "'^[a-zA-Z0-9_-]+$'",
+            FIRST_MESSAGE_ROLE: 'messages: first message must use the "user" role',
             DUPLICATE_TOOL_CALL_ID: "messages.{index}: `tool_use` ids must be unique",
             LATEST_ASSISTANT_THINKING: "messages.{index}.content: `thinking` or "
             "`redacted_thinking` blocks in the latest assistant message cannot be modified. "
@@ -297,7 +373,11 @@ ANTHROPIC = ProviderProfile(
             UNANSWERED_TOOL_CALL: _ANTHROPIC_TOOLS_DOC,
             DUPLICATE_TOOL_RESULT: _ANTHROPIC_TOOLS_DOC,
             DUPLICATE_TOOL_CALL_ID: _ANTHROPIC_TOOLS_DOC,
-            SYSTEM_NOT_FIRST: "https://docs.anthropic.com/en/api/messages (top-level system)",
+            SYSTEM_NOT_FIRST: "https://docs.anthropic.com/en/api/messages (top-level system); the beta "
+            "role \"system\" input message (SDK 2.17 types/beta/beta_system_message_param.py) only "
+            "with ANTHROPIC_NATIVE_SYSTEM",
+            CALL_ID_CHARSET: _ANTHROPIC_ID,
+            FIRST_MESSAGE_ROLE: _ANTHROPIC_FIRST,
             EMPTY_CONTENT: "https://docs.anthropic.com/en/api/messages",
             THINKING_MODIFIED: _ANTHROPIC_THINKING_DOC,
             THINKING_REMOVED: _ANTHROPIC_THINKING_DOC,
@@ -323,7 +403,7 @@ QWEN = ProviderProfile(
     sources=MappingProxyType(
         {
             NO_USER_MESSAGE: _QWEN_DOC,
-            SYSTEM_NOT_FIRST: _QWEN_DOC,
+            SYSTEM_NOT_FIRST: _QWEN_DOC + "; folded at render time",
             ORPHAN_TOOL_RESULT: _OPENAI_DOC + " (vLLM serves the OpenAI chat API)",
             EMPTY_CONTENT: _CTXWISE,
         }
@@ -335,10 +415,14 @@ GEMINI = ProviderProfile(
     title="Google Gemini (generateContent / OpenAI-compatible)",
     sends_reasoning=False,
     calls_follow_user_or_tool=True,
+    tool_message_name=True,
+    thought_signatures=True,
     errors=MappingProxyType(
         {
             TOOL_CALL_ORDER: "Please ensure that function call turn comes immediately after a "
             "user turn or after a function response turn.",
+            THOUGHT_SIGNATURE_MISSING: "Function call is missing a thought_signature in functionCall "
+            "parts. This is required for tools to work correctly",
         }
     ),
     sources=MappingProxyType(
@@ -346,7 +430,9 @@ GEMINI = ProviderProfile(
             TOOL_CALL_ORDER: _GEMINI_DOC,
             ORPHAN_TOOL_RESULT: _GEMINI_DOC,
             SYSTEM_NOT_FIRST: "https://ai.google.dev/gemini-api/docs/text-generation "
-            "(system_instruction)",
+            "(system_instruction); folded at render time",
+            TOOL_MESSAGE_NAME: _GEMINI_COMPAT,
+            THOUGHT_SIGNATURE_MISSING: _GEMINI_SIGNATURES,
             EMPTY_CONTENT: _CTXWISE,
         }
     ),
@@ -361,6 +447,8 @@ OPENAI_RESPONSES = ProviderProfile(
     droppable_reasoning="completed_turns_without_tool_calls",
     prefix_mismatch="dropped",
     wire="responses",
+    mid_system="as_is",
+    max_call_id_chars=40,
     errors=MappingProxyType(
         {
             ORPHAN_TOOL_RESULT: "No tool call found for function call output with call_id",
@@ -379,11 +467,19 @@ OPENAI_RESPONSES = ProviderProfile(
             THINKING_MODIFIED: _RESPONSES_DOC,
             REASONING_PREFIX_CHANGED: "https://developers.openai.com/api/docs/guides/keep-prefix-unchanged; "
             "SDK openai 3.63 types/shared/reasoning.py (reasoning.context)",
-            SYSTEM_NOT_FIRST: _CTXWISE,
+            SYSTEM_NOT_FIRST: "SDK openai 3.63 types/responses/easy_input_message_param.py (role "
+            "system / developer on any input item)",
+            CALL_ID_TOO_LONG: _OPENAI_CALL_ID,
             EMPTY_CONTENT: _CTXWISE,
         }
     ),
 )
+
+ANTHROPIC_NATIVE_SYSTEM = replace(ANTHROPIC, mid_system="native")
+"""The Anthropic profile with mid-conversation system messages sent in the beta native form
+(``{"role": "system", "content"}`` among ``messages``, SDK 2.17
+``types/beta/beta_system_message_param.py``): pass it as the provider where the request goes
+through ``client.beta.messages`` with that beta enabled. Not in :data:`PROFILES`."""
 
 PROFILES: Mapping[str, ProviderProfile] = MappingProxyType(
     {p.name: p for p in (OPENAI, OPENAI_RESPONSES, DEEPSEEK, ANTHROPIC, QWEN, GEMINI)}
@@ -416,8 +512,6 @@ def bound_profile(provider: str | ProviderProfile, setting: str = "auto") -> Pro
     provider whose payload carries no reasoning back (``sends_reasoning`` False) or that takes
     it back in chat-style spans (``tool_spans``) never binds. Raises
     :class:`~ctxwise.errors.PolicyError` for an unknown provider or setting."""
-    from dataclasses import replace
-
     profile = get_profile(provider)
     if setting not in ("auto", "on", "off"):
         raise PolicyError(f"unknown bound_reasoning {setting!r}; known: auto, on, off")

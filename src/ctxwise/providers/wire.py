@@ -35,7 +35,9 @@ from collections import OrderedDict
 from typing import Any, Callable
 
 from ..errors import FormatError, PayloadInvalid, Violation
-from .profiles import DUPLICATE_TOOL_CALL_ID, WIRE_SCHEMA, ProviderProfile, get_profile
+from .convert import call_id_problem
+from .profiles import (CALL_ID_TOO_LONG, DUPLICATE_TOOL_CALL_ID, FIRST_MESSAGE_ROLE, IMAGE_NOT_SUPPORTED,
+                       THOUGHT_SIGNATURE_MISSING, TOOL_MESSAGE_NAME, WIRE_SCHEMA, ProviderProfile, get_profile)
 from . import wire_types as own
 
 Validator = Callable[[Any], None]
@@ -44,6 +46,8 @@ _OWN: dict[str, Any] = {
     "chat:system": own.ChatSystem, "chat:user": own.ChatUser, "chat:assistant": own.ChatAssistant,
     "chat:tool": own.ChatTool,
     "anthropic:system": own.ASystem, "anthropic:user": own.AUser, "anthropic:assistant": own.AAssistant,
+    "anthropic:beta:user": own.AUser, "anthropic:beta:assistant": own.AAssistant,
+    "anthropic:system_message": own.ASystemMessage,
     "responses:message": own.RMessage, "responses:output_message": own.ROutputMessage,
     "responses:reasoning": own.RReasoning, "responses:function_call": own.RFunctionCall,
     "responses:function_call_output": own.RFunctionCallOutput,
@@ -59,9 +63,12 @@ def _family_types(family: str) -> dict[str, Any] | None:
             from typing import Iterable, Union
 
             from anthropic.types import AssistantMessageParam, TextBlockParam, UserMessageParam
+            from anthropic.types.beta import BetaAssistantMessageParam, BetaSystemMessageParam, BetaUserMessageParam
 
             return {"anthropic:system": Union[str, Iterable[TextBlockParam]],
-                    "anthropic:user": UserMessageParam, "anthropic:assistant": AssistantMessageParam}
+                    "anthropic:user": UserMessageParam, "anthropic:assistant": AssistantMessageParam,
+                    "anthropic:beta:user": BetaUserMessageParam, "anthropic:beta:assistant": BetaAssistantMessageParam,
+                    "anthropic:system_message": BetaSystemMessageParam}
         from openai.types.chat import (ChatCompletionAssistantMessageParam, ChatCompletionSystemMessageParam,
                                        ChatCompletionToolMessageParam, ChatCompletionUserMessageParam)
         from openai.types.responses import (EasyInputMessageParam, ResponseFunctionToolCallParam,
@@ -70,12 +77,37 @@ def _family_types(family: str) -> dict[str, Any] | None:
     except ImportError:
         return None
     return {
+        **_responses_items(),
         "chat:system": ChatCompletionSystemMessageParam, "chat:user": ChatCompletionUserMessageParam,
         "chat:assistant": ChatCompletionAssistantMessageParam, "chat:tool": ChatCompletionToolMessageParam,
         "responses:message": EasyInputMessageParam, "responses:output_message": ResponseOutputMessageParam,
         "responses:reasoning": ResponseReasoningItemParam, "responses:function_call": ResponseFunctionToolCallParam,
         "responses:function_call_output": FunctionCallOutput,
     }
+
+
+def _responses_items() -> dict[str, Any]:
+    """``responses:item:<type>`` -> the member of the SDK's ``ResponseInputItemParam`` union
+    with that ``type`` literal, for every item kind ctxwise keeps verbatim."""
+    import typing
+
+    from openai.types.responses.response_input_item_param import ResponseInputItemParam
+
+    from ..formats.responses import PROVIDER_ITEMS
+
+    out: dict[str, Any] = {}
+    for member in typing.get_args(ResponseInputItemParam):
+        try:
+            hints = typing.get_type_hints(member)
+        except (NameError, TypeError):
+            continue
+        for lit in typing.get_args(hints.get("type")):
+            if isinstance(lit, str) and lit in PROVIDER_ITEMS:
+                out[f"responses:item:{lit}"] = member
+            for inner in typing.get_args(lit):  # Optional[Literal[...]]
+                if isinstance(inner, str) and inner in PROVIDER_ITEMS:
+                    out[f"responses:item:{inner}"] = member
+    return out
 
 
 _FAMILIES = ("openai", "anthropic")
@@ -115,6 +147,7 @@ def _closed(schema: Any) -> Any:
     out = {k: _closed(v) for k, v in schema.items()}
     if out.get("type") in ("typed-dict", "model-fields"):  # the SDK unions hold response models too
         out["extra_behavior"] = "forbid"
+        out.pop("extras_schema", None)  # typed extras (beta response models) are closed too
     elif out.get("type") == "model":
         out["config"] = {**(out.get("config") or {}), "extra_fields_behavior": "forbid"}
     elif out.get("type") == "generator":
@@ -143,12 +176,35 @@ def _kind(profile: ProviderProfile, item: Any) -> str | None:
         t = item.get("type", "message")
         if t == "message" and "id" in item:
             return "responses:output_message"
+        if isinstance(t, str) and t in _provider_items():
+            return f"responses:item:{t}"
         return f"responses:{t}" if f"responses:{t}" in _OWN else None
     role = item.get("role")
     if profile.wire == "anthropic" and role == "system":
-        return None  # Anthropic takes the system prompt as the top-level ``system`` only
+        # the top-level ``system`` only, unless the beta native form is on
+        return "anthropic:system_message" if profile.mid_system == "native" else None
     key = f"{profile.wire}:{role}"
+    if profile.wire == "anthropic" and _has_beta_block(item):
+        key = f"anthropic:beta:{role}"
     return key if key in _OWN else None
+
+
+BETA_BLOCKS = ("mcp_tool_use", "mcp_tool_result")
+"""Anthropic block types only the beta request types hold (the MCP connector:
+``anthropic/types/beta/beta_mcp_tool_use_block_param.py``, ``beta_request_mcp_tool_result_block_param.py``):
+a message with one is checked against ``BetaUserMessageParam`` / ``BetaAssistantMessageParam``."""
+
+
+def _has_beta_block(item: dict[str, Any]) -> bool:
+    content = item.get("content")
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in BETA_BLOCKS for b in content)
+
+
+@functools.cache
+def _provider_items() -> frozenset[str]:
+    from ..formats.responses import PROVIDER_ITEMS
+
+    return frozenset(PROVIDER_ITEMS)
 
 
 def _errors(e: Exception) -> list[str]:
@@ -162,7 +218,7 @@ def _errors(e: Exception) -> list[str]:
     return out
 
 
-_SEEN: "OrderedDict[tuple[str, str | None, bool, str], list[str]]" = OrderedDict()
+_SEEN: "OrderedDict[tuple[str, str, bool, str], list[str]]" = OrderedDict()
 _SEEN_MAX = 8192
 _LOCK = threading.Lock()
 """Verdicts of items already checked, keyed by their JSON: a session sends the same messages
@@ -171,7 +227,7 @@ call after call, so each is validated once (bounded, least recently used dropped
 
 def _schema_one(profile: ProviderProfile, kind: str, value: Any, sdk: dict[str, Any] | None) -> list[str]:
     try:
-        key = (kind, profile.reasoning_field, bool(sdk and kind in sdk), json.dumps(value, ensure_ascii=False))
+        key = (kind, _extensions(profile), bool(sdk and kind in sdk), json.dumps(value, ensure_ascii=False))
     except (TypeError, ValueError):
         return _validate_one(profile, kind, value, sdk)
     with _LOCK:
@@ -187,16 +243,57 @@ def _schema_one(profile: ProviderProfile, kind: str, value: Any, sdk: dict[str, 
     return list(hit)
 
 
+def _extensions(profile: ProviderProfile) -> str:
+    """The documented extensions of the chat shape ``profile`` sends (part of a verdict's key)."""
+    return f"{profile.reasoning_field}|{profile.tool_message_name}|{profile.thought_signatures}"
+
+
+def _without(value: dict[str, Any], key: str, ok: Callable[[Any], bool], problems: list[str], want: str) -> dict[str, Any]:
+    """``value`` without ``key``; a problem when its value fails ``ok``."""
+    if key not in value:
+        return value
+    if not ok(value[key]):
+        problems.append(f"{key}: must be {want}")
+    return {k: v for k, v in value.items() if k != key}
+
+
+def _is_str(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _signature_shape(ec: Any) -> bool:
+    google = ec.get("google") if isinstance(ec, dict) else None
+    return (isinstance(ec, dict) and set(ec) == {"google"} and isinstance(google, dict)
+            and set(google) == {"thought_signature"} and isinstance(google["thought_signature"], str))
+
+
+def _strip_extensions(profile: ProviderProfile, kind: str, value: Any, problems: list[str]) -> Any:
+    """``value`` without the provider's documented extensions of the SDK shape, each checked
+    here: DeepSeek / Qwen ``reasoning_content`` (a string), Gemini's tool-message ``name`` (a
+    string, https://ai.google.dev/gemini-api/docs/openai) and tool-call
+    ``extra_content.google.thought_signature`` (a string,
+    https://ai.google.dev/gemini-api/docs/thought-signatures)."""
+    if not isinstance(value, dict):
+        return value
+    if kind == "chat:assistant" and profile.reasoning_field:
+        value = _without(value, profile.reasoning_field, _is_str, problems, "a string")
+    if kind == "chat:tool" and profile.tool_message_name:
+        value = _without(value, "name", _is_str, problems, "a string")
+    calls = value.get("tool_calls") if kind == "chat:assistant" and profile.thought_signatures else None
+    if isinstance(calls, list):
+        shape = "{'google': {'thought_signature': str}}"
+        value = {**value, "tool_calls": [_without(c, "extra_content", _signature_shape, problems, shape)
+                                         if isinstance(c, dict) else c for c in calls]}
+    return value
+
+
 def _validate_one(profile: ProviderProfile, kind: str, value: Any, sdk: dict[str, Any] | None) -> list[str]:
     from pydantic import ValidationError
 
     problems: list[str] = []
-    ext = profile.reasoning_field if kind == "chat:assistant" else None
-    if ext and isinstance(value, dict) and ext in value:
-        if not isinstance(value[ext], str):
-            problems.append(f"{ext}: must be a string")
-        value = {k: v for k, v in value.items() if k != ext}
-    sources = [("ctxwise", _OWN[kind])] + ([("SDK", sdk[kind])] if sdk and kind in sdk else [])
+    value = _strip_extensions(profile, kind, value, problems)
+    mine = own.RProviderItem if kind.startswith("responses:item:") else _OWN[kind]
+    sources = [("ctxwise", mine)] + ([("SDK", sdk[kind])] if sdk and kind in sdk else [])
     for who, tp in sources:
         try:
             strict_validator(tp)(value)
@@ -255,14 +352,27 @@ def _call_ids(payload: Any, profile: ProviderProfile) -> list[tuple[int, str]]:
     return out
 
 
-def rule_violations(payload: Any, provider: str | ProviderProfile) -> list[Violation]:
-    """The provider rules on a rendered ``payload``: ``duplicate-tool-call-id`` (index = payload
-    position) and :func:`ctxwise.providers.check` on the payload read back (index = position in
-    the read-back list)."""
-    from ..formats import from_anthropic, from_openai, from_responses
-    from .checker import check
+def _result_ids(payload: Any, profile: ProviderProfile) -> list[tuple[int, str]]:
+    """``(position, id)`` of every tool result's call id in a rendered payload."""
+    out: list[tuple[int, str]] = []
+    if profile.wire == "anthropic":
+        for i, m in enumerate(payload.get("messages") or []):
+            content = m.get("content") if isinstance(m, dict) else None
+            for b in content if isinstance(content, list) else []:
+                if isinstance(b, dict) and b.get("type") == "tool_result":
+                    out.append((i, str(b.get("tool_use_id"))))
+    elif profile.wire == "responses":
+        out = [(i, str(it.get("call_id"))) for i, it in enumerate(payload)
+               if isinstance(it, dict) and it.get("type") == "function_call_output"]
+    else:
+        out = [(i, str(m.get("tool_call_id"))) for i, m in enumerate(payload)
+               if isinstance(m, dict) and m.get("role") == "tool"]
+    return out
 
-    profile = get_profile(provider)
+
+def _id_violations(payload: Any, profile: ProviderProfile) -> list[Violation]:
+    """``duplicate-tool-call-id``, ``call-id-too-long`` and ``call-id-charset`` (index =
+    payload position)."""
     out: list[Violation] = []
     seen: dict[str, int] = {}
     for i, cid in _call_ids(payload, profile):
@@ -270,12 +380,91 @@ def rule_violations(payload: Any, provider: str | ProviderProfile) -> list[Viola
             out.append(Violation(i, DUPLICATE_TOOL_CALL_ID, f"tool call id {cid!r} already used at {seen[cid]}",
                                  profile.error_text(DUPLICATE_TOOL_CALL_ID, i)))
         seen.setdefault(cid, i)
-    reader = {"anthropic": from_anthropic, "responses": from_responses}.get(profile.wire, from_openai)
+    for what, ids in (("tool call id", _call_ids(payload, profile)), ("tool result's call id",
+                                                                       _result_ids(payload, profile))):
+        for i, cid in ids:
+            rule = call_id_problem(cid, profile)
+            if rule is not None:
+                why = (f"{len(cid)} characters, over {profile.max_call_id_chars}" if rule == CALL_ID_TOO_LONG
+                       else f"does not match {profile.call_id_pattern}")
+                out.append(Violation(i, rule, f"{what} {cid!r}: {why}", profile.error_text(rule, i)))
+    return out
+
+
+def _messages_of(payload: Any, profile: ProviderProfile) -> list[Any]:
+    if profile.wire == "anthropic":
+        return list(payload.get("messages") or [])
+    return list(payload)
+
+
+def _has_image(content: Any) -> bool:
+    return isinstance(content, list) and any(
+        isinstance(p, dict) and p.get("type") in ("image_url", "image", "input_image") for p in content)
+
+
+def _shape_violations(payload: Any, profile: ProviderProfile) -> list[Violation]:
+    """``first-message-role``, ``image-not-supported``, ``tool-message-name`` and
+    ``thought-signature-missing`` on a rendered payload (index = payload position)."""
+    out: list[Violation] = []
+    items = _messages_of(payload, profile)
+    if profile.first_message_user and profile.wire == "anthropic" and items:
+        first = next((m for m in items if isinstance(m, dict) and m.get("role") != "system"), None)
+        if first is not None and first.get("role") != "user":
+            k = items.index(first)
+            out.append(Violation(k, FIRST_MESSAGE_ROLE, f"the first message is a {first.get('role')} message",
+                                 profile.error_text(FIRST_MESSAGE_ROLE, k)))
+    for i, m in enumerate(items):
+        if not isinstance(m, dict):
+            continue
+        if not profile.images and _has_image(m.get("content")):
+            out.append(Violation(i, IMAGE_NOT_SUPPORTED, f"{profile.title} takes no images",
+                                 profile.error_text(IMAGE_NOT_SUPPORTED, i)))
+        if profile.tool_message_name and m.get("role") == "tool" and not m.get("name"):
+            out.append(Violation(i, TOOL_MESSAGE_NAME, f"tool message for {m.get('tool_call_id')!r} has no name",
+                                 profile.error_text(TOOL_MESSAGE_NAME, i)))
+    if profile.thought_signatures:
+        out += _signature_violations(items, profile)
+    return out
+
+
+def _signature_violations(items: list[Any], profile: ProviderProfile) -> list[Violation]:
+    """Gemini 3: once a step of the current turn (after the last user message) carries a
+    thought signature on its first function call, every step of the turn does
+    (https://ai.google.dev/gemini-api/docs/thought-signatures)."""
+    last_user = max((i for i, m in enumerate(items) if isinstance(m, dict) and m.get("role") == "user"), default=-1)
+    steps = [(i, m["tool_calls"][0]) for i, m in enumerate(items) if i > last_user and isinstance(m, dict)
+             and isinstance(m.get("tool_calls"), list) and m["tool_calls"] and isinstance(m["tool_calls"][0], dict)]
+
+    def signed(call: dict[str, Any]) -> bool:
+        ec = call.get("extra_content")
+        google = ec.get("google") if isinstance(ec, dict) else None
+        return isinstance(google, dict) and isinstance(google.get("thought_signature"), str)
+
+    if not any(signed(c) for _, c in steps):
+        return []
+    return [Violation(i, THOUGHT_SIGNATURE_MISSING, f"tool call {c.get('id')!r} of the current turn has no "
+                      "extra_content.google.thought_signature", profile.error_text(THOUGHT_SIGNATURE_MISSING, i))
+            for i, c in steps if not signed(c)]
+
+
+def rule_violations(payload: Any, provider: str | ProviderProfile) -> list[Violation]:
+    """The provider rules on a rendered ``payload``: tool call ids (``duplicate-tool-call-id``,
+    ``call-id-too-long``, ``call-id-charset``), ``first-message-role``,
+    ``image-not-supported``, ``tool-message-name``, ``thought-signature-missing`` (index =
+    payload position), then :func:`ctxwise.providers.check` and ``system-not-first`` on the
+    payload read back (index = position in the read-back list)."""
+    from ..formats import from_anthropic, from_openai, from_responses
+    from .checker import check
+    from .rules import check_system_position
+
+    profile = get_profile(provider)
+    out = _id_violations(payload, profile) + _shape_violations(payload, profile)
     try:
-        back = reader(payload, strict=False)
+        back = (from_anthropic(payload, strict=False, memo=True) if profile.wire == "anthropic"
+                else (from_responses if profile.wire == "responses" else from_openai)(payload, strict=False))
     except (FormatError, ValueError, TypeError, AttributeError) as e:
         return out + [Violation(0, WIRE_SCHEMA, f"the payload cannot be read back: {e}")]
-    return out + check(back, profile)
+    return out + sorted(check(back, profile) + check_system_position(back, profile), key=lambda v: v.index)
 
 
 def check_wire(payload: Any, provider: str | ProviderProfile) -> list[Violation]:

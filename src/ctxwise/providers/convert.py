@@ -1,0 +1,238 @@
+"""Render-time conversions: what a canonical list must become before a provider takes it.
+
+    from ctxwise.providers.convert import convert
+    done = convert(messages, "anthropic")   # -> Converted(messages, conversions, call_ids)
+
+The canonical list (and so the transcript) keeps what the application sent; the rendered
+request is built from the converted list. Each conversion answers one provider rule of
+:mod:`ctxwise.providers.profiles` (its source is in the profile's ``sources``) and is reported
+(:attr:`Converted.conversions`; ``prepare()`` turns them into one ``rendered`` event), never
+done in silence. A provider is never refused input it or ctxwise can make valid:
+
+* ``system-not-first`` — a system message after the leading ones (a reminder, a mode
+  switch): as is where the provider takes it (``mid_system="as_is"``: OpenAI Chat
+  Completions and Responses), else folded: its text goes into the user turn at its place under
+  :data:`~ctxwise.providers.profiles.MID_SYSTEM_HEADER` (prepended to the next message when
+  that is the user's input, else a user message of its own); system messages right after the
+  first are merged into the system prompt.
+* ``call-id-too-long`` / ``call-id-charset`` / ``duplicate-tool-call-id`` — a tool call id
+  outside the provider's rules, or used a second time in the request, is renamed (call and
+  results alike) by :func:`safe_call_id`: deterministic and stable across calls (it depends
+  only on the original id, and for a repeat on the id of the message holding it), within
+  ``^[a-zA-Z0-9_-]+$`` and 40 characters. :attr:`Converted.call_ids` maps each sent id back
+  to the caller's.
+* ``image-not-supported`` — on a provider without images (DeepSeek), each image of a user
+  message becomes the text :data:`~ctxwise.providers.profiles.IMAGE_NOTE`.
+* ``first-message-role`` — a history that starts with an assistant message (an app that
+  stores its greeting first) gets a minimal user turn,
+  :data:`~ctxwise.providers.profiles.LEAD_USER_TEXT`, before it on a provider whose first
+  message must be a user message (Anthropic).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..messages import Block, ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ..units import is_user_input
+from .profiles import (
+    CALL_ID_CHARSET,
+    CALL_ID_TOO_LONG,
+    DUPLICATE_TOOL_CALL_ID,
+    FIRST_MESSAGE_ROLE,
+    IMAGE_NOT_SUPPORTED,
+    IMAGE_NOTE,
+    LEAD_USER_TEXT,
+    MID_SYSTEM_HEADER,
+    SYSTEM_NOT_FIRST,
+    ProviderProfile,
+    get_profile,
+)
+
+MAX_CALL_ID_CHARS = 40
+"""Longest tool call id a renamed id may have, on every provider: OpenAI refuses tool call
+ids over 40 characters (issue 25), and a rename that fits there fits everywhere."""
+
+_SAFE = re.compile(r"[^a-zA-Z0-9_-]")
+_HASH = 10
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """One render-time conversion: ``rule`` (the slug of the provider rule it satisfies),
+    ``index`` (the message's place in the canonical list), ``message_id`` and ``detail`` (what
+    was done, in words)."""
+
+    rule: str
+    index: int
+    message_id: str
+    detail: str
+
+
+@dataclass
+class Converted:
+    """The list to render (``messages``), what was converted (``conversions``, in list order)
+    and ``call_ids``: each renamed tool call id as sent -> the caller's original id (empty
+    when none was renamed)."""
+
+    messages: list[Message]
+    conversions: list[Conversion] = field(default_factory=list)
+    call_ids: dict[str, str] = field(default_factory=dict)
+
+
+def safe_call_id(original: str, salt: str = "") -> str:
+    """A tool call id for ``original`` within ``^[a-zA-Z0-9_-]+$`` and
+    :data:`MAX_CALL_ID_CHARS` characters: the original's characters (others replaced by
+    ``_``), cut to leave room for ``_`` and 10 hex digits of SHA-256 over ``original`` and
+    ``salt`` (the holding message's id for a repeated id). Deterministic: the same arguments
+    give the same id, whatever else the request holds."""
+    digest = hashlib.sha256(f"{original}\0{salt}".encode("utf-8")).hexdigest()[:_HASH]
+    stem = _SAFE.sub("_", original)[: MAX_CALL_ID_CHARS - _HASH - 1] or "call"
+    return f"{stem}_{digest}"
+
+
+def call_id_problem(call_id: str, profile: ProviderProfile) -> str | None:
+    """The rule slug ``call_id`` breaks on ``profile`` (``call-id-too-long`` or
+    ``call-id-charset``), or None when the provider takes it."""
+    if profile.max_call_id_chars is not None and len(call_id) > profile.max_call_id_chars:
+        return CALL_ID_TOO_LONG
+    if profile.call_id_pattern is not None and not re.fullmatch(profile.call_id_pattern, call_id):
+        return CALL_ID_CHARSET
+    return None
+
+
+def convert(messages: list[Message], provider: str | ProviderProfile) -> Converted:
+    """``messages`` as ``provider`` takes them (see the module docstring for each conversion).
+    Pure: the messages given are not changed; those that need no change are returned as they
+    are. Raises :class:`~ctxwise.errors.PolicyError` for an unknown provider."""
+    profile = get_profile(provider)
+    out = Converted(list(messages))
+    _rename_call_ids(out, profile)
+    if profile.mid_system == "fold":
+        _fold_system(out)
+    if not profile.images:
+        _images_to_notes(out)
+    if profile.first_message_user:
+        _lead_user_turn(out)
+    if out.conversions:
+        at = {m.id: i for i, m in enumerate(messages)}
+        out.conversions = [c if at.get(c.message_id, c.index) == c.index else replace(c, index=at[c.message_id])
+                           for c in out.conversions]
+    return out
+
+
+def _rename_call_ids(out: Converted, profile: ProviderProfile) -> None:
+    """Rename ids the provider refuses and ids already used in the request; results follow
+    their call by position (the k-th result for an id in the tool messages right after an
+    assistant message answers the k-th call with that id)."""
+    msgs = out.messages
+    used: set[str] = set()
+    i = 0
+    while i < len(msgs):
+        m = msgs[i]
+        if m.role != "assistant" or not m.tool_uses:
+            i += 1
+            continue
+        renames: dict[str, list[str]] = {}
+        blocks: list[Any] = []
+        for k, b in enumerate(m.blocks):
+            if isinstance(b, ToolUseBlock):
+                orig = b.id  # the recorded id, which the results of this cycle answer
+                new, rule = b.id, call_id_problem(b.id, profile)
+                if rule is not None:
+                    new = safe_call_id(b.id)
+                if new in used:
+                    rule, new = DUPLICATE_TOOL_CALL_ID, safe_call_id(b.id, f"{m.id}:{k}")
+                if new != b.id:
+                    out.call_ids[new] = b.id
+                    out.conversions.append(Conversion(rule or DUPLICATE_TOOL_CALL_ID, i, m.id,
+                                                      f"tool call id {b.id!r} sent as {new!r}"))
+                    b = b.model_copy(update={"id": new})
+                renames.setdefault(orig, []).append(new)
+                used.add(new)
+            blocks.append(b)
+        if any(old != new for old, news in renames.items() for new in news):
+            msgs[i] = m.model_copy(update={"blocks": blocks})
+        j = i + 1
+        while j < len(msgs) and msgs[j].role == "tool":
+            t = msgs[j]
+            rblocks, changed = [], False
+            for r in t.blocks:
+                if isinstance(r, ToolResultBlock) and renames.get(r.tool_use_id):
+                    new = renames[r.tool_use_id].pop(0)
+                    if new != r.tool_use_id:
+                        r, changed = r.model_copy(update={"tool_use_id": new}), True
+                rblocks.append(r)
+            if changed:
+                msgs[j] = t.model_copy(update={"blocks": rblocks})
+            j += 1
+        i = j
+
+
+def _folded(m: Message) -> Block:
+    return TextBlock(text=f"{MID_SYSTEM_HEADER}\n{m.text}")
+
+
+def _fold_system(out: Converted) -> None:
+    """System messages right after the first are merged into it; a later one goes into the
+    user turn at its place (see the module docstring)."""
+    src = out.messages
+    if not any(m.role == "system" for m in src[1:]):
+        return
+    msgs: list[Message] = []
+    pending: list[tuple[int, Message]] = []
+    lead = True
+    for i, m in enumerate(src):
+        if m.role == "system":
+            if lead and msgs:
+                msgs[0] = msgs[0].model_copy(update={"blocks": [*msgs[0].blocks, *m.blocks]})
+                out.conversions.append(Conversion(SYSTEM_NOT_FIRST, i, m.id, "merged into the system prompt"))
+            elif lead:
+                msgs.append(m)
+            else:
+                pending.append((i, m))
+            continue
+        lead = False
+        if pending:
+            folded = [_folded(s) for _, s in pending]
+            if is_user_input(m):
+                m = m.model_copy(update={"blocks": [*folded, *m.blocks]})
+                where = f"folded into the next user message {m.id!r}"
+            else:
+                msgs.append(Message(id=pending[0][1].id, role="user", blocks=folded))
+                where = "sent as a user message at its place"
+            out.conversions += [Conversion(SYSTEM_NOT_FIRST, k, s.id, f"{where} under {MID_SYSTEM_HEADER!r}")
+                                for k, s in pending]
+            pending = []
+        msgs.append(m)
+    if pending:
+        msgs.append(Message(id=pending[0][1].id, role="user", blocks=[_folded(s) for _, s in pending]))
+        out.conversions += [Conversion(SYSTEM_NOT_FIRST, k, s.id, "sent as a user message at the end under "
+                                       f"{MID_SYSTEM_HEADER!r}") for k, s in pending]
+    out.messages = msgs
+
+
+def _images_to_notes(out: Converted) -> None:
+    for i, m in enumerate(out.messages):
+        if m.role == "assistant" or m.role == "tool" or not any(isinstance(b, ImageBlock) for b in m.blocks):
+            continue
+        n = sum(isinstance(b, ImageBlock) for b in m.blocks)
+        blocks = [TextBlock(text=IMAGE_NOTE) if isinstance(b, ImageBlock) else b for b in m.blocks]
+        out.messages[i] = m.model_copy(update={"blocks": blocks})
+        out.conversions.append(Conversion(IMAGE_NOT_SUPPORTED, i, m.id,
+                                          f"{n} image{'s' if n > 1 else ''} sent as the text {IMAGE_NOTE!r}"))
+
+
+def _lead_user_turn(out: Converted) -> None:
+    msgs = out.messages
+    k = next((i for i, m in enumerate(msgs) if m.role != "system"), None)
+    if k is None or msgs[k].role != "assistant":
+        return
+    first = msgs[k]
+    msgs.insert(k, Message(id=f"{first.id}-lead", role="user", blocks=[TextBlock(text=LEAD_USER_TEXT)]))
+    out.conversions.append(Conversion(FIRST_MESSAGE_ROLE, k, first.id,
+                                      f"a user message {LEAD_USER_TEXT!r} rendered before the first "
+                                      "(assistant) message"))
