@@ -199,9 +199,7 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
         try:
             yield
         finally:
-            proxy = getattr(_app, "proxy", None)
-            if proxy is not None:
-                await proxy.aclose()
+            await _close_proxy(_app)
             server.close()
 
     app = App(title="ctxwise", version=__version__, lifespan=lifespan,
@@ -323,6 +321,13 @@ def _mount_ui(app: FastAPI, server: Server) -> None:
     make_router = getattr(ui, "make_router", None)
     if make_router is not None:
         app.include_router(make_router(server))
+
+
+async def _close_proxy(app: Any) -> None:
+    """Close the drop-in endpoint's upstream client when :func:`_mount_proxy` mounted one."""
+    proxy = getattr(app, "proxy", None)
+    if proxy is not None:
+        await proxy.aclose()
 
 
 def _mount_proxy(app: FastAPI, server: Server) -> None:
