@@ -83,6 +83,9 @@ def replay(live: Live, kind: str, canon: list[Message], sid: str, policy: Policy
         events += len(p.events)
         expected = json.dumps(managed_body(route.kind, seen.json, p.payload), ensure_ascii=False,
                               separators=(",", ":")).encode("utf-8")
+        if seen.body != expected:
+            k = next(j for j in range(min(len(seen.body), len(expected))) if seen.body[j] != expected[j])
+            print("DIFF", seen.body[k-300:k+80], "\nREF ", expected[k-300:k+80])
         assert seen.body == expected, f"call at message {i}: the upstream body differs from prepare()"
         append_items(s, route, reply_items(route.kind, live.stub.replies[-1]))
         sent = len(items) + 1

@@ -69,14 +69,15 @@ def append_items(s: Session, route: Route, items: list[dict[str, Any]]) -> None:
         return
     names = {b.id: b.name for m in s.messages for b in m.blocks if isinstance(b, ToolUseBlock)}
     out: list[Message] = []
-    for m in from_responses(items, strict=False):
+    for k, m in enumerate(from_responses(items, strict=False)):
         for b in m.blocks:
             if isinstance(b, ToolUseBlock):
                 names[b.id] = b.name
         blocks = [b.model_copy(update={"name": names[b.tool_use_id]})
                   if isinstance(b, ToolResultBlock) and b.name is None and b.tool_use_id in names else b
                   for b in m.blocks]
-        out.append(m.model_copy(update={"id": f"px-{uuid.uuid4().hex[:16]}", "blocks": blocks}))
+        # ids by the session's version: the same messages appended the same way get the same ids
+        out.append(m.model_copy(update={"id": f"px-{s.version:06d}-{k:04d}", "blocks": blocks}))
     s.append(out)
 
 
