@@ -194,3 +194,17 @@ def test_bad_body_is_a_400_in_the_provider_shape(live: Live) -> None:
     r = httpx.post(live.openai_base + "/chat/completions", json={"model": "m", "messages": "hi"},
                    headers={"X-Ctxwise-Key": live.keys["a"]})
     assert r.status_code == 400 and json.loads(r.content)["error"]["type"] == "invalid_request_error"
+
+
+def test_the_inspector_lists_and_shows_a_proxied_session(live: Live) -> None:
+    live.stub.queue("chat", Reply(text="A visible reply."))
+    client = openai_client(live, **{"X-Ctxwise-Session": "seen-in-ui", "X-Ctxwise-User": "bob"})
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": "show me in the inspector"}])
+    acme = {"Authorization": f"Bearer {live.keys['a']}"}
+    listing = httpx.get(live.url + "/ui/fragment/sessions", headers=acme)
+    assert listing.status_code == 200 and "seen-in-ui" in listing.text
+    page = httpx.get(live.url + "/ui/fragment/session", params={"user": "bob", "id": "seen-in-ui"}, headers=acme)
+    assert page.status_code == 200
+    assert "show me in the inspector" in page.text and "A visible reply." in page.text
+    other = httpx.get(live.url + "/ui/fragment/sessions", headers={"Authorization": f"Bearer {live.keys['b']}"})
+    assert other.status_code == 200 and "seen-in-ui" not in other.text
