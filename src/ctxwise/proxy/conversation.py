@@ -125,6 +125,20 @@ def begin(server: Server, store: HeadStore, call: Call) -> Call:
     return call
 
 
+def recall_round(server: Server, call: Call, reply: dict[str, Any]) -> None:
+    """Append a reply that called only the recall tool and the answers to its calls, then prepare
+    again: ``call.prepared`` is the next payload (:mod:`.recall`). The heads are not touched: the
+    client never sees this round."""
+    from .recall import results
+
+    def op(s: Session, _checked: int | None) -> Prepared:
+        append_items(s, call.route, reply_items(call.route.kind, reply))
+        append_items(s, call.route, results(call.route.kind, s, reply))
+        return s.prepare()
+
+    call.prepared = _run(server, call, op)
+
+
 def _run(server: Server, call: Call, op: Callable[[Session, int | None], T]) -> T:
     """``op`` on the call's session: from the process's session cache when it is current
     (:class:`ctxwise.server.sessions.SessionCache`, appends checked by the store's version), else

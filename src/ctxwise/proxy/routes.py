@@ -32,9 +32,9 @@ from starlette.types import Receive, Scope, Send
 
 from .. import CtxwiseError
 from ..server.core import Server
-from . import telemetry
+from . import recall, telemetry
 from .auth import split_key_path, tenant_key, unauthorized_body
-from .conversation import Call, begin, finish
+from .conversation import Call, begin, finish, recall_round
 from .heads import HeadStore
 from .stream import Assembler
 from .wire import ROUTES, Route, WireError, error_body, managed_body
@@ -158,8 +158,7 @@ class Proxy:
             await _json(send, 400, error_body(route.family, 400, f"ctxwise: {e}"))
             return
         assert call.prepared is not None
-        managed = json.dumps(managed_body(route.kind, body, call.prepared.payload), ensure_ascii=False,
-                             separators=(",", ":")).encode("utf-8")
+        managed = _dumps(managed_body(route.kind, body, call.prepared.payload))
         extra = [(b"x-ctxwise-session", call.session_id.encode()), (b"x-ctxwise-user", call.user_id.encode())]
         if call.branched_from is not None:
             extra.append((b"x-ctxwise-branched-from", call.branched_from.encode()))
@@ -168,10 +167,46 @@ class Proxy:
         span = telemetry.start(self.tracer, call)
         status, reply = 500, None
         try:
-            status, reply = await self._forward(send, route, managed, out, call, body.get("stream") is True, receive,
-                                                extra)
+            if headers.get(recall.HEADER, "").lower() == "on" and route.kind in ("chat", "messages") \
+                    and body.get("stream") is not True:
+                status, reply = await self._recall_rounds(send, route, call, body, out, extra)
+            else:
+                status, reply = await self._forward(send, route, managed, out, call, body.get("stream") is True,
+                                                    receive, extra)
         finally:
             telemetry.end(span, status, reply)
+
+    async def _recall_rounds(self, send: Send, route: Route, call: Call, body: dict[str, Any],
+                             headers: dict[str, str], extra: list[tuple[bytes, bytes]]
+                             ) -> tuple[int, dict[str, Any] | None]:
+        """With recall on: ask the upstream (the recall tool added) until its reply calls
+        something else than the recall tool, answering recall calls in the session
+        (:mod:`.recall`); that last answer goes to the client, its reply recorded."""
+        body = recall.with_tool(route.kind, body)
+        for _ in range(recall.MAX_ROUNDS):
+            assert call.prepared is not None
+            managed = _dumps(managed_body(route.kind, body, call.prepared.payload))
+            try:
+                r = await self.client.post(self.upstreams.url(route), content=managed,
+                                           headers={**headers, "content-type": "application/json"})
+            except httpx.HTTPError as e:
+                await _json(send, 502, error_body(route.family, 502, f"ctxwise: the {route.family} upstream did "
+                                                                     f"not answer ({type(e).__name__})"))
+                return 502, None
+            try:
+                reply = r.json() if 200 <= r.status_code < 300 else None
+            except ValueError:
+                reply = None
+            if not isinstance(reply, dict) or not recall.only_recall(route.kind, reply):
+                break
+            await anyio.to_thread.run_sync(recall_round, self.server, call, reply)
+        if isinstance(reply, dict):
+            await self._finish(call, lambda: reply)
+        await send({"type": "http.response.start", "status": r.status_code,
+                    "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in r.headers.items()
+                                if k.lower() not in _HOP_OUT] + extra})
+        await send({"type": "http.response.body", "body": r.content})
+        return r.status_code, reply if isinstance(reply, dict) else None
 
     async def _forward(self, send: Send, route: Route, content: bytes, headers: dict[str, str], call: Call | None,
                        stream: bool, receive: Receive, extra: list[tuple[bytes, bytes]] | None = None
@@ -252,6 +287,10 @@ class Proxy:
             # not the client's error: the reply reached it; its next call carries the reply again
             log.warning("proxy: the reply could not be recorded in session %s (%s)", call.session_id,
                         type(e).__name__)
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 async def _body(receive: Receive, limit: int) -> bytes | None:
