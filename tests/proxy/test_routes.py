@@ -208,3 +208,41 @@ def test_the_inspector_lists_and_shows_a_proxied_session(live: Live) -> None:
     assert "show me in the inspector" in page.text and "A visible reply." in page.text
     other = httpx.get(live.url + "/ui/fragment/sessions", headers={"Authorization": f"Bearer {live.keys['b']}"})
     assert other.status_code == 200 and "seen-in-ui" not in other.text
+
+
+def test_the_access_log_never_shows_the_key_in_the_path(live: Live, caplog: pytest.LogCaptureFixture) -> None:
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    import logging
+
+    seen: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = seen.append  # type: ignore[method-assign]
+    access_logger = logging.getLogger("uvicorn.access")
+    access_logger.addHandler(handler)
+    access_logger.setLevel(logging.INFO)
+    server = uvicorn.Server(uvicorn.Config(live.app, log_config=None, access_log=True, lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    try:
+        r = httpx.post(f"http://127.0.0.1:{port}/k/{live.keys['a']}/v1/messages", headers={"x-api-key": PROVIDER_KEY},
+                       json={"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]})
+        assert r.status_code == 200
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        access_logger.removeHandler(handler)
+    access = [rec.getMessage() for rec in seen]
+    assert any("/v1/messages" in line for line in access)  # the line is there, without the key
+    assert not any(live.keys["a"] in line or PROVIDER_KEY in line for line in access)
+    server_side = [r.getMessage() for r in caplog.records if r.name.startswith(("ctxwise", "uvicorn"))]
+    assert not any(live.keys["a"] in line or PROVIDER_KEY in line for line in server_side)

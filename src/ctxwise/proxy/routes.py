@@ -132,6 +132,9 @@ class Proxy:
         except ValueError as e:
             await _json(send, 401, unauthorized_body(route.family, str(e)))
             return
+        if scope["path"].startswith("/k/"):  # the server's access log shows the path: not the key
+            scope["path"] = "/k/***" + route.path
+            scope["raw_path"] = scope["path"].encode("ascii")
         tenant = await anyio.to_thread.run_sync(self.server.keys.tenant_of, key) if key else None
         if tenant is None:
             await _json(send, 401, unauthorized_body(
