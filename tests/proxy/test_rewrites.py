@@ -59,3 +59,22 @@ def test_edited_retry_under_a_named_session_branches(live: Live) -> None:
     assert [m["content"] for m in sent] == ["S", "u1", "a1", "u2, said differently"]
     assert [m.blocks[0].text for m in session_messages(live, "acme", "proxy", "named")] == \
         ["S", "u1", "a1", "u2", "a2"]
+
+
+def test_re_serialized_tool_arguments_still_continue_the_session(live: Live) -> None:
+    """LangChain and others send arguments back as json.dumps of the parsed dict: other spacing
+    than the provider's string, the same call."""
+    from .stub import chat_json
+
+    reply = chat_json(Reply(calls=[("call_x", "f", {"a": 1})]), "m")
+    reply["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = '{"a":1}'  # the provider's compact form
+    live.stub.queue("chat", Reply(raw=reply["choices"][0]["message"]), Reply(text="ok"))
+    client = openai_client(live)
+    h: list[Any] = [{"role": "user", "content": "go"}]
+    first = client.chat.completions.with_raw_response.create(model="m", messages=h)
+    h += [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_x", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]},
+        {"role": "tool", "tool_call_id": "call_x", "content": "done"}]
+    second = client.chat.completions.with_raw_response.create(model="m", messages=h)
+    assert second.headers["x-ctxwise-session"] == first.headers["x-ctxwise-session"]
+    assert "x-ctxwise-branched-from" not in second.headers

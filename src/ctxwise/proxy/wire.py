@@ -119,9 +119,20 @@ def _part(p: Any) -> Any:
     return _clean(p)
 
 
+def _args(raw: Any) -> Any:
+    """Tool-call arguments as their JSON value when they parse (clients re-serialize them:
+    ``{"a":1}`` and ``{"a": 1}`` are one call), else as sent."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
 def _normal(kind: Kind, m: dict[str, Any]) -> Any:
     if kind == "chat":
-        calls = [(c.get("id"), (c.get("function") or {}).get("name"), (c.get("function") or {}).get("arguments"))
+        calls = [(c.get("id"), (c.get("function") or {}).get("name"), _args((c.get("function") or {}).get("arguments")))
                  for c in (m.get("tool_calls") or []) if isinstance(c, dict)]
         return [m.get("role"), m.get("name"), _text_parts(m.get("content")), calls, m.get("tool_call_id")]
     if kind == "responses":
@@ -129,7 +140,7 @@ def _normal(kind: Kind, m: dict[str, Any]) -> Any:
         if t == "message":
             return [t, m.get("role"), _text_parts(m.get("content"))]
         if t == "function_call":
-            return [t, m.get("call_id"), m.get("name"), m.get("arguments")]
+            return [t, m.get("call_id"), m.get("name"), _args(m.get("arguments"))]
         if t == "function_call_output":
             return [t, m.get("call_id"), _text_parts(m.get("output"))]
         if t == "reasoning":
