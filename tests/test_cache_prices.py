@@ -74,3 +74,14 @@ def test_cold_cache_edit_pays_whatever_the_suffix() -> None:
     assert ANTHROPIC.edit_pays(*args, idle=301.0)
     assert not ANTHROPIC.edit_pays(0, 10_000, 4, idle=301.0)  # nothing saved: no edit
     assert not OPENAI.edit_pays(*args, idle=10**9)  # no lifetime modelled: never cold
+
+
+def test_policy_names_the_lifetime_models() -> None:
+    """``Policy.price_model`` chooses a model by lifetime or family (sources above); the
+    provider's default stays the pre-5.6 OpenAI model and Anthropic's 5-minute one."""
+    from ctxwise.policy import Policy
+
+    assert Policy.preset("default", price_model="openai_gpt56").prices is OPENAI_GPT56
+    assert Policy.preset("default", price_model="openai_gpt56_12h").prices is OPENAI_GPT56_12H
+    assert Policy.preset("default", provider="anthropic", price_model="anthropic_1h").prices is ANTHROPIC_1H
+    assert Policy.preset("default").prices is OPENAI and Policy.preset("default", provider="anthropic").prices is ANTHROPIC

@@ -132,3 +132,23 @@ def test_replay_uses_recorded_timestamps(tmp_path) -> None:
     assert m.cost_under(ANTHROPIC) == sum(ANTHROPIC.call_cost(t, r) for t, r in m.usage[:-1]) \
         + ANTHROPIC.call_cost(m.usage[-1][0], 0)
     assert late_calls[-1].priced == ANTHROPIC.call_cost(late_calls[-1].tokens, 0)
+
+
+def test_cold_cache_thinking_pruning_pays() -> None:
+    """Thinking pruning weighs its cache break like clearing (DESIGN.md decision 4): a small
+    pruning early in a long context does not pay on a warm cache, and does on a cold one (idle
+    past the 5-minute lifetime of the Anthropic price model named by the policy)."""
+    from ctxwise.compaction.thinking import pruning_pays
+
+    msgs = [system()]
+    for k in range(3):
+        msgs += [user(f"Question {k}?"), assistant(f"Answer {k}. " + "w" * 900, thinking="t" * 200)]
+    msgs.append(user("And now?"))
+    p = Policy.preset("default", provider="deepseek", price_model="anthropic", unit="chars", budget=6_000)
+    counter = get_counter("chars")
+    size = Budgeting(p, counter).size(msgs)
+    assert p.level(p.clear_at) < size < p.level(p.hard_limit)
+    first = 2  # the first answer: everything after it is re-billed
+    assert pruning_pays(msgs, Budgeting(p, counter, idle=10.0), size, size - 200, first) is None
+    why = pruning_pays(msgs, Budgeting(p, counter, idle=400.0), size, size - 200, first)
+    assert why is not None and "cold" in why

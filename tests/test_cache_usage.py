@@ -163,3 +163,19 @@ def test_inspector_timeline_puts_reported_usage_on_its_call(tmp_path) -> None:
     assert "cache_usage" in html and "reported 0 of 40 input tokens cached" in html and "predicted 0 of" in html
     row = next(r for r in html.split("<tr class='ev'>") if "cache_usage" in r)
     assert "<td>1</td>" in row  # call 1, the call whose output the usage came with
+
+
+def test_arecord_usage_records_the_same_event(tmp_path) -> None:
+    """The async form writes the same ``cache_usage`` event (OpenAI chat usage, openai 3.63
+    types/completion_usage.py)."""
+    import asyncio
+
+    with ContextManager(f"sqlite:///{tmp_path / 'a.db'}", policy()) as cm:
+        s = cm.session("u", "s")
+        s.append([system(), user("Hello")])
+        s.prepare()
+        s.append([assistant("Hi.")])
+        usage = {"prompt_tokens": 2000, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 1024}}
+        ev = asyncio.run(s.arecord_usage(usage))
+        assert ev.detail["reported"]["cached_tokens"] == 1024 and ev.detail["reported"]["api"] == "openai_chat"
+        assert [e["stage"] for e in s.events()] == ["cache_usage"]

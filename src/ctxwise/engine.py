@@ -21,7 +21,7 @@ from .compaction import Budgeting, CompactionEvent
 from .core import (Deps, Plan, Prepared, SessionView, plan_amend, plan_amend_omitted, plan_append, plan_clear,
                    plan_close_pending, plan_migrate, plan_pop, plan_pop_omitted, plan_prepare)
 from .core.commit import commit
-from .compaction.cost import idle_seconds, message_time
+from .prices import idle_seconds, message_time
 from .core.prepare import check_thinking_arg, now_arg
 from .core.usage import SentCall, usage_event
 from .usage import DIAGNOSTICS_KEY, USAGE_KEY, reported_usage
@@ -186,8 +186,9 @@ class Session(SessionRecords, AsyncCalls):
         stored then. Once stored it raises nothing: a failure of the user's long-term memory
         update (e.g. ``MemoryBusy``) is a logged ``memory_failed`` event."""
         batch = as_message_list(messages, "append")
+        before = len(self.view.messages)
         self._run(plan_append(self.view, self._deps, batch))
-        added = self.view.messages[-len(batch):] if batch else ()
+        added = self.view.messages[before:]  # what joined the context (a reply left out is not there)
         reply = next((m for m in reversed(added) if m.role == "assistant" and m.metadata.get(USAGE_KEY)), None)
         reported = reported_usage(reply.metadata[USAGE_KEY], reply.metadata.get(DIAGNOSTICS_KEY)) if reply else None
         if reply is not None and reported is not None and self._sent is not None:

@@ -225,8 +225,11 @@ class Policy(BaseModel):
 
     price_model: str | None = None
     """The prompt-cache price model edits are weighed with (``ctxwise.prices``): a provider
-    name or ``flat``; None = the ``provider``'s own (Anthropic 1.25x write / 0.1x read, DeepSeek
-    hits at 2 % of a miss, ...; sources in ``ctxwise.prices``)."""
+    name, ``flat``, or a model named for a cache lifetime or model family (``anthropic_1h``:
+    2x write, kept 1 h; ``openai_gpt56`` / ``openai_gpt56_12h``: gpt-5.6's 1.25x write, kept 30
+    min / 12 h); None = the ``provider``'s own (Anthropic 1.25x write / 0.1x read, kept 5 min;
+    DeepSeek hits at 2 % of a miss, ...; sources in ``ctxwise.prices``). A model's lifetime
+    decides when the cache is cold and an edit free (``Session.prepare(now=...)``)."""
     cache_read_price: float | None = Field(None, ge=0)
     """Override: a cached (hit) input token's price, as a multiple of an uncached one."""
     cache_write_price: float | None = Field(None, ge=0)

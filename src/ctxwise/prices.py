@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ANTHROPIC", "ANTHROPIC_1H", "DEEPSEEK", "FLAT", "GEMINI", "OPENAI", "OPENAI_GPT56", "OPENAI_GPT56_12H",
            "PRICE_MODELS", "QWEN", "CallCost", "Payloads",
-           "PriceModel", "cache_adjusted_cost", "call_costs", "common_prefix", "floor_cost", "price_model",
-           "prices_of", "priced_cost"]
+           "PriceModel", "TIMESTAMP_KEY", "cache_adjusted_cost", "call_costs", "common_prefix", "floor_cost",
+           "idle_seconds", "message_time", "price_model", "prices_of", "priced_cost", "time_of"]
 
 
 @dataclass(frozen=True)
@@ -302,3 +303,53 @@ def floor_cost(history_tokens: Sequence[int], budget: float | Sequence[float], p
         total += prices.call_cost(int(s), int(s - m))
         previous = h
     return total
+
+
+# -- time: how long the cache has gone unused -----------------------------------------------------
+
+TIMESTAMP_KEY = "timestamp"
+"""The ``Message.metadata`` key holding when a message was made (ISO 8601 text, epoch
+seconds, or a ``datetime``; the recorded formats keep theirs there)."""
+
+
+def time_of(value: object) -> float | None:
+    """``value`` as epoch seconds: a number as is, a ``datetime`` or ISO 8601 text (a ``Z``
+    suffix allowed) converted, read as UTC when it names no zone; None for anything else (no
+    time known). Booleans are not times."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if isinstance(value, datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).timestamp()
+    return None
+
+
+def message_time(m: Message) -> float | None:
+    """When ``m`` was made, epoch seconds (:func:`time_of` of ``metadata["timestamp"]``), or
+    None when it carries no readable time."""
+    return time_of(m.metadata.get(TIMESTAMP_KEY)) if m.metadata else None
+
+
+def idle_seconds(messages: Sequence[Message], now: float | None = None, last_call: float | None = None) -> float | None:
+    """Seconds the prompt cache has gone unused at the call about to be made: from the
+    previous model call (the latest assistant message's timestamp, else ``last_call``: when
+    the previous ``prepare`` said it ran) to ``now`` (else the newest timestamp among the
+    messages). None when either end is unknown or there is no previous call; never negative."""
+    last = next((m for m in reversed(messages) if m.role == "assistant"), None)
+    if last is None:
+        return None
+    then = message_time(last)
+    if then is None:
+        then = last_call
+    if now is None:
+        times = [t for t in map(message_time, messages) if t is not None]
+        now = max(times) if times else None
+    if then is None or now is None:
+        return None
+    return max(0.0, now - then)

@@ -12,6 +12,7 @@ from .messages import JSONObject, Message
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from .compaction.events import CompactionEvent
     from .core.prepare import Prepared
     from .core.view import Deps, SessionView
     from .memory.session import SessionMemory
@@ -72,6 +73,7 @@ class AsyncCalls:
         def prepare(self, *, thinking: bool | None = None, checked_version: int | None = None,
                     now: "float | datetime | None" = None) -> "Prepared": ...
         def pop(self, *, then: Iterable[Message | Mapping[str, object]] | None = None) -> Message | None: ...
+        def record_usage(self, response: object, diagnostics: object = None) -> "CompactionEvent": ...
         def clear(self) -> int: ...
 
     async def aappend(self, messages: Iterable[Message | Mapping[str, object]]) -> int:
@@ -81,6 +83,10 @@ class AsyncCalls:
     async def aprepare(self, *, thinking: bool | None = None, now: "float | datetime | None" = None) -> "Prepared":
         """Async :meth:`prepare` (runs in a worker thread)."""
         return await asyncio.to_thread(lambda: self.prepare(thinking=thinking, now=now))
+
+    async def arecord_usage(self, response: object, diagnostics: object = None) -> "CompactionEvent":
+        """Async :meth:`record_usage` (runs in a worker thread)."""
+        return await asyncio.to_thread(lambda: self.record_usage(response, diagnostics))
 
     async def apop(self) -> Message | None:
         """Async :meth:`pop`."""

@@ -28,59 +28,13 @@ for that reason).
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from ..messages import Marker, Message
-from ..prices import FLAT, prices_of
+from ..prices import FLAT, TIMESTAMP_KEY, idle_seconds, message_time, prices_of, time_of
 
-TIMESTAMP_KEY = "timestamp"
-"""The ``Message.metadata`` key holding when a message was made (ISO 8601 text, epoch
-seconds, or a ``datetime``; the recorded formats keep theirs there)."""
-
-
-def time_of(value: object) -> float | None:
-    """``value`` as epoch seconds: a number as is, a ``datetime`` or ISO 8601 text (a ``Z``
-    suffix allowed) converted, read as UTC when it names no zone; None for anything else (no
-    time known). Booleans are not times."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    if isinstance(value, datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).timestamp()
-    return None
-
-
-def message_time(m: Message) -> float | None:
-    """When ``m`` was made, epoch seconds (:func:`time_of` of ``metadata["timestamp"]``), or
-    None when it carries no readable time."""
-    return time_of(m.metadata.get(TIMESTAMP_KEY)) if m.metadata else None
-
-
-def idle_seconds(messages: Sequence[Message], now: float | None = None, last_call: float | None = None) -> float | None:
-    """Seconds the prompt cache has gone unused at the call about to be made: from the
-    previous model call (the latest assistant message's timestamp, else ``last_call``: when
-    the previous ``prepare`` said it ran) to ``now`` (else the newest timestamp among the
-    messages). None when either end is unknown or there is no previous call; never negative."""
-    last = next((m for m in reversed(messages) if m.role == "assistant"), None)
-    if last is None:
-        return None
-    then = message_time(last)
-    if then is None:
-        then = last_call
-    if now is None:
-        times = [t for t in map(message_time, messages) if t is not None]
-        now = max(times) if times else None
-    if then is None or now is None:
-        return None
-    return max(0.0, now - then)
-
+__all__ = ["FLAT_READ", "TIMESTAMP_KEY", "cache_prices", "calls_ahead", "cold_cache", "cut_cost", "edit_pays",
+           "idle_seconds", "invalidated_reasoning", "limit_ahead", "message_time", "time_of"]
 
 def cold_cache(policy: Any, idle: float | None) -> str | None:
     """Why an edit costs nothing on this call, or None: the cache has gone unused for ``idle``

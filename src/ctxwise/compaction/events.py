@@ -44,6 +44,10 @@ for the call (:meth:`Session.record_usage`);
 ``branched``: the session continues another one whose framework record was changed under it
 (:meth:`Session.record_branch`; ``detail["parent"]`` names that session)."""
 
+EMITTED_ONLY: frozenset[str] = frozenset({"rendered"})
+"""Stages a call emits with its :class:`~ctxwise.Prepared` but never stores: views rebuilt
+from the store (the inspector) do not show them."""
+
 
 class CompactionEvent(BaseModel):
     """One action of the pipeline (or one failure it recovered from).

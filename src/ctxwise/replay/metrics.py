@@ -589,8 +589,6 @@ def _seen(m: Message) -> str:
 
 def _own_head(m: Message) -> str:
     """``m``'s blocks before its last reasoning block, as canonical JSON."""
-    from ..messages import ThinkingBlock
-
     last = max((k for k, b in enumerate(m.blocks) if isinstance(b, ThinkingBlock)), default=0)
     return json.dumps([b.model_dump(mode="json") for b in m.blocks[:last]], ensure_ascii=False,
                       sort_keys=True, separators=(",", ":"))

@@ -18,12 +18,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import ContextManager, Message, Prepared
-from ..compaction.cost import idle_seconds, message_time
-from ..prices import PriceModel
-from ..usage import DIAGNOSTICS_KEY, USAGE_KEY, reported_usage
+from ..prices import PriceModel, idle_seconds, message_time
 from ..providers import check, check_wire
 from ..tokens import get_counter
 from ..units import is_user_input
+from ..usage import DIAGNOSTICS_KEY, USAGE_KEY, reported_usage
 from . import metrics
 from .breakdown import breakdown
 from .records import CallRecord, Measures, RoundRecord, SessionResult
