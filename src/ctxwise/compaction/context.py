@@ -165,9 +165,14 @@ def current_turn_start(messages: list[Message]) -> int:
 
 def in_flight_start(messages: list[Message]) -> int:
     """Start of the in-flight tool cycle: the last cycle when it is the tail of the list
-    (its results are not yet consumed by a model call), else ``len(messages)``."""
-    cycles = tool_cycles(messages)
-    if cycles and cycles[-1].end == len(messages):
+    (its results are not yet consumed by a model call), else ``len(messages)``. A note that
+    closed the loop (marker kind ``loop_close``, :mod:`ctxwise.compaction.loop_close`) after
+    that cycle does not end it: the model has not read those results yet either."""
+    end = len(messages)
+    while end and messages[end - 1].kind == "loop_close":
+        end -= 1
+    cycles = tool_cycles(messages[:end])
+    if cycles and cycles[-1].end == end:
         return cycles[-1].start
     return len(messages)
 

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Sequence
 
 from ..changes import Hide, InsertSummary
 from ..errors import SummarizerError
-from ..messages import Marker, Message, TextBlock
+from ..messages import Marker, Message, ProviderBlock, TextBlock
 from ..summarizers.base import SUMMARY_HEADER, Summarizer
 from ..tokens import get_counter
 from ..units import Turn, is_user_input, tool_cycles
@@ -281,7 +281,8 @@ def summarize_range(
     result, error = _summarize(summarizer, material, segments, roll, target_chars, facts)
     if result is None:
         return StageResult(messages, [_failed(b, size, replaced, error, t0, trigger)])
-    summary = _summary_message(replaced, result.text, _rounds(segments if roll else [], material), summarizer.name)
+    summary = _summary_message(replaced, result.text, _rounds(segments if roll else [], material), summarizer.name,
+                               native_blocks(result.detail.get("native"), b.policy.provider))
     sid = summary.id
     rounds = Marker.read(summary).rounds
     new_size = size - material_size + b.size_of(summary)
@@ -337,12 +338,33 @@ def _summarize(summarizer: Summarizer, material: list[Message], segments: Sequen
     return result, ""
 
 
-def _summary_message(replaced: list[str], text: str, rounds: int, summarizer: str) -> Message:
-    """One summary segment standing for the ``replaced`` message ids."""
+def native_blocks(native: Any, provider: str) -> list[ProviderBlock] | None:
+    """The blocks of a provider's own compaction result (``SummaryResult.detail["native"]``:
+    ``{"provider", "kind", "raw", "items"?}``, see :mod:`ctxwise.summarizers.anthropic_native`
+    and :mod:`ctxwise.summarizers.openai_native`) when the session's ``provider`` is the one
+    that wrote it: each returned item (or the one block) verbatim, a returned user message as
+    its input form. None otherwise (another provider cannot read it; the summary is then the
+    text)."""
+    if not isinstance(native, dict) or native.get("provider") != provider:
+        return None
+    items = native.get("items") or [native.get("raw")]
+    if not all(isinstance(i, dict) and isinstance(i.get("type"), str) for i in items):
+        return None
+    # a returned user message goes back as an input message: its output-only id and status are
+    # not part of the input type (openai 3.63 response_input_item_param.py, Message)
+    items = [{k: v for k, v in i.items() if k not in ("id", "status")} if i["type"] == "message" else i
+             for i in items]
+    return [ProviderBlock(provider=provider, kind=i["type"], raw=i) for i in items]  # type: ignore[arg-type]
+
+
+def _summary_message(replaced: list[str], text: str, rounds: int, summarizer: str,
+                     native: list[ProviderBlock] | None = None) -> Message:
+    """One summary segment standing for the ``replaced`` message ids: the header and ``text``,
+    or the provider's own compaction ``native`` blocks verbatim."""
     return Message(
         id=summary_id(replaced),
         role="user",
-        blocks=[TextBlock(text=f"{SUMMARY_HEADER}\n{text}")],
+        blocks=list(native) if native else [TextBlock(text=f"{SUMMARY_HEADER}\n{text}")],
         metadata=Marker.with_({}, kind="summary", replaced=replaced, rounds=rounds, summarizer=summarizer),
     )
 

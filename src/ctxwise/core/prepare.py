@@ -130,11 +130,13 @@ class _Run:
     def compact(self, ctx: list[Message], size: int, policy: Policy | None = None) -> PipelineResult:
         """Run the pipeline over ``ctx``. While bound reasoning freezes the open loop, the
         in-flight results are not cut (a loop that no longer fits is closed instead, see
-        :func:`_close_loop`, which keeps the model's fresh results whole where it can)."""
+        :func:`_close_loop`, which keeps the model's fresh results whole where it can) and no
+        summary is asked for (every summary would stand before the frozen reply and be held
+        back: a summarizer call paid for nothing)."""
         d, v = self.deps, self.view
         policy = policy or v.policy
-        if self.frozen and policy.truncate_in_flight:
-            policy = policy.with_(truncate_in_flight=False)
+        if self.frozen and (policy.truncate_in_flight or policy.summarize):
+            policy = policy.with_(truncate_in_flight=False, summarize=False)
         b = Budgeting(policy, d.counter, self.extra(), parts={  # named in a ContextBudgetExceeded
             "user memory": sum(d.sz(m) for m in d.head), "pinned facts": d.sz(self.block) if self.block else 0},
             idle=self.idle)

@@ -75,10 +75,11 @@ PROVIDER_RESULTS = (
     "tool_search_tool_result", "mcp_tool_result",
 )
 """Anthropic block types that answer a provider-run call (``tool_use_id``)."""
-PROVIDER_KINDS = PROVIDER_CALLS + PROVIDER_RESULTS + ("container_upload",)
+PROVIDER_KINDS = PROVIDER_CALLS + PROVIDER_RESULTS + ("container_upload", "compaction")
 """Anthropic block types read as :class:`~ctxwise.messages.ProviderBlock`, kept verbatim
 (``anthropic/types/content_block_param.py``; MCP: ``anthropic/types/beta/beta_mcp_tool_use_block_param.py``,
-``beta_request_mcp_tool_result_block_param.py``)."""
+``beta_request_mcp_tool_result_block_param.py``; server-side compaction's signed summary:
+``anthropic/types/beta/beta_compaction_block_param.py``)."""
 BLOCK_TYPES = ("text", "image", "thinking", "redacted_thinking", "tool_use", "tool_result", "document",
                "search_result") + PROVIDER_KINDS
 _NATURAL_BLOCK = {

@@ -191,9 +191,10 @@ def _kind(profile: ProviderProfile, item: Any) -> str | None:
     return key if key in _OWN else None
 
 
-BETA_BLOCKS = ("mcp_tool_use", "mcp_tool_result")
+BETA_BLOCKS = ("mcp_tool_use", "mcp_tool_result", "compaction")
 """Anthropic block types only the beta request types hold (the MCP connector:
-``anthropic/types/beta/beta_mcp_tool_use_block_param.py``, ``beta_request_mcp_tool_result_block_param.py``):
+``anthropic/types/beta/beta_mcp_tool_use_block_param.py``, ``beta_request_mcp_tool_result_block_param.py``;
+the ``compaction`` block of server-side compaction: ``types/beta/beta_compaction_block_param.py``):
 a message with one is checked against ``BetaUserMessageParam`` / ``BetaAssistantMessageParam``."""
 
 

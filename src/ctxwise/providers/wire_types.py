@@ -316,6 +316,18 @@ class AMCPToolResult(TypedDict):
     cache_control: NotRequired[Optional[ACacheControl]]
 
 
+class ACompaction(TypedDict):
+    """``beta.BetaCompactionBlockParam`` (beta ``compact-2026-09-04``: the signed summary a
+    compaction request returned, sent back verbatim in place of what it summarizes)."""
+
+    type: Literal["compaction"]
+    content: NotRequired[Optional[str]]
+    encrypted_content: NotRequired[Optional[str]]
+    signature: NotRequired[Optional[str]]
+    tool_changes: NotRequired[Optional[List[Dict[str, object]]]]
+    cache_control: NotRequired[Optional[ACacheControl]]
+
+
 class AThinking(TypedDict):
     """``ThinkingBlockParam``."""
 
@@ -354,12 +366,13 @@ class AToolResult(TypedDict, total=False):
 AUserBlock = Annotated[Union[
     AText, AImage, AToolResult, ADocument, ASearchResult, AServerToolUse, AWebSearchToolResult, AWebFetchToolResult,
     ACodeExecutionToolResult, ABashCodeExecutionToolResult, ATextEditorCodeExecutionToolResult,
-    AToolSearchToolResult, AContainerUpload, AMCPToolUse, AMCPToolResult,
+    AToolSearchToolResult, AContainerUpload, AMCPToolUse, AMCPToolResult, ACompaction,
 ], Field(discriminator="type")]
 AAssistantBlock = Annotated[Union[
     AText, AImage, AThinking, ARedactedThinking, AToolUse, ADocument, ASearchResult, AServerToolUse,
     AWebSearchToolResult, AWebFetchToolResult, ACodeExecutionToolResult, ABashCodeExecutionToolResult,
     ATextEditorCodeExecutionToolResult, AToolSearchToolResult, AContainerUpload, AMCPToolUse, AMCPToolResult,
+    ACompaction,
 ], Field(discriminator="type")]
 """Server-tool, MCP and container blocks sit in assistant turns on the wire, but the SDK's
 ``MessageContentParam`` takes every block in either role, and so do these."""

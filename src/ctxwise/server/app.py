@@ -131,8 +131,13 @@ class App(FastAPI):
     set: ordinary appends and prepares are answered there, everything else by FastAPI."""
 
     hot: Any = None
+    proxy: Any = None
+    """The provider-compatible routes (:mod:`ctxwise.proxy`), answered ahead of everything else."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.proxy is not None and self.proxy.handles(scope):
+            await self.proxy(scope, receive, send)
+            return
         if self.hot is not None and scope["type"] == "http":
             await self.hot(scope, receive, send, super().__call__)
             return
@@ -194,6 +199,7 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
         try:
             yield
         finally:
+            await _close_proxy(_app)
             server.close()
 
     app = App(title="ctxwise", version=__version__, lifespan=lifespan,
@@ -224,6 +230,7 @@ def create_app(store_url: str = "sqlite:///ctxwise.db", policy: Policy | Mapping
         telemetry = getattr(getattr(app, "_native_telemetry", None), "enabled", None)
         app.hot = HotPath(server, telemetry if callable(telemetry) else None)
     _mount_ui(app, server)
+    _mount_proxy(app, server)
     require_key_check(app, authenticated)
     app.state.key_check = authenticated  # for require_key_check on an app extended later
     app.add_middleware(ServerTiming)
@@ -314,6 +321,24 @@ def _mount_ui(app: FastAPI, server: Server) -> None:
     make_router = getattr(ui, "make_router", None)
     if make_router is not None:
         app.include_router(make_router(server))
+
+
+async def _close_proxy(app: Any) -> None:
+    """Close the drop-in endpoint's upstream client when :func:`_mount_proxy` mounted one."""
+    proxy = getattr(app, "proxy", None)
+    if proxy is not None:
+        await proxy.aclose()
+
+
+def _mount_proxy(app: FastAPI, server: Server) -> None:
+    """Put the provider-compatible routes (:mod:`ctxwise.proxy.routes`, upstreams from the
+    environment) in front of the app when that package exists."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("ctxwise.proxy.routes") is None:
+        return
+    importlib.import_module("ctxwise.proxy.routes").mount(app, server)
 
 
 def create_app_from_env(environ: Mapping[str, str] | None = None) -> FastAPI:

@@ -1,4 +1,5 @@
-"""Summarizers: the protocol, an offline digest and an OpenAI-compatible LLM summarizer."""
+"""Summarizers: the protocol, an offline digest, an OpenAI-compatible LLM summarizer, and the
+providers' own compaction (Anthropic's ``compaction`` parameter, OpenAI's ``/responses/compact``)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,23 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SUMMARY_HEADER", "Summarizer", "SummarizerError", "SummaryResult", "render_transcript",
-    "DigestSummarizer", "OpenAISummarizer", "from_settings",
+    "DigestSummarizer", "OpenAISummarizer", "AnthropicNativeSummarizer", "OpenAINativeSummarizer", "from_settings",
 ]
 
 
-def __getattr__(name: str) -> Any:  # the openai SDK is imported only when asked for
+def __getattr__(name: str) -> Any:  # the SDKs are imported only when asked for
     if name == "OpenAISummarizer":
         from .openai import OpenAISummarizer
 
         return OpenAISummarizer
+    if name == "AnthropicNativeSummarizer":
+        from .anthropic_native import AnthropicNativeSummarizer
+
+        return AnthropicNativeSummarizer
+    if name == "OpenAINativeSummarizer":
+        from .openai_native import OpenAINativeSummarizer
+
+        return OpenAINativeSummarizer
     raise AttributeError(name)
 
 

@@ -47,6 +47,15 @@ class Summarizer(Protocol):
     ) -> SummaryResult: ...
 
 
+def without_reasoning(m: Message) -> Message:
+    """``m`` without its thinking blocks (``m`` itself when it has none): what a summary request
+    sends of a message, since a sub-range of a conversation is not the prefix any reasoning
+    block was produced on."""
+    if not any(isinstance(b, ThinkingBlock) for b in m.blocks):
+        return m
+    return m.model_copy(update={"blocks": [b for b in m.blocks if not isinstance(b, ThinkingBlock)]})
+
+
 def render_transcript(material: Sequence[Message], *, result_chars: int = 600) -> str:
     """The material as plain text, one line per block, for a model to read.
 

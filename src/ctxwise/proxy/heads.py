@@ -1,0 +1,124 @@
+"""Which session a proxied call continues: the ``ctxwise_proxy_heads`` table (revision 0006).
+
+A client re-sends its whole history on every call. Each stored row names one prefix of a
+conversation (``head``, :func:`ctxwise.proxy.wire.heads`, ``count`` messages long) and the
+session that holds it, per tenant; ``name`` is the client's ``X-Ctxwise-Session`` ('' when it
+sent none). A call maps to the session of its longest stored prefix (:meth:`HeadStore.lookup`);
+the session's newest head is the row with its largest ``count``. Only hashes are stored: no
+message text, no provider key.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (Column, DateTime, Integer, MetaData, String, Table, create_engine, func, insert, select)
+from sqlalchemy.engine import Engine, make_url
+
+metadata = MetaData()
+proxy_heads = Table(
+    "ctxwise_proxy_heads", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("tenant", String(64), nullable=False),
+    Column("name", String(255), nullable=False, default=""),
+    Column("head", String(64), nullable=False),
+    Column("count", Integer, nullable=False),
+    Column("user_id", String(255), nullable=False),
+    Column("session_id", String(255), nullable=False),
+    Column("branched_from", String(255), nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+"""The table as revision 0006 creates it (the migration is the source of the DDL)."""
+
+CHUNK = 500
+"""Heads asked for per query (the newest first: a continuing call is found in the first)."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """The longest stored prefix of a call: ``count`` messages, in session ``(user_id,
+    session_id)`` (the API user id, without the tenant), whose newest head has ``latest``."""
+
+    count: int
+    user_id: str
+    session_id: str
+    name: str
+    latest: int
+
+    @property
+    def continues(self) -> bool:
+        """Whether the call extends the session's newest head (else the client rewrote its history)."""
+        return self.count == self.latest
+
+
+class HeadStore:
+    """The heads table in the ctxwise database at ``url`` (the store's own SQLAlchemy URL; open
+    a store on it first: its migrations create the table). ``engine``: the store's own engine
+    (:attr:`ctxwise.SqlStore.engine`: its SQLite settings, its PostgreSQL schema, its pool),
+    which the proxy passes; then :meth:`close` leaves it open."""
+
+    def __init__(self, url: str, *, engine: Engine | None = None) -> None:
+        self.owned = engine is None
+        if engine is None:
+            kwargs: dict[str, Any] = {}
+            if make_url(url).get_backend_name() == "sqlite":
+                kwargs = {"connect_args": {"timeout": 10.0}}
+            engine = create_engine(url, **kwargs)
+        self.engine = engine
+        self.reader = engine.execution_options(isolation_level="AUTOCOMMIT")
+        """Single-statement reads, outside any transaction (no write lock taken on SQLite)."""
+
+    def lookup(self, tenant: str, name: str | None, chain: list[str]) -> Found | None:
+        """The longest prefix of ``chain`` (:func:`ctxwise.proxy.wire.heads`) stored for
+        ``tenant`` (and for ``name`` when given), with its session's newest count; None when no
+        prefix is stored."""
+        t = proxy_heads.c
+        newest = proxy_heads.alias("newest")
+        latest = select(func.max(newest.c.count)).where(
+            newest.c.tenant == t.tenant, newest.c.user_id == t.user_id,
+            newest.c.session_id == t.session_id).scalar_subquery()
+        with self.reader.connect() as conn:
+            for end in range(len(chain), 0, -CHUNK):
+                part = chain[max(0, end - CHUNK):end]
+                q = select(t.count, t.user_id, t.session_id, t.name, latest).where(t.tenant == tenant,
+                                                                                  t.head.in_(part))
+                if name is not None:
+                    q = q.where(t.name == name)
+                row = conn.execute(q.order_by(t.count.desc(), t.id.desc()).limit(1)).first()
+                if row is not None:
+                    count, user_id, session_id, found_name, top = row
+                    return Found(int(count), str(user_id), str(session_id), str(found_name), int(top or count))
+        return None
+
+    def named(self, tenant: str, name: str) -> int:
+        """How many sessions ``tenant`` has under the client name ``name`` (branches included)."""
+        t = proxy_heads.c
+        with self.reader.connect() as conn:
+            n = conn.execute(select(func.count(func.distinct(t.session_id))).where(
+                t.tenant == tenant, t.name == name)).scalar()
+        return int(n or 0)
+
+    def record(self, tenant: str, name: str, user_id: str, session_id: str, chain: list[str], start: int,
+               branched_from: str | None = None) -> None:
+        """Store ``chain[start:]`` (heads of counts ``start+1 ..``) for the session;
+        ``branched_from``: the session it branched from (the client rewrote its history)."""
+        rows = [{"tenant": tenant, "name": name, "head": h, "count": start + i + 1, "user_id": user_id,
+                 "session_id": session_id, "branched_from": branched_from, "created_at": datetime.now(timezone.utc)}
+                for i, h in enumerate(chain[start:])]
+        if rows:
+            with self.engine.begin() as conn:
+                conn.execute(insert(proxy_heads), rows)
+
+    def branches(self, tenant: str, user_id: str, session_id: str) -> list[str]:
+        """The sessions that branched from ``(user_id, session_id)`` of ``tenant``, oldest first."""
+        t = proxy_heads.c
+        with self.reader.connect() as conn:
+            rows = conn.execute(select(t.session_id, func.min(t.id).label("first")).where(
+                t.tenant == tenant, t.user_id == user_id, t.branched_from == session_id)
+                .group_by(t.session_id).order_by("first")).all()
+        return [str(r[0]) for r in rows]
+
+    def close(self) -> None:
+        if self.owned:
+            self.engine.dispose()

@@ -1,0 +1,329 @@
+"""The provider-compatible routes of ``ctxwise serve``: an ASGI handler ahead of FastAPI.
+
+``POST /v1/chat/completions``, ``/v1/responses``, ``/v1/messages`` and
+``/v1/messages/count_tokens`` (also under ``/k/<tenant key>/``, :mod:`.auth`), each accepting
+what the official SDK sends. A call: the ctxwise tenant key is checked (``X-Ctxwise-Key`` or the
+path segment; a 401 in the provider's own shape otherwise); the session is found or made and
+the new suffix appended (:mod:`.conversation`); the managed payload goes to the upstream of the
+route's family (:class:`Upstreams`) with the client's other parameters and headers as sent,
+the provider key (``Authorization`` / ``x-api-key``) included and never stored or logged; the
+upstream's answer comes back as it is, status and body, a stream passed on chunk by chunk;
+the reply, once complete, is appended. A stream the client leaves early leaves the session as
+it was before the reply (valid: the client's next call carries what it has).
+
+Passed through unmanaged (forwarded as sent, nothing stored): ``count_tokens``, and a
+Responses call with ``previous_response_id`` (the history lives at the provider).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+import httpx
+from starlette.requests import Request
+from starlette.types import Message as AsgiMessage
+from starlette.types import Receive, Scope, Send
+
+from .. import CtxwiseError
+from ..server.core import Server
+from . import recall, telemetry
+from .auth import split_key_path, tenant_key, unauthorized_body
+from .conversation import Call, begin, finish, recall_round
+from .heads import HeadStore
+from .stream import Assembler
+from .wire import ROUTES, Route, WireError, error_body, managed_body
+
+log = logging.getLogger("ctxwise.proxy")
+
+OPENAI_ENV = "CTXWISE_OPENAI_UPSTREAM"
+ANTHROPIC_ENV = "CTXWISE_ANTHROPIC_UPSTREAM"
+
+SESSION_HEADER = "x-ctxwise-session"
+USER_HEADER = "x-ctxwise-user"
+
+_HOP = frozenset({"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "upgrade",
+                  "accept-encoding", "proxy-authorization", "proxy-connection", "trailer"})
+_HOP_OUT = frozenset({"content-length", "connection", "keep-alive", "transfer-encoding", "content-encoding",
+                      "server", "date"})
+
+
+@dataclass(frozen=True)
+class Upstreams:
+    """Where each family's calls go: the base URL as that provider's SDK takes it (OpenAI's with
+    ``/v1``, ``https://api.openai.com/v1``; Anthropic's without, ``https://api.anthropic.com``)."""
+
+    openai: str = "https://api.openai.com/v1"
+    anthropic: str = "https://api.anthropic.com"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Upstreams":
+        """From ``CTXWISE_OPENAI_UPSTREAM`` / ``CTXWISE_ANTHROPIC_UPSTREAM`` (unset or empty:
+        the providers' own URLs). Raises ValueError for a value that is not an http(s) URL."""
+        env = os.environ if env is None else env
+        out = {}
+        for name, var in (("openai", OPENAI_ENV), ("anthropic", ANTHROPIC_ENV)):
+            value = (env.get(var) or "").strip()
+            if value:
+                if not value.startswith(("http://", "https://")):
+                    raise ValueError(f"{var}={value!r}: expected an http:// or https:// URL")
+                out[name] = value.rstrip("/")
+        return cls(**out)
+
+    def url(self, route: Route) -> str:
+        """The upstream URL of ``route``."""
+        return (self.openai if route.family == "openai" else self.anthropic) + route.upstream
+
+
+class Proxy:
+    """The ASGI handler of the proxied routes over ``server``'s store and keys
+    (:meth:`handles` says whether a request is one of them)."""
+
+    def __init__(self, server: Server, upstreams: Upstreams | None = None, *, timeout: float = 600.0) -> None:
+        self.server = server
+        self.upstreams = upstreams or Upstreams.from_env()
+        self.heads = HeadStore(server.store_url, engine=getattr(server.manager.store, "engine", None))
+        self.timeout = timeout
+        self.tracer: Any = telemetry.tracer()
+        """The OpenTelemetry tracer of the call spans (:mod:`.telemetry`; None without the extra)."""
+        self._client: httpx.AsyncClient | None = None
+
+    def handles(self, scope: Scope) -> bool:
+        """Whether ``scope`` is a request for a proxied route (with or without a key segment)."""
+        if scope["type"] != "http":
+            return False
+        path: str = scope["path"]
+        if path.startswith("/k/"):
+            try:
+                path = split_key_path(path)[1]
+            except ValueError:
+                return False
+        return path in ROUTES
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout, connect=30.0))
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+        self.heads.close()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        route = ROUTES[split_key_path(scope["path"])[1]]
+        if scope["method"] != "POST":
+            await _json(send, 405, error_body(route.family, 405, f"{scope['method']} is not allowed here: use POST"))
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        raw = await _body(receive, self.server.max_body_bytes)
+        if raw is None:
+            await _json(send, 413, error_body(route.family, 413, "the request body is too large for this proxy"))
+            return
+        try:
+            key = tenant_key(headers, scope["path"])
+        except ValueError as e:
+            await _json(send, 401, unauthorized_body(route.family, str(e)))
+            return
+        if scope["path"].startswith("/k/"):  # the server's access log shows the path: not the key
+            scope["path"] = "/k/***" + route.path
+            scope["raw_path"] = scope["path"].encode("ascii")
+        tenant = await anyio.to_thread.run_sync(self.server.keys.tenant_of, key) if key else None
+        if tenant is None:
+            await _json(send, 401, unauthorized_body(
+                route.family, "missing, unknown or revoked ctxwise key: send it in X-Ctxwise-Key or as /k/<key>/ "
+                              "in the base URL"))
+            return
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as e:
+            await _json(send, 400, error_body(route.family, 400, f"the body is not a JSON object ({e})"))
+            return
+        out = {k: v for k, v in headers.items() if k not in _HOP and not k.startswith("x-ctxwise-")}
+        out["accept-encoding"] = "identity"
+        if route.kind == "count_tokens" or (route.kind == "responses" and body.get("previous_response_id")):
+            await self._forward(send, route, raw, out, None, body.get("stream") is True, receive)
+            return
+        call = Call(route, tenant, headers.get(SESSION_HEADER), headers.get(USER_HEADER), body, request=Request(scope))
+        t0 = time.perf_counter()
+        try:
+            call = await anyio.to_thread.run_sync(begin, self.server, self.heads, call)
+        except (WireError, CtxwiseError) as e:
+            await _json(send, 400, error_body(route.family, 400, f"ctxwise: {e}"))
+            return
+        assert call.prepared is not None
+        managed = _dumps(managed_body(route.kind, body, call.prepared.payload))
+        extra = [(b"x-ctxwise-session", call.session_id.encode()), (b"x-ctxwise-user", call.user_id.encode())]
+        if call.branched_from is not None:
+            extra.append((b"x-ctxwise-branched-from", call.branched_from.encode()))
+        took = (time.perf_counter() - t0) * 1000
+        extra.append((b"server-timing", f"ctxwise;dur={took:.2f}, prepare;dur={call.prepared.latency_ms:.2f}".encode()))
+        span = telemetry.start(self.tracer, call)
+        status, reply = 500, None
+        try:
+            if headers.get(recall.HEADER, "").lower() == "on" and route.kind in ("chat", "messages") \
+                    and body.get("stream") is not True:
+                status, reply = await self._recall_rounds(send, route, call, body, out, extra)
+            else:
+                status, reply = await self._forward(send, route, managed, out, call, body.get("stream") is True,
+                                                    receive, extra)
+        finally:
+            telemetry.end(span, status, reply)
+
+    async def _recall_rounds(self, send: Send, route: Route, call: Call, body: dict[str, Any],
+                             headers: dict[str, str], extra: list[tuple[bytes, bytes]]
+                             ) -> tuple[int, dict[str, Any] | None]:
+        """With recall on: ask the upstream (the recall tool added) until its reply calls
+        something else than the recall tool, answering recall calls in the session
+        (:mod:`.recall`); that last answer goes to the client, its reply recorded."""
+        body = recall.with_tool(route.kind, body)
+        for _ in range(recall.MAX_ROUNDS):
+            assert call.prepared is not None
+            managed = _dumps(managed_body(route.kind, body, call.prepared.payload))
+            try:
+                r = await self.client.post(self.upstreams.url(route), content=managed,
+                                           headers={**headers, "content-type": "application/json"})
+            except httpx.HTTPError as e:
+                await _json(send, 502, error_body(route.family, 502, f"ctxwise: the {route.family} upstream did "
+                                                                     f"not answer ({type(e).__name__})"))
+                return 502, None
+            try:
+                reply = r.json() if 200 <= r.status_code < 300 else None
+            except ValueError:
+                reply = None
+            if not isinstance(reply, dict) or not recall.only_recall(route.kind, reply):
+                break
+            await anyio.to_thread.run_sync(recall_round, self.server, call, reply)
+        if isinstance(reply, dict):
+            await self._finish(call, lambda: reply)
+        await send({"type": "http.response.start", "status": r.status_code,
+                    "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in r.headers.items()
+                                if k.lower() not in _HOP_OUT] + extra})
+        await send({"type": "http.response.body", "body": r.content})
+        return r.status_code, reply if isinstance(reply, dict) else None
+
+    async def _forward(self, send: Send, route: Route, content: bytes, headers: dict[str, str], call: Call | None,
+                       stream: bool, receive: Receive, extra: list[tuple[bytes, bytes]] | None = None
+                       ) -> tuple[int, dict[str, Any] | None]:
+        """Send ``content`` upstream and its answer to the client; returns the upstream status
+        and, for a managed call that completed, the reply (parsed or assembled)."""
+        headers = {**headers, "content-type": "application/json"}
+        request = self.client.build_request("POST", self.upstreams.url(route), content=content, headers=headers)
+        try:
+            response = await self.client.send(request, stream=True)
+        except httpx.HTTPError as e:
+            log.warning("proxy: upstream %s unreachable (%s)", route.family, type(e).__name__)
+            await _json(send, 502, error_body(route.family, 502, f"ctxwise: the {route.family} upstream did not "
+                                                                 f"answer ({type(e).__name__})"))
+            return 502, None
+        try:
+            start = {"type": "http.response.start", "status": response.status_code,
+                     "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.items()
+                                 if k.lower() not in _HOP_OUT] + (extra or [])}
+            ok = 200 <= response.status_code < 300 and call is not None
+            is_sse = response.headers.get("content-type", "").startswith("text/event-stream")
+            if stream and is_sse:
+                return response.status_code, await self._stream(send, response, start, call if ok else None, receive)
+            data = await response.aread()
+        finally:
+            await response.aclose()
+        reply = None
+        if ok and call is not None:
+            try:
+                reply = json.loads(data)
+            except ValueError:
+                log.warning("proxy: the upstream's 2xx answer is not JSON; the reply is not recorded")
+            if isinstance(reply, dict):
+                # recorded before the client has the reply, so its next call finds it stored
+                await self._finish(call, lambda: reply)
+        await send(start)
+        await send({"type": "http.response.body", "body": data})
+        return response.status_code, reply if isinstance(reply, dict) else None
+
+    async def _stream(self, send: Send, response: httpx.Response, start: AsgiMessage, call: Call | None,
+                      receive: Receive) -> dict[str, Any] | None:
+        """Pass the SSE body on chunk by chunk while assembling the reply; the chunk that
+        completes the reply waits until it is recorded (so the client's next call finds it). A
+        client that leaves stops the stream: the reply it never saw is not recorded."""
+        assembler = Assembler(call.route.kind) if call is not None else None
+        state = {"recorded": False, "left": False}
+        await send(start)
+        async with anyio.create_task_group() as tg:
+            async def watch() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                state["left"] = True
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(watch)
+            try:
+                async for chunk in response.aiter_raw():
+                    if assembler is not None and not state["recorded"]:
+                        assembler.feed(chunk)
+                        reply = assembler.reply()
+                        if call is not None and reply is not None:
+                            state["recorded"] = True
+                            await self._finish(call, lambda: reply)
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await send({"type": "http.response.body", "body": b""})
+            except (OSError, httpx.HTTPError) as e:
+                log.info("proxy: the upstream stream broke off (%s)", type(e).__name__)
+            tg.cancel_scope.cancel()
+        if assembler is not None and not state["recorded"]:
+            log.info("proxy: %s; the reply is not recorded",
+                     "the client left mid-stream" if state["left"] else "the stream ended before the reply completed")
+        return assembler.reply() if assembler is not None and state["recorded"] else None
+
+    async def _finish(self, call: Call, reply: Any) -> None:
+        try:
+            await anyio.to_thread.run_sync(lambda: finish(self.server, self.heads, call, reply()))
+        except (WireError, CtxwiseError, ValueError) as e:
+            # not the client's error: the reply reached it; its next call carries the reply again
+            log.warning("proxy: the reply could not be recorded in session %s (%s)", call.session_id,
+                        type(e).__name__)
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+async def _body(receive: Receive, limit: int) -> bytes | None:
+    chunks, size, more = [], 0, True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
+    data = json.dumps(body).encode("utf-8")
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+    await send({"type": "http.response.body", "body": data})
+
+
+def mount(app: Any, server: Server, upstreams: Upstreams | None = None) -> Proxy:
+    """Put a :class:`Proxy` over ``server`` in front of ``app`` (``app.proxy``, which
+    :class:`ctxwise.server.app.App` consults first) and return it."""
+    proxy = Proxy(server, upstreams)
+    app.proxy = proxy
+    return proxy
+
+
+__all__ = ["Proxy", "Upstreams", "mount", "OPENAI_ENV", "ANTHROPIC_ENV"]
