@@ -274,6 +274,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-peers", action="store_true", help="ctxwise and no management only (development)")
     a = ap.parse_args(argv)
     files = sorted(a.data.glob("*/*.json"))
+    if not files:
+        ap.error(f"--data {a.data}: no recordings (<agent>/<session>.json) under it; "
+                 "point it at the long set, e.g. ../shared/data/long")
     if a.limit:
         files = files[: a.limit]
     results: dict[int, dict[str, dict[str, Score]]] = {}
