@@ -11,7 +11,7 @@ messages it would send. All strategies get the same canonical message lists and 
 the same functions (``ctxwise.replay.metrics``) with the same o200k counter:
 
 * input tokens (sum over calls), cache-adjusted cost (cached prefix at 0.1) and the same calls
-  priced under the Anthropic and DeepSeek price models (``ctxwise.prices``), the floor F(B)
+  priced under the Anthropic, DeepSeek and OpenAI gpt-5.6 price models (``ctxwise.prices``), the floor F(B)
   under each model and cost / F(B), support recall (amounts and dates normalized; the old exact
   figure beside it), recoverable recall (missing values whose original a placeholder names),
   validator errors (``ctxwise.providers.check``, provider ``openai``, against the full history),
@@ -58,7 +58,7 @@ from ctxwise.errors import CtxwiseError  # noqa: E402
 from ctxwise.formats import load  # noqa: E402
 from ctxwise.messages import Message  # noqa: E402
 from ctxwise.policy import PRESETS, Policy  # noqa: E402
-from ctxwise.prices import ANTHROPIC, DEEPSEEK, FLAT, PriceModel  # noqa: E402
+from ctxwise.prices import ANTHROPIC, DEEPSEEK, FLAT, OPENAI_GPT56, PriceModel  # noqa: E402
 from ctxwise.providers import check_wire, render  # noqa: E402
 from ctxwise.replay import metrics  # noqa: E402
 from ctxwise.replay.runner import replay_conversation  # noqa: E402
@@ -71,7 +71,8 @@ BUDGETS = (3000, 6000, 12000)
 CACHE_RATIO = 0.1
 PROVIDER = "openai"
 TOKENIZER = "o200k_base"
-PRICES: dict[str, PriceModel] = {"flat 0.1": FLAT, "Anthropic": ANTHROPIC, "DeepSeek": DEEPSEEK}
+PRICES: dict[str, PriceModel] = {"flat 0.1": FLAT, "Anthropic": ANTHROPIC, "DeepSeek": DEEPSEEK,
+                                  "OpenAI gpt-5.6": OPENAI_GPT56}
 """The price models every strategy's calls are priced under (sources in ``ctxwise.prices``)."""
 PRESETS_RUN = tuple(p for p in ("ragent", "default", "lean") if p in PRESETS)
 CAUSES = ("trimming", "summarizing", "clearing", "thinking", "pinned blocks / other")
@@ -293,9 +294,9 @@ class RecordingManager(ContextManager):
         s = super().session(user_id, session_id, tools=tools)
         prepare = s.prepare
 
-        def recorded():
+        def recorded(**kw: Any):
             t0 = time.perf_counter()
-            p = prepare()
+            p = prepare(**kw)
             ms = (time.perf_counter() - t0) * 1000
             self.prepared.append((list(p.messages), ms, [e.stage for e in p.events]))
             return p

@@ -21,7 +21,10 @@ call, an empty result marked) is scored on the same calls by the same functions
 * **working-file freshness**: for every edit of a file viewed before, whether the latest view
   was in the payload whole;
 * support recall (salient values, amounts and dates normalized), as in ``bench/compare.py``;
-* for ctxwise, validator errors (provider rules, against the full history), and prepare p50 / p95.
+* validator errors (provider rules, against the full history) and **bound-reasoning
+  violations** (``metrics.bound_reasoning_violations``: a reply's reasoning sent after a prefix
+  that differs from the payload it was produced on, from the payloads alone), and for ctxwise
+  prepare p50 / p95.
 
 No management is over the budget wherever the history is: its cost is the price of sending
 everything, not a strategy that fits. Writes ``bench/results/long.md`` (``--out``).
@@ -86,6 +89,7 @@ class Score:
     fresh: metrics.Recall = metrics.Recall(0, 0)
     support: metrics.Recall = metrics.Recall(0, 0)
     invalid: int = 0
+    bound: int = 0
     latencies: list[float] = field(default_factory=list)
     error: str = ""
     bought: tuple[int, ...] = ()
@@ -148,6 +152,7 @@ def score(histories: list, payloads: list, outputs: list, budget: int, provider:
     sc.history = tok.count(histories[-1]) if histories else 0
     if check:
         sc.invalid = len(metrics.validator_errors(payloads, provider, references=histories))
+        sc.bound = len(metrics.bound_reasoning_violations(payloads, outputs))
     return sc
 
 
@@ -184,6 +189,7 @@ def _total(scores: list[Score]) -> Score:
         tot.cost += sc.cost
         tot.over += sc.over
         tot.invalid += sc.invalid
+        tot.bound += sc.bound
         tot.rebilled += sc.rebilled
         tot.bought += sc.bought
         tot.task, tot.anchors = _add(tot.task, sc.task), _add(tot.anchors, sc.anchors)
@@ -225,8 +231,8 @@ def report(results: dict[int, dict[str, dict[str, Score]]], files: list[Path], d
            "uncached after a break. *÷ no mgmt*: cost over no management made valid's on the same calls.", ""]
     head = ("| budget | strategy | calls | input tokens | cost | ÷ no mgmt | calls over budget | task recall | "
             "edit-anchor recall | working-file freshness | support recall | breaks | calls per break (median) | "
-            "re-billed tokens | validator errors | prepare p50 / p95 ms |")
-    out += ["## Totals", "", head, "|" + " --- |" * 16]
+            "re-billed tokens | validator errors | bound-reasoning violations | prepare p50 / p95 ms |")
+    out += ["## Totals", "", head, "|" + " --- |" * 17]
     for budget, per in results.items():
         base = _total([per[f]["no management, valid"] for f in per]).cost
         for strat in [s for s in STRATEGIES if all(s in per[f] for f in per)]:
@@ -237,7 +243,7 @@ def report(results: dict[int, dict[str, dict[str, Score]]], files: list[Path], d
             out.append(f"| {budget:,} | {strat} | {tot.calls:,} | {tot.tokens:,} | {tot.cost:,.0f} | "
                        f"{tot.cost / base if base else 0:.3f} | {tot.over:,} | "
                        f"{_r(tot.task)} | {_r(tot.anchors)} | {_r(tot.fresh)} | {_r(tot.support)} | {len(tot.bought)} | "
-                       f"{med:.1f} | {tot.rebilled:,} | {tot.invalid} | "
+                       f"{med:.1f} | {tot.rebilled:,} | {tot.invalid} | {tot.bound} | "
                        f"{ms if strat == 'ctxwise' else '–'} |")
         out.append("")
         out.append(f"prepare p95 ratio at {budget:,}, longest session / ~10k-token session: {p95_ratio(per)}")

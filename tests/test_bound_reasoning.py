@@ -127,9 +127,12 @@ def test_invalidated_reasoning_of_completed_turns_is_dropped_as_an_event_the_ope
     assert [v.index for v in check(res.messages, "anthropic")] == [6]  # the open loop must never be edited
 
 
-def test_an_open_bound_loop_is_never_edited_before_its_latest_reply(tmp_path):
-    """Over the budget inside an open loop: only the fresh results may be cut, or the call
-    fails loudly naming the rule; never a payload with invalid thinking."""
+def test_an_open_bound_loop_that_must_shrink_is_closed_by_a_note(tmp_path):
+    """Over the budget inside an open loop (source: preserved-thinking prefix checks; a tool
+    loop is one assistant turn, thinking-tool-workflows): the loop's older cycles are edited,
+    the loop's thinking after the edit is dropped with an event giving its tokens, and a
+    ctxwise note (a user turn) closes the loop, so the payload is valid with the binding
+    rule; never a payload with invalid thinking, never an open turn without its thinking."""
     policy = Policy.preset("default", budget=900, unit="chars", provider="anthropic")
     cm = ContextManager(f"sqlite:///{tmp_path / 'o.db'}", policy)
     s = cm.session("u", "open")
@@ -137,13 +140,22 @@ def test_an_open_bound_loop_is_never_edited_before_its_latest_reply(tmp_path):
     s.append(plain[:6])
     s.prepare()
     s.append(plain[6:])
-    try:
-        prepared = s.prepare()
-    except ContextBudgetExceeded as e:
-        assert "bound to its prefix" in (e.hint or "")
-    else:
-        assert check(prepared.messages, policy.profile) == []
-        assert prepared.messages[6].thinking
+    prepared = s.prepare()
+    assert check(prepared.messages, policy.profile) == []
+    assert check_wire(prepared.payload, "anthropic") == []
+    assert prepared.messages[-1].kind == "loop_close" and prepared.messages[-1].role == "user"
+    assert [e.stage for e in prepared.events].count("loop_closed") == 1
+    drops = [e for e in prepared.events if e.detail.get("bound_reasoning") == "prefix_changed"]
+    assert drops and all(e.detail["dropped_size"] > 0 for e in drops)
+    assert not any(m.thinking for m in prepared.messages if m.role == "assistant" and m.id in {x.id for x in plain[6:]})
+    assert prepared.size <= policy.effective_budget
+    # the model's next reply opens a new turn on the closed prefix and keeps its thinking
+    a7 = assistant(thinking="refund is pending: say so", signature="s7", calls=[("get_refund", {"id": "A2"})])
+    s.append([a7, *results(a7, ["refund A2: none"])])
+    again = s.prepare()
+    assert check(again.messages, policy.profile) == []
+    assert again.messages[-2].id == a7.id and again.messages[-2].thinking
+    assert prepared.messages[-1].id in {m.id for m in again.messages}
     cm.close()
 
 
@@ -227,3 +239,20 @@ def test_thinking_is_not_pruned_while_the_full_history_fits(tmp_path, provider):
     assert fitting > 20
     assert pruned == 0
     assert differing == 0
+
+
+def test_the_independent_check_flags_thinking_sent_after_an_edited_prefix():
+    """metrics.bound_reasoning_violations reads only the payloads (no ctxwise digest): the
+    reply produced on call 0 and sent unchanged on call 1 passes; sent after a cleared
+    result (an edit of its prefix) on call 1 it is flagged, at that call, once."""
+    from ctxwise.replay.metrics import bound_reasoning_violations
+
+    msgs = signed_loop()
+    first = msgs[:2]
+    reply = msgs[2]
+    same = [*msgs[:4]]
+    edited = [msgs[0], cleared(msgs[1]) if msgs[1].tool_results else user("where is A1 now?"), *msgs[2:4]]
+    assert bound_reasoning_violations([first, same], [reply, msgs[4]]) == []
+    assert bound_reasoning_violations([first, edited], [reply, msgs[4]]) == [(1, reply.id)]
+    with pytest.raises(ValueError):
+        bound_reasoning_violations([first], [])

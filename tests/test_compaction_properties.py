@@ -22,7 +22,17 @@ from hypothesis import strategies as st
 from ctxwise.compaction import Budgeting, compact
 from ctxwise.compaction.context import current_turn_start, pinned_indices
 from ctxwise.errors import ContextBudgetExceeded
-from ctxwise.messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ctxwise.messages import (
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    ProviderBlock,
+    SearchResultBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from ctxwise.policy import Policy
 from ctxwise.providers import check, check_wire, get_profile, render, wire
 from ctxwise.summarizers import DigestSummarizer
@@ -40,6 +50,48 @@ body_st = st.integers(min_value=10, max_value=3000)
 ID_STYLES = ["plain", "plain", "long", "foreign", "reused"]
 """Tool call id styles (issue 25 item 5): ``call_N``; over OpenAI's 40 characters; Kimi-style
 ``functions.name:N`` outside Anthropic's charset; tau-bench ids reused across turns."""
+
+
+def _server_tool_blocks(draw, ids, provider: str) -> list:
+    """A provider-run tool turn kept verbatim: Anthropic ``server_tool_use`` +
+    ``web_search_tool_result`` (anthropic/types/server_tool_use_block_param.py,
+    web_search_tool_result_block_param.py) and a cited answer; Responses ``web_search_call``
+    or ``shell_call`` + ``shell_call_output`` (openai/types/responses/response_input_item_param.py)."""
+    n = next(ids)
+    body = "r" * draw(body_st)
+    if provider == "anthropic":
+        use = {"type": "server_tool_use", "id": f"srvtoolu_{n}", "name": "web_search", "input": {"query": draw(text_st)}}
+        res = {"type": "web_search_tool_result", "tool_use_id": f"srvtoolu_{n}", "content": [
+            {"type": "web_search_result", "url": f"https://e.x/{n}", "title": draw(text_st), "encrypted_content": body}]}
+        cites = [{"type": "web_search_result_location", "url": f"https://e.x/{n}", "title": "t",
+                  "encrypted_index": "Eo8", "cited_text": draw(text_st)}]
+        return [ProviderBlock(provider="anthropic", kind="server_tool_use", raw=use, call_id=use["id"]),
+                ProviderBlock(provider="anthropic", kind="web_search_tool_result", raw=res, call_id=use["id"]),
+                TextBlock(text=draw(text_st), citations=cites)]
+    if draw(st.booleans()):
+        item = {"type": "web_search_call", "id": f"ws_{n}", "status": "completed",
+                "action": {"type": "search", "query": draw(text_st)}}
+        return [ProviderBlock(provider="openai_responses", kind="web_search_call", raw=item),
+                TextBlock(text=draw(text_st))]
+    call = {"type": "shell_call", "call_id": f"call_s{n}", "action": {"commands": ["ls"]}, "status": "completed"}
+    out = {"type": "shell_call_output", "call_id": f"call_s{n}",
+           "output": [{"stdout": body, "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}]}
+    return [ProviderBlock(provider="openai_responses", kind="shell_call", raw=call, call_id=call["call_id"]),
+            ProviderBlock(provider="openai_responses", kind="shell_call_output", raw=out, call_id=call["call_id"]),
+            TextBlock(text=draw(text_st))]
+
+
+def _user_blocks(draw, provider: str) -> list:
+    """A user input, with a document (any provider that takes one) or an Anthropic search result."""
+    blocks: list = [TextBlock(text=draw(text_st))]
+    kind = draw(st.sampled_from(["text", "text", "document", "search_result"]))
+    if kind == "document" and provider in ("anthropic", "openai_responses", "openai"):
+        blocks.insert(0, DocumentBlock(source_type="base64", media_type="application/pdf", data="JVBERi0xLjQK" * draw(st.integers(1, 50)),
+                                       title="doc" if provider == "anthropic" else None, filename=None if provider == "anthropic" else "a.pdf"))
+    elif kind == "search_result" and provider == "anthropic":
+        blocks.insert(0, SearchResultBlock(source="https://kb.e.x", title=draw(text_st),
+                                           content=[TextBlock(text=draw(text_st))], citations={"enabled": True}))
+    return blocks
 
 
 @st.composite
@@ -69,7 +121,10 @@ def sessions(draw):
     for _ in range(draw(st.integers(1, 9))):
         if draw(st.integers(0, 4)) == 0:  # a reminder before the user's input
             msgs.append(Message(id=nid("r"), role="system", blocks=[TextBlock(text="Reminder: " + draw(text_st))]))
-        msgs.append(Message(id=nid("u"), role="user", blocks=[TextBlock(text=draw(text_st))]))
+        msgs.append(Message(id=nid("u"), role="user", blocks=_user_blocks(draw, provider)))
+        if provider in ("anthropic", "openai_responses") and draw(st.integers(0, 3)) == 0:
+            msgs.append(assistant(_server_tool_blocks(draw, ids, provider)))
+            msgs.append(Message(id=nid("u"), role="user", blocks=[TextBlock(text=draw(text_st))]))
         for _ in range(draw(st.integers(0, 3))):
             n_par = draw(st.integers(1, 3))
             names = [draw(st.sampled_from(["search", "get_order", "screenshot"])) for _ in range(n_par)]
@@ -157,6 +212,18 @@ def _latest_thinking(msgs, ctx, b, out, provider, thinking_on):
     return None
 
 
+def _provider_blocks(msgs, ctx, b, out, provider, thinking_on):
+    """Provider blocks (server tools, hosted calls) are never edited: each one in the output is
+    byte-identical to one of the input, and its message keeps every one it had."""
+    def blocks(m):
+        return [x for x in m.blocks if isinstance(x, ProviderBlock)]
+    rec = {m.id: m for m in msgs}
+    for m in ctx:
+        if blocks(m) and (m.id not in rec or blocks(m) != blocks(rec[m.id])):
+            return f"provider blocks of {m.id} changed"
+    return None
+
+
 def _idempotent(msgs, ctx, b, out, provider, thinking_on):
     again = compact(ctx, b, DigestSummarizer(), skip_summaries=out.failed_summaries)
     if again.events or again.messages != ctx:
@@ -172,6 +239,7 @@ PROPERTIES: dict[str, Check] = {
     "pinned items byte-identical": _pinned,
     "latest assistant thinking unchanged (Anthropic)": _latest_thinking,
     "idempotent (compacting the output changes nothing)": _idempotent,
+    "provider blocks kept verbatim": _provider_blocks,
 }
 BUDGET_EXCEEDED = "ContextBudgetExceeded only when the floor does not fit"
 

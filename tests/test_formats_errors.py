@@ -33,11 +33,11 @@ def test_bad_jsonl_line(tmp_path):
 def test_unknown_block_type(tmp_path):
     p = _write(tmp_path, "a.json", {"system": "s", "messages": [
         {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": [{"type": "server_tool_use", "id": "x"}]}]})
+        {"role": "assistant", "content": [{"type": "hologram", "id": "x"}]}]})
     with pytest.raises(FormatError) as e:
         load(p)
     msg = str(e.value)
-    assert str(p) in msg and "message 1, block 0" in msg and "unknown block type 'server_tool_use'" in msg
+    assert str(p) in msg and "message 1, block 0" in msg and "unknown block type 'hologram'" in msg
 
 
 def test_tool_result_with_no_call(tmp_path):
@@ -86,7 +86,9 @@ def test_unknown_shape(tmp_path):
 def test_unknown_role_and_part(tmp_path):
     with pytest.raises(FormatError, match="message 0: unknown role 'robot'"):
         from_openai([{"role": "robot", "content": "x"}])
-    with pytest.raises(FormatError, match="message 0, part 0: unknown block type 'input_audio'"):
+    with pytest.raises(FormatError, match="message 0, part 0: unknown block type 'hologram'"):
+        from_openai([{"role": "user", "content": [{"type": "hologram", "hologram": {}}]}])
+    with pytest.raises(FormatError, match="message 0, part 0: input_audio needs string 'data' and 'format'"):
         from_openai([{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}])
     with pytest.raises(FormatError, match="unknown format 'xml'"):
         dump([], "xml")

@@ -245,4 +245,5 @@ def test_calls_priced_under_any_model_agree_with_the_run(tmp_path):
         assert m is not None and len(m.usage) == m.calls == 32
         assert m.prices == "deepseek" and m.cost_under(DEEPSEEK) == pytest.approx(m.priced)
         assert m.cost_under(FLAT) == pytest.approx(m.cost)
-        assert set(m.costs_by_model()) == {"flat 0.1", "openai", "anthropic", "deepseek", "gemini", "qwen"}
+        assert set(m.costs_by_model()) == {"flat 0.1", "openai", "openai gpt-5.6", "openai gpt-5.6 12h", "anthropic",
+                                           "anthropic 1h", "deepseek", "gemini", "qwen"}

@@ -14,15 +14,19 @@ import json
 import logging
 import time
 from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from .compaction import Budgeting
+from .compaction import Budgeting, CompactionEvent
 from .core import (Deps, Plan, Prepared, SessionView, plan_amend, plan_amend_omitted, plan_append, plan_clear,
                    plan_close_pending, plan_migrate, plan_pop, plan_pop_omitted, plan_prepare)
 from .core.commit import commit
-from .core.prepare import check_thinking_arg
+from .compaction.cost import idle_seconds, message_time
+from .core.prepare import check_thinking_arg, now_arg
+from .core.usage import SentCall, usage_event
+from .usage import DIAGNOSTICS_KEY, USAGE_KEY, reported_usage
 from .core.append import EMPTY_RESULT_MARKER, mark_empty_result, plan_append_numbered, refused  # noqa: F401 (re-exported)
-from .errors import CtxwiseError, MessageNotStorable, NotNewestMessage, SessionConflict
+from .errors import CtxwiseError, FormatError, MessageNotStorable, NotNewestMessage, SessionConflict
 from .memory.session import SessionMemory
 from .records import AsyncCalls, SessionRecords, load_view
 from .messages import JSONObject, Message
@@ -60,6 +64,8 @@ class Session(SessionRecords, AsyncCalls):
         self.tools = tools or []
         self.chars_counter = get_counter("chars")
         self._view: SessionView | None = None
+        self._last_call: float | None = None
+        self._sent: SentCall | None = None
         self._use_policy(policy)
         self._load(state)
         if migrate:
@@ -179,8 +185,40 @@ class Session(SessionRecords, AsyncCalls):
         :class:`~ctxwise.errors.SessionConflict` when another writer got in first; nothing is
         stored then. Once stored it raises nothing: a failure of the user's long-term memory
         update (e.g. ``MemoryBusy``) is a logged ``memory_failed`` event."""
-        self._run(plan_append(self.view, self._deps, as_message_list(messages, "append")))
+        batch = as_message_list(messages, "append")
+        self._run(plan_append(self.view, self._deps, batch))
+        added = self.view.messages[-len(batch):] if batch else ()
+        reply = next((m for m in reversed(added) if m.role == "assistant" and m.metadata.get(USAGE_KEY)), None)
+        reported = reported_usage(reply.metadata[USAGE_KEY], reply.metadata.get(DIAGNOSTICS_KEY)) if reply else None
+        if reply is not None and reported is not None and self._sent is not None:
+            self._record(usage_event(self._sent, self.policy, get_counter(self.policy.tokenizer), reported, reply.id,
+                                     self.view.size + self.overhead))
         return self.version
+
+    def record_usage(self, response: object, diagnostics: object = None) -> CompactionEvent:
+        """Record the provider's cache usage of the latest model call: one ``cache_usage``
+        event with the reported figures beside the cost model's prediction for the payload the
+        last ``prepare()`` on this object returned (``detail["predicted"]`` None when there was
+        none). ``response``: the reply (Anthropic ``Message``, OpenAI ``ChatCompletion`` or
+        ``Response``, SDK object or dict) or its ``usage`` alone; ``diagnostics`` its
+        diagnostics when kept apart (see :func:`ctxwise.usage.reported_usage`). A reply appended
+        with ``metadata["usage"]`` (and ``metadata["cache_diagnostics"]``) after a ``prepare()``
+        is recorded so by :meth:`append`. Returns the event; raises
+        :class:`~ctxwise.errors.FormatError` when no known usage shape is found, and
+        SessionConflict like :meth:`append`."""
+        reported = reported_usage(response, diagnostics)
+        if reported is None:
+            raise FormatError("record_usage(...)", f"no provider usage found in {type(response).__name__}",
+                              hint="pass the reply (Anthropic Message, OpenAI ChatCompletion or Response) or its usage")
+        last = next((m for m in reversed(self.view.messages) if m.role == "assistant"), None)
+        event = usage_event(self._sent, self.policy, get_counter(self.policy.tokenizer), reported,
+                            last.id if last else None, self.view.size + self.overhead)
+        self._record(event)
+        return event
+
+    def _record(self, event: CompactionEvent) -> None:
+        """Write one event (its own small write) and hand it to ``on_event``."""
+        self._run(Plan(self.view, None, None, records=(event,)))
 
     def pop(self, *, then: Iterable[Message | Mapping[str, object]] | None = None) -> Message | None:
         """Remove the newest message still in the context (the final reply, or the last tool
@@ -269,7 +307,8 @@ class Session(SessionRecords, AsyncCalls):
         self._run(plan)
         return plan.result
 
-    def prepare(self, *, thinking: bool | None = None, checked_version: int | None = None) -> Prepared:
+    def prepare(self, *, thinking: bool | None = None, checked_version: int | None = None,
+                now: float | datetime | None = None) -> Prepared:
         """Compact the context if a watermark is crossed, store what changed, check, and build
         the provider payload.
 
@@ -280,6 +319,12 @@ class Session(SessionRecords, AsyncCalls):
         reasoning and later replies without it are accepted. It holds for this object until a
         ``prepare()`` states another. ``checked_version``: the stored version as the caller
         just read it (not read again; another value than :attr:`version` is SessionConflict).
+        ``now``: when this request is made (epoch seconds or a ``datetime``, UTC when it names
+        no zone); None: the newest ``metadata["timestamp"]`` of the messages. With the previous
+        call's time (the latest assistant message's timestamp, else the ``now`` the previous
+        ``prepare()`` on this object was given) it tells how long the prompt cache went unused:
+        past the price model's lifetime (``PriceModel.lifetime``) an edit re-bills nothing and
+        optional edits fire (:func:`ctxwise.compaction.cost.cold_cache`).
 
         Raises :class:`~ctxwise.errors.ContextBudgetExceeded` when pinned content alone does
         not fit, :class:`~ctxwise.errors.PayloadInvalid` when the context cannot be sent as it
@@ -287,12 +332,18 @@ class Session(SessionRecords, AsyncCalls):
         writer changed the session (one indexed read of the stored version)."""
         t0 = time.perf_counter()
         check_thinking_arg(thinking)
+        at = now_arg(now)
         stored = self.manager.store.version(self.user_id, self.session_id) if checked_version is None else checked_version
         if stored != self.version:
             raise SessionConflict(f"session {self.session_id!r} is at version {stored}, this Session object "
                                   f"read version {self.version}: another writer got in first; reload() and retry")
-        plan = plan_prepare(self.view, self._deps, thinking)
+        messages = self.view.messages
+        idle = idle_seconds(messages, at, self._last_call)
+        plan = plan_prepare(self.view, self._deps, thinking, idle)
         self._run(plan)
+        self._sent = SentCall(self._sent.sent if self._sent else (), tuple(plan.result.messages), idle)
+        self._last_call = at if at is not None else max(
+            (t for t in map(message_time, messages) if t is not None), default=self._last_call)
         return replace(plan.result, latency_ms=(time.perf_counter() - t0) * 1000)
 
 

@@ -226,6 +226,33 @@ class ProviderBlock(_Block):
     call_id: str | None = None
 
 
+PROVIDER_CALL_KINDS: dict[str, tuple[str, ...]] = {
+    "anthropic": ("server_tool_use", "mcp_tool_use"),
+    "openai_responses": (
+        "local_shell_call", "shell_call", "apply_patch_call", "computer_call", "custom_tool_call",
+        "mcp_approval_request",
+    ),
+}
+"""Per provider family, the :class:`ProviderBlock` kinds that are a call answered by a later
+block with the same :attr:`ProviderBlock.call_id` (Anthropic: ``anthropic/types/server_tool_use_block_param.py``,
+``beta/beta_mcp_tool_use_block_param.py``; Responses: ``openai/types/responses/response_input_item_param.py``)."""
+
+PROVIDER_RESULT_KINDS: dict[str, tuple[str, ...]] = {
+    "anthropic": (
+        "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
+        "bash_code_execution_tool_result", "text_editor_code_execution_tool_result",
+        "tool_search_tool_result", "mcp_tool_result",
+    ),
+    "openai_responses": (
+        "local_shell_call_output", "shell_call_output", "apply_patch_call_output", "computer_call_output",
+        "custom_tool_call_output", "mcp_approval_response",
+    ),
+}
+"""Per provider family, the :class:`ProviderBlock` kinds that answer a call of
+:data:`PROVIDER_CALL_KINDS` (same ``call_id``); the API refuses one whose call is not sent
+before it (rule ``provider-result-without-call``)."""
+
+
 OutputBlock = Annotated[Union[TextBlock, ImageBlock], Field(discriminator="type")]
 
 
@@ -350,7 +377,7 @@ class Message(BaseModel):
         Messages are frozen, so a memo entry stays true for the object's life; an edited copy
         (``model_copy``) starts with an empty memo.
         """
-        return self._cache
+        return self.__pydantic_private__["_cache"]  # type: ignore[index,no-any-return]  # the slot, not pydantic's __getattr__
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> "Message":
         """Like pydantic's ``model_copy``, but the copy's memo starts empty."""
@@ -359,7 +386,7 @@ class Message(BaseModel):
         return new
 
 
-MarkKind = Literal["summary", "facts", "user_memory"]
+MarkKind = Literal["summary", "facts", "user_memory", "loop_close"]
 """The kinds of message ctxwise writes itself (:attr:`Marker.kind`)."""
 
 MARKER_KEY = "ctxwise"
@@ -383,8 +410,10 @@ class Marker(BaseModel):
     """The :attr:`Message.metadata` key that holds the marker (``"ctxwise"``)."""
 
     kind: MarkKind | None = None
-    """The kind of message ctxwise wrote: ``summary``, ``facts`` (the pinned fact block) or
-    ``user_memory`` (the long-term memory block). None for a message the caller appended."""
+    """The kind of message ctxwise wrote: ``summary``, ``facts`` (the pinned fact block),
+    ``user_memory`` (the long-term memory block) or ``loop_close`` (the note that closes an open
+    tool loop whose bound reasoning had to go, :mod:`ctxwise.compaction.loop_close`). None for
+    a message the caller appended."""
     replaced: list[str] | None = None
     """A summary's: the ids of the messages it stands for, in order."""
     rounds: int | None = None

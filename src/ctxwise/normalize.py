@@ -46,7 +46,25 @@ from typing import Any
 
 from . import nesting
 from .errors import FormatError
-from .messages import MARKER_KEY, ROLES, ImageBlock, Marker, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from .messages import (
+    MARKER_KEY,
+    ROLES,
+    AudioBlock,
+    DocumentBlock,
+    ImageBlock,
+    Marker,
+    Message,
+    ProviderBlock,
+    RefusalBlock,
+    SearchResultBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+_OTHER_BLOCKS = (ImageBlock, DocumentBlock, SearchResultBlock, AudioBlock, RefusalBlock, ProviderBlock)
+"""Blocks that are content by themselves (their fields are checked by pydantic on construction)."""
 
 OMITTED_KEY = "omitted"
 
@@ -145,7 +163,9 @@ def _valid_block(b: Any) -> bool:
         return isinstance(b.id, str) and isinstance(b.name, str)
     if isinstance(b, ToolResultBlock):
         return _valid_result(b)
-    return isinstance(b, ImageBlock)
+    if isinstance(b, ProviderBlock):
+        return isinstance(b.raw, dict) and isinstance(b.kind, str)
+    return isinstance(b, _OTHER_BLOCKS)
 
 
 def _check_shape(m: Any, place: str) -> None:
@@ -169,7 +189,7 @@ def _blank(b: Any) -> bool:
 
 
 def _has_content(blocks: list[Any]) -> bool:
-    return any((isinstance(b, TextBlock) and b.text.strip()) or isinstance(b, (ToolUseBlock, ImageBlock))
+    return any((isinstance(b, TextBlock) and b.text.strip()) or isinstance(b, (ToolUseBlock,) + _OTHER_BLOCKS)
                for b in blocks)
 
 

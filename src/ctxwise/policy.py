@@ -215,6 +215,14 @@ class Policy(BaseModel):
     When on, edits are placed so that no retained bound reasoning follows them, or that
     reasoning is dropped with an event (``ctxwise.providers.bound_profile``)."""
 
+    loop_keep_recent: float = Field(0.6, gt=0, le=1)
+    """When an open tool loop whose reasoning is bound to its prefix (``bound_reasoning``, a
+    profile that refuses a changed prefix) no longer fits, the loop is closed: its older cycles
+    are cleared or summarized, its reasoning after the first edit is dropped (an event with
+    its tokens), and a ctxwise note (a user turn) ends it, so the replies after it think on a
+    prefix that stays unchanged. This fraction of the effective budget is what that close keeps
+    of the context (system, task and latest cycles); the rest is room for the next calls."""
+
     price_model: str | None = None
     """The prompt-cache price model edits are weighed with (``ctxwise.prices``): a provider
     name or ``flat``; None = the ``provider``'s own (Anthropic 1.25x write / 0.1x read, DeepSeek
@@ -513,7 +521,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 SETTING_GROUPS: dict[str, tuple[str, ...]] = {
     "general": ("name", "enabled"),
     "context": ("budget", "unit", "tokenizer", "reserve_output", "count_system", "tools_size", "provider",
-                "bound_reasoning"),
+                "bound_reasoning", "loop_keep_recent"),
     "edits": ("edit_when", "edit_horizon"),
     "clearing": ("clear_at", "clear_target", "clear_min_batch", "keep_recent_cycles", "protect_current_turn",
                  "clearable_tools", "keep_tools", "tool_rules", "shrink_calls", "clear_errors", "clear_tool_inputs", "min_clear_chars",

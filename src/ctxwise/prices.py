@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from .messages import Message
     from .tokens import Counter
 
-__all__ = ["ANTHROPIC", "ANTHROPIC_1H", "DEEPSEEK", "FLAT", "GEMINI", "OPENAI", "PRICE_MODELS", "QWEN", "CallCost", "Payloads",
+__all__ = ["ANTHROPIC", "ANTHROPIC_1H", "DEEPSEEK", "FLAT", "GEMINI", "OPENAI", "OPENAI_GPT56", "OPENAI_GPT56_12H",
+           "PRICE_MODELS", "QWEN", "CallCost", "Payloads",
            "PriceModel", "cache_adjusted_cost", "call_costs", "common_prefix", "floor_cost", "price_model",
            "prices_of", "priced_cost"]
 
@@ -47,7 +48,11 @@ class PriceModel:
     ``read`` (cache hit), ``write`` (a token written to the cache), ``miss`` (a token of a
     prompt below ``min_prefix``, never cached); ``min_prefix`` the shortest cacheable prefix in
     tokens; ``increment`` the step, in tokens, in which hits are counted. ``source`` says where
-    the numbers come from. Raises ``ValueError`` for a negative price or size.
+    the numbers come from. ``lifetime``: seconds an unused cached prefix lives (0: not
+    modelled, never cold; see :meth:`is_cold`). ``breakpoints``: how many explicit cache
+    breakpoints one request may write (Anthropic ``cache_control``, OpenAI
+    ``prompt_cache_breakpoint``; 0: the provider caches the longest matching prefix by itself,
+    no breakpoint to place). Raises ``ValueError`` for a negative price, size or lifetime.
     """
 
     name: str
@@ -58,10 +63,13 @@ class PriceModel:
     increment: int = 1
     source: str = ""
     lifetime: float = 0.0
+    breakpoints: int = 0
 
     def __post_init__(self) -> None:
-        if min(self.read, self.write, self.miss) < 0 or self.min_prefix < 0 or self.increment < 1 or self.lifetime < 0:
-            raise ValueError(f"price model {self.name!r}: prices, sizes and lifetime must not be negative, increment >= 1")
+        if min(self.read, self.write, self.miss) < 0 or self.min_prefix < 0 or self.increment < 1 or self.lifetime < 0 \
+                or self.breakpoints < 0:
+            raise ValueError(f"price model {self.name!r}: prices, sizes, lifetime and breakpoints must not be "
+                             "negative, increment >= 1")
 
     def is_cold(self, idle: float) -> bool:
         """Whether a cached prefix idle for ``idle`` seconds has expired (``idle`` past
@@ -85,7 +93,7 @@ class PriceModel:
         rest = tokens - cached
         return cached * self.read + rest * (self.write if tokens >= self.min_prefix else self.miss)
 
-    def edit_pays(self, saved: int, suffix: int, calls: int) -> bool:
+    def edit_pays(self, saved: int, suffix: int, calls: int, idle: float | None = None) -> bool:
         """Whether an edit that makes the context ``saved`` smaller and re-bills ``suffix`` (the
         size from its first edited message to the end, before the edit; see
         :func:`common_prefix`) costs less than no edit over the next ``calls`` calls.
@@ -95,9 +103,15 @@ class PriceModel:
         edited it is written once, smaller, then read (``write * after + (calls - 1) * read *
         after``, ``after = suffix - saved``). False when nothing is saved or no call is ahead.
         Sizes in any one unit; ``min_prefix`` and ``increment`` play no part (the prompt
-        before the suffix is not known here)."""
+        before the suffix is not known here).
+
+        ``idle``: seconds since the cache was last used (None: unknown, taken as warm). When
+        the cache is cold (:meth:`is_cold`) nothing is served whatever is sent, so the edit
+        re-bills nothing: it pays whenever it saves something and a call is ahead."""
         if saved <= 0 or calls <= 0:
             return False
+        if idle is not None and self.is_cold(idle):
+            return True
         after = max(suffix - saved, 0)
         return self.write * after + (calls - 1) * self.read * after < calls * self.read * suffix
 
@@ -112,21 +126,44 @@ ANTHROPIC = PriceModel(
     source="Anthropic prompt caching (docs.anthropic.com/en/docs/build-with-claude/prompt-caching): "
            "5-minute cache writes cost 1.25x the base input price, cache reads 0.1x; the minimum "
            "cacheable prompt is 1,024 tokens for Claude Sonnet 4.5 / 4 and Opus 4.1 / 4 (2,048 for "
-           "Haiku 3.x, 4,096 for Opus 4.5+ and Haiku 4.5). A 1-hour TTL writes at 2x.",
-    lifetime=300.0)
+           "Haiku 3.x, 4,096 for Opus 4.5+ and Haiku 4.5). A 1-hour TTL writes at 2x. Up to 4 "
+           "cache_control breakpoints per request; the TTL values are "
+           "anthropic.types.CacheControlEphemeralParam.ttl '5m' | '1h'.",
+    lifetime=300.0, breakpoints=4)
 
 ANTHROPIC_1H = PriceModel(
     "anthropic 1h", read=0.1, write=2.0, min_prefix=1024, lifetime=3600.0,
     source="Anthropic prompt caching (docs.anthropic.com/en/docs/build-with-claude/prompt-caching): "
            "with cache_control ttl '1h' cache writes cost 2x the base input price, reads 0.1x; "
-           "same minimum cacheable prompt as the 5-minute cache.")
+           "same minimum cacheable prompt and breakpoints as the 5-minute cache.",
+    breakpoints=4)
 
 OPENAI = PriceModel(
     "openai", read=0.1, min_prefix=1024, increment=128,
     source="OpenAI prompt caching (platform.openai.com/docs/guides/prompt-caching and the pricing "
            "page, Nov 2026): automatic for prompts of 1,024 tokens or more, hits counted in "
            "128-token increments, no charge to write; cached input is 0.1x on the GPT-5 family "
-           "(0.25x GPT-4.1, 0.5x GPT-4o and o-series).")
+           "(0.25x GPT-4.1, 0.5x GPT-4o and o-series). Models before the GPT-5.6 family; see "
+           "OPENAI_GPT56 for the gpt-5.6 family.")
+
+OPENAI_GPT56 = PriceModel(
+    "openai gpt-5.6", read=0.1, write=1.25, min_prefix=1024, increment=128, lifetime=1800.0, breakpoints=4,
+    source="OpenAI prompt caching guide (developers.openai.com/api/docs/guides/prompt-caching, Dec 2026): "
+           "for GPT-5.6 models and later families cache writes cost 1.25x the uncached input rate "
+           "(reported as cache_write_tokens), cached reads 0.1x (cached_tokens); prompts of 1,024 "
+           "tokens or more, implicit hits in 128-token steps. openai 3.63 types "
+           "responses/response_create_params.py PromptCacheOptions: ttl '30m' (the default) | "
+           "'12h', the minimum lifetime of every breakpoint the request writes; up to four "
+           "breakpoints written per request (content-part prompt_cache_breakpoint "
+           "{'mode': 'explicit'}, whose boundary is not rounded to a token block).")
+
+OPENAI_GPT56_12H = PriceModel(
+    "openai gpt-5.6 12h", read=0.1, write=1.25, min_prefix=1024, increment=128, lifetime=43200.0, breakpoints=4,
+    source="As OPENAI_GPT56 with prompt_cache_options.ttl '12h' (openai 3.63 "
+           "responses/response_create_params.py PromptCacheOptions.ttl; usage reports it in "
+           "input_tokens_details.cache_write_tokens_details.ttl_12h_tokens); Responses API only "
+           "(chat/completion_create_params.py PromptCacheOptions.ttl is '30m' alone); the guide names one "
+           "write price, 1.25x, for the gpt-5.6 family whatever the TTL.")
 
 DEEPSEEK = PriceModel(
     "deepseek", read=0.02, min_prefix=64,
@@ -151,12 +188,17 @@ PRICE_MODELS: dict[str, PriceModel] = {
     "flat": FLAT,
     "openai": OPENAI,
     "openai_responses": OPENAI,
+    "openai_gpt56": OPENAI_GPT56,
+    "openai_gpt56_12h": OPENAI_GPT56_12H,
     "anthropic": ANTHROPIC,
+    "anthropic_1h": ANTHROPIC_1H,
     "deepseek": DEEPSEEK,
     "gemini": GEMINI,
     "qwen": QWEN,
 }
-"""The default price model of each provider profile (and ``flat``, the 0.1 comparison ratio)."""
+"""The default price model of each provider profile (and ``flat``, the 0.1 comparison ratio),
+and the models a policy may name instead (``price_model``): ``openai_gpt56`` /
+``openai_gpt56_12h`` (the gpt-5.6 family's write price and lifetimes) and ``anthropic_1h``."""
 
 
 def price_model(name: str) -> PriceModel:

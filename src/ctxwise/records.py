@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol
 from .messages import JSONObject, Message
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from .core.prepare import Prepared
     from .core.view import Deps, SessionView
     from .memory.session import SessionMemory
@@ -67,7 +69,8 @@ class AsyncCalls:
 
     if TYPE_CHECKING:  # defined by Session
         def append(self, messages: Iterable[Message | Mapping[str, object]]) -> int: ...
-        def prepare(self, *, thinking: bool | None = None, checked_version: int | None = None) -> "Prepared": ...
+        def prepare(self, *, thinking: bool | None = None, checked_version: int | None = None,
+                    now: "float | datetime | None" = None) -> "Prepared": ...
         def pop(self, *, then: Iterable[Message | Mapping[str, object]] | None = None) -> Message | None: ...
         def clear(self) -> int: ...
 
@@ -75,9 +78,9 @@ class AsyncCalls:
         """Async :meth:`append` (runs in a worker thread)."""
         return await asyncio.to_thread(self.append, list(messages))
 
-    async def aprepare(self, *, thinking: bool | None = None) -> "Prepared":
+    async def aprepare(self, *, thinking: bool | None = None, now: "float | datetime | None" = None) -> "Prepared":
         """Async :meth:`prepare` (runs in a worker thread)."""
-        return await asyncio.to_thread(lambda: self.prepare(thinking=thinking))
+        return await asyncio.to_thread(lambda: self.prepare(thinking=thinking, now=now))
 
     async def apop(self) -> Message | None:
         """Async :meth:`pop`."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..changes import Replace
 from ..messages import Block, Marker, Message, TextBlock, ToolResultBlock, ToolUseBlock
@@ -30,7 +31,7 @@ from ..units import ToolCycle, tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, head_end, in_flight_start
 from ..resources import COLD, WORKING, reuse_ranks
 from .placeholder import placeholder_text, recall_key, render_input, reused_ids  # noqa: F401  (render_input: re-exported)
-from .cost import calls_ahead, cut_cost, edit_pays, invalidated_reasoning, limit_ahead
+from .cost import calls_ahead, cold_cache, cut_cost, edit_pays, invalidated_reasoning, limit_ahead
 from .stage import StageInput
 
 
@@ -47,8 +48,8 @@ def _clear_message(m: Message, uses: dict[str, ToolUseBlock], policy: Policy, fo
         if (isinstance(blk, ToolResultBlock) and blk.tool_use_id not in done_before
                 and _eligible(blk, uses, policy, force)):
             use = uses.get(blk.tool_use_id)
-            text = placeholder_text(policy, blk, use.input if use else {},
-                                    recall_key(blk.tool_use_id, m.id, blk.tool_use_id in reused))
+            text = _placeholder(m, blk, use.input if use else {}, policy,
+                                recall_key(blk.tool_use_id, m.id, blk.tool_use_id in reused))
             if len(text) < len(blk.text) or (not blk.text and any(not isinstance(o, TextBlock) for o in blk.output)):
                 blocks.append(blk.model_copy(update={"output": [TextBlock(text=text)]}))
                 cleared.append(blk.tool_use_id)
@@ -61,6 +62,21 @@ def _clear_message(m: Message, uses: dict[str, ToolUseBlock], policy: Policy, fo
     return m.model_copy(
         update={"blocks": blocks, "metadata": Marker.with_(m, cleared=done + cleared, cleared_chars=chars)}
     )
+
+
+def _placeholder(m: Message, blk: ToolResultBlock, tool_input: dict[str, Any], policy: Policy, key: str) -> str:
+    """:func:`placeholder_text` of ``blk`` (a result of ``m``), kept in ``m``'s memo for the
+    same policy and call input: a stored message is cleared the same way at every call."""
+    memo: dict[tuple[str, str], tuple[Policy, dict[str, Any], str]] = m.memo().setdefault(_PLACEHOLDERS, {})
+    hit = memo.get((blk.tool_use_id, key))
+    if hit is not None and hit[0] == policy and hit[1] == tool_input:
+        return hit[2]
+    text = placeholder_text(policy, blk, tool_input, key)
+    memo[(blk.tool_use_id, key)] = (policy, tool_input, text)
+    return text
+
+
+_PLACEHOLDERS = "ctxwise/placeholders"
 
 
 def _eligible(blk: ToolResultBlock, uses: dict[str, ToolUseBlock], policy: Policy, force: bool) -> bool:
@@ -117,9 +133,11 @@ def clear_tool_results(
       suffix it re-bills, under the policy's price model (:func:`ctxwise.compaction.cost.edit_pays`),
       and the context, growing at its rate so far, would pass the hard limit within those
       calls (:func:`ctxwise.compaction.cost.limit_ahead`): the saving is an estimate and the
-      break certain, so the break is taken early only when one is coming anyway.
+      break certain, so the break is taken early only when one is coming anyway; or
+    * the prompt cache is cold (:func:`ctxwise.compaction.cost.cold_cache`): the batch
+      re-bills nothing (unless it invalidates bound reasoning), whatever its size.
 
-    Either way the batch must save at least ``clear_min_batch`` of the budget (small batches
+    Else the batch must save at least ``clear_min_batch`` of the budget (small batches
     are held back: each re-bills the prompt cache from its first edited message on). When it
     fires it clears down to ``clear_target``, or everything clearing can remove when that
     target lies below what it cannot touch (the system prompt, pinned blocks, the current
@@ -263,9 +281,13 @@ def _why(messages: list[Message], b: Budgeting, size: int, batch: _Batch) -> str
     p = b.policy
     hard = b.level(p.hard_limit)
     saved = size - batch.now
-    suffix = sum(b.size_of(m) for m in messages[batch.first:]) + invalidated_reasoning(messages, batch.first, b.size_of)
+    invalid = invalidated_reasoning(messages, batch.first, b.size_of)
+    suffix = sum(b.size_of(m) for m in messages[batch.first:]) + invalid
     if size > hard:
         return "the hard limit is crossed"  # something must go: a placeholder loses least
+    cold = cold_cache(p, b.idle)
+    if cold and saved > 0 and not invalid:
+        return cold  # nothing is served from the cache this call: the batch costs nothing
     if saved < b.level(p.clear_min_batch):
         # Too little for a batch worth breaking the prompt cache for: wait until more
         # results are eligible, or let the costlier stage do its larger cut.

@@ -37,6 +37,9 @@ class Budgeting:
     """What ``overhead`` is made of, by part (``user memory``, ``pinned facts``, ``tools``),
     for the report of a :class:`~ctxwise.errors.ContextBudgetExceeded`; what it does not
     name counts as ``tools``."""
+    idle: float | None = None
+    """Seconds the prompt cache has gone unused at this call
+    (:func:`ctxwise.compaction.cost.idle_seconds`); None: not known, taken as warm."""
 
     def __post_init__(self) -> None:
         if self.count_reasoning is None:

@@ -18,14 +18,78 @@ it has grown so far (one huge result left out: an event, not a rate), and when i
 the hard limit the session may well end before any edit is needed (then the edit's break is
 pure loss). When it crosses, the break would come within the horizon anyway, and making it
 now, deeper, saves the calls in between.
+
+Time: a prompt cache lives ``PriceModel.lifetime`` seconds unused. When the previous call is
+longer ago than that (:func:`idle_seconds`, from message timestamps or ``prepare(now=...)``),
+nothing is served from the cache whatever is sent, so an edit re-bills nothing and pays
+whenever it saves something (:func:`cold_cache`; Claude Code clears old tool results on idle
+for that reason).
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from ..messages import Marker, Message
 from ..prices import FLAT, prices_of
+
+TIMESTAMP_KEY = "timestamp"
+"""The ``Message.metadata`` key holding when a message was made (ISO 8601 text, epoch
+seconds, or a ``datetime``; the recorded formats keep theirs there)."""
+
+
+def time_of(value: object) -> float | None:
+    """``value`` as epoch seconds: a number as is, a ``datetime`` or ISO 8601 text (a ``Z``
+    suffix allowed) converted, read as UTC when it names no zone; None for anything else (no
+    time known). Booleans are not times."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if isinstance(value, datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).timestamp()
+    return None
+
+
+def message_time(m: Message) -> float | None:
+    """When ``m`` was made, epoch seconds (:func:`time_of` of ``metadata["timestamp"]``), or
+    None when it carries no readable time."""
+    return time_of(m.metadata.get(TIMESTAMP_KEY)) if m.metadata else None
+
+
+def idle_seconds(messages: Sequence[Message], now: float | None = None, last_call: float | None = None) -> float | None:
+    """Seconds the prompt cache has gone unused at the call about to be made: from the
+    previous model call (the latest assistant message's timestamp, else ``last_call``: when
+    the previous ``prepare`` said it ran) to ``now`` (else the newest timestamp among the
+    messages). None when either end is unknown or there is no previous call; never negative."""
+    last = next((m for m in reversed(messages) if m.role == "assistant"), None)
+    if last is None:
+        return None
+    then = message_time(last)
+    if then is None:
+        then = last_call
+    if now is None:
+        times = [t for t in map(message_time, messages) if t is not None]
+        now = max(times) if times else None
+    if then is None or now is None:
+        return None
+    return max(0.0, now - then)
+
+
+def cold_cache(policy: Any, idle: float | None) -> str | None:
+    """Why an edit costs nothing on this call, or None: the cache has gone unused for ``idle``
+    seconds, past the price model's ``lifetime`` (:meth:`ctxwise.prices.PriceModel.is_cold`),
+    so the whole prompt is written again whatever is sent."""
+    prices = prices_of(policy)
+    if idle is None or not prices.is_cold(idle):
+        return None
+    return f"the prompt cache is cold (idle {idle:,.0f} s, past its {prices.lifetime:,.0f} s lifetime): the edit re-bills nothing"
 
 FLAT_READ = FLAT.read
 """The cached-token price used when the policy has no price model (a multiple of a miss)."""
@@ -46,12 +110,13 @@ def calls_ahead(messages: Sequence[Message], policy: Any = None) -> int:
     return min(made, int(horizon)) if horizon else made
 
 
-def edit_pays(saved: int, suffix: int, calls: int, policy: Any) -> bool:
+def edit_pays(saved: int, suffix: int, calls: int, policy: Any, idle: float | None = None) -> bool:
     """Whether an edit that makes the context ``saved`` smaller and re-bills ``suffix`` (the
     size from the first edited message to the end, before the edit; policy unit) costs less
     than leaving the context alone over the next ``calls`` calls, under the policy's price
-    model (:meth:`ctxwise.prices.PriceModel.edit_pays`)."""
-    return prices_of(policy).edit_pays(saved, suffix, calls)
+    model (:meth:`ctxwise.prices.PriceModel.edit_pays`); ``idle`` seconds since the previous
+    call (None: unknown, taken as warm)."""
+    return prices_of(policy).edit_pays(saved, suffix, calls, idle)
 
 
 def limit_ahead(size: int, grown: int, made: int, calls: int, hard: int) -> bool:

@@ -22,7 +22,8 @@ CONTENT_LOGGER = "ctxwise.content"
 """The logger that receives whole events (user text included), at DEBUG, when switched on."""
 CONTENT_SWITCH = "CTXWISE_LOG_CONTENT"
 """The environment variable that switches content logging on (``1``); off by default."""
-SAFE_TEXT_KEYS = frozenset({"summarizer", "summary", "key", "rule", "rules", "id", "ids", "kind", "reason_code"})
+SAFE_TEXT_KEYS = frozenset({"summarizer", "summary", "key", "rule", "rules", "id", "ids", "kind", "reason_code",
+                            "api", "miss_reason", "prices"})
 """Keys of ``detail`` whose string values are names or ids ctxwise wrote, logged as they are;
 every other string in ``detail`` is logged as its length only."""
 
@@ -30,12 +31,16 @@ _content_log = logging.getLogger(CONTENT_LOGGER)
 
 Stage = Literal[
     "thinking", "clearing", "summarizing", "trimming", "summarizer_failed", "facts_evicted", "budget_exceeded",
-    "normalized", "interrupted", "rendered",
+    "normalized", "interrupted", "rendered", "cache_usage", "loop_closed",
 ]
 """``normalized``: a reply was made sendable at append (:mod:`ctxwise.normalize`);
 ``rendered``: the payload of a call needed render-time conversions (emitted, not stored;
 :mod:`ctxwise.providers.convert`);
-``interrupted``: :meth:`Session.close_pending` answered unanswered tool calls."""
+``interrupted``: :meth:`Session.close_pending` answered unanswered tool calls;
+``cache_usage``: a reply's provider-reported cache tokens beside the cost model's prediction
+for the call (:meth:`Session.record_usage`);
+``loop_closed``: an open tool loop whose bound reasoning froze it was closed by a ctxwise note
+(:mod:`ctxwise.compaction.loop_close`)."""
 
 
 class CompactionEvent(BaseModel):

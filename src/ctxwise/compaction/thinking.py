@@ -23,7 +23,7 @@ from collections import defaultdict
 from ..changes import Replace
 from ..messages import Marker, Message, ThinkingBlock
 from .context import Budgeting, StageResult
-from .cost import calls_ahead, edit_pays, invalidated_reasoning, limit_ahead
+from .cost import calls_ahead, cold_cache, edit_pays, invalidated_reasoning, limit_ahead
 from .stage import StageInput
 
 
@@ -91,7 +91,9 @@ def pruning_pays(messages: list[Message], b: Budgeting, size: int, now: int, fir
     suffix it re-bills plus the bound reasoning it invalidates
     (:func:`~ctxwise.compaction.cost.invalidated_reasoning`) and the context, growing at its
     rate so far, would pass the hard limit within those calls
-    (:func:`~ctxwise.compaction.cost.limit_ahead`), as for clearing."""
+    (:func:`~ctxwise.compaction.cost.limit_ahead`), as for clearing; or when the prompt cache
+    is cold (:func:`~ctxwise.compaction.cost.cold_cache`: it re-bills nothing) and it
+    invalidates no bound reasoning."""
     from .clearing import growth_so_far
     from .summarizing import summary_due
 
@@ -101,6 +103,9 @@ def pruning_pays(messages: list[Message], b: Budgeting, size: int, now: int, fir
         return ""
     if size > hard:
         return "; the hard limit is crossed"
+    cold = cold_cache(p, b.idle)
+    if cold and size > now and not invalidated_reasoning(messages, first, b.size_of):
+        return f"; {cold}"
     if summary_due(messages, b, size):
         return "; a summary is due"
     suffix = sum(b.size_of(m) for m in messages[first:]) + invalidated_reasoning(messages, first, b.size_of)

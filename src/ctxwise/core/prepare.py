@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, Sequence
 
 from ..changes import Change, InsertSummary, Replace
 from ..compaction import Budgeting, CompactionEvent
 from ..compaction.bound import drop_invalidated_reasoning
 from ..compaction.context import sent_view
-from ..compaction.pipeline import PipelineResult
+from ..compaction.cost import time_of
+from ..compaction.loop_close import close_loop, close_note, close_policy
+from ..compaction.pipeline import PipelineResult, irreducible_size
 from ..errors import ContextBudgetExceeded, FormatError, PayloadInvalid, Violation
 from ..memory.session import Facts
 from ..messages import Message
@@ -69,6 +72,19 @@ def rendered_event(converted: Converted, provider: str, unit: str, size: int) ->
                                    "conversions": [c.detail for c in converted.conversions]})
 
 
+def now_arg(now: object) -> float | None:
+    """``prepare(now=...)`` as epoch seconds: None, a number of epoch seconds, or a
+    ``datetime`` (read as UTC when it names no zone). Raises
+    :class:`~ctxwise.errors.FormatError` for anything else."""
+    if now is None:
+        return None
+    t = time_of(now) if isinstance(now, (int, float, datetime)) else None
+    if t is None:
+        raise FormatError("prepare(now=...)", f"takes epoch seconds or a datetime, not {type(now).__name__}",
+                          hint="pass the time of the request, e.g. time.time(), or leave it out")
+    return t
+
+
 def check_thinking_arg(thinking: object) -> None:
     """Raise :class:`~ctxwise.errors.FormatError` unless ``thinking`` (``prepare(thinking=...)``)
     is True, False or None."""
@@ -99,19 +115,30 @@ class _Run:
     failed: frozenset[str]
     lossy: bool
     frozen: frozenset[str] = frozenset()
+    idle: float | None = None
+    reserve: int = 0
+    """Room held back for a message added after the stages (the note closing a loop)."""
 
     def extra(self) -> int:
-        """Fixed overhead plus the pinned blocks, in the policy unit."""
+        """Fixed overhead plus the pinned blocks (and :attr:`reserve`), in the policy unit."""
         d = self.deps
-        return d.overhead + sum(d.sz(m) for m in d.head) + (d.sz(self.block) if self.block is not None else 0)
+        return (d.overhead + self.reserve + sum(d.sz(m) for m in d.head)
+                + (d.sz(self.block) if self.block is not None else 0))
 
     def measure(self, messages: Sequence[Message]) -> int:
         return sum(self.deps.sz(m) for m in messages)
 
     def compact(self, ctx: list[Message], size: int, policy: Policy | None = None) -> PipelineResult:
+        """Run the pipeline over ``ctx``. While bound reasoning freezes the open loop, the
+        in-flight results are not cut (a loop that no longer fits is closed instead, see
+        :func:`_close_loop`, which keeps the model's fresh results whole where it can)."""
         d, v = self.deps, self.view
-        b = Budgeting(policy or v.policy, d.counter, self.extra(), parts={  # named in a ContextBudgetExceeded
-            "user memory": sum(d.sz(m) for m in d.head), "pinned facts": d.sz(self.block) if self.block else 0})
+        policy = policy or v.policy
+        if self.frozen and policy.truncate_in_flight:
+            policy = policy.with_(truncate_in_flight=False)
+        b = Budgeting(policy, d.counter, self.extra(), parts={  # named in a ContextBudgetExceeded
+            "user memory": sum(d.sz(m) for m in d.head), "pinned facts": d.sz(self.block) if self.block else 0},
+            idle=self.idle)
         result = d.pipeline.run(ctx, b, d.summarizer, size=size, facts=self.facts.pinned_texts(v.policy),
                                 skip_summaries=self.failed, thinking_mode=thinks(v), frozen=self.frozen)
         self.failed = self.failed | {e.detail["key"] for e in result.events
@@ -119,10 +146,12 @@ class _Run:
         return result
 
 
-def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None) -> Plan[Prepared]:
+def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None, idle: float | None = None) -> Plan[Prepared]:
     """Compact the context if a watermark is crossed (one ``SessionStore.apply`` of what the
     stages returned when any fired; none otherwise), then render and check the payload. The
-    result is the :class:`Prepared` call (``latency_ms`` 0). Raises PayloadInvalid when the
+    result is the :class:`Prepared` call (``latency_ms`` 0). ``idle``: seconds the prompt
+    cache has gone unused (:func:`ctxwise.compaction.cost.idle_seconds`; None: unknown): past
+    the price model's lifetime an edit is free. Raises PayloadInvalid when the
     context is empty and ContextBudgetExceeded when pinned content alone does not fit; a
     payload that fails the final check is the plan's ``error`` (raised after the commit)."""
     if thinking is not None:
@@ -131,10 +160,15 @@ def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None) ->
         raise PayloadInvalid(view.provider, [Violation(0, "empty-payload",
                              "the session has no messages yet: append() the system prompt and user input first")])
     facts, block, evicted, evicted_changed = view.facts.block(view.policy, deps.counter, view.lossy)
-    run = _Run(view, deps, facts, block, view.failed_summaries, view.lossy)
+    run = _Run(view, deps, facts, block, view.failed_summaries, view.lossy, idle=idle)
     run.frozen = frozen_prefix(view, deps, block)
     size_before = view.size + run.extra()
-    result = _first_compact(run, size_before)
+    try:
+        result = _first_compact(run, size_before)
+    except ContextBudgetExceeded:
+        if not run.frozen:
+            raise
+        result = _close_loop(run, size_before)
     events = list(result.events)
     for _ in range(3):
         # User input that left the context puts its facts into the facts block (it changes
@@ -211,6 +245,32 @@ def _first_compact(run: _Run, size: int) -> PipelineResult:
         return run.compact(list(view.messages), size)
     for e in result.events:
         e.detail["turn_headroom"] = room
+    return result
+
+
+def _close_loop(run: _Run, size: int) -> PipelineResult:
+    """The call's compaction when reasoning bound to its prefix froze the open tool loop and the
+    loop no longer fits (:mod:`ctxwise.compaction.loop_close`): the stages run unfrozen with
+    the watermarks lowered to :attr:`Policy.loop_keep_recent` of the budget (the policy's own
+    when that cannot be met), then a ctxwise note closes the loop. The loop's reasoning the
+    edits invalidated is dropped afterwards, with its event, like any completed turn's.
+    Raises ContextBudgetExceeded when even the unfrozen stages cannot fit."""
+    view, p = run.view, run.view.policy
+    frozen, run.frozen = len(run.frozen), frozenset()
+    b = Budgeting(p, run.deps.counter, run.extra())
+    run.reserve = run.deps.sz(close_note(view.messages[-1]))
+    try:
+        lowered = close_policy(p, irreducible_size(list(view.messages), b) + run.reserve)
+        try:
+            result = run.compact(list(view.messages), size + run.reserve, lowered)
+        except ContextBudgetExceeded:
+            result = run.compact(list(view.messages), size + run.reserve)
+    finally:
+        run.reserve = 0
+    after = run.measure(result.messages) + run.extra()
+    ctx, change, event = close_loop(list(result.messages), b, after, frozen)
+    result.messages, result.changes = ctx, [*result.changes, change]
+    result.events = [*result.events, event]
     return result
 
 

@@ -23,14 +23,20 @@ Mapping:
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
 from .. import nesting
 from ..errors import FormatError
 from ..messages import (
+    AudioBlock,
+    DocumentBlock,
     ImageBlock,
     Message,
+    ProviderBlock,
+    RefusalBlock,
+    SearchResultBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -55,9 +61,24 @@ from ._common import (
 )
 
 BOOK = book_key("anthropic")
-BLOCK_TYPES = ("text", "image", "thinking", "redacted_thinking", "tool_use", "tool_result")
+PROVIDER_CALLS = ("server_tool_use", "mcp_tool_use")
+"""Anthropic block types that are a call the provider runs (``id`` pairs it with its result)."""
+PROVIDER_RESULTS = (
+    "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
+    "bash_code_execution_tool_result", "text_editor_code_execution_tool_result",
+    "tool_search_tool_result", "mcp_tool_result",
+)
+"""Anthropic block types that answer a provider-run call (``tool_use_id``)."""
+PROVIDER_KINDS = PROVIDER_CALLS + PROVIDER_RESULTS + ("container_upload",)
+"""Anthropic block types read as :class:`~ctxwise.messages.ProviderBlock`, kept verbatim
+(``anthropic/types/content_block_param.py``; MCP: ``anthropic/types/beta/beta_mcp_tool_use_block_param.py``,
+``beta_request_mcp_tool_result_block_param.py``)."""
+BLOCK_TYPES = ("text", "image", "thinking", "redacted_thinking", "tool_use", "tool_result", "document",
+               "search_result") + PROVIDER_KINDS
 _NATURAL_BLOCK = {
-    "text": ["type", "text"],
+    "text": ["type", "text", "citations"],
+    "document": ["type", "source", "title", "context", "citations"],
+    "search_result": ["type", "source", "title", "content", "citations"],
     "image": ["type", "source"],
     "thinking": ["type", "thinking", "signature"],
     "redacted_thinking": ["type", "data"],
@@ -82,6 +103,11 @@ def _read_image(b: dict[str, Any], place: str, extra: dict[str, Any]) -> ImageBl
         if more:
             extra = {**extra, BOOK: {**extra.get(BOOK, {}), "source": more}}
         return ImageBlock(url=src.get("url"), extra=extra)
+    if src.get("type") == "file" and isinstance(src.get("file_id"), str):
+        more = split_known(src, ("type", "file_id"))
+        if more:
+            extra = {**extra, BOOK: {**extra.get(BOOK, {}), "source": more}}
+        return ImageBlock(file_id=src["file_id"], extra=extra)
     return ImageBlock(extra={**extra, BOOK: {**extra.get(BOOK, {}), "raw_source": src}})
 
 
@@ -129,19 +155,96 @@ def _tool_input(raw: Any, place: str) -> dict[str, Any]:
     raise FormatError(place, f"tool_use input must be a JSON object, got {type(raw).__name__}")
 
 
+_DOC_SOURCES: dict[str, tuple[str, ...]] = {
+    "base64": ("type", "media_type", "data"), "text": ("type", "media_type", "data"),
+    "url": ("type", "url"), "file": ("type", "file_id"), "content": ("type", "content"),
+}
+
+
+def _natural(b: dict[str, Any], t: str) -> list[str]:
+    """The keys of block ``b`` (type ``t``) read into canonical fields: the optional ones
+    (``citations``, ``title``, ``context``) only when they hold a value (an explicit ``null``
+    stays an extra key, so it is written back as it was)."""
+    def known(k: str) -> bool:
+        v = b.get(k)
+        if k == "citations":
+            return isinstance(v, list) if t == "text" else isinstance(v, dict)
+        return isinstance(v, str) if k in ("title", "context") and t == "document" else True
+
+    return [k for k in _NATURAL_BLOCK[t] if known(k)]
+
+
+def _read_document(b: dict[str, Any], place: str, extra: dict[str, Any], book: dict[str, Any]) -> DocumentBlock:
+    """A ``document`` block (``anthropic/types/document_block_param.py``); raises FormatError
+    for a source of an unknown type."""
+    src = need_dict(b.get("source"), place, "a document 'source' object")
+    st = src.get("type")
+    if st not in _DOC_SOURCES:
+        raise FormatError(place, f"unknown document source type {st!r}; expected one of {', '.join(_DOC_SOURCES)}")
+    more = split_known(src, _DOC_SOURCES[st])
+    if more:
+        book["source"] = more
+    content = None
+    if st == "content":
+        raw = src.get("content")
+        content = _read_content(raw, f"{place}, source", None, True, inner=True)
+        form = _content_form(content, raw, "list")
+        if form:
+            book["content"] = form
+    return DocumentBlock(
+        source_type=st, media_type=src.get("media_type"), data=src.get("data"), url=src.get("url"),
+        file_id=src.get("file_id"), content=content, title=None if "title" in extra else b.get("title"),
+        context=None if "context" in extra else b.get("context"),
+        citations=b.get("citations") if "citations" not in extra else None, extra=with_book(extra, BOOK, book))
+
+
+def _read_search_result(b: dict[str, Any], place: str, extra: dict[str, Any], book: dict[str, Any]) -> SearchResultBlock:
+    """A ``search_result`` block (``anthropic/types/search_result_block_param.py``)."""
+    for k in ("source", "title"):
+        if not isinstance(b.get(k), str):
+            raise FormatError(place, f"a search_result needs a string {k!r}, got {b.get(k)!r}")
+    raw = b.get("content")
+    if not isinstance(raw, list):
+        raise FormatError(place, f"search_result content must be a list of text blocks, got {type(raw).__name__}")
+    content = [_read_block(x, f"{place}, content {k}", None, True, inner=True) for k, x in enumerate(raw)]
+    if not all(isinstance(x, TextBlock) for x in content):
+        raise FormatError(place, "search_result content holds text blocks only")
+    return SearchResultBlock(source=b["source"], title=b["title"], content=content,
+                             citations=b.get("citations") if "citations" not in extra else None,
+                             extra=with_book(extra, BOOK, book))
+
+
+def _read_provider(b: dict[str, Any], place: str) -> ProviderBlock:
+    """A server-tool / MCP / container block kept verbatim, paired by ``id`` / ``tool_use_id``."""
+    t = b["type"]
+    key = "id" if t in PROVIDER_CALLS else "tool_use_id" if t in PROVIDER_RESULTS else None
+    cid = b.get(key) if key else None
+    if key and not isinstance(cid, str):
+        raise FormatError(place, f"a {t} block needs a string {key!r}, got {cid!r}")
+    return ProviderBlock(provider="anthropic", kind=t, raw=b, call_id=cid)
+
+
 def _read_block(b: Any, place: str, uses: dict[str, str] | None, strict: bool, inner: bool = False) -> Any:
     b = need_dict(b, place, "a content block object")
     t = b.get("type")
     allowed = ("text", "image") if inner else BLOCK_TYPES
     if t not in allowed:
         raise unknown_block(place, t, allowed)
+    if t in PROVIDER_KINDS:
+        return _read_provider(b, place)
     book: dict[str, Any] = {}
-    order = order_note(b, _NATURAL_BLOCK[t])
+    natural = _natural(b, t)
+    order = order_note(b, natural)
     if order:
         book["order"] = order
-    extra = split_known(b, _NATURAL_BLOCK[t])
+    extra = split_known(b, natural)
     if t == "text":
-        return TextBlock(text=b.get("text", ""), extra=with_book(extra, BOOK, book))
+        cites = b.get("citations") if "citations" in natural else None
+        return TextBlock(text=b.get("text", ""), citations=cites, extra=with_book(extra, BOOK, book))
+    if t == "document":
+        return _read_document(b, place, extra, book)
+    if t == "search_result":
+        return _read_search_result(b, place, extra, book)
     if t == "image":
         return _read_image(b, place, with_book(extra, BOOK, book))
     if t == "thinking":
@@ -181,14 +284,14 @@ def _read_result(b: dict[str, Any], place: str, uses: dict[str, str] | None, str
     )
 
 
-def _read_content(raw: Any, place: str, uses: dict[str, str] | None, strict: bool) -> list[Any]:
+def _read_content(raw: Any, place: str, uses: dict[str, str] | None, strict: bool, inner: bool = False) -> list[Any]:
     if isinstance(raw, str):
         return [TextBlock(text=raw)] if raw else []
     if raw is _ABSENT or raw is None:
         return []
     if not isinstance(raw, list):
         raise FormatError(place, f"content must be a string or a list of blocks, got {type(raw).__name__}")
-    return [_read_block(b, f"{place}, block {k}", uses, strict) for k, b in enumerate(raw)]
+    return [_read_block(b, f"{place}, block {k}", uses, strict, inner) for k, b in enumerate(raw)]
 
 
 def _read_system(system: Any, strict: bool) -> Message:
@@ -265,7 +368,28 @@ def _read_message(raw: dict[str, Any], place: str, uses: dict[str, str] | None, 
                     blocks=blocks, metadata=with_book(meta, BOOK, book))]
 
 
-def _read(payload: Any, strict: bool) -> list[Message]:
+def _read_memo(raw: dict[str, Any], place: str, uses: dict[str, str] | None, strict: bool,
+               carry: Any, base: int) -> list[Message]:
+    """:func:`_read_message` through :func:`_read_text` (keyed by the JSON text of its
+    arguments); input that is not JSON-native, or that raises, is read uncached (the error then
+    names ``place``)."""
+    try:
+        key = json.dumps([raw, uses, carry], ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return _read_message(raw, place, uses, strict, carry, base)
+    try:
+        return list(_read_text(key, strict, base))
+    except FormatError:
+        return _read_message(raw, place, uses, strict, carry, base)
+
+
+@functools.lru_cache(maxsize=8192)
+def _read_text(key: str, strict: bool, base: int) -> tuple[Message, ...]:
+    raw, uses, carry = json.loads(key)
+    return tuple(_read_message(raw, "message", uses, strict, carry, base))
+
+
+def _read(payload: Any, strict: bool, memo: bool = False) -> list[Message]:
     fixes = Fixes()
     out: list[Message] = []
     if isinstance(payload, list):
@@ -285,14 +409,16 @@ def _read(payload: Any, strict: bool) -> list[Message]:
         raw = dict(need_dict(raw, place, "a message object"))
         carry = raw.pop(CARRY, None)
         base = len(out)
-        read = _read_message(raw, place, uses, strict, carry, base)
+        read = (_read_memo(raw, place, uses, strict, carry, base) if memo
+                else _read_message(raw, place, uses, strict, carry, base))
         out.extend(read)
         fixes.take(carry, base)
         uses = {u.id: u.name for u in read[0].blocks if isinstance(u, ToolUseBlock)} if raw["role"] == "assistant" else None
     return fixes.apply(out)
 
 
-def from_anthropic(payload: dict[str, Any] | list[dict[str, Any]], *, strict: bool = True) -> list[Message]:
+def from_anthropic(payload: dict[str, Any] | list[dict[str, Any]], *, strict: bool = True,
+                   memo: bool = False) -> list[Message]:
     """Read an Anthropic ``{"system"?, "messages"}`` payload (or a message list whose first
     element may be a system message) into canonical messages.
 
@@ -304,8 +430,13 @@ def from_anthropic(payload: dict[str, Any] | list[dict[str, Any]], *, strict: bo
 
     With ``strict=False`` a result that answers no call is read as it stands (the provider
     validator reports it) instead of raising.
+
+    ``memo=True`` (for payloads of JSON values only, such as ctxwise's own renders, read again
+    at every call by the wire check): a message read before with the same JSON text, position
+    and preceding calls is taken from a bounded process-wide cache (8,192 messages); the
+    messages returned are then shared, frozen objects.
     """
-    return _read(payload, strict=strict)
+    return _read(payload, strict=strict, memo=memo)
 
 
 # -- writing ------------------------------------------------------------------------------
@@ -317,7 +448,25 @@ def _image_source(b: ImageBlock, book: dict[str, Any]) -> Any:
         return book["raw_source"]
     if b.data is not None:
         return {"type": "base64", "media_type": b.media_type, "data": b.data, **(book.get("source") or {})}
+    if b.file_id is not None and b.url is None:
+        return {"type": "file", "file_id": b.file_id, **(book.get("source") or {})}
     return {"type": "url", "url": b.url, **(book.get("source") or {})}
+
+
+def _document_source(b: DocumentBlock, book: dict[str, Any]) -> dict[str, Any]:
+    """A document's ``source`` object, in the form it was read."""
+    src: dict[str, Any] = {"type": b.source_type}
+    if b.source_type in ("base64", "text"):
+        src.update(media_type=b.media_type, data=b.data)
+    elif b.source_type == "url":
+        src["url"] = b.url
+    elif b.source_type == "file":
+        src["file_id"] = b.file_id
+    else:
+        c = _write_content(list(b.content or []), book.get("content"), "list")
+        src["content"] = [] if c is _ABSENT else c
+    src.update(book.get("source") or {})
+    return src
 
 
 def _write_result(b: ToolResultBlock, book: dict[str, Any]) -> dict[str, Any]:
@@ -329,7 +478,7 @@ def _write_result(b: ToolResultBlock, book: dict[str, Any]) -> dict[str, Any]:
     elif form in ("empty", "str") and not b.output:
         d["content"] = ""
     elif form != "absent" or b.output:
-        d["content"] = [_write_block(x) for x in b.output]
+        d["content"] = _write_blocks(b.output)
     if b.state == "error":
         d["is_error"] = True
     elif "is_error" in book:
@@ -337,10 +486,38 @@ def _write_result(b: ToolResultBlock, book: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
+def _writable(b: Any) -> bool:
+    """Whether the Anthropic format holds block ``b`` (audio, refusals and other providers'
+    blocks it does not: with ``extras=True`` they travel in the carry)."""
+    if isinstance(b, ProviderBlock):
+        return b.provider == "anthropic"
+    return not isinstance(b, (AudioBlock, RefusalBlock))
+
+
+def _write_blocks(blocks: list[Any]) -> list[dict[str, Any]]:
+    return [_write_block(b) for b in blocks if _writable(b)]
+
+
 def _write_block(b: Any) -> dict[str, Any]:
     book = b.extra.get(BOOK) or {}
+    d: dict[str, Any]
+    if isinstance(b, ProviderBlock):
+        d = dict(b.raw)
+        spread(d, b.extra, skip=BOOK)
+        return d
     if isinstance(b, TextBlock):
-        d: dict[str, Any] = {"type": "text", "text": b.text}
+        d = {"type": "text", "text": b.text}
+        if b.citations is not None:
+            d["citations"] = b.citations
+    elif isinstance(b, DocumentBlock):
+        d = {"type": "document", "source": _document_source(b, book)}
+        for k in ("title", "context", "citations"):
+            if getattr(b, k) is not None:
+                d[k] = getattr(b, k)
+    elif isinstance(b, SearchResultBlock):
+        d = {"type": "search_result", "source": b.source, "title": b.title, "content": _write_blocks(b.content)}
+        if b.citations is not None:
+            d["citations"] = b.citations
     elif isinstance(b, ImageBlock):
         d = {"type": "image", "source": _image_source(b, book)}
     elif isinstance(b, ThinkingBlock):
@@ -366,7 +543,7 @@ def _write_content(blocks: list[Any], form: str | None, empty: str) -> Any:
         return ""
     if form == "str" and len(blocks) == 1 and isinstance(blocks[0], TextBlock):
         return blocks[0].text
-    return [_write_block(b) for b in blocks]
+    return _write_blocks(blocks)
 
 
 def _merge_tool_run(messages: list[Message], i: int) -> tuple[list[Any], list[int], int]:
@@ -404,7 +581,7 @@ def _write_message(messages: list[Message], i: int, extras: bool) -> tuple[dict[
         d["role"] = "user"
         if m.name is not None and extras:
             d["name"] = m.name
-        d["content"] = [_write_block(b) for b in blocks]
+        d["content"] = _write_blocks(blocks)
         if extras and len(counts) > 1:
             d[CARRY] = {"parts": counts}
     else:

@@ -30,8 +30,11 @@ from typing import Any, cast
 from .. import nesting
 from ..errors import FormatError
 from ..messages import (
+    AudioBlock,
+    DocumentBlock,
     ImageBlock,
     Message,
+    RefusalBlock,
     Role,
     TextBlock,
     ThinkingBlock,
@@ -58,7 +61,7 @@ from ._common import (
 )
 
 BOOK = book_key("openai")
-PART_TYPES = ("text", "image_url")
+PART_TYPES = ("text", "image_url", "input_audio", "file", "refusal")
 _NATURAL = ["id", "role", "name", "content", "tool_calls", "reasoning_content"]
 _NATURAL_TOOL = ["id", "role", "tool_call_id", "name", "content"]
 _KNOWN = {"id", "role", "name", "content", "tool_calls", "tool_call_id"}
@@ -68,7 +71,39 @@ _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "u
 # -- content ------------------------------------------------------------------------------
 
 
-def _read_parts(content: Any, place: str) -> tuple[list[TextBlock | ImageBlock], str]:
+def _read_part(p: dict[str, Any], place: str) -> Any:
+    """An ``input_audio``, ``file`` or ``refusal`` part (``openai/types/chat/``
+    ``chat_completion_content_part_input_audio_param.py``, ``chat_completion_content_part_param.File``,
+    ``chat_completion_content_part_refusal_param.py``) as its block; FormatError when malformed."""
+    t = p["type"]
+    if t == "refusal":
+        if not isinstance(p.get("refusal"), str):
+            raise FormatError(place, "a refusal part needs a string 'refusal'")
+        return RefusalBlock(text=p["refusal"], extra=split_known(p, ("type", "refusal")))
+    key = "input_audio" if t == "input_audio" else "file"
+    inner = need_dict(p.get(key), place, f"an {key} object")
+    extra = split_known(p, ("type", key))
+    if t == "input_audio":
+        if not isinstance(inner.get("data"), str) or not isinstance(inner.get("format"), str):
+            raise FormatError(place, "input_audio needs string 'data' and 'format'")
+        more = split_known(inner, ("data", "format"))
+        if more:
+            extra[key] = more
+        return AudioBlock(data=inner["data"], format=inner["format"], extra=extra)
+    more = split_known(inner, ("file_data", "file_id", "filename"))
+    if more:
+        extra[key] = more
+    data, fid, name = inner.get("file_data"), inner.get("file_id"), inner.get("filename")
+    if isinstance(data, str):
+        parsed = parse_data_url(data)
+        media, b64 = parsed if parsed else (None, data)
+        return DocumentBlock(source_type="base64", media_type=media, data=b64, file_id=fid, filename=name, extra=extra)
+    if isinstance(fid, str):
+        return DocumentBlock(source_type="file", file_id=fid, filename=name, extra=extra)
+    raise FormatError(place, "a file part needs file_data or file_id")
+
+
+def _read_parts(content: Any, place: str) -> tuple[list[Any], str]:
     """Blocks of a ``content`` value and its form: absent/null/empty/str/list."""
     if content is _ABSENT:
         return [], "absent"
@@ -78,7 +113,7 @@ def _read_parts(content: Any, place: str) -> tuple[list[TextBlock | ImageBlock],
         return ([TextBlock(text=content)], "str") if content else ([], "empty")
     if not isinstance(content, list):
         raise FormatError(place, f"content must be a string, null or a list of parts, got {type(content).__name__}")
-    blocks: list[TextBlock | ImageBlock] = []
+    blocks: list[Any] = []
     for j, part in enumerate(content):
         p = need_dict(part, f"{place}, part {j}", "a content part object")
         t = p.get("type")
@@ -88,15 +123,18 @@ def _read_parts(content: Any, place: str) -> tuple[list[TextBlock | ImageBlock],
             iu = p.get("image_url")
             iu = {"url": iu} if isinstance(iu, str) else need_dict(iu, f"{place}, part {j}", "an image_url object")
             extra = split_known(p, ("type", "image_url"))
-            more = split_known(iu, ("url",))
+            detail = iu.get("detail") if iu.get("detail") in ("low", "high", "auto") else None
+            more = split_known(iu, ("url", "detail") if detail else ("url",))
             if more:
                 extra["image_url"] = more
             url = iu.get("url", "")
             parsed = parse_data_url(url)
             if parsed:
-                blocks.append(image_from_b64(parsed[0], parsed[1], extra))
+                blocks.append(image_from_b64(parsed[0], parsed[1], extra).model_copy(update={"detail": detail}))
             else:
-                blocks.append(ImageBlock(url=url, extra=extra))
+                blocks.append(ImageBlock(url=url, detail=detail, extra=extra))
+        elif t in ("input_audio", "file", "refusal"):
+            blocks.append(_read_part(p, f"{place}, part {j}"))
         else:
             raise unknown_block(f"{place}, part {j}", t, PART_TYPES)
     return blocks, "list"
@@ -123,13 +161,37 @@ def _write_parts(blocks: list[Any], form: str) -> Any:
         if isinstance(b, TextBlock):
             p = {"type": "text", "text": b.text}
             spread(p, b.extra)
-        else:
+        elif isinstance(b, ImageBlock):
             extra = dict(b.extra)
             url = b.url if b.data is None else f"data:{b.media_type or 'image/png'};base64,{b.data}"
-            p = {"type": "image_url", "image_url": {"url": url, **(extra.pop("image_url", None) or {})}}
+            iu: dict[str, Any] = {"url": url, **({"detail": b.detail} if b.detail else {})}
+            p = {"type": "image_url", "image_url": {**iu, **(extra.pop("image_url", None) or {})}}
             spread(p, extra)
+        else:
+            p = _write_part(b)
         parts.append(p)
     return parts
+
+
+def _write_part(b: Any) -> dict[str, Any]:
+    """An audio, document or refusal block as its chat content part (as read)."""
+    extra = dict(b.extra)
+    p: dict[str, Any]
+    if isinstance(b, RefusalBlock):
+        p = {"type": "refusal", "refusal": b.text}
+    elif isinstance(b, AudioBlock):
+        p = {"type": "input_audio", "input_audio": {"data": b.data, "format": b.format, **(extra.pop("input_audio", None) or {})}}
+    else:
+        f: dict[str, Any] = {}
+        if b.data is not None:
+            f["file_data"] = f"data:{b.media_type};base64,{b.data}" if b.media_type else b.data
+        if b.file_id is not None:
+            f["file_id"] = b.file_id
+        if b.filename is not None:
+            f["filename"] = b.filename
+        p = {"type": "file", "file": {**f, **(extra.pop("file", None) or {})}}
+    spread(p, extra)
+    return p
 
 
 class _Absent:
@@ -216,6 +278,8 @@ def _read_chat_blocks(raw: dict[str, Any], place: str, role: str,
             book["reasoning_key"] = rkey
     content, form = _read_parts(raw.get("content", _ABSENT), place)
     blocks.extend(content)
+    if role == "assistant" and isinstance(raw.get("refusal"), str):
+        blocks.append(RefusalBlock(text=raw["refusal"], extra={BOOK: {"key": True}}))
     calls = raw.get("tool_calls", _ABSENT)
     chain: dict[str, str] | None = None
     if isinstance(calls, list) and calls:
@@ -264,6 +328,8 @@ def _read(raw_msgs: Any, strict: bool) -> list[Message]:
             continue
         blocks, rkey, chain = _read_chat_blocks(raw, place, role, book)
         known = set(_KNOWN) | ({rkey} if rkey and role == "assistant" else set())
+        if role == "assistant" and isinstance(raw.get("refusal"), str):
+            known.add("refusal")
         meta = split_known(raw, known)
         fixes.take(carry, len(out))
         out.append(Message(
@@ -354,7 +420,9 @@ def _write_message(m: Message, head: dict[str, Any], reasoning_field: str | None
     if m.name is not None:
         d["name"] = m.name
     thinking = [b for b in m.blocks if isinstance(b, ThinkingBlock)]
-    content = [b for b in m.blocks if isinstance(b, (TextBlock, ImageBlock))]
+    keyed = [b for b in m.blocks if isinstance(b, RefusalBlock) and (b.extra.get(BOOK) or {}).get("key")]
+    content = [b for b in m.blocks if isinstance(b, (TextBlock, ImageBlock, AudioBlock, DocumentBlock))
+               or (isinstance(b, RefusalBlock) and b not in keyed)]
     calls = [b for b in m.blocks if isinstance(b, ToolUseBlock)]
     form = book.get("content") or _default_form(content, bool(calls))
     if form != "absent" or content:
@@ -365,6 +433,8 @@ def _write_message(m: Message, head: dict[str, Any], reasoning_field: str | None
         d["tool_calls"] = book["tool_calls"]
     if thinking and reasoning_field and m.role == "assistant":
         d[book.get("reasoning_key", reasoning_field)] = thinking[0].thinking
+    if keyed:
+        d["refusal"] = keyed[0].text
     if extras:
         spread(d, m.metadata, skip=BOOK)
         d = reorder(d, book.get("order"))

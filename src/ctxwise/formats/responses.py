@@ -26,8 +26,13 @@ from typing import Any, cast
 from .. import nesting
 from ..errors import FormatError
 from ..messages import (
+    PROVIDER_CALL_KINDS,
+    PROVIDER_RESULT_KINDS,
+    DocumentBlock,
     ImageBlock,
     Message,
+    ProviderBlock,
+    RefusalBlock,
     Role,
     TextBlock,
     ThinkingBlock,
@@ -52,8 +57,22 @@ from ._common import (
 )
 
 BOOK = book_key("responses")
-ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output")
-PART_TYPES = ("input_text", "output_text", "input_image")
+MODEL_ITEMS = (
+    "compaction", "web_search_call", "file_search_call", "computer_call", "code_interpreter_call",
+    "image_generation_call", "local_shell_call", "shell_call", "apply_patch_call", "mcp_call", "mcp_list_tools",
+    "mcp_approval_request", "custom_tool_call", "tool_search_call", "program",
+    "computer_call_output", "local_shell_call_output", "shell_call_output", "apply_patch_call_output",
+    "custom_tool_call_output", "mcp_approval_response", "tool_search_output", "program_output",
+)
+"""Responses items read as :class:`~ctxwise.messages.ProviderBlock` into the assistant message
+being read (a hosted or client-run tool loop stays one unit with the reasoning around it):
+``openai/types/responses/response_input_item_param.py``."""
+CLIENT_ITEMS = ("compaction_trigger", "configuration_update", "additional_tools", "item_reference")
+"""Responses items the client adds between turns, each read as a ``user`` message holding one
+:class:`~ctxwise.messages.ProviderBlock` (``compaction_trigger`` must be the last input item)."""
+PROVIDER_ITEMS = MODEL_ITEMS + CLIENT_ITEMS
+ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output") + PROVIDER_ITEMS
+PART_TYPES = ("input_text", "output_text", "input_image", "input_file", "refusal")
 _ROLES: dict[str, Role] = {"user": "user", "system": "system", "developer": "system", "assistant": "assistant"}
 _SKEL = {
     "message": {"type": "message", "role": "assistant", "content": None},
@@ -86,22 +105,66 @@ def _read_parts(content: Any, place: str, default_type: str) -> tuple[list[Any],
         p = need_dict(p, f"{place}, part {j}", "a content part object")
         t = p.get("type")
         if t in ("input_text", "output_text"):
-            rest = {k: (None if k == "text" else v) for k, v in p.items()}
+            notes = p.get("annotations")
+            cites = notes if t == "output_text" and isinstance(notes, list) and notes else None
+            rest = {k: (None if k == "text" or (k == "annotations" and cites) else v) for k, v in p.items()}
             dflt = {"type": default_type, "text": None}
             extra = {} if list(rest.items()) == list(dflt.items()) else {BOOK: {"part": rest}}
-            blocks.append(TextBlock(text=p.get("text", ""), extra=extra))
+            blocks.append(TextBlock(text=p.get("text", ""), citations=cites, extra=extra))
         elif t == "input_image":
-            url = p.get("image_url")
-            parsed = parse_data_url(url) if isinstance(url, str) else None
-            rest = {k: (None if k == "image_url" else v) for k, v in p.items()}
-            extra = {BOOK: {"part": rest}}
-            if parsed:
-                blocks.append(image_from_b64(parsed[0], parsed[1], extra))
-            else:
-                blocks.append(ImageBlock(url=url, extra=extra))
+            blocks.append(_read_image_part(p))
+        elif t == "input_file":
+            blocks.append(_read_file_part(p, f"{place}, part {j}"))
+        elif t == "refusal":
+            rest = {k: (None if k == "refusal" else v) for k, v in p.items()}
+            extra = {} if list(rest.items()) == [("type", "refusal"), ("refusal", None)] else {BOOK: {"part": rest}}
+            blocks.append(RefusalBlock(text=str(p.get("refusal", "")), extra=extra))
         else:
             raise FormatError(f"{place}, part {j}", f"unknown block type {t!r}; expected one of {', '.join(PART_TYPES)}")
     return blocks, None
+
+
+_IMAGE_KEYS = ("image_url", "file_id", "detail")
+_FILE_KEYS = ("file_data", "file_id", "file_url", "filename")
+
+
+def _read_image_part(p: dict[str, Any]) -> ImageBlock:
+    """An ``input_image`` part (``openai/types/responses/response_input_image_param.py``: an
+    ``image_url`` (a URL or a data URL) or a Files-API ``file_id``, and ``detail``)."""
+    url = p.get("image_url")
+    parsed = parse_data_url(url) if isinstance(url, str) else None
+    rest = {k: (None if k in _IMAGE_KEYS else v) for k, v in p.items()}
+    extra = {BOOK: {"part": rest}}
+    fid = p.get("file_id") if isinstance(p.get("file_id"), str) else None
+    detail = p.get("detail") if p.get("detail") in ("low", "high", "auto", "original") else None
+    if detail is None and "detail" in p:
+        rest["detail"] = p["detail"]
+    if fid is None and "file_id" in p:
+        rest["file_id"] = p["file_id"]
+    if parsed:
+        img = image_from_b64(parsed[0], parsed[1], extra)
+        return img.model_copy(update={"file_id": fid, "detail": detail})
+    return ImageBlock(url=url, file_id=fid, detail=detail, extra=extra)
+
+
+def _read_file_part(p: dict[str, Any], place: str) -> DocumentBlock:
+    """An ``input_file`` part (``openai/types/responses/response_input_file_param.py``:
+    ``file_data`` (a data URL), ``file_url`` or ``file_id``, and ``filename``) as a document."""
+    rest = {k: (None if k in _FILE_KEYS else v) for k, v in p.items()}
+    extra = {BOOK: {"part": rest}}
+    name = p.get("filename") if isinstance(p.get("filename"), str) else None
+    data = p.get("file_data")
+    if isinstance(data, str):
+        parsed = parse_data_url(data)
+        if parsed is None:
+            raise FormatError(place, "input_file file_data must be a data URL (data:<type>;base64,<data>)")
+        return DocumentBlock(source_type="base64", media_type=parsed[0], data=parsed[1], filename=name,
+                             file_id=p.get("file_id"), url=p.get("file_url"), extra=extra)
+    if isinstance(p.get("file_url"), str):
+        return DocumentBlock(source_type="url", url=p["file_url"], filename=name, file_id=p.get("file_id"), extra=extra)
+    if isinstance(p.get("file_id"), str):
+        return DocumentBlock(source_type="file", file_id=p["file_id"], filename=name, extra=extra)
+    raise FormatError(place, "an input_file needs file_data, file_url or file_id")
 
 
 def _item_type(raw: dict[str, Any], place: str) -> str:
@@ -113,6 +176,25 @@ def _item_type(raw: dict[str, Any], place: str) -> str:
     if t == "message" and raw.get("role") not in _ROLES:
         raise FormatError(place, f"unknown role {raw.get('role')!r}; expected one of {', '.join(_ROLES)}")
     return str(t)
+
+
+def _call_key(t: str) -> str | None:
+    """The key of a provider item that pairs a call with its output (None: not paired)."""
+    if t == "local_shell_call_output":
+        return "id"  # LocalShellCallOutput.id is the call's id
+    if t == "mcp_approval_request":
+        return "id"
+    if t == "mcp_approval_response":
+        return "approval_request_id"
+    fam = "openai_responses"
+    return "call_id" if t in PROVIDER_CALL_KINDS[fam] or t in PROVIDER_RESULT_KINDS[fam] else None
+
+
+def _read_provider(raw: dict[str, Any], t: str) -> ProviderBlock:
+    """A provider item kept verbatim (``call_id`` per :func:`_call_key`)."""
+    key = _call_key(t)
+    cid = raw.get(key) if key else None
+    return ProviderBlock(provider="openai_responses", kind=t, raw=raw, call_id=cid if isinstance(cid, str) else None)
 
 
 def _read_reasoning(raw: dict[str, Any], loose: dict[str, Any]) -> ThinkingBlock:
@@ -159,7 +241,7 @@ def _read_assistant_parts(raw: dict[str, Any], loose: dict[str, Any], place: str
     that it starts a new item when it follows text in ``pending``)."""
     blocks, form = _read_parts(raw.get("content", []), place, "output_text")
     sk = _skeleton(raw, ("content",))
-    follows = bool(pending) and isinstance(pending[-1], (TextBlock, ImageBlock))
+    follows = bool(pending) and isinstance(pending[-1], (TextBlock, ImageBlock, RefusalBlock))
     head: dict[str, Any] = {"start": True} if follows else {}
     if sk:
         head["item"] = sk
@@ -238,11 +320,14 @@ def _read(items: Any, strict: bool) -> list[Message]:
         raw = dict(need_dict(raw, place, "an item object"))
         carry = raw.pop(CARRY, None)
         t = _item_type(raw, place)
-        if t in ("reasoning", "function_call") or (t == "message" and raw["role"] == "assistant"):
+        if t in ("reasoning", "function_call") + MODEL_ITEMS or (t == "message" and raw["role"] == "assistant"):
             if pending is None:
                 pending = []
                 fixes.take(carry, len(out))
-            pending.extend(_read_assistant_item(raw, t, place, pending, calls))
+            if t in MODEL_ITEMS:
+                pending.append(_read_provider(raw, t))
+            else:
+                pending.extend(_read_assistant_item(raw, t, place, pending, calls))
             continue
         if pending is not None:
             out.append(Message(id=default_id(len(out)), role="assistant", blocks=pending))
@@ -250,7 +335,9 @@ def _read(items: Any, strict: bool) -> list[Message]:
         base = len(out)
         fixes.take(carry, base)
         book: dict[str, Any] = {"no_type": True} if "type" not in raw else {}
-        if t == "function_call_output":
+        if t in CLIENT_ITEMS:
+            out.append(Message(id=default_id(base), role="user", blocks=[_read_provider(raw, t)]))
+        elif t == "function_call_output":
             out.append(_read_output(raw, place, strict, calls, default_id(base), book))
         else:
             out.append(_read_message(raw, place, default_id(base), book))
@@ -279,11 +366,27 @@ def _write_parts(blocks: list[Any], default_type: str) -> list[dict[str, Any]]:
         part = (b.extra.get(BOOK) or {}).get("part")
         if isinstance(b, ImageBlock):
             url = b.url if b.data is None else f"data:{b.media_type or 'image/png'};base64,{b.data}"
-            p = {**(part or {"type": "input_image", "image_url": None}), "image_url": url}
+            vals: dict[str, Any] = {"image_url": url, "file_id": b.file_id, "detail": b.detail}
+            p = _fill(part or {"type": "input_image", "image_url": None}, vals)
+        elif isinstance(b, DocumentBlock):
+            data = f"data:{b.media_type or 'application/pdf'};base64,{b.data}" if b.source_type == "base64" else None
+            vals = {"file_data": data, "file_id": b.file_id, "file_url": b.url, "filename": b.filename}
+            p = _fill(part or {"type": "input_file", **{k: None for k, v in vals.items() if v is not None}}, vals)
+        elif isinstance(b, RefusalBlock):
+            p = {**(part or {"type": "refusal", "refusal": None}), "refusal": b.text}
         else:
-            p = {**(part or {"type": default_type, "text": None}), "text": getattr(b, "text", "")}
+            p = _fill(part or {"type": default_type, "text": None},
+                      {"text": getattr(b, "text", ""), "annotations": getattr(b, "citations", None)})
         parts.append(p)
     return parts
+
+
+def _fill(part: dict[str, Any], vals: dict[str, Any]) -> dict[str, Any]:
+    """``part`` with its ``None`` placeholders for ``vals``' keys filled in (a key the part
+    does not have is added when its value is set)."""
+    out = {k: (vals[k] if k in vals and v is None else v) for k, v in part.items()}
+    out.update((k, v) for k, v in vals.items() if k not in out and v is not None)
+    return out
 
 
 def _plain(blocks: list[Any]) -> bool:
@@ -324,13 +427,17 @@ def _write_assistant(m: Message) -> list[dict[str, Any]]:
     cur: dict[str, Any] | None = None
     for b in m.blocks:
         bk = b.extra.get(BOOK) or {}
-        if isinstance(b, ThinkingBlock):
+        if isinstance(b, ProviderBlock):
+            if b.provider == "openai_responses":
+                units.append(dict(b.raw))
+            cur = None
+        elif isinstance(b, ThinkingBlock):
             units.append(_write_reasoning(b, bk))
             cur = None
         elif isinstance(b, ToolUseBlock):
             units.append(_write_function_call(b, bk))
             cur = None
-        elif isinstance(b, (TextBlock, ImageBlock)):
+        elif isinstance(b, (TextBlock, ImageBlock, RefusalBlock)):
             if cur is None or bk.get("start"):
                 cur = {**(bk.get("item") or _SKEL["message"]), "content": []}
                 spread(cur, b.extra, skip=BOOK)
@@ -350,6 +457,8 @@ def _write_item(m: Message, extras: bool) -> dict[str, Any]:
     """A user, system or tool message as one item (a ``tool`` message as its
     ``function_call_output``)."""
     book = m.metadata.get(BOOK) or {}
+    if len(m.blocks) == 1 and isinstance(m.blocks[0], ProviderBlock) and m.blocks[0].provider == "openai_responses":
+        return dict(m.blocks[0].raw)
     if m.role == "tool":
         r = m.tool_results[0] if m.tool_results else None
         d: dict[str, Any] = {"type": "function_call_output", "call_id": r.tool_use_id if r else ""}

@@ -32,6 +32,7 @@ from ..units import last_user_index
 from .profiles import REASONING_PREFIX_CHANGED, ProviderProfile
 
 _MEMO = "ctxwise/bound-content"
+_MEMO_OWN = "ctxwise/bound-own"
 
 
 def content_digest(m: Message) -> str:
@@ -51,11 +52,16 @@ def _step(chain: str, digest: str) -> str:
 
 
 def _own(m: Message) -> str:
-    """The digest of ``m``'s blocks before its last reasoning block (its own prefix)."""
-    last = max((k for k, b in enumerate(m.blocks) if isinstance(b, ThinkingBlock)), default=0)
-    head = [b.model_dump(mode="json") for b in m.blocks[:last]]
-    return hashlib.sha256(json.dumps(head, ensure_ascii=False, sort_keys=True,
-                                     separators=(",", ":")).encode("utf-8")).hexdigest()
+    """The digest of ``m``'s blocks before its last reasoning block (its own prefix). Kept in
+    the message's memo."""
+    memo = m.memo()
+    found = memo.get(_MEMO_OWN)
+    if found is None:
+        last = max((k for k, b in enumerate(m.blocks) if isinstance(b, ThinkingBlock)), default=0)
+        head = [b.model_dump(mode="json") for b in m.blocks[:last]]
+        found = memo[_MEMO_OWN] = hashlib.sha256(json.dumps(
+            head, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+    return found
 
 
 def bound_digests(messages: Sequence[Message]) -> list[str]:

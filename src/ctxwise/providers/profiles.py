@@ -68,6 +68,9 @@ REASONING_ITEM_MISSING = "reasoning-item-missing"
 DUPLICATE_TOOL_CALL_ID = "duplicate-tool-call-id"
 WIRE_SCHEMA = "wire-schema"
 REASONING_PREFIX_CHANGED = "reasoning-prefix-changed"
+PROVIDER_RESULT_WITHOUT_CALL = "provider-result-without-call"
+FOREIGN_PROVIDER_BLOCK = "foreign-provider-block"
+BLOCK_NOT_SENDABLE = "block-not-sendable"
 CALL_ID_TOO_LONG = "call-id-too-long"
 CALL_ID_CHARSET = "call-id-charset"
 FIRST_MESSAGE_ROLE = "first-message-role"
@@ -112,6 +115,12 @@ RULES: Mapping[str, str] = MappingProxyType(
         REASONING_PREFIX_CHANGED: "reasoning bound to its prefix (Anthropic preserved thinking, "
         "OpenAI Responses all_turns): a reasoning block sent after an earlier message changed "
         "since the request that produced it",
+        PROVIDER_RESULT_WITHOUT_CALL: "a provider-run tool's result (Anthropic web_search_tool_result, "
+        "mcp_tool_result, ...; Responses shell_call_output, ...) with no call of the same id before it",
+        FOREIGN_PROVIDER_BLOCK: "a provider block (server tool, MCP, hosted call, compaction item) "
+        "read from one provider family, sent to another",
+        BLOCK_NOT_SENDABLE: "a block the target API has no form for (audio to Anthropic, a "
+        "search_result to OpenAI, a Files-API image to Chat Completions, ...)",
         CALL_ID_TOO_LONG: "a tool call id longer than the provider takes (OpenAI: 40 characters)",
         CALL_ID_CHARSET: "a tool call id with characters the provider refuses (Anthropic: "
         "^[a-zA-Z0-9_-]+$)",

@@ -6,6 +6,16 @@ one user message of ``tool_result`` blocks (``content`` a string or text / image
 ``is_error: true`` for an error state); assistant content is a list of ``thinking``
 (with its ``signature``), ``redacted_thinking``, ``text``, ``image`` and ``tool_use`` blocks.
 
+Other blocks: ``text`` keeps its ``citations``; an image with a Files-API ``file_id`` is sent
+as a ``{"type": "file", "file_id"}`` source; :class:`~ctxwise.messages.DocumentBlock` ->
+``document`` and :class:`~ctxwise.messages.SearchResultBlock` -> ``search_result``
+(``anthropic/types/document_block_param.py``, ``search_result_block_param.py``); an Anthropic
+:class:`~ctxwise.messages.ProviderBlock` (``server_tool_use``, ``web_search_tool_result``,
+``web_fetch_tool_result``, the code-execution results, ``mcp_tool_use`` / ``mcp_tool_result``,
+``container_upload``) is sent exactly as it was read. Blocks Anthropic has no form for (audio,
+refusals, other providers' blocks) are not written: :func:`ctxwise.providers.check` reports
+them (``block-not-sendable``, ``foreign-provider-block``) before a payload is built.
+
 Thinking blocks without a signature (DeepSeek / OpenAI-compatible reasoning read from another
 provider's record) are not sent: Anthropic verifies every thinking block's signature
 ("Invalid `signature` in `thinking` block") and ignores the thinking of earlier turns
@@ -27,17 +37,58 @@ breakpoint on their static prefix and move the other forward with the conversati
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from ..messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ..messages import (
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    ProviderBlock,
+    SearchResultBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 
 
 def _image(b: ImageBlock) -> dict[str, Any]:
+    src: dict[str, Any]
     if b.data is not None:
         src = {"type": "base64", "media_type": b.media_type or "image/png", "data": b.data}
+    elif b.url is None and b.file_id is not None:
+        src = {"type": "file", "file_id": b.file_id}  # anthropic/types/file_image_source_param.py
     else:
         src = {"type": "url", "url": b.url or ""}
     return {"type": "image", "source": src}
+
+
+def _document(b: DocumentBlock) -> dict[str, Any]:
+    """A ``document`` block (``anthropic/types/document_block_param.py``)."""
+    src: dict[str, Any] = {"type": b.source_type}
+    if b.source_type == "base64":
+        src.update(media_type=b.media_type or "application/pdf", data=b.data or "")
+    elif b.source_type == "text":
+        src.update(media_type="text/plain", data=b.data or "")
+    elif b.source_type == "url":
+        src["url"] = b.url or ""
+    elif b.source_type == "file":
+        src["file_id"] = b.file_id or ""
+    else:
+        src["content"] = [d for d in (_block(x) for x in b.content or []) if d is not None]
+    d: dict[str, Any] = {"type": "document", "source": src}
+    for k in ("title", "context", "citations"):
+        if getattr(b, k) is not None:
+            d[k] = getattr(b, k)
+    return d
+
+
+def _text(b: TextBlock) -> dict[str, Any]:
+    d: dict[str, Any] = {"type": "text", "text": b.text}
+    if b.citations is not None:
+        d["citations"] = b.citations
+    return d
 
 
 MAX_CACHE_BREAKPOINTS = 4
@@ -50,6 +101,10 @@ def _cache_control(b: Any) -> dict[str, Any] | None:
 
 
 def _block(b: Any) -> dict[str, Any] | None:
+    if isinstance(b, ProviderBlock):
+        # kept verbatim (its own cache_control included); another provider's block is not sent
+        # (check() reports it as foreign-provider-block before anything is rendered)
+        return copy.deepcopy(b.raw) if b.provider == "anthropic" else None
     d = _plain_block(b)
     if d is not None and d["type"] not in ("thinking", "redacted_thinking") and (cc := _cache_control(b)):
         d["cache_control"] = dict(cc)
@@ -58,9 +113,17 @@ def _block(b: Any) -> dict[str, Any] | None:
 
 def _plain_block(b: Any) -> dict[str, Any] | None:
     if isinstance(b, TextBlock):
-        return {"type": "text", "text": b.text}
+        return _text(b)
     if isinstance(b, ImageBlock):
         return _image(b)
+    if isinstance(b, DocumentBlock):
+        return _document(b)
+    if isinstance(b, SearchResultBlock):
+        sr: dict[str, Any] = {"type": "search_result", "source": b.source, "title": b.title,
+                              "content": [_text(x) for x in b.content]}
+        if b.citations is not None:
+            sr["citations"] = b.citations
+        return sr
     if isinstance(b, ThinkingBlock):
         if b.redacted:
             return {"type": "redacted_thinking", "data": b.thinking}
@@ -69,9 +132,10 @@ def _plain_block(b: Any) -> dict[str, Any] | None:
         return {"type": "thinking", "thinking": b.thinking, "signature": b.signature}
     if isinstance(b, ToolUseBlock):
         return {"type": "tool_use", "id": b.id, "name": b.name, "input": b.input}
-    assert isinstance(b, ToolResultBlock)
+    if not isinstance(b, ToolResultBlock):
+        return None  # audio, refusal: Anthropic has no such block (check(): block-not-sendable)
     d: dict[str, Any] = {"type": "tool_result", "tool_use_id": b.tool_use_id}
-    if len(b.output) == 1 and isinstance(b.output[0], TextBlock):
+    if len(b.output) == 1 and isinstance(b.output[0], TextBlock) and b.output[0].citations is None:
         d["content"] = b.output[0].text
     elif b.output:
         d["content"] = [_block(x) for x in b.output]
@@ -94,7 +158,8 @@ def render(messages: list[Message], native_system: bool = False) -> dict[str, An
     i, n = 0, len(messages)
     if n and messages[0].role == "system":
         blocks = messages[0].blocks
-        if len(blocks) == 1 and isinstance(blocks[0], TextBlock) and _cache_control(blocks[0]) is None:
+        if (len(blocks) == 1 and isinstance(blocks[0], TextBlock) and _cache_control(blocks[0]) is None
+                and blocks[0].citations is None):
             payload["system"] = blocks[0].text
         else:
             payload["system"] = [d for d in (_block(b) for b in blocks if isinstance(b, TextBlock)) if d]
@@ -118,7 +183,7 @@ def render(messages: list[Message], native_system: bool = False) -> dict[str, An
 def _message(m: Message, native_system: bool) -> dict[str, Any]:
     """One user, assistant or (``native_system``) system message."""
     if (m.role == "user" and len(m.blocks) == 1 and isinstance(m.blocks[0], TextBlock)
-            and _cache_control(m.blocks[0]) is None):
+            and _cache_control(m.blocks[0]) is None and m.blocks[0].citations is None):
         return {"role": "user", "content": m.blocks[0].text}
     if m.role == "system" and native_system:
         return {"role": "system", "content": _blocks([b for b in m.blocks if isinstance(b, TextBlock)])}

@@ -5,7 +5,9 @@ Shape (https://platform.openai.com/docs/api-reference/chat/create): a list of
 ``{"role": "assistant", "content", "name"?, "tool_calls"?, "<reasoning_field>"?}`` and
 ``{"role": "tool", "tool_call_id", "content"}``. ``content`` is a string when the message is
 one text block, else a list of ``text`` / ``image_url`` parts (images only in user
-messages: the API takes none elsewhere; a tool result's images are named in its text, see
+messages: the API takes none elsewhere; also ``input_audio`` and ``file`` parts for audio and
+base64 / Files-API documents; an assistant refusal is the message's ``refusal``; image
+``detail`` is kept; a tool result's images are named in its text, see
 :func:`_tool_text`, so the model knows it did not get them). One canonical tool message with several results
 becomes several ``tool`` messages. DeepSeek thinking mode passes reasoning back as
 ``reasoning_content`` (https://api-docs.deepseek.com/guides/thinking_mode).
@@ -15,7 +17,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ..messages import (
+    AudioBlock,
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    RefusalBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from .arguments import call_arguments
 
 
@@ -26,16 +38,51 @@ def thinking_text(blocks: list[ThinkingBlock]) -> str:
 
 def _image(b: ImageBlock) -> dict[str, Any]:
     url = b.url if b.data is None else f"data:{b.media_type or 'image/png'};base64,{b.data}"
-    return {"type": "image_url", "image_url": {"url": url or ""}}
+    iu: dict[str, Any] = {"url": url or ""}
+    if b.detail in ("low", "high", "auto"):
+        iu["detail"] = b.detail
+    return {"type": "image_url", "image_url": iu}
 
 
-def _content(blocks: list[Any], images: bool) -> Any:
-    parts = [b for b in blocks if isinstance(b, TextBlock) or (images and isinstance(b, ImageBlock))]
+def _part(b: Any) -> dict[str, Any]:
+    """A user content part: text, ``image_url``, ``input_audio``
+    (``chat_completion_content_part_input_audio_param.py``) or ``file``
+    (``chat_completion_content_part_param.File``: a data URL or a Files-API id)."""
+    if isinstance(b, TextBlock):
+        return {"type": "text", "text": b.text}
+    if isinstance(b, ImageBlock):
+        return _image(b)
+    if isinstance(b, AudioBlock):
+        return {"type": "input_audio", "input_audio": {"data": b.data, "format": b.format}}
+    f: dict[str, Any] = {}
+    if b.source_type == "base64":
+        f["file_data"] = f"data:{b.media_type or 'application/pdf'};base64,{b.data or ''}"
+    else:
+        f["file_id"] = b.file_id or ""
+    if b.filename is not None:
+        f["filename"] = b.filename
+    return {"type": "file", "file": f}
+
+
+def _sendable(b: Any, user: bool) -> bool:
+    if isinstance(b, TextBlock):
+        return True
+    if not user:
+        return False
+    if isinstance(b, ImageBlock):
+        return b.data is not None or b.url is not None
+    if isinstance(b, DocumentBlock):
+        return b.source_type in ("base64", "file")
+    return isinstance(b, AudioBlock)
+
+
+def _content(blocks: list[Any], user: bool) -> Any:
+    parts = [b for b in blocks if _sendable(b, user)]
     if len(parts) == 1 and isinstance(parts[0], TextBlock):
         return parts[0].text
     if not parts:
         return ""
-    return [{"type": "text", "text": b.text} if isinstance(b, TextBlock) else _image(b) for b in parts]
+    return [_part(b) for b in parts]
 
 
 def _tool_text(r: ToolResultBlock) -> str:
@@ -94,7 +141,10 @@ def render(messages: list[Message], *, reasoning_field: str | None, tool_names: 
         if m.role == "assistant":
             calls = m.tool_uses
             texts = [b for b in m.blocks if isinstance(b, TextBlock)]
-            d["content"] = _content(texts, False) if texts or not calls else None
+            refusals = [b.text for b in m.blocks if isinstance(b, RefusalBlock)]
+            d["content"] = _content(texts, False) if texts or not (calls or refusals) else None
+            if refusals:  # chat_completion_assistant_message_param.py ``refusal``
+                d["refusal"] = "\n".join(refusals)
             if calls:
                 d["tool_calls"] = [_call(b, extensions) for b in calls]
                 names = {b.id: b.name for b in calls}

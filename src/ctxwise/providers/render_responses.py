@@ -12,6 +12,15 @@ Shape (https://platform.openai.com/docs/api-reference/responses/create):
   (https://platform.openai.com/docs/guides/reasoning, "Keeping reasoning items in context");
 * a tool message -> one ``function_call_output`` per result.
 
+Other blocks: a Responses :class:`~ctxwise.messages.ProviderBlock` (``compaction``,
+``compaction_trigger``, ``configuration_update``, hosted and client-run tool calls and their
+outputs: ``web_search_call``, ``local_shell_call(_output)``, ``shell_call(_output)``,
+``apply_patch_call(_output)``, ``mcp_call``, ...) is sent exactly as it was read, where it
+was read; an image keeps its ``detail`` and Files-API ``file_id``; a document from base64, a
+URL or a file id is an ``input_file`` part; a refusal is a ``refusal`` part of its output
+message. Other families' blocks and blocks Responses has no form for are not written:
+:func:`ctxwise.providers.check` reports them first.
+
 Reasoning is sent only for thinking blocks read from Responses items (they carry the
 ``rs_...`` id the API looks up, and ``encrypted_content``); reasoning from other providers
 cannot be verified by OpenAI and is not sent.
@@ -19,9 +28,19 @@ cannot be verified by OpenAI and is not sent.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from ..messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolUseBlock
+from ..messages import (
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    ProviderBlock,
+    RefusalBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
 from .arguments import call_arguments
 
 _BOOK = "_responses"
@@ -43,9 +62,40 @@ def _parts(blocks: list[Any]) -> Any:
         if isinstance(b, TextBlock):
             out.append({"type": "input_text", "text": b.text})
         elif isinstance(b, ImageBlock):
-            url = b.url if b.data is None else f"data:{b.media_type or 'image/png'};base64,{b.data}"
-            out.append({"type": "input_image", "image_url": url, "detail": "auto"})
+            out.append(_image(b))
+        elif isinstance(b, DocumentBlock) and b.source_type in ("base64", "url", "file"):
+            out.append(_file(b))
     return out
+
+
+def _image(b: ImageBlock) -> dict[str, Any]:
+    """An ``input_image`` part (``openai/types/responses/response_input_image_param.py``):
+    a URL, a data URL or a Files-API ``file_id``; ``detail`` as stored, ``auto`` by default."""
+    part: dict[str, Any] = {"type": "input_image"}
+    if b.data is not None:
+        part["image_url"] = f"data:{b.media_type or 'image/png'};base64,{b.data}"
+    elif b.url is not None:
+        part["image_url"] = b.url
+    elif b.file_id is not None:
+        part["file_id"] = b.file_id
+    else:
+        part["image_url"] = ""
+    part["detail"] = b.detail if b.detail in ("low", "high", "auto") else "auto"
+    return part
+
+
+def _file(b: DocumentBlock) -> dict[str, Any]:
+    """An ``input_file`` part (``openai/types/responses/response_input_file_param.py``)."""
+    part: dict[str, Any] = {"type": "input_file"}
+    if b.source_type == "base64":
+        part["file_data"] = f"data:{b.media_type or 'application/pdf'};base64,{b.data or ''}"
+    elif b.source_type == "url":
+        part["file_url"] = b.url or ""
+    else:
+        part["file_id"] = b.file_id or ""
+    if b.filename is not None:
+        part["filename"] = b.filename
+    return part
 
 
 def _reasoning(b: ThinkingBlock) -> dict[str, Any] | None:
@@ -65,30 +115,40 @@ def _reasoning(b: ThinkingBlock) -> dict[str, Any] | None:
     return item
 
 
+def _output_part(b: TextBlock | RefusalBlock) -> dict[str, Any]:
+    if isinstance(b, RefusalBlock):
+        return {"type": "refusal", "refusal": b.text}
+    return {"type": "output_text", "text": b.text, "annotations": b.citations or []}
+
+
 def _assistant(m: Message) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
-    run: list[TextBlock] = []
+    run: list[TextBlock | RefusalBlock] = []
 
     def flush() -> None:
         if not run:
             return
-        text = "".join(b.text for b in run) if len(run) > 1 else run[0].text
         mid = _item_note(run[0]).get("id")
         if isinstance(mid, str) and mid:
             items.append({"type": "message", "role": "assistant", "id": mid, "status": "completed",
-                          "content": [{"type": "output_text", "text": b.text, "annotations": []} for b in run]})
-        else:
-            items.append({"type": "message", "role": "assistant", "content": text})
+                          "content": [_output_part(b) for b in run]})
+        else:  # the short form holds text only (a refusal needs its output message id: check())
+            texts = [b.text for b in run if isinstance(b, TextBlock)]
+            if texts:
+                items.append({"type": "message", "role": "assistant", "content": "".join(texts)})
         run.clear()
 
     for b in m.blocks:
-        if isinstance(b, TextBlock):
+        if isinstance(b, (TextBlock, RefusalBlock)):
             if run and (b.extra.get(_BOOK) or {}).get("start"):
                 flush()
             run.append(b)
             continue
         flush()
-        if isinstance(b, ThinkingBlock):
+        if isinstance(b, ProviderBlock):
+            if b.provider == "openai_responses":  # kept verbatim; another family's: check() refuses it
+                items.append(copy.deepcopy(b.raw))
+        elif isinstance(b, ThinkingBlock):
             r = _reasoning(b)
             if r is not None:
                 items.append(r)
@@ -116,6 +176,9 @@ def render(messages: list[Message]) -> list[dict[str, Any]]:
                 imgs = any(isinstance(o, ImageBlock) for o in r.output)
                 output = _parts(r.output) if imgs else r.text
                 out.append({"type": "function_call_output", "call_id": r.tool_use_id, "output": output})
+        elif m.blocks and all(isinstance(b, ProviderBlock) for b in m.blocks):
+            out.extend(copy.deepcopy(b.raw) for b in m.blocks if isinstance(b, ProviderBlock)
+                       and b.provider == "openai_responses")
         else:
             out.append({"type": "message", "role": m.role, "content": _parts(m.blocks)})
     return out

@@ -9,10 +9,29 @@ from __future__ import annotations
 from collections import Counter
 
 from ..errors import Violation
-from ..messages import ImageBlock, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from typing import Any
+
+from ..messages import (
+    PROVIDER_CALL_KINDS,
+    PROVIDER_RESULT_KINDS,
+    AudioBlock,
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    ProviderBlock,
+    RefusalBlock,
+    SearchResultBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from ..units import is_user_input
 from .profiles import (
     BLANK_TEXT_BLOCK,
+    BLOCK_NOT_SENDABLE,
+    FOREIGN_PROVIDER_BLOCK,
+    PROVIDER_RESULT_WITHOUT_CALL,
     DUPLICATE_TOOL_RESULT,
     EMPTY_CONTENT,
     EMPTY_TOOL_RESULT,
@@ -150,7 +169,8 @@ def check_empty_content(messages: list[Message], profile: ProviderProfile) -> li
                             found.append(_v(profile, i, BLANK_TEXT_BLOCK,
                                             f"block {k}: output block {q} of result for "
                                             f"{b.tool_use_id!r} is blank"))
-            elif isinstance(b, (ImageBlock, ToolUseBlock)):
+            elif isinstance(b, (ImageBlock, ToolUseBlock, DocumentBlock, SearchResultBlock, AudioBlock,
+                                RefusalBlock, ProviderBlock)):
                 has_content = True
             elif isinstance(b, ThinkingBlock) and profile.reasoning_passback in _BLOCKS:
                 has_content = True
@@ -189,4 +209,80 @@ def check_call_order(messages: list[Message], profile: ProviderProfile) -> list[
             after = f"a {prev} message" if prev else "nothing (it is first)"
             out.append(_v(profile, i, TOOL_CALL_ORDER,
                           f"assistant message with tool calls follows {after}"))
+    return out
+
+
+def family(profile: ProviderProfile) -> str:
+    """The :class:`~ctxwise.messages.ProviderBlock` family a profile's wire sends:
+    ``anthropic``, ``openai_responses``, or ``openai_chat`` (``gemini`` for the Gemini profile)."""
+    if profile.wire == "anthropic":
+        return "anthropic"
+    if profile.wire == "responses":
+        return "openai_responses"
+    return "gemini" if profile.name == "gemini" else "openai_chat"
+
+
+def not_sendable(b: Any, role: str, profile: ProviderProfile) -> str | None:
+    """Why block ``b`` of a ``role`` message cannot be sent on ``profile``'s wire, or None.
+
+    Sources: Anthropic ``anthropic/types/message_content_param.py`` (no audio or refusal block);
+    Responses ``openai/types/responses/response_input_content_param.py`` (``input_text`` /
+    ``input_image`` / ``input_file``: a document goes as ``input_file`` from base64, a URL or a
+    file id) and ``response_output_message_param.py`` (``refusal`` in assistant output);
+    Chat Completions ``openai/types/chat/chat_completion_content_part_param.py`` (user parts:
+    text, ``image_url`` with a URL, ``input_audio``, ``file`` from base64 or a file id) and
+    ``chat_completion_assistant_message_param.py`` (``refusal``).
+    """
+    wire = profile.wire
+    if isinstance(b, SearchResultBlock) and wire != "anthropic":
+        return "search_result blocks are Anthropic-only"
+    if isinstance(b, AudioBlock):
+        if wire != "chat":
+            return f"{profile.title} takes no audio input block"
+        if role != "user":
+            return "input_audio is a user content part"
+    if isinstance(b, RefusalBlock):
+        if wire == "anthropic":
+            return "Anthropic has no refusal block"
+        if role != "assistant":
+            return "a refusal is assistant content"
+    if isinstance(b, DocumentBlock) and wire != "anthropic":
+        ok = ("base64", "url", "file") if wire == "responses" else ("base64", "file")
+        if b.source_type not in ok:
+            return f"a document from a {b.source_type!r} source has no {profile.title} form (takes {', '.join(ok)})"
+        if role != "user":
+            return "a file part is user content"
+    if isinstance(b, ImageBlock) and wire == "chat" and b.data is None and b.url is None:
+        return "a Files-API image (file_id) has no Chat Completions form (image_url takes a URL)"
+    return None
+
+
+def check_provider_blocks(messages: list[Message], profile: ProviderProfile) -> list[Violation]:
+    """Blocks the target can send: no other family's :class:`~ctxwise.messages.ProviderBlock`
+    (``foreign-provider-block``), no block the wire has no form for (``block-not-sendable``,
+    see :func:`not_sendable`), and every provider-run result after its call
+    (``provider-result-without-call``: Anthropic "tool_use ids ... must have a corresponding
+    server_tool_use block"; Responses "No tool call found for ... output with call_id").
+    A tool result's output blocks are checked as content of the tool message."""
+    fam = family(profile)
+    out: list[Violation] = []
+    calls: set[str] = set()
+    for i, m in enumerate(messages):
+        blocks: list[Any] = list(m.blocks) + [o for r in m.tool_results for o in r.output]
+        for k, b in enumerate(blocks):
+            where = f"block {k}" if k < len(m.blocks) else "tool result output"
+            if isinstance(b, ProviderBlock):
+                if b.provider != fam:
+                    out.append(_v(profile, i, FOREIGN_PROVIDER_BLOCK,
+                                  f"{where}: a {b.provider} {b.kind!r} block cannot be sent to {profile.title}"))
+                    continue
+                if b.kind in PROVIDER_CALL_KINDS.get(fam, ()) and b.call_id is not None:
+                    calls.add(b.call_id)
+                elif b.kind in PROVIDER_RESULT_KINDS.get(fam, ()) and b.call_id not in calls:
+                    out.append(_v(profile, i, PROVIDER_RESULT_WITHOUT_CALL,
+                                  f"{where}: {b.kind} for {b.call_id!r} has no call with that id before it"))
+                continue
+            why = not_sendable(b, m.role, profile)
+            if why:
+                out.append(_v(profile, i, BLOCK_NOT_SENDABLE, f"{where}: {b.type} block: {why}"))
     return out

@@ -46,6 +46,7 @@ _OWN: dict[str, Any] = {
     "chat:system": own.ChatSystem, "chat:user": own.ChatUser, "chat:assistant": own.ChatAssistant,
     "chat:tool": own.ChatTool,
     "anthropic:system": own.ASystem, "anthropic:user": own.AUser, "anthropic:assistant": own.AAssistant,
+    "anthropic:beta:user": own.AUser, "anthropic:beta:assistant": own.AAssistant,
     "anthropic:system_message": own.ASystemMessage,
     "responses:message": own.RMessage, "responses:output_message": own.ROutputMessage,
     "responses:reasoning": own.RReasoning, "responses:function_call": own.RFunctionCall,
@@ -62,10 +63,11 @@ def _family_types(family: str) -> dict[str, Any] | None:
             from typing import Iterable, Union
 
             from anthropic.types import AssistantMessageParam, TextBlockParam, UserMessageParam
-            from anthropic.types.beta import BetaSystemMessageParam
+            from anthropic.types.beta import BetaAssistantMessageParam, BetaSystemMessageParam, BetaUserMessageParam
 
             return {"anthropic:system": Union[str, Iterable[TextBlockParam]],
                     "anthropic:user": UserMessageParam, "anthropic:assistant": AssistantMessageParam,
+                    "anthropic:beta:user": BetaUserMessageParam, "anthropic:beta:assistant": BetaAssistantMessageParam,
                     "anthropic:system_message": BetaSystemMessageParam}
         from openai.types.chat import (ChatCompletionAssistantMessageParam, ChatCompletionSystemMessageParam,
                                        ChatCompletionToolMessageParam, ChatCompletionUserMessageParam)
@@ -75,12 +77,37 @@ def _family_types(family: str) -> dict[str, Any] | None:
     except ImportError:
         return None
     return {
+        **_responses_items(),
         "chat:system": ChatCompletionSystemMessageParam, "chat:user": ChatCompletionUserMessageParam,
         "chat:assistant": ChatCompletionAssistantMessageParam, "chat:tool": ChatCompletionToolMessageParam,
         "responses:message": EasyInputMessageParam, "responses:output_message": ResponseOutputMessageParam,
         "responses:reasoning": ResponseReasoningItemParam, "responses:function_call": ResponseFunctionToolCallParam,
         "responses:function_call_output": FunctionCallOutput,
     }
+
+
+def _responses_items() -> dict[str, Any]:
+    """``responses:item:<type>`` -> the member of the SDK's ``ResponseInputItemParam`` union
+    with that ``type`` literal, for every item kind ctxwise keeps verbatim."""
+    import typing
+
+    from openai.types.responses.response_input_item_param import ResponseInputItemParam
+
+    from ..formats.responses import PROVIDER_ITEMS
+
+    out: dict[str, Any] = {}
+    for member in typing.get_args(ResponseInputItemParam):
+        try:
+            hints = typing.get_type_hints(member)
+        except (NameError, TypeError):
+            continue
+        for lit in typing.get_args(hints.get("type")):
+            if isinstance(lit, str) and lit in PROVIDER_ITEMS:
+                out[f"responses:item:{lit}"] = member
+            for inner in typing.get_args(lit):  # Optional[Literal[...]]
+                if isinstance(inner, str) and inner in PROVIDER_ITEMS:
+                    out[f"responses:item:{inner}"] = member
+    return out
 
 
 _FAMILIES = ("openai", "anthropic")
@@ -120,6 +147,7 @@ def _closed(schema: Any) -> Any:
     out = {k: _closed(v) for k, v in schema.items()}
     if out.get("type") in ("typed-dict", "model-fields"):  # the SDK unions hold response models too
         out["extra_behavior"] = "forbid"
+        out.pop("extras_schema", None)  # typed extras (beta response models) are closed too
     elif out.get("type") == "model":
         out["config"] = {**(out.get("config") or {}), "extra_fields_behavior": "forbid"}
     elif out.get("type") == "generator":
@@ -148,13 +176,35 @@ def _kind(profile: ProviderProfile, item: Any) -> str | None:
         t = item.get("type", "message")
         if t == "message" and "id" in item:
             return "responses:output_message"
+        if isinstance(t, str) and t in _provider_items():
+            return f"responses:item:{t}"
         return f"responses:{t}" if f"responses:{t}" in _OWN else None
     role = item.get("role")
     if profile.wire == "anthropic" and role == "system":
         # the top-level ``system`` only, unless the beta native form is on
         return "anthropic:system_message" if profile.mid_system == "native" else None
     key = f"{profile.wire}:{role}"
+    if profile.wire == "anthropic" and _has_beta_block(item):
+        key = f"anthropic:beta:{role}"
     return key if key in _OWN else None
+
+
+BETA_BLOCKS = ("mcp_tool_use", "mcp_tool_result")
+"""Anthropic block types only the beta request types hold (the MCP connector:
+``anthropic/types/beta/beta_mcp_tool_use_block_param.py``, ``beta_request_mcp_tool_result_block_param.py``):
+a message with one is checked against ``BetaUserMessageParam`` / ``BetaAssistantMessageParam``."""
+
+
+def _has_beta_block(item: dict[str, Any]) -> bool:
+    content = item.get("content")
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in BETA_BLOCKS for b in content)
+
+
+@functools.cache
+def _provider_items() -> frozenset[str]:
+    from ..formats.responses import PROVIDER_ITEMS
+
+    return frozenset(PROVIDER_ITEMS)
 
 
 def _errors(e: Exception) -> list[str]:
@@ -242,7 +292,8 @@ def _validate_one(profile: ProviderProfile, kind: str, value: Any, sdk: dict[str
 
     problems: list[str] = []
     value = _strip_extensions(profile, kind, value, problems)
-    sources = [("ctxwise", _OWN[kind])] + ([("SDK", sdk[kind])] if sdk and kind in sdk else [])
+    mine = own.RProviderItem if kind.startswith("responses:item:") else _OWN[kind]
+    sources = [("ctxwise", mine)] + ([("SDK", sdk[kind])] if sdk and kind in sdk else [])
     for who, tp in sources:
         try:
             strict_validator(tp)(value)
@@ -408,9 +459,9 @@ def rule_violations(payload: Any, provider: str | ProviderProfile) -> list[Viola
 
     profile = get_profile(provider)
     out = _id_violations(payload, profile) + _shape_violations(payload, profile)
-    reader = {"anthropic": from_anthropic, "responses": from_responses}.get(profile.wire, from_openai)
     try:
-        back = reader(payload, strict=False)
+        back = (from_anthropic(payload, strict=False, memo=True) if profile.wire == "anthropic"
+                else (from_responses if profile.wire == "responses" else from_openai)(payload, strict=False))
     except (FormatError, ValueError, TypeError, AttributeError) as e:
         return out + [Violation(0, WIRE_SCHEMA, f"the payload cannot be read back: {e}")]
     return out + sorted(check(back, profile) + check_system_position(back, profile), key=lambda v: v.index)

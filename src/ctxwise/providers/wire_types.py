@@ -29,6 +29,36 @@ class ChatImageURL(TypedDict):
     """``chat_completion_content_part_image_param.ImageURL``."""
 
     url: str
+    detail: NotRequired[Literal["auto", "low", "high"]]
+
+
+class ChatInputAudioData(TypedDict):
+    """``chat_completion_content_part_input_audio_param.InputAudio``."""
+
+    data: str
+    format: Literal["wav", "mp3"]
+
+
+class ChatInputAudio(TypedDict):
+    """``ChatCompletionContentPartInputAudioParam``."""
+
+    type: Literal["input_audio"]
+    input_audio: ChatInputAudioData
+
+
+class ChatFileData(TypedDict, total=False):
+    """``chat_completion_content_part_param.FileFile``."""
+
+    file_data: str
+    file_id: str
+    filename: str
+
+
+class ChatFile(TypedDict):
+    """``chat_completion_content_part_param.File``."""
+
+    type: Literal["file"]
+    file: ChatFileData
 
 
 class ChatImage(TypedDict):
@@ -65,7 +95,8 @@ class ChatUser(TypedDict, total=False):
     """``ChatCompletionUserMessageParam``."""
 
     role: Required[Literal["user"]]
-    content: Required[Union[str, List[Annotated[Union[ChatText, ChatImage], Field(discriminator="type")]]]]
+    content: Required[Union[str, List[Annotated[Union[ChatText, ChatImage, ChatInputAudio, ChatFile],
+                                                Field(discriminator="type")]]]]
     name: str
 
 
@@ -75,6 +106,7 @@ class ChatAssistant(TypedDict, total=False):
     role: Required[Literal["assistant"]]
     content: Union[str, List[ChatText], None]
     name: str
+    refusal: Optional[str]
     tool_calls: List[ChatToolCall]
 
 
@@ -97,11 +129,12 @@ class ACacheControl(TypedDict, total=False):
 
 
 class AText(TypedDict):
-    """``TextBlockParam``."""
+    """``TextBlockParam`` (``citations``: ``TextCitationParam`` objects, kept as read)."""
 
     type: Literal["text"]
     text: str
     cache_control: NotRequired[Optional[ACacheControl]]
+    citations: NotRequired[Optional[List[Dict[str, object]]]]
 
 
 class ABase64Source(TypedDict):
@@ -119,11 +152,167 @@ class AURLSource(TypedDict):
     url: str
 
 
+class AFileSource(TypedDict):
+    """``FileImageSourceParam`` / ``FileDocumentSourceParam`` (a Files-API id)."""
+
+    type: Literal["file"]
+    file_id: str
+
+
 class AImage(TypedDict):
     """``ImageBlockParam``."""
 
     type: Literal["image"]
-    source: Annotated[Union[ABase64Source, AURLSource], Field(discriminator="type")]
+    source: Annotated[Union[ABase64Source, AURLSource, AFileSource], Field(discriminator="type")]
+    cache_control: NotRequired[Optional[ACacheControl]]
+
+
+class ABase64PDFSource(TypedDict):
+    """``Base64PDFSourceParam``."""
+
+    type: Literal["base64"]
+    media_type: Literal["application/pdf"]
+    data: str
+
+
+class APlainTextSource(TypedDict):
+    """``PlainTextSourceParam``."""
+
+    type: Literal["text"]
+    media_type: Literal["text/plain"]
+    data: str
+
+
+class AContentSource(TypedDict):
+    """``ContentBlockSourceParam``."""
+
+    type: Literal["content"]
+    content: Union[str, List[Annotated[Union[AText, AImage], Field(discriminator="type")]]]
+
+
+class ACitationsConfig(TypedDict, total=False):
+    """``CitationsConfigParam``."""
+
+    enabled: bool
+
+
+class ADocument(TypedDict):
+    """``DocumentBlockParam``."""
+
+    type: Literal["document"]
+    source: Annotated[Union[ABase64PDFSource, APlainTextSource, AContentSource, AURLSource, AFileSource],
+                      Field(discriminator="type")]
+    cache_control: NotRequired[Optional[ACacheControl]]
+    citations: NotRequired[Optional[ACitationsConfig]]
+    context: NotRequired[Optional[str]]
+    title: NotRequired[Optional[str]]
+
+
+class ASearchResult(TypedDict):
+    """``SearchResultBlockParam``."""
+
+    type: Literal["search_result"]
+    source: str
+    title: str
+    content: List[AText]
+    cache_control: NotRequired[Optional[ACacheControl]]
+    citations: NotRequired[ACitationsConfig]
+
+
+class AServerToolUse(TypedDict):
+    """``ServerToolUseBlockParam`` (``caller``: a ``DirectCallerParam`` / ``ServerToolCallerParam``)."""
+
+    type: Literal["server_tool_use"]
+    id: str
+    name: Literal["web_search", "web_fetch", "code_execution", "bash_code_execution",
+                  "text_editor_code_execution", "tool_search_tool_regex", "tool_search_tool_bm25"]
+    input: Dict[str, object]
+    cache_control: NotRequired[Optional[ACacheControl]]
+    caller: NotRequired[Dict[str, object]]
+
+
+class AWebSearchToolResult(TypedDict):
+    """``WebSearchToolResultBlockParam`` (``content``: result blocks or an error object, kept as read)."""
+
+    type: Literal["web_search_tool_result"]
+    tool_use_id: str
+    content: Union[List[Dict[str, object]], Dict[str, object]]
+    cache_control: NotRequired[Optional[ACacheControl]]
+    caller: NotRequired[Dict[str, object]]
+
+
+class AWebFetchToolResult(TypedDict):
+    """``WebFetchToolResultBlockParam``."""
+
+    type: Literal["web_fetch_tool_result"]
+    tool_use_id: str
+    content: Dict[str, object]
+    cache_control: NotRequired[Optional[ACacheControl]]
+    caller: NotRequired[Dict[str, object]]
+
+
+class ACodeExecutionToolResult(TypedDict):
+    """``CodeExecutionToolResultBlockParam``."""
+
+    type: Literal["code_execution_tool_result"]
+    tool_use_id: str
+    content: Dict[str, object]
+    cache_control: NotRequired[Optional[ACacheControl]]
+
+
+class ABashCodeExecutionToolResult(TypedDict):
+    """``BashCodeExecutionToolResultBlockParam``."""
+
+    type: Literal["bash_code_execution_tool_result"]
+    tool_use_id: str
+    content: Dict[str, object]
+    cache_control: NotRequired[Optional[ACacheControl]]
+
+
+class ATextEditorCodeExecutionToolResult(TypedDict):
+    """``TextEditorCodeExecutionToolResultBlockParam``."""
+
+    type: Literal["text_editor_code_execution_tool_result"]
+    tool_use_id: str
+    content: Dict[str, object]
+    cache_control: NotRequired[Optional[ACacheControl]]
+
+
+class AToolSearchToolResult(TypedDict):
+    """``ToolSearchToolResultBlockParam``."""
+
+    type: Literal["tool_search_tool_result"]
+    tool_use_id: str
+    content: Dict[str, object]
+    cache_control: NotRequired[Optional[ACacheControl]]
+
+
+class AContainerUpload(TypedDict):
+    """``ContainerUploadBlockParam``."""
+
+    type: Literal["container_upload"]
+    file_id: str
+    cache_control: NotRequired[Optional[ACacheControl]]
+
+
+class AMCPToolUse(TypedDict):
+    """``beta.BetaMCPToolUseBlockParam`` (beta: sent with the MCP connector beta)."""
+
+    type: Literal["mcp_tool_use"]
+    id: str
+    name: str
+    server_name: str
+    input: Dict[str, object]
+    cache_control: NotRequired[Optional[ACacheControl]]
+
+
+class AMCPToolResult(TypedDict):
+    """``beta.BetaRequestMCPToolResultBlockParam``."""
+
+    type: Literal["mcp_tool_result"]
+    tool_use_id: str
+    content: NotRequired[Union[str, List[AText]]]
+    is_error: NotRequired[bool]
     cache_control: NotRequired[Optional[ACacheControl]]
 
 
@@ -162,8 +351,18 @@ class AToolResult(TypedDict, total=False):
     cache_control: Optional[ACacheControl]
 
 
-AUserBlock = Annotated[Union[AText, AImage, AToolResult], Field(discriminator="type")]
-AAssistantBlock = Annotated[Union[AText, AImage, AThinking, ARedactedThinking, AToolUse], Field(discriminator="type")]
+AUserBlock = Annotated[Union[
+    AText, AImage, AToolResult, ADocument, ASearchResult, AServerToolUse, AWebSearchToolResult, AWebFetchToolResult,
+    ACodeExecutionToolResult, ABashCodeExecutionToolResult, ATextEditorCodeExecutionToolResult,
+    AToolSearchToolResult, AContainerUpload, AMCPToolUse, AMCPToolResult,
+], Field(discriminator="type")]
+AAssistantBlock = Annotated[Union[
+    AText, AImage, AThinking, ARedactedThinking, AToolUse, ADocument, ASearchResult, AServerToolUse,
+    AWebSearchToolResult, AWebFetchToolResult, ACodeExecutionToolResult, ABashCodeExecutionToolResult,
+    ATextEditorCodeExecutionToolResult, AToolSearchToolResult, AContainerUpload, AMCPToolUse, AMCPToolResult,
+], Field(discriminator="type")]
+"""Server-tool, MCP and container blocks sit in assistant turns on the wire, but the SDK's
+``MessageContentParam`` takes every block in either role, and so do these."""
 
 
 class AUser(TypedDict):
@@ -201,14 +400,25 @@ class RInputText(TypedDict):
 
 
 class RInputImage(TypedDict):
-    """``ResponseInputImageParam``."""
+    """``ResponseInputImageParam`` (an ``image_url`` or a Files-API ``file_id``)."""
 
     type: Literal["input_image"]
-    image_url: str
+    image_url: NotRequired[str]
+    file_id: NotRequired[str]
     detail: Literal["low", "high", "auto"]
 
 
-RInputPart = Annotated[Union[RInputText, RInputImage], Field(discriminator="type")]
+class RInputFile(TypedDict):
+    """``ResponseInputFileParam``."""
+
+    type: Literal["input_file"]
+    file_data: NotRequired[str]
+    file_id: NotRequired[str]
+    file_url: NotRequired[str]
+    filename: NotRequired[str]
+
+
+RInputPart = Annotated[Union[RInputText, RInputImage, RInputFile], Field(discriminator="type")]
 
 
 class RMessage(TypedDict, total=False):
@@ -228,6 +438,13 @@ class ROutputText(TypedDict):
     annotations: List[object]
 
 
+class ROutputRefusal(TypedDict):
+    """``ResponseOutputRefusalParam``."""
+
+    type: Literal["refusal"]
+    refusal: str
+
+
 class ROutputMessage(TypedDict):
     """``ResponseOutputMessageParam``."""
 
@@ -235,7 +452,7 @@ class ROutputMessage(TypedDict):
     role: Literal["assistant"]
     id: str
     status: Literal["in_progress", "completed", "incomplete"]
-    content: List[ROutputText]
+    content: List[Annotated[Union[ROutputText, ROutputRefusal], Field(discriminator="type")]]
 
 
 class RSummary(TypedDict):
@@ -271,3 +488,10 @@ class RFunctionCallOutput(TypedDict):
     type: Literal["function_call_output"]
     call_id: str
     output: Union[str, List[RInputPart]]
+
+
+RProviderItem = Dict[str, object]
+"""A Responses item ctxwise keeps verbatim (``compaction``, ``compaction_trigger``,
+``configuration_update``, hosted and client-run tool calls and outputs): its own check is
+only that it is an object with a known ``type``; the SDK check validates it against its
+member of ``ResponseInputItemParam`` (``openai/types/responses/response_input_item_param.py``)."""

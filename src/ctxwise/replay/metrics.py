@@ -27,6 +27,8 @@ outputs with the same code:
 * :func:`working_file_freshness`: for every edit of a file viewed before, whether that file's
   latest view was in the context whole (not cleared, not cut);
 * :func:`validator_errors`: provider rule violations over all payloads;
+* :func:`bound_reasoning_violations`: reasoning sent after a changed prefix, checked from the
+  payloads alone (independent of the digests ctxwise stores);
 * :func:`events_by_stage`, :func:`percentile`: counts and latency quantiles.
 
 Counters follow :class:`ctxwise.tokens.Counter`.
@@ -34,6 +36,7 @@ Counters follow :class:`ctxwise.tokens.Counter`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -61,6 +64,7 @@ __all__ = [
     "floor_cost", "input_tokens", "message_text", "percentile", "placeholder_originals", "priced_cost",
     "recall_figures", "support_recall", "text_keys", "validator_errors", "value_key",
     "edit_anchor_recall", "edit_anchors", "edited_path", "task_recall", "viewed_path", "working_file_freshness",
+    "bound_reasoning_violations",
 ]
 
 
@@ -574,6 +578,44 @@ def validator_errors(payloads: Payloads, provider: str, references: Payloads | N
     for i, p in enumerate(payloads):
         ref = list(references[i]) if references is not None else None
         out.extend((i, v) for v in check(list(p), provider, reference=ref))
+    return out
+
+
+def _seen(m: Message) -> str:
+    """What a provider sees of ``m`` (role, name, blocks), as canonical JSON."""
+    return json.dumps([m.role, m.name, [b.model_dump(mode="json") for b in m.blocks]], ensure_ascii=False,
+                      sort_keys=True, separators=(",", ":"))
+
+
+def _own_head(m: Message) -> str:
+    """``m``'s blocks before its last reasoning block, as canonical JSON."""
+    from ..messages import ThinkingBlock
+
+    last = max((k for k, b in enumerate(m.blocks) if isinstance(b, ThinkingBlock)), default=0)
+    return json.dumps([b.model_dump(mode="json") for b in m.blocks[:last]], ensure_ascii=False,
+                      sort_keys=True, separators=(",", ":"))
+
+
+def bound_reasoning_violations(payloads: Payloads, outputs: Sequence[Message]) -> list[tuple[int, str]]:
+    """Reasoning bound to its prefix, checked from what was sent: ``(call index, message id)``
+    for every assistant message with reasoning in payload ``i`` whose prefix (every message
+    before it, then its own blocks before its last reasoning block) differs from the payload of
+    the call that produced it (``outputs[k]`` is the reply to ``payloads[k]``). A reply not
+    produced in this replay is not checked. Rule: Anthropic preserved thinking
+    (platform.claude.com/docs/en/build-with-claude/preserved-thinking, prefix checks);
+    ``payloads`` must be the canonical lists as sent, pinned blocks included. Raises
+    ``ValueError`` when the lists differ in length."""
+    _check_calls(payloads, outputs)
+    produced: dict[str, str] = {}
+    out: list[tuple[int, str]] = []
+    for i, payload in enumerate(payloads):
+        chain = ""
+        for m in payload:
+            if m.role == "assistant" and m.thinking and m.id in produced \
+                    and hashlib.sha256((chain + _own_head(m)).encode("utf-8")).hexdigest() != produced[m.id]:
+                out.append((i, m.id))
+            chain = hashlib.sha256((chain + _seen(m)).encode("utf-8")).hexdigest()
+        produced[outputs[i].id] = hashlib.sha256((chain + _own_head(outputs[i])).encode("utf-8")).hexdigest()
     return out
 
 

@@ -49,6 +49,17 @@ class CallRecord:
     recoverable: list[str] = field(default_factory=list)
     """Of ``missing_norm``, the values a placeholder in the context names the original of."""
     wire: list[str] = field(default_factory=list)
+    idle: float | None = None
+    """Seconds since the previous call by the recorded timestamps (None: not recorded); a
+    call made after the price model's lifetime is priced with nothing served from the cache."""
+    predicted_cached: int = 0
+    """The o200k tokens the policy's price model says the cache serves on this call
+    (:meth:`~ctxwise.prices.PriceModel.cached_tokens` of ``cached``; 0 when cold)."""
+    reported: dict[str, Any] | None = None
+    """What the provider reported for the recorded call, when the recording kept its usage
+    (:meth:`ctxwise.usage.CacheUsage.as_dict`: ``input_tokens``, ``cached_tokens``, ...). It
+    describes the call as the recording's agent made it (its own context), not the payload
+    replayed here."""
 
 
 @dataclass
@@ -108,11 +119,16 @@ class Measures:
     """Per call, ``(tokens, reused)``: the o200k tokens sent and how many of them lead with
     the previous call's payload (what a prompt cache can serve): enough to price the calls
     under any :class:`~ctxwise.prices.PriceModel` (:meth:`cost_under`)."""
+    idle: list[float | None] = field(default_factory=list)
+    """Per call (as ``usage``), :attr:`CallRecord.idle`."""
 
     def cost_under(self, model: PriceModel) -> float:
         """What these calls cost under ``model``, in uncached-token units
-        (:meth:`PriceModel.call_cost` per call)."""
-        return sum(model.call_cost(tokens, reused) for tokens, reused in self.usage)
+        (:meth:`PriceModel.call_cost` per call; a call made after the model's lifetime,
+        :attr:`CallRecord.idle`, has nothing served from the cache)."""
+        idle = self.idle + [None] * (len(self.usage) - len(self.idle))
+        return sum(model.call_cost(tokens, 0 if i is not None and model.is_cold(i) else reused)
+                   for (tokens, reused), i in zip(self.usage, idle))
 
     def costs_by_model(self) -> dict[str, float]:
         """:meth:`cost_under` each distinct published price model
@@ -174,6 +190,7 @@ class Measures:
         self.peak_size = max(self.peak_size, call.size)
         self.latencies_ms.append(call.latency_ms)
         self.usage.append((call.tokens, call.cached))
+        self.idle.append(call.idle)
         for e in call.events:
             self.events[e["stage"]] = self.events.get(e["stage"], 0) + 1
 
@@ -198,6 +215,7 @@ class Measures:
         for k, v in other.events.items():
             self.events[k] = self.events.get(k, 0) + v
         self.latencies_ms.extend(other.latencies_ms)
+        self.idle.extend(other.idle + [None] * (len(other.usage) - len(other.idle)))
         self.usage.extend(other.usage)
 
     def as_dict(self) -> dict[str, Any]:

@@ -301,13 +301,16 @@ def percent(a: float, b: float) -> str:
 
 def cache_terms(model: PriceModel) -> str:
     """A price model's cache terms in a few words: ``hits ×0.1, writes ×1.25, none under
-    1,024 tokens`` (multiples of a fresh input token; the write and the minimum only when they
-    apply)."""
+    1,024 tokens, kept 5 min`` (multiples of a fresh input token; the write, the minimum and
+    the lifetime only when they apply)."""
     terms = [f"hits ×{model.read:g}"]
     if model.write != 1:
         terms.append(f"writes ×{model.write:g}")
     if model.min_prefix >= 1024:
         terms.append(f"none under {model.min_prefix:,} tokens")
+    if model.lifetime:
+        life = model.lifetime
+        terms.append(f"kept {life / 3600:g} h" if life >= 3600 else f"kept {life / 60:g} min")
     return ", ".join(terms)
 
 

@@ -316,6 +316,30 @@ def _event_rows(s: SessionResult) -> str:
             "<th>size</th><th>messages</th><th class='l'>summary id</th><th>ms</th></tr>" + "".join(rows) + "</table>")
 
 
+def _cache_rows(s: SessionResult) -> str:
+    """Per call, the cache tokens the price model predicts for the replayed payload beside what
+    the provider reported for the recorded call (where the recording kept its usage); empty
+    when no call has a report."""
+    rows = []
+    for ci, c in enumerate(s.calls):
+        r = c.reported
+        if r is None:
+            continue
+        idle = "" if c.idle is None else f"{c.idle:,.0f}"
+        miss = escape(str(r.get("miss_reason") or ""))
+        write = "" if r.get("cache_write_tokens") is None else _n(r["cache_write_tokens"])
+        rows.append(f"<tr><td>{c.round}</td><td>{ci + 1}</td><td>{_n(c.tokens)}</td><td>{_n(c.predicted_cached)}</td>"
+                    f"<td>{_n(r['input_tokens'])}</td><td>{'' if r.get('cached_tokens') is None else _n(r['cached_tokens'])}</td>"
+                    f"<td>{write}</td>"
+                    f"<td>{idle}</td><td class='l'>{miss}</td></tr>")
+    if not rows:
+        return ""
+    return ("<details><summary>Cache tokens per call: predicted (replayed payload, o200k) and reported "
+            "(recorded call, provider tokens)</summary><table><tr><th>round</th><th>call</th><th>sent</th>"
+            "<th>predicted cached</th><th>reported input</th><th>reported cached</th><th>reported written</th>"
+            "<th>idle (s)</th><th class='l'>miss reason</th></tr>" + "".join(rows) + "</table></details>")
+
+
 def _measures(run: RunResult, s: SessionResult | None = None) -> str:
     if s is None:
         on, off = run.totals()
@@ -395,6 +419,7 @@ def render_html(run: RunResult) -> str:
         parts.append("<details open><summary>Rounds</summary>" + _round_rows(s, unit) + "</details>")
         parts.append(f"<details{'' if many else ' open'}><summary>Compaction events ({sum(len(c.events) for c in s.calls)})"
                      "</summary>" + _event_rows(s) + "</details>")
+        parts.append(_cache_rows(s))
         parts.append("<details><summary>Measures</summary>" + _measures(run, s) + "</details></section>")
     parts.append("</body></html>")
     return "".join(parts)

@@ -18,7 +18,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import ContextManager, Message, Prepared
+from ..compaction.cost import idle_seconds, message_time
 from ..prices import PriceModel
+from ..usage import DIAGNOSTICS_KEY, USAGE_KEY, reported_usage
 from ..providers import check, check_wire
 from ..tokens import get_counter
 from ..units import is_user_input
@@ -184,7 +186,8 @@ class _Replay:
             self.session.append(self.pending)
             self.pending = []
         t0 = time.perf_counter()
-        p = self.session.prepare()
+        now = max((t for t in map(message_time, self.history) if t is not None), default=None)
+        p = self.session.prepare(now=now)  # the recorded request time, where the recording has one
         latency = (time.perf_counter() - t0) * 1000
         sent = list(p.messages)  # the engine may hand out its live list: freeze this call's payload
         events = self._events(p)
@@ -231,6 +234,8 @@ class _Replay:
         tokens = self.tok.count(view)
         k = metrics.common_prefix(self.previous, view)
         cached = sum(self.tok.count_message(x) for x in view[:k])
+        idle = idle_seconds(self.history)
+        served = 0 if idle is not None and self.prices.is_cold(idle) else cached
         support, violations, wire = self._checks(p, sent, view, output)
         full_view = metrics.as_sent(self.history, self.policy.provider)
         call = CallRecord(
@@ -238,9 +243,10 @@ class _Replay:
             tokens=tokens, cached=cached, cost=cached * self.cache_ratio + (tokens - cached),
             needed=len(support.needed), missing=support.missing, violations=violations,
             latency_ms=latency, over_budget=p.size > self.policy.effective_budget, events=events, wire=wire,
-            priced=self.prices.call_cost(tokens, cached), full_tokens=self.tok.count(full_view),
+            priced=self.prices.call_cost(tokens, served), full_tokens=self.tok.count(full_view),
             needed_norm=len(support.needed_norm), missing_norm=support.missing_norm,
-            recoverable=support.recoverable,
+            recoverable=support.recoverable, idle=idle, predicted_cached=self.prices.cached_tokens(tokens, served),
+            reported=_reported(output),
         )
         self.floor_calls.append((call.full_tokens, self._floor_budget(call, full_view)))
         return call, view
@@ -252,6 +258,14 @@ class _Replay:
             return float(self.policy.effective_budget)
         chars = self.unit_counter.count(full_view)
         return call.full_tokens * min(1.0, self.policy.effective_budget / chars) if chars else 0.0
+
+
+def _reported(output: Message) -> dict[str, Any] | None:
+    """The provider usage the recording kept with ``output`` (``metadata["usage"]``, read by
+    :func:`ctxwise.usage.reported_usage`), or None."""
+    usage = output.metadata.get(USAGE_KEY) if output.metadata else None
+    found = reported_usage(usage, output.metadata.get(DIAGNOSTICS_KEY)) if usage else None
+    return found.as_dict() if found else None
 
 
 def replay_conversation(

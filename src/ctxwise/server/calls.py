@@ -36,8 +36,9 @@ from ..replay.runner import RoundRecord
 from ..tokens import Counter
 from ..units import is_user_input
 
-APPEND_STAGES = ("normalized", "interrupted", "amended")
-"""Events written at append (or by ``Session.amend``), not by a ``prepare()``: they belong to no call."""
+APPEND_STAGES = ("normalized", "interrupted", "amended", "cache_usage")
+"""Events written at append (or by ``Session.amend``), not by a ``prepare()``: they belong to no
+call's edits (the inspector's timeline puts a ``cache_usage`` event on the call whose output it names)."""
 OVERHEAD_STAGES = ("summarizing", "trimming", "facts_evicted")
 """Stages after which the pinned facts block (not a stored row) may change size."""
 

@@ -240,8 +240,16 @@ def records(state: SessionState, transcript: list[TranscriptRow], events: list[d
 
 
 def timeline(events: list[dict[str, Any]], calls: list[CallView], ids: dict[str, str]) -> str:
-    """The event timeline: time, model call, stage, trigger, sizes, the messages it touched."""
+    """The event timeline: time, model call, stage, trigger, sizes, the messages it touched.
+    A ``cache_usage`` event (reported cache tokens beside the predicted ones) is put on the
+    call whose output it names."""
     call_of = {id(ev): c.number for c in calls for ev in c.events}
+    by_output = {c.message_id: c.number for c in calls if c.message_id}
+    for ev in events:
+        if ev.get("stage") == "cache_usage" and ev.get("affected_ids"):
+            found = by_output.get(ev["affected_ids"][0])
+            if found is not None:
+                call_of[id(ev)] = found
     rows = []
     for ev in events:
         affected = ev.get("affected_ids") or []

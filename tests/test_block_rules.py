@@ -1,0 +1,102 @@
+"""The rules on provider blocks: ``provider-result-without-call``, ``foreign-provider-block``,
+``block-not-sendable``; and a web-search agent's session kept end to end."""
+
+from __future__ import annotations
+
+import anthropic  # noqa: F401  the SDK half of the wire check
+import pytest
+
+from ctxwise import (
+    AudioBlock,
+    ContextManager,
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    Policy,
+    ProviderBlock,
+    RefusalBlock,
+    SearchResultBlock,
+    TextBlock,
+)
+from ctxwise.errors import PayloadInvalid
+from ctxwise.providers import check, check_wire, render
+
+USE = {"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {"query": "q"}}
+RESULT = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01",
+          "content": [{"type": "web_search_result", "url": "https://e.x", "title": "E", "encrypted_content": "Eq"}]}
+
+
+def _pb(raw, provider="anthropic"):
+    key = "id" if raw["type"].endswith("_use") else "tool_use_id"
+    return ProviderBlock(provider=provider, kind=raw["type"], raw=raw, call_id=raw.get(key))
+
+
+def _conv(*assistant_blocks, user_blocks=None):
+    return [Message(id="u", role="user", blocks=user_blocks or [TextBlock(text="go")]),
+            Message(id="a", role="assistant", blocks=list(assistant_blocks)),
+            Message(id="u2", role="user", blocks=[TextBlock(text="ok")])]
+
+
+def _rules(msgs, provider):
+    return [(v.index, v.rule) for v in check(msgs, provider)]
+
+
+def test_provider_result_without_call():
+    """Source: docs build-with-claude/tool-use/web-search-tool (a web_search_tool_result
+    answers the server_tool_use with its tool_use_id in the same turn)."""
+    assert _rules(_conv(_pb(USE), _pb(RESULT), TextBlock(text="x")), "anthropic") == []
+    assert _rules(_conv(_pb(RESULT), TextBlock(text="x")), "anthropic") == [(1, "provider-result-without-call")]
+    wrong = {**RESULT, "tool_use_id": "srvtoolu_99"}
+    found = check(_conv(_pb(USE), _pb(wrong)), "anthropic")
+    assert [(v.index, v.rule) for v in found] == [(1, "provider-result-without-call")]
+    assert "srvtoolu_99" in found[0].message
+
+
+@pytest.mark.parametrize("provider", ["openai", "openai_responses", "deepseek"])
+def test_foreign_provider_block(provider):
+    """Source: anthropic/types/server_tool_use_block_param.py (an Anthropic-only block): sent to
+    any OpenAI-family wire it is refused, naming the message and the rule."""
+    found = check(_conv(_pb(USE), _pb(RESULT), TextBlock(text="x")), provider)
+    assert {(v.index, v.rule) for v in found} == {(1, "foreign-provider-block")}
+    assert "server_tool_use" in found[0].message
+
+
+def test_block_not_sendable():
+    """Sources: anthropic/types/message_content_param.py (no audio / refusal block);
+    openai/types/chat/chat_completion_content_part_param.py (no search_result, images by URL
+    only); openai/types/responses/response_input_content_param.py."""
+    sr = SearchResultBlock(source="s", title="t", content=[TextBlock(text="b")])
+    audio = AudioBlock(data="UklGRg==", format="wav")
+    assert _rules(_conv(TextBlock(text="x"), user_blocks=[audio]), "anthropic") == [(0, "block-not-sendable")]
+    assert _rules(_conv(RefusalBlock(text="no")), "anthropic") == [(1, "block-not-sendable")]
+    assert _rules(_conv(TextBlock(text="x"), user_blocks=[sr]), "openai") == [(0, "block-not-sendable")]
+    assert _rules(_conv(TextBlock(text="x"), user_blocks=[sr]), "anthropic") == []
+    assert _rules(_conv(TextBlock(text="x"), user_blocks=[ImageBlock(file_id="file_1")]), "openai") == [
+        (0, "block-not-sendable")]
+    text_doc = DocumentBlock(source_type="text", media_type="text/plain", data="d")
+    assert _rules(_conv(TextBlock(text="x"), user_blocks=[text_doc]), "openai_responses") == [(0, "block-not-sendable")]
+    assert _rules(_conv(TextBlock(text="x"), user_blocks=[audio]), "openai") == []
+    assert _rules(_conv(RefusalBlock(text="no")), "openai") == []
+
+
+def test_a_web_search_agent_session_keeps_its_server_tool_turns(tmp_path):
+    """Source: anthropic/types/content_block_param.py. A Claude agent using web search appends
+    its replies (server_tool_use + web_search_tool_result + cited text) and the next request
+    sends them back exactly; before, append refused them."""
+    cm = ContextManager(f"sqlite:///{tmp_path}/s.db", Policy.preset("default", provider="anthropic"))
+    s = cm.session("u", "s")
+    s.append_anthropic({"system": "Answer with sources.", "messages": [{"role": "user", "content": "news?"}]})
+    cited = {"type": "text", "text": "Here.", "citations": [
+        {"type": "web_search_result_location", "url": "https://e.x", "title": "E", "encrypted_index": "I",
+         "cited_text": "c"}]}
+    reply = [USE, RESULT, cited]
+    s.append_anthropic([{"role": "assistant", "content": reply}])
+    s.append_anthropic([{"role": "user", "content": "thanks"}])
+    payload = s.prepare().payload
+    assert payload["messages"][1] == {"role": "assistant", "content": reply}
+    assert check_wire(payload, "anthropic") == []
+    with pytest.raises(PayloadInvalid, match="foreign-provider-block"):
+        from ctxwise.providers import validate
+        validate(s.messages, "openai")
+    assert render(s.messages, "anthropic") == payload
+    cm.close()
