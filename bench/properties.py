@@ -1,6 +1,6 @@
 """The compaction properties at the Hypothesis ``bench`` profile (10,000 examples), once.
 
-    python bench/properties.py [--profile bench|ci|dev] [--jobs N]   # -> bench/results/properties.md
+    python bench/properties.py [--profile bench|ci|dev] [--jobs N] [--sessions N]   # -> bench/results/properties.md
 
 Runs the same generator and the same checks as tests/test_compaction_properties.py
 (``sessions()`` and ``run_properties()``, imported from there so the two cannot drift), but
@@ -71,11 +71,13 @@ def main() -> None:
     ap.add_argument("--profile", default="bench", choices=["bench", "ci", "dev"])
     ap.add_argument("--jobs", type=int, default=1, help="worker processes, each with its own seed and a share of the examples")
     ap.add_argument("--out", default=str(HERE / "results" / "properties.md"))
+    ap.add_argument("--sessions", type=int, default=None,
+                    help="generated sessions in all (default: the profile's example count)")
     args = ap.parse_args()
     os.environ["HYPOTHESIS_PROFILE"] = args.profile
     import conftest  # noqa: F401
 
-    examples = settings.get_profile(args.profile).max_examples
+    examples = args.sessions or settings.get_profile(args.profile).max_examples
     n_shards = max(args.jobs, examples // 250, 1)
     shares = [examples // n_shards + (k < examples % n_shards) for k in range(n_shards)]
     t0 = time.perf_counter()
@@ -107,7 +109,8 @@ def write(args: argparse.Namespace, examples: int, n_shards: int, parts: list[di
     lines = [
         "# Compaction properties (Hypothesis)",
         "",
-        f"`python bench/properties.py --profile {args.profile} --jobs {args.jobs}`: {total:,} generated sessions "
+        f"`python bench/properties.py --profile {args.profile} --jobs {args.jobs}"
+        f"{f' --sessions {args.sessions}' if args.sessions else ''}`: {total:,} generated sessions "
         f"(profile `{args.profile}`, {examples:,} examples, in {n_shards} shards with Hypothesis seeds 1-{n_shards}), "
         "each compacted at a random budget (300-20,000), unit (chars, o200k tokens, estimate) and preset "
         "(default, ragent) and checked against every property of tests/test_compaction_properties.py (the wire "

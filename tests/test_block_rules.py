@@ -100,3 +100,40 @@ def test_a_web_search_agent_session_keeps_its_server_tool_turns(tmp_path):
         validate(s.messages, "openai")
     assert render(s.messages, "anthropic") == payload
     cm.close()
+
+
+def test_an_sdk_reply_with_server_tool_blocks_is_appended_and_sent_back(tmp_path):
+    """Source: anthropic/types/message.py with server_tool_use_block.py,
+    web_search_tool_result_block.py and text citations (the response models); the SDK object
+    itself is appended, and the next request sends its blocks as the request types take them."""
+    from anthropic.types import Message as SDKMessage
+
+    reply = SDKMessage.model_validate({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "stop_reason": "end_turn",
+        "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1},
+        "content": [USE, {**RESULT, "content": [{**RESULT["content"][0], "page_age": None}]},
+                    {"type": "text", "text": "Here", "citations": [
+                        {"type": "web_search_result_location", "url": "https://e.x", "title": "E",
+                         "encrypted_index": "I", "cited_text": "c"}]}]})
+    cm = ContextManager(f"sqlite:///{tmp_path}/s.db", Policy.preset("default", provider="anthropic"))
+    s = cm.session("u", "s")
+    s.append_anthropic({"system": "x", "messages": [{"role": "user", "content": "news"}]})
+    s.append_anthropic(reply)
+    s.append_anthropic([{"role": "user", "content": "thanks"}])
+    payload = s.prepare().payload
+    assert [b["type"] for b in payload["messages"][1]["content"]] == ["server_tool_use", "web_search_tool_result", "text"]
+    assert payload["messages"][1]["content"][1] == RESULT
+    assert check_wire(payload, "anthropic") == []
+    cm.close()
+
+
+def test_files_holding_only_the_new_blocks_are_told_apart():
+    """Sources: response_input_item_param.py (a ``compaction`` item), server_tool_use_block_param.py,
+    chat_completion_content_part_param.File: ``ctxwise inspect`` / ``load`` detect the format
+    of a file whose only tell is one of the new blocks."""
+    from ctxwise.formats import detect
+
+    assert detect([{"role": "user", "content": "x"}, {"type": "compaction", "encrypted_content": "e"}]) == "responses"
+    assert detect([{"role": "user", "content": "x"}, {"role": "assistant", "content": [USE]}]) == "anthropic"
+    assert detect([{"role": "user", "content": [{"type": "document", "source": {"type": "url", "url": "u"}}]}]) == "anthropic"
+    assert detect([{"role": "user", "content": [{"type": "file", "file": {"file_id": "f"}}]}]) == "openai"

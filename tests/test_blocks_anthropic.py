@@ -24,7 +24,7 @@ from ctxwise import (
 )
 from ctxwise.formats import from_anthropic, to_anthropic
 from ctxwise.messages import canonical_json
-from ctxwise.providers import check_wire, render
+from ctxwise.providers import check, check_wire, render
 
 
 def _payload(blocks: list[dict[str, Any]], role: str = "assistant") -> dict[str, Any]:
@@ -202,3 +202,24 @@ def test_a_bad_server_tool_block_is_reported_by_the_wire_check():
     sent = render(from_anthropic(_payload([{**SEARCH_USE, "name": "telepathy"}])), "anthropic")
     found = check_wire(sent, "anthropic")
     assert found and all(v.index == 1 for v in found if v.rule == "wire-schema")
+
+
+def test_tool_result_with_search_results_and_a_document():
+    """Source: anthropic/types/tool_result_block_param.py (``content`` may hold
+    ``search_result`` and ``document`` blocks; docs: build-with-claude/search-results, "from
+    tool calls")."""
+    p = {"system": "s", "messages": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "kb", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+            {"type": "search_result", "source": "https://kb", "title": "KB", "citations": {"enabled": True},
+             "content": [{"type": "text", "text": "5 days"}]},
+            {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "doc"}}]}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}]}
+    msgs = from_anthropic(copy.deepcopy(p))
+    assert to_anthropic(msgs, extras=False) == p
+    sent = render(msgs, "anthropic")
+    assert sent == p and check_wire(sent, "anthropic") == []
+    out = msgs[3].tool_results[0].output
+    assert [type(o) for o in out] == [SearchResultBlock, DocumentBlock]
+    assert [(v.index, v.rule) for v in check(msgs, "openai")] == [(3, "block-not-sendable")] * 2

@@ -156,3 +156,39 @@ def test_a_malformed_kept_item_is_reported_by_the_wire_check():
     """Source: response_compaction_item_param_param.py (``encrypted_content`` is required)."""
     sent = render(from_responses([{"type": "compaction", "id": "cmp_1"}, USER]), "openai_responses")
     assert [v.index for v in check_wire(sent, "openai_responses") if v.rule == "wire-schema"] == [0]
+
+
+def test_function_call_output_with_a_file():
+    """Source: response_input_item_param.FunctionCallOutput (``output`` may be a list of
+    ``input_text`` / ``input_image`` / ``input_file`` parts)."""
+    items = [USER, {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c1", "output": [{"type": "input_file", "file_id": "file_1"}]}]
+    msgs = _exact(items)
+    assert isinstance(msgs[2].tool_results[0].output[0], DocumentBlock)
+
+
+def test_reasoning_beside_a_hosted_call_is_never_dropped():
+    """Source: https://platform.openai.com/docs/guides/reasoning ("Keeping reasoning items in
+    context"): reasoning beside a function call is kept; beside a hosted or shell call the docs
+    say nothing, so ctxwise keeps it too (droppable_thinking)."""
+    from ctxwise.providers import droppable_thinking
+
+    items = [USER, {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"},
+             {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "q"}},
+             {"role": "assistant", "content": "found"},
+             {"role": "user", "content": "next"},
+             {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "e"},
+             {"role": "assistant", "content": "plain"}, AFTER]
+    msgs = from_responses(items)
+    assert droppable_thinking(msgs, "openai_responses") == {(3, 0)}
+
+
+@pytest.mark.parametrize("ref", [{"id": "msg_0"}, {"type": "item_reference", "id": "msg_0"}, {"id": "msg_0", "type": None}],
+                         ids=["bare", "typed", "null-type"])
+def test_item_reference(ref):
+    """Source: response_input_item_param.ItemReference (``type`` is optional)."""
+    items = [USER, ref, AFTER]
+    msgs = from_responses(copy.deepcopy(items))
+    assert to_responses(msgs, extras=False) == items
+    sent = render(msgs, "openai_responses")
+    assert sent[1] == ref and check_wire(sent, "openai_responses") == []

@@ -286,7 +286,8 @@ class Session(SessionRecords, AsyncCalls):
     @refuse_deep_input
     def append_anthropic(self, messages: object) -> int:
         """Append messages in the Anthropic Messages shape: ``{"role", "content"}`` dicts
-        (a string or text, image, thinking, redacted_thinking, tool_use, tool_result blocks), the
+        (a string or text, image, document, search_result, thinking, redacted_thinking, tool_use,
+        tool_result blocks, and server-tool / MCP blocks, kept verbatim), the
         SDK's ``Message`` objects, a ``reply.content`` list (one assistant message), or a
         ``{"system"?, "messages"}`` payload. A user message of ``tool_result`` blocks becomes
         ``tool`` messages (its text a user message after). Ids continue the session's numbering;
@@ -306,6 +307,21 @@ class Session(SessionRecords, AsyncCalls):
         plan = plan_close_pending(self.view, self._deps, reason)
         self._run(plan)
         return plan.result
+
+    def record_branch(self, parent_session_id: str, reason: str) -> int:
+        """Record that this session is a new branch of ``parent_session_id``: the framework that
+        owns the conversation changed its record under the parent (messages removed or
+        corrected, a checkpoint from before the parent's last append resumed, a fresh run on a
+        reused id), so the framework's record is appended here from its start instead. One
+        ``branched`` event (``trigger``: ``reason``; ``detail``: ``{"parent": parent_session_id,
+        "messages": number of messages this session holds}``); the parent is left as it is.
+        Returns the new version; raises :class:`~ctxwise.errors.SessionConflict` like
+        :meth:`append`."""
+        total = self.size
+        event = CompactionEvent(stage="branched", trigger=reason, unit=self.policy.unit, size_before=total,
+                                size_after=total, detail={"parent": parent_session_id, "messages": len(self.messages)})
+        self._run(Plan(self.view, None, None, records=(event,)))
+        return self.version
 
     def prepare(self, *, thinking: bool | None = None, checked_version: int | None = None,
                 now: float | datetime | None = None) -> Prepared:

@@ -253,7 +253,9 @@ PROVIDER_RESULT_KINDS: dict[str, tuple[str, ...]] = {
 before it (rule ``provider-result-without-call``)."""
 
 
-OutputBlock = Annotated[Union[TextBlock, ImageBlock], Field(discriminator="type")]
+OutputBlock = Annotated[Union[TextBlock, ImageBlock, DocumentBlock, SearchResultBlock], Field(discriminator="type")]
+"""What a tool result holds: text and images, and (Anthropic ``ToolResultBlockParam.content``,
+Responses ``function_call_output`` ``input_file`` parts) documents and search results."""
 
 
 class ToolResultBlock(_Block):

@@ -150,7 +150,8 @@ def _check_json(value: Any, place: str) -> None:
 
 def _valid_result(b: ToolResultBlock) -> bool:
     return isinstance(b.tool_use_id, str) and isinstance(b.output, list) and all(
-        isinstance(o, (ImageBlock,)) or (isinstance(o, TextBlock) and isinstance(o.text, str)) for o in b.output)
+        isinstance(o, (ImageBlock, DocumentBlock, SearchResultBlock)) or (isinstance(o, TextBlock) and isinstance(o.text, str))
+        for o in b.output)
 
 
 def _valid_block(b: Any) -> bool:
@@ -200,7 +201,7 @@ def omitted(m: Message) -> str | None:
 
 def _given_notes(m: Message) -> list[dict[str, Any]]:
     """Notes a front end put in ``metadata["ctxwise"]["normalized"]`` when it read the input
-    (e.g. the AgentScope middleware's ``data-block-left-out``); they get the same event."""
+    (e.g. the AgentScope middleware's ``data-block-held-as-text``); they get the same event."""
     notes = Marker.read(m).normalized if MARKER_KEY in m.metadata else None
     return [n for n in notes if isinstance(n.get("rule"), str)] if notes else []
 

@@ -49,7 +49,7 @@ def _skipped(m: Message) -> bool:
 
 
 def _result_text(r: ToolResultBlock) -> str:
-    return "".join(b.text if isinstance(b, TextBlock) else "[image]" for b in r.output)
+    return "".join(b.text if isinstance(b, TextBlock) else f"[{b.type}]" for b in r.output)
 
 
 def timeline(messages: list[Message]) -> list[dict[str, Any]]:

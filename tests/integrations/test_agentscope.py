@@ -314,17 +314,17 @@ def test_image_data_blocks_reach_ctxwise_and_the_model(tmp_path):
     cm.close()
 
 
-def test_a_data_block_ctxwise_cannot_carry_is_named_in_the_view_and_never_leaves_the_agent_stuck(tmp_path):
+def test_a_data_block_ctxwise_does_not_hold_reaches_the_model_as_written_and_never_leaves_the_agent_stuck(tmp_path):
     # kind: input a framework can legitimately produce making a session unusable (issue 15's
-    # rule). An AgentScope DataBlock that is not an image (audio in a user message, a PDF in a
-    # tool result's output) stays in the agent's own record, so refusing it refused every later
-    # model call of that agent. The view now sends a text block naming what was left out, the
-    # record keeps the original block, and the substitution is recorded (message metadata and
-    # a `normalized` event); every request passes the wire check and later calls go through.
+    # rule), or ctxwise visible (issue 29): an AgentScope DataBlock that is not an image (audio
+    # in a user message, a PDF in a tool result's output) stays in the agent's own record, so
+    # refusing it refused every later model call; then the view sent a text in its place. Now
+    # the model gets the block as written, ctxwise holds and counts a text naming it, and that
+    # is recorded (message metadata and a `normalized` event); later calls go through.
     from agentscope.message import Base64Source, DataBlock, TextBlock, ToolCallBlock, UserMsg
     from agentscope.model import ChatResponse
 
-    from ctxwise.integrations.agentscope import LEFT_OUT_RULE, left_out_text
+    from ctxwise.integrations.agentscope import HELD_RULE, held_text
 
     rec = recordings(n=1)[0]
     pdf = DataBlock(source=Base64Source(data="JVBERi0xLjQK", media_type="application/pdf"))
@@ -343,12 +343,10 @@ def test_a_data_block_ctxwise_cannot_carry_is_named_in_the_view_and_never_leaves
 
     assert len(model.seen) == 4  # never stuck: every later model call of the agent went through
     for n, sent in enumerate(model.seen):
-        assert check_wire(wire(sent), "openai") == [], n
         text = json.dumps(sent)
-        assert left_out_text("audio/wav") in text and "UklGRg==" not in text
-        if n >= 1:  # the tool result is in every request after the call
-            assert left_out_text("application/pdf") in text and "JVBERi0xLjQK" not in text
-    assert left_out_text("audio/wav") == "[audio/wav block not sent: ctxwise carries text and images only]"
+        assert "ctxwise holds this text" not in text  # the model never sees ctxwise's stand-in
+        assert "UklGRg==" in text or "audio" in text
+    assert held_text("audio/wav") == "[audio/wav block: sent as given; ctxwise holds this text for it]"
     # the agent's own record keeps the original blocks untouched
     (held,) = [b for m in agent.state.context for b in m.content
                if isinstance(b, DataBlock) and b.source.media_type == "audio/wav"]
@@ -356,15 +354,16 @@ def test_a_data_block_ctxwise_cannot_carry_is_named_in_the_view_and_never_leaves
     (result,) = [b for m in agent.state.context for b in m.content if getattr(b, "id", None) == "call_shot_2"
                  and b.type == "tool_result"]
     assert [type(o).__name__ for o in result.output] == ["TextBlock", "DataBlock"]
-    # the substitution is recorded: on the ctxwise messages and as normalized events
+    # ctxwise's own payload holds the texts, and the stand-in is recorded
+    assert held_text("audio/wav") in json.dumps(mw.last_prepared.payload)
     session = mw.session(agent.state)
     noted = {n["media_type"]: n for m in session.messages
              for n in (m.metadata.get("ctxwise") or {}).get("normalized", [])}
     assert set(noted) == {"audio/wav", "application/pdf"}
-    assert all(n["rule"] == LEFT_OUT_RULE for n in noted.values())
+    assert all(n["rule"] == HELD_RULE for n in noted.values())
     assert "block 1" in noted["audio/wav"]["place"] and "output 1" in noted["application/pdf"]["place"]
     events = [e for e in session.events() if e["stage"] == "normalized"]
-    assert sorted(r for e in events for m in e["detail"]["messages"] for r in m["rules"]) == [LEFT_OUT_RULE] * 2
+    assert sorted(r for e in events for m in e["detail"]["messages"] for r in m["rules"]) == [HELD_RULE] * 2
     cm.close()
 
 
@@ -472,3 +471,91 @@ def test_a_tool_raising_or_an_interrupted_reply_leaves_the_agent_usable(stop, tm
         assert any(r.state == "error" for r in results)
 
     asyncio.run(go())
+
+
+MULTI_AGENT_FORMATTERS = ["OpenAIChatFormatter", "OpenAIMultiAgentFormatter", "AnthropicMultiAgentFormatter",
+                          "DashScopeMultiAgentFormatter", "DeepSeekMultiAgentFormatter", "GeminiMultiAgentFormatter",
+                          "MiniMaxMultiAgentFormatter", "MoonshotMultiAgentFormatter", "OllamaMultiAgentFormatter",
+                          "OpenAIResponseMultiAgentFormatter", "VolcengineMultiAgentFormatter"]
+# (XAIMultiAgentFormatter needs the xai_sdk package, which ctxwise's test environment does not install)
+
+
+def _multi_agent(tmp_path):
+    """An agent whose context holds a user, another agent (bob) and its own reply with a tool
+    call, its result and text in one Msg, with an AgentScope summary; and a call of ctxwise's
+    ``on_model_call`` returning (what the model got, what the agent would have sent)."""
+    from agentscope.message import Msg, TextBlock, ToolCallBlock, ToolResultBlock, ToolResultState, UserMsg
+    from agentscope.model import ChatResponse
+
+    rec = recordings(n=1)[0]
+    cm, mw, model, agent = build(rec, tmp_path, name="multi")
+    tool = next(iter(rec.tools), "lookup")
+    agent.state.context = [
+        UserMsg("carol", "Bob, Alice: who can check order #W1?"),
+        Msg(name="bob", role="assistant", content=[TextBlock(text="Not me, I only do refunds.")]),
+        Msg(name="agent", role="assistant", content=[
+            ToolCallBlock(id="c1", name=tool, input=json.dumps({"order_id": "#W1"})),
+            ToolResultBlock(id="c1", name=tool, output=[TextBlock(text="order #W1: delivered")],
+                            state=ToolResultState.SUCCESS),
+            TextBlock(text="I checked: #W1 was delivered.")]),
+        UserMsg("carol", "Thanks both."),
+    ]
+    agent.state.summary = "Earlier: carol asked bob for a refund of #W0."
+
+    async def call() -> tuple[list[Any], list[Any]]:
+        kwargs = await agent._prepare_model_input()
+        got: list[Any] = []
+
+        async def handler(messages: list[Any]) -> Any:
+            got.extend(messages)
+            return ChatResponse(content=[TextBlock(text="ok")], is_last=True)
+
+        await mw.on_model_call(agent, dict(kwargs), handler)
+        return got, kwargs["messages"]
+
+    return cm, mw, agent, call
+
+
+@pytest.mark.parametrize("formatter", MULTI_AGENT_FORMATTERS)
+def test_with_nothing_to_compact_every_multi_agent_formatter_sends_what_it_sends_without_ctxwise(tmp_path, formatter):
+    # kind: ctxwise visible when nothing is compacted: the view renamed every assistant message
+    # to the agent's own name (bob's words reached the model as the agent's), split the reply
+    # holding a tool call, its result and text into two messages (the multi-agent formatters then
+    # sent the agent's own answer as user-side history), and left state.summary out
+    import agentscope.formatter as fmt
+
+    cm, mw, agent, call = _multi_agent(tmp_path)
+    got, sent = asyncio.run(call())
+    assert [(m.name, m.role) for m in got] == [(m.name, m.role) for m in sent]
+    assert got[1].get_text_content() == agent.state.summary
+    assert all(a is b for a, b in zip(got[2:], agent.state.context))  # the state's own messages
+    f = getattr(fmt, formatter)()
+    assert json.dumps(asyncio.run(f.format(got)), default=str) == json.dumps(asyncio.run(f.format(sent)), default=str)
+    cm.close()
+
+
+def test_a_message_corrected_in_place_or_a_new_summary_is_followed_on_a_new_branch(tmp_path):
+    # kind: editing agent.state.context in place was ignored (the model kept getting the stored
+    # original); a changed summary likewise
+    cm, mw, agent, call = _multi_agent(tmp_path)
+    asyncio.run(call())
+    first = mw.record(agent.state)["session_id"]
+    agent.state.context[1].content[0].text = "Correction: I can check orders too."
+    got, _ = asyncio.run(call())
+    assert got[3].get_text_content() == "Correction: I can check orders too."
+    session = mw.session(agent.state)
+    assert session.session_id != first
+    (ev,) = [e for e in session.events() if e["stage"] == "branched"]
+    assert ev["detail"]["parent"] == first and "corrected or removed" in ev["trigger"]
+    assert "Correction: I can check orders too." in json.dumps(mw.last_prepared.payload)
+
+    agent.state.summary = "Earlier: carol asked bob for a refund of #W0; bob refunded it."
+    got, _ = asyncio.run(call())
+    assert got[1].get_text_content() == agent.state.summary
+    assert "bob refunded it" in json.dumps(mw.last_prepared.payload)
+    assert mw.record(agent.state)["session_id"] not in (first, session.session_id)
+    # and a call with nothing changed goes on on the same branch
+    now = mw.record(agent.state)["session_id"]
+    asyncio.run(call())
+    assert mw.record(agent.state)["session_id"] == now
+    cm.close()

@@ -26,7 +26,7 @@ from conftest import REPO
 sys.path.insert(0, str(REPO / "examples"))
 
 from langchain.agents import create_agent  # noqa: E402
-from langchain_core.messages import BaseMessage, ToolMessage, convert_to_openai_messages  # noqa: E402
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_openai_messages  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 
@@ -193,8 +193,8 @@ def test_import_ctxwise_does_not_import_langchain_and_a_missing_extra_is_named()
 
 
 def test_a_thread_whose_record_does_not_match_the_store_is_refused(recs, tmp_path):
-    # kind: a checkpoint resumed on a ctxwise store that lacks its history, or a thread id reused
-    # after its checkpoints were deleted: both would silently send a wrong context
+    # kind: a checkpoint resumed on a ctxwise store that lacks its history: it would silently
+    # send a wrong context
     from ctxwise import SessionConflict
 
     rec = recs[0]
@@ -208,16 +208,41 @@ def test_a_thread_whose_record_does_not_match_the_store_is_refused(recs, tmp_pat
     with pytest.raises(SessionConflict, match="not the one it was saved with"):
         run_turns(agent2, model2, rec, config, first=False, turns=slice(3, 4))
     assert model2.seen == []
-
-    # the same ctxwise store, the thread's checkpoints gone
-    mw3 = CtxwiseMiddleware(cm, user_id="u1")
-    model3 = ScriptedChatModel()
-    agent3 = create_agent(model3, recorded_tools(rec), system_prompt=rec.system, middleware=[mw3],
-                          checkpointer=InMemorySaver())
-    with pytest.raises(SessionConflict, match="has no ctxwise record"):
-        run_turns(agent3, model3, rec, config, turns=slice(0, 1))
-    assert model3.seen == []
     conn.close()
+
+
+def branched(cm, user_id="u1"):
+    """The ``branched`` events of every session of ``user_id`` in ``cm``'s store, by session id."""
+    out = {}
+    for info in cm.store.list_sessions(user_id):
+        sid = info.session_id
+        evs = [e for e in cm.session(user_id, sid).events() if e["stage"] == "branched"]
+        if evs:
+            out[sid] = evs
+    return out
+
+
+def test_a_reused_thread_id_without_its_checkpoints_is_a_fresh_conversation_on_a_new_branch(recs, tmp_path):
+    # kind: plain LangGraph treats an invoke without a checkpointer (or with its checkpoints
+    # gone) as a fresh conversation; ctxwise raised SessionConflict on the same thread_id, or
+    # would send the old conversation with the new question
+    rec = recs[0]
+    cm = ContextManager(f"sqlite:///{tmp_path / 'fresh.db'}", policy())
+    mw = CtxwiseMiddleware(cm, user_id="u1")
+    model = ScriptedChatModel()
+    agent = create_agent(model, recorded_tools(rec), system_prompt=rec.system, middleware=[mw])  # no checkpointer
+    config = {"configurable": {"thread_id": "t"}}
+    run_turns(agent, model, rec, config, turns=slice(0, 1))
+    first_run = len(model.seen)
+    run_turns(agent, model, rec, config, first=False, turns=slice(1, 2))
+    again = model.seen[first_run]
+    # the second invoke's first call got exactly what plain LangGraph sends: its own input only
+    assert [m.type for m in again] == ["system", "human"] and again[1].content == rec.turns[1].user
+    evs = branched(cm)
+    assert len(evs) == 1
+    (sid, [ev]), = evs.items()
+    assert sid.startswith("t:ctxwise~") and ev["detail"]["parent"] == "t:ctxwise"
+    assert "fresh run" in ev["trigger"]
 
 
 def test_a_model_call_that_fails_after_the_append_is_retried_with_the_same_request(tmp_path):
@@ -372,12 +397,10 @@ def test_anthropic_thinking_signatures_and_redacted_thinking_survive_the_round_t
     assert thinking in sent[0].content and redacted in sent[0].content and later in sent[1].content
 
 
-def test_a_fork_from_an_earlier_checkpoint_is_refused_not_sent_with_the_other_branch(recs, tmp_path):
-    # kind: the ctxwise session went on past the checkpoint being resumed (a LangGraph fork from
-    # an earlier checkpoint): the abandoned branch's call and result were sent with the new
-    # question, without a word; now SessionConflict says so (found by a fresh-user check)
-    from ctxwise import SessionConflict
-
+def test_a_fork_from_an_earlier_checkpoint_goes_on_as_a_new_branch_without_the_other_branch(recs, tmp_path):
+    # kind: the ctxwise session went on past the checkpoint being resumed (LangGraph time
+    # travel): the abandoned branch's call and result were sent with the new question, then
+    # SessionConflict refused it; the state is the truth, so ctxwise follows it on a new branch
     rec = recs[0]
     cm, mw, model, agent = build(rec, tmp_path, name="fork")
     config = {"configurable": {"thread_id": "t"}}
@@ -386,9 +409,21 @@ def test_a_fork_from_an_earlier_checkpoint_is_refused_not_sent_with_the_other_br
     latest, earlier = len(done[0].values["messages"]), done[-1]
     assert len(earlier.values["messages"]) < latest
     sent = len(model.seen)
-    with pytest.raises(SessionConflict, match="forked"):
-        agent.invoke({"messages": [{"role": "user", "content": "a different question"}]}, earlier.config)
-    assert len(model.seen) == sent  # nothing went to the model
+    model.script = [AIMessage(content="an answer on the new branch")]
+    out = agent.invoke({"messages": [{"role": "user", "content": "a different question"}]}, earlier.config)
+    assert len(model.seen) == sent + 1
+    # the model got the earlier checkpoint's messages and the new question, nothing of the rest
+    want = [*earlier.values["messages"], out["messages"][-2]]
+    assert [m.id for m in model.seen[-1][1:] if m.id != "ctxwise-user-memory"] == [m.id for m in want]
+    assert check_wire(to_wire(model.seen[-1]), "openai") == []
+    evs = branched(cm)
+    assert len(evs) == 1 and "earlier checkpoint" in next(iter(evs.values()))[0]["trigger"]
+    # and the thread goes on on that branch: the next turn is no new branch
+    state = agent.get_state(config).values
+    assert mw.record(state)["session_id"] == next(iter(evs))
+    model.script = [AIMessage(content="and another")]
+    agent.invoke({"messages": [{"role": "user", "content": "one more"}]}, config)
+    assert len(branched(cm)) == 1
 
 
 def _failing_tools(rec, fail: dict[str, int]):
@@ -571,3 +606,38 @@ def test_an_empty_system_prompt_is_not_a_message_and_the_run_goes_on():
     assert agent.invoke({"messages": [HumanMessage("again")]}, cfg)["messages"][-1].content == "two"
     roles = [m["role"] for m in mw.last_prepared.payload]
     assert roles == ["user", "assistant", "user"]
+
+
+def test_messages_removed_or_corrected_in_the_state_are_followed_on_a_new_branch(recs, tmp_path):
+    # kind: the framework's record changed under ctxwise (RemoveMessage, update_state with the
+    # same id): ctxwise raised SessionConflict for a removal, and ignored a correction (the model
+    # kept getting the stored original)
+    from langchain_core.messages import HumanMessage, RemoveMessage
+
+    rec = recs[0]
+    cm, mw, model, agent = build(rec, tmp_path, name="edit")
+    config = {"configurable": {"thread_id": "t"}}
+    run_turns(agent, model, rec, config, turns=slice(0, 2))
+    humans = [m for m in agent.get_state(config).values["messages"] if isinstance(m, HumanMessage)]
+    first, second = humans[0], humans[1]
+
+    agent.update_state(config, {"messages": [HumanMessage(id=first.id, content="the corrected first question")]})
+    model.script = [AIMessage(content="ok")]
+    agent.invoke({"messages": [{"role": "user", "content": "next"}]}, config)
+    sent = {m.id: m for m in model.seen[-1]}
+    assert sent[first.id].content == "the corrected first question"
+    assert len(branched(cm)) == 1
+
+    agent.update_state(config, {"messages": [RemoveMessage(id=second.id)]})
+    model.script = [AIMessage(content="ok again")]
+    agent.invoke({"messages": [{"role": "user", "content": "and next"}]}, config)
+    ids = [m.id for m in model.seen[-1]]
+    assert second.id not in ids and first.id in ids
+    assert check_wire(to_wire(model.seen[-1]), "openai") == []
+    evs = branched(cm)
+    assert len(evs) == 2 and all("corrected or removed" in e[0]["trigger"] for e in evs.values())
+    # the branch the record follows holds the state's messages, the correction included
+    state = agent.get_state(config).values
+    session = mw.session(state)
+    assert session.session_id == mw.record(state)["session_id"] and session.session_id in evs
+    assert second.id not in [m.id for m in session.messages]

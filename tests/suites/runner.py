@@ -22,6 +22,8 @@ Contract for a suite module ``tests/suites/suite_<name>.py`` (one module per fra
                            replaced names; these are deselected and counted "n/a".
 - ``PYTEST_ARGS: list[str]`` (optional) extra pytest args (e.g. ``["-p", "no:randomly"]``).
 - ``TIMEOUT_S: int``       (optional, default 1200) wall-time cap for the pytest run.
+- ``ROOT: Path``           (optional) a vendored test tree (with its licence) to run instead of
+                           the downloaded sdist, for a framework whose sdist ships no tests.
 
 The runner parses pytest's JUnit XML and prints one line per non-passing test and a summary
 ``<suite>: passed=N defect=N accepted=N n/a=N skipped=N wall=Ns``. A test listed in ACCEPTED that
@@ -119,7 +121,7 @@ def run(name: str, keep: Path | None = None, kexpr: str | None = None) -> Outcom
     out = Outcome(not_applicable=len(not_applicable))
     work = keep or Path(tempfile.mkdtemp(prefix=f"ctxwise-suite-{name}-"))
     work.mkdir(parents=True, exist_ok=True)
-    root = fetch_sdist(suite.DIST, work)
+    root = getattr(suite, "ROOT", None) or fetch_sdist(suite.DIST, work)
     xml = work / "junit.xml"
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(REPO / "src"), env.get("PYTHONPATH", "")])

@@ -23,7 +23,7 @@ CONTENT_LOGGER = "ctxwise.content"
 CONTENT_SWITCH = "CTXWISE_LOG_CONTENT"
 """The environment variable that switches content logging on (``1``); off by default."""
 SAFE_TEXT_KEYS = frozenset({"summarizer", "summary", "key", "rule", "rules", "id", "ids", "kind", "reason_code",
-                            "api", "miss_reason", "prices"})
+                            "api", "miss_reason", "prices", "parent"})
 """Keys of ``detail`` whose string values are names or ids ctxwise wrote, logged as they are;
 every other string in ``detail`` is logged as its length only."""
 
@@ -31,7 +31,7 @@ _content_log = logging.getLogger(CONTENT_LOGGER)
 
 Stage = Literal[
     "thinking", "clearing", "summarizing", "trimming", "summarizer_failed", "facts_evicted", "budget_exceeded",
-    "normalized", "interrupted", "rendered", "cache_usage", "loop_closed",
+    "normalized", "interrupted", "rendered", "cache_usage", "loop_closed", "branched",
 ]
 """``normalized``: a reply was made sendable at append (:mod:`ctxwise.normalize`);
 ``rendered``: the payload of a call needed render-time conversions (emitted, not stored;
@@ -40,7 +40,9 @@ Stage = Literal[
 ``cache_usage``: a reply's provider-reported cache tokens beside the cost model's prediction
 for the call (:meth:`Session.record_usage`);
 ``loop_closed``: an open tool loop whose bound reasoning froze it was closed by a ctxwise note
-(:mod:`ctxwise.compaction.loop_close`)."""
+(:mod:`ctxwise.compaction.loop_close`);
+``branched``: the session continues another one whose framework record was changed under it
+(:meth:`Session.record_branch`; ``detail["parent"]`` names that session)."""
 
 
 class CompactionEvent(BaseModel):

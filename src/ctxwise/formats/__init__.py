@@ -29,9 +29,11 @@ from .. import nesting
 from ..errors import FormatError
 from ..messages import Message
 from .agentscope import from_agentscope, to_agentscope
+from .anthropic import PROVIDER_KINDS as _ANTHROPIC_PROVIDER_KINDS
 from .anthropic import from_anthropic, to_anthropic
 from .conversation import Conversation
 from .openai_chat import from_openai, to_openai
+from .responses import PROVIDER_ITEMS as _RESPONSES_PROVIDER_ITEMS
 from .responses import from_responses, to_responses
 from .sdk import plain
 from .tau2 import from_tau2, from_tau2_messages, to_tau2, to_tau2_messages, to_tau2_simulation
@@ -70,8 +72,9 @@ WRITERS: dict[str, Callable[..., Any]] = {
 FORMATS = tuple(READERS)
 _KNOWN = ("tau2 Results, tau-bench list, OpenAI chat (list, {'messages'} or JSONL), "
           "Anthropic {'system'?, 'messages'}, AgentScope {'context'}, Responses items")
-_RESPONSES_TYPES = {"reasoning", "function_call", "function_call_output", "message"}
-_ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking", "image"}
+_RESPONSES_TYPES = {"reasoning", "function_call", "function_call_output", "message", *_RESPONSES_PROVIDER_ITEMS}
+_ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document", "search_result",
+                     *_ANTHROPIC_PROVIDER_KINDS}
 _CASE_FORMATS = {"openai_chat": "openai", "anthropic_messages": "anthropic", "openai_responses_items": "responses"}
 
 

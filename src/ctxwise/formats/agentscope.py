@@ -150,6 +150,11 @@ def from_agentscope(payload: dict[str, Any]) -> list[Message]:
     return _read(payload, strict=True)
 
 
+_WRITABLE = (TextBlock, ThinkingBlock, ToolUseBlock, ImageBlock, ToolResultBlock)
+"""The blocks AgentScope's format holds; others (documents, provider blocks, ...) travel in the
+carry with ``extras=True`` and are left out with ``extras=False``."""
+
+
 def _write_block(b: Any) -> dict[str, Any]:
     book = b.extra.get(BOOK) or {}
     if isinstance(b, TextBlock):
@@ -180,7 +185,7 @@ def _write_block(b: Any) -> dict[str, Any]:
         if book.get("output") == "str" and len(b.output) == 1 and isinstance(b.output[0], TextBlock):
             d["output"] = b.output[0].text
         else:
-            d["output"] = [_write_block(x) for x in b.output]
+            d["output"] = [_write_block(x) for x in b.output if isinstance(x, (TextBlock, ImageBlock))]
     spread(d, b.extra, skip=BOOK)
     return reorder(d, book.get("order"))
 
@@ -205,7 +210,7 @@ def to_agentscope(messages: list[Message], *, extras: bool = True) -> dict[str, 
         if book.get("content") == "str" and len(m.blocks) == 1 and isinstance(m.blocks[0], TextBlock):
             d["content"] = m.blocks[0].text
         else:
-            d["content"] = [_write_block(b) for b in m.blocks]
+            d["content"] = [_write_block(b) for b in m.blocks if isinstance(b, _WRITABLE)]
         if extras:
             spread(d, m.metadata, skip=BOOK)
             d = reorder(d, book.get("order"))

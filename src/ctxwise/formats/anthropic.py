@@ -19,6 +19,12 @@ Mapping:
   noted in ``"_ctxwise": {"parts": [...]}`` so it reads back the same.
 * ``is_error: true`` ↔ ``state="error"``; ``redacted_thinking`` ↔ ``ThinkingBlock(redacted=True,
   thinking=data)``; string content vs a block list, key order and unknown keys are kept.
+* ``text.citations`` ↔ ``TextBlock.citations``; an image ``source.type == "file"`` ↔
+  ``ImageBlock.file_id``; ``document`` ↔ :class:`DocumentBlock` (every source type);
+  ``search_result`` ↔ :class:`SearchResultBlock` (both also inside ``tool_result`` content);
+  ``server_tool_use``, the server-tool results (web search, web fetch, code execution, bash,
+  text editor, tool search), ``mcp_tool_use`` / ``mcp_tool_result`` and ``container_upload`` ↔
+  :class:`ProviderBlock` holding the block verbatim (``call_id`` = its ``id`` / ``tool_use_id``).
 """
 
 from __future__ import annotations
@@ -224,10 +230,15 @@ def _read_provider(b: dict[str, Any], place: str) -> ProviderBlock:
     return ProviderBlock(provider="anthropic", kind=t, raw=b, call_id=cid)
 
 
-def _read_block(b: Any, place: str, uses: dict[str, str] | None, strict: bool, inner: bool = False) -> Any:
+_RESULT_CONTENT = ("text", "image", "document", "search_result")
+"""The blocks a ``tool_result``'s content holds (``anthropic/types/tool_result_block_param.py``)."""
+
+
+def _read_block(b: Any, place: str, uses: dict[str, str] | None, strict: bool,
+                inner: bool | tuple[str, ...] = False) -> Any:
     b = need_dict(b, place, "a content block object")
     t = b.get("type")
-    allowed = ("text", "image") if inner else BLOCK_TYPES
+    allowed = inner if isinstance(inner, tuple) else ("text", "image") if inner else BLOCK_TYPES
     if t not in allowed:
         raise unknown_block(place, t, allowed)
     if t in PROVIDER_KINDS:
@@ -266,7 +277,7 @@ def _read_result(b: dict[str, Any], place: str, uses: dict[str, str] | None, str
         raise no_call(place, tid, "matches no tool_use of the immediately preceding assistant message")
     raw = b.get("content", _ABSENT)
     if isinstance(raw, list):
-        output = [_read_block(x, f"{place}, content {k}", None, strict, inner=True) for k, x in enumerate(raw)]
+        output = [_read_block(x, f"{place}, content {k}", None, strict, inner=_RESULT_CONTENT) for k, x in enumerate(raw)]
     elif isinstance(raw, str) and raw:
         output = [TextBlock(text=raw)]
     elif raw is _ABSENT or isinstance(raw, str):

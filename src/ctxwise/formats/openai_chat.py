@@ -3,7 +3,8 @@
 Shape (https://platform.openai.com/docs/api-reference/chat/create): a list of
 ``{"role", "content", "name"?, "tool_calls"?, "tool_call_id"?}``. ``content`` is a string,
 ``null`` or a list of parts (``{"type": "text", "text"}``, ``{"type": "image_url",
-"image_url": {"url", "detail"?}}``). A call is ``{"id", "type": "function", "function":
+"image_url": {"url", "detail"?}}``, ``input_audio`` ↔ :class:`AudioBlock`, ``file`` ↔
+:class:`DocumentBlock`, ``refusal`` parts and the assistant ``refusal`` key ↔ :class:`RefusalBlock`). A call is ``{"id", "type": "function", "function":
 {"name", "arguments": <JSON string>}}``; each ``tool`` message answers one call. DeepSeek
 thinking mode adds ``reasoning_content`` on assistant messages
 (https://api-docs.deepseek.com/guides/thinking_mode); it must be passed back on assistant

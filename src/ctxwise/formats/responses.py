@@ -16,6 +16,13 @@ included, kept in the block's ``extra``), message parts → text blocks, functio
 :class:`ToolUseBlock` (``id`` = ``call_id``). Each ``function_call_output`` → one canonical
 ``tool`` message. User / system / developer messages → their own messages. Item skeletons are
 kept only where they differ from the writer's default, so the round trip is exact.
+
+Other items are kept verbatim as :class:`ProviderBlock`: hosted and client-run tool calls and
+their outputs, and ``compaction``, join the assistant message being read (:data:`MODEL_ITEMS`);
+``compaction_trigger``, ``configuration_update``, ``additional_tools`` and ``item_reference``
+are each a ``user`` message of one block (:data:`CLIENT_ITEMS`). Parts: ``input_image`` keeps
+``file_id`` and ``detail``; ``input_file`` ↔ :class:`DocumentBlock`; ``refusal`` ↔
+:class:`RefusalBlock`; ``output_text.annotations`` ↔ ``TextBlock.citations``.
 """
 
 from __future__ import annotations
@@ -170,7 +177,9 @@ def _read_file_part(p: dict[str, Any], place: str) -> DocumentBlock:
 def _item_type(raw: dict[str, Any], place: str) -> str:
     """The item's type (``message`` when it has a ``role`` and no ``type``); raises
     FormatError for an unknown type or message role."""
-    t = raw.get("type", "message" if "role" in raw else None)
+    t = raw.get("type", "message" if "role" in raw else "item_reference" if list(raw) == ["id"] else None)
+    if t is None and "type" in raw and list(raw) == ["id", "type"]:
+        t = "item_reference"  # ItemReference.type is Optional
     if t not in ITEM_TYPES:
         raise FormatError(place, f"unknown item type {t!r}; expected one of {', '.join(ITEM_TYPES)}")
     if t == "message" and raw.get("role") not in _ROLES:

@@ -1,49 +1,81 @@
 """What the framework middlewares share: where a framework's message list resumes against the
-ctxwise session recorded beside it (the record: ``{"version", "last", ...}`` in the framework's
-own state)."""
+ctxwise session recorded beside it (the record: ``{"version", "last", "digest", ...}`` in the
+framework's own state), and when it no longer can (the framework's record changed: a new branch)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import hashlib
+import uuid
+from typing import Any, Callable, Iterable, Sequence
 
 from .. import Marker, SessionConflict
 
 
-def resume_index(ids: Sequence[str], rec: dict[str, Any] | None, session: Any, session_id: str, *,
-                 state: str, rewritten: str) -> int:
-    """Index in ``ids`` (the framework's message ids, in order) of the first message the ctxwise
-    session has not seen: 0 without a record, else right after ``rec["last"]``.
+def digest(items: Iterable[str]) -> str:
+    """SHA-256 (hex) of ``items`` (each message's stable JSON), in order: what the record keeps
+    of the framework's messages up to its ``last``, so a message corrected or removed under it
+    is noticed."""
+    h = hashlib.sha256()
+    for item in items:
+        h.update(hashlib.sha256(item.encode("utf-8", "surrogatepass")).digest())
+    return h.hexdigest()
 
-    Raises :class:`~ctxwise.SessionConflict` when the session is older than the record (``state``,
-    e.g. "this AgentState", was saved against another store or an older copy of it), or when the
-    last appended message is no longer in ``ids`` (``rewritten``: what the user should do)."""
-    if rec is None:
-        return 0
+
+def branch_id(session_id: str) -> str:
+    """A new session id for a branch of ``session_id``: ``<base>~<12 hex digits>`` (``base``:
+    ``session_id`` up to its first ``~``)."""
+    return f"{session_id.split('~', 1)[0]}~{uuid.uuid4().hex[:12]}"
+
+
+def follow(ids: Sequence[str], rec: dict[str, Any] | None, session: Any, session_id: str, *, state: str,
+           prefix_digest: Callable[[int], str] | None = None) -> tuple[int, str | None]:
+    """Where the framework's messages (``ids``, in order) resume against ``session``:
+    ``(index of the first message the session has not seen, None)``, or ``(0, reason)`` when the
+    framework's record no longer continues the session (then the caller appends it to a new
+    branch, :meth:`ctxwise.Session.record_branch` with ``reason``).
+
+    A branch is needed when the message appended last (``rec["last"]``) is gone from ``ids``;
+    when ``prefix_digest(index of last)`` differs from ``rec["digest"]`` (a message up to it was
+    corrected or removed); when the session went on past ``last`` with messages the framework
+    does not hold (resumed from an earlier checkpoint); and, without a record, when the session
+    holds messages the framework does not (a fresh run on a reused id). Messages the session
+    holds after ``last`` that ``ids`` holds too (the store ahead of the framework's record: a
+    model call failed after the append) are skipped.
+
+    Raises :class:`~ctxwise.SessionConflict` when the session is older than the record
+    (``state``, e.g. "this AgentState", was saved against another store or an older copy of it)."""
+    known = [m.id for m in session.messages if m.kind is None and m.role != "system" and not _interrupted(m)]
+    if rec is None or rec.get("last") is None:
+        if set(known) - set(ids):
+            return 0, f"{state} does not hold the {len(known)} message(s) the ctxwise session {session_id!r} holds " \
+                      "(a fresh run on a reused id, or its saved record was lost)"
+        return _ahead(ids, known, 0), None
     if session.version < int(rec.get("version") or 0):
         raise SessionConflict(
             f"ctxwise session {session_id!r} is at version {session.version} but {state} was saved at version "
             f"{rec['version']}: the ctxwise store is not the one it was saved with (or an older copy of it); "
             "open the same store")
-    last = rec.get("last")
-    if last is None:
-        return 0
+    last = rec["last"]
     if last not in ids:
-        raise SessionConflict(f"ctxwise session {session_id!r}: the message {last!r} it last appended is no longer "
-                              f"in {state}; {rewritten}")
+        return 0, f"the message {last!r} appended last is no longer in {state} (removed or replaced)"
     at = list(ids).index(last)
-    # the session went on past this record (a fork from an earlier checkpoint, an older saved
-    # state restored): what the session holds after ``last`` must be what the state holds after it
-    # (the interruption results ctxwise wrote for calls the framework left unanswered,
-    # Session.close_pending, are ctxwise's own: no framework state holds them)
-    order = [m.id for m in session.messages if m.kind is None and not _interrupted(m)]
-    if last in order:
+    if prefix_digest is not None and rec.get("digest") is not None and prefix_digest(at) != rec["digest"]:
+        return 0, f"a message up to {last!r} was corrected or removed in {state}"
+    if last in known:
         tail = set(ids[at + 1:])
-        gone = [i for i in order[order.index(last) + 1:] if i not in tail]
+        gone = [i for i in known[known.index(last) + 1:] if i not in tail]
         if gone:
-            raise SessionConflict(
-                f"ctxwise session {session_id!r} holds {len(gone)} message(s) after {last!r} that {state} does not "
-                f"(first: {gone[0]!r}): it was restored from an earlier point or forked; {rewritten}")
-    return at + 1
+            return 0, f"{state} resumes from before the session's {len(gone)} latest message(s) (first: {gone[0]!r}): " \
+                      "an earlier checkpoint or a fork"
+    return _ahead(ids, known, at + 1), None
+
+
+def _ahead(ids: Sequence[str], known: Sequence[str], start: int) -> int:
+    """``start`` moved past the messages of ``ids`` the session already holds (the store ahead
+    of the framework's record)."""
+    have = set(known)
+    ahead = [i for i in range(start, len(ids)) if ids[i] in have]
+    return ahead[-1] + 1 if ahead else start
 
 
 def _interrupted(m: Any) -> bool:

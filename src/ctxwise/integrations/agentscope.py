@@ -32,14 +32,15 @@ How it works (``pip install 'ctxwise[agentscope]'``, AgentScope 2.0.x's ``Middle
   stay in the in-flight cycle ctxwise pins: they are never cleared or summarized.
 * Image ``DataBlock``s (base64 or URL source; in a message, a tool result's output or a hint)
   are read as ctxwise images (counted by the image rule, kept through compaction, rebuilt as
-  ``DataBlock``s). Any other ``DataBlock`` (audio, PDF, video, a text file) cannot be carried
-  (ctxwise holds text and images only: it could neither count it nor keep it through a
-  compaction), and the agent's record keeps it, so refusing it would refuse every later model
-  call of that agent. Instead the context view sends a short text block in its place naming
-  what was left out (``[audio/wav block not sent: ctxwise carries text and images only]``);
-  ``agent.state.context`` keeps the original block untouched, and the substitution is recorded
-  on the ctxwise message (``metadata["ctxwise"]["normalized"]``, rule ``data-block-left-out``,
-  with the block's place and media type) and as a ``normalized`` event of the session.
+  ``DataBlock``s). Any other ``DataBlock`` (audio, PDF, video, a text file) reaches the model as
+  written; ctxwise holds and counts a short text naming it in its place
+  (``[audio/wav block: sent as given; ctxwise holds this text for it]``; the data itself is
+  not counted), recorded on the ctxwise message (``metadata["ctxwise"]["normalized"]``, rule
+  ``data-block-held-as-text``, with the block's place and media type) and as a ``normalized``
+  event of the session. A message ctxwise rebuilds (a cleared result) carries that text.
+* With nothing compacted the model gets ``agent.state.context``'s own ``Msg`` objects, each
+  whole (a reply holding a tool call, its result and text stays one message; every speaker
+  keeps its name), after the system prompt and ``state.summary`` as AgentScope sends them.
 
 * AgentScope's OpenAI chat formatter writes ``name`` (the tool's name) on every ``tool``
   message, and ``OpenAIChatModel`` sends it as written; the formatter runs after this
@@ -69,7 +70,6 @@ from .. import (
     Message,
     MissingExtra,
     Session,
-    SessionConflict,
     SessionPool,
     TextBlock,
     ThinkingBlock,
@@ -79,7 +79,7 @@ from .. import (
     recall_tool_schema,
 )
 from ..errors import FormatError
-from ._record import resume_index
+from ._record import branch_id, digest, follow
 
 try:
     from agentscope import message as asm
@@ -89,9 +89,10 @@ try:
 except ModuleNotFoundError as e:  # pragma: no cover - exercised by tests/integrations/test_agentscope.py
     raise MissingExtra("ctxwise.integrations.agentscope", "agentscope", (e.name or "agentscope").split(".")[0]) from None
 
-__all__ = ["CtxwiseMiddleware", "LEFT_OUT_RULE", "left_out_text", "to_canonical"]
+__all__ = ["CtxwiseMiddleware", "HELD_RULE", "held_text", "to_canonical"]
 
 _SYSTEM = "system"
+_SUMMARY = "summary"
 
 
 def _output_text(output: Any) -> str:
@@ -100,13 +101,13 @@ def _output_text(output: Any) -> str:
     return "\n".join(b.text for b in output if isinstance(b, asm.TextBlock))
 
 
-LEFT_OUT_RULE = "data-block-left-out"
+HELD_RULE = "data-block-held-as-text"
 
 
-def left_out_text(media_type: str) -> str:
-    """The text block sent in place of a ``DataBlock`` ctxwise cannot carry (characters:
-    about 70)."""
-    return f"[{media_type} block not sent: ctxwise carries text and images only]"
+def held_text(media_type: str) -> str:
+    """The text ctxwise holds (and counts) in place of a non-image ``DataBlock``, which the model
+    gets as written (characters: about 70)."""
+    return f"[{media_type} block: sent as given; ctxwise holds this text for it]"
 
 
 def _image(b: Any) -> ImageBlock:
@@ -125,16 +126,15 @@ def _image(b: Any) -> ImageBlock:
 
 def _data(b: Any, place: str, notes: list[dict[str, Any]]) -> tuple[TextBlock | ImageBlock, Any]:
     """A ``DataBlock`` as (the ctxwise block, the AgentScope block the view sends). An image is
-    itself; any other media type (audio, PDF, video, text files) is a text block naming what
-    was left out (:func:`left_out_text`), noted in ``notes`` (rule :data:`LEFT_OUT_RULE`,
-    ``place``, ``media_type``): ctxwise could neither count it nor keep it through a
-    compaction, and refusing it would leave the agent stuck (its record keeps the block)."""
+    itself; any other media type (audio, PDF, video, text files) is sent as written while
+    ctxwise holds a text naming it (:func:`held_text`; it counts that text, not the data),
+    noted in ``notes`` (rule :data:`HELD_RULE`, ``place``, ``media_type``)."""
     media = str(b.source.media_type)
     if media.startswith("image/"):
         return _image(b), b
-    text = left_out_text(media)
-    notes.append({"rule": LEFT_OUT_RULE, "place": place, "media_type": media, "note": text})
-    return TextBlock(text=text), asm.TextBlock(text=text)
+    text = held_text(media)
+    notes.append({"rule": HELD_RULE, "place": place, "media_type": media, "note": text})
+    return TextBlock(text=text), b
 
 
 def _output(output: Any, place: str, notes: list[dict[str, Any]]) -> tuple[list[TextBlock | ImageBlock], Any]:
@@ -221,7 +221,7 @@ def _parts(msg: Any, index: int | None = None) -> list[tuple[Message, list[Any]]
             left: list[dict[str, Any]] = []  # what _output left out, for this message's record
             output, sent_output = _output(b.output, place, left)
             out.append((Message(id=f"{msg.id}/{len(out)}", role="tool", metadata=_noted(left), blocks=[ToolResultBlock(
-                tool_use_id=b.id, name=b.name, output=output, state=state)]),
+                tool_use_id=b.id, name=b.name, output=list(output), state=state)]),
                 [b.model_copy(update={"output": sent_output}) if left else b]))
         elif isinstance(b, asm.HintBlock):
             flush()
@@ -255,8 +255,10 @@ class CtxwiseMiddleware(MiddlewareBase):
 
     Raises, from the model call: :class:`~ctxwise.PayloadInvalid`,
     :class:`~ctxwise.ContextBudgetExceeded`, and :class:`~ctxwise.SessionConflict` when the
-    agent's context no longer holds the part ctxwise appended last (something else rewrote
-    ``agent.state.context``).
+    saved ``AgentState`` record was saved against another ctxwise store. When
+    ``agent.state.context`` no longer continues the session (a message removed or corrected in
+    place, an older saved state restored), the context is appended to a new branch of the
+    session (``"<session id>~<12 hex>"``, a ``branched`` event naming the parent).
 
     ``sessions``: the pool the open sessions are kept in between model calls (default: a
     :class:`ctxwise.SessionPool` of 1,024 sessions and 128 MiB; pass one to share or size it).
@@ -357,56 +359,101 @@ class CtxwiseMiddleware(MiddlewareBase):
         session = self._session(user_id, session_id, tools)
 
         system = messages[0] if messages and messages[0].role == "system" else None
+        # AgentScope sends state.summary (its compressor's, or one restored with the state) as a
+        # user message right after the system prompt: ctxwise holds it there, under ids of its own
+        first = state.context[0] if state.context else None
+        summary = messages[1] if state.summary and len(messages) > 1 and messages[1] is not first \
+            and messages[1].role == "user" else None
+        head = [m.model_copy(update={"id": f"{self.key}-{_SUMMARY}/{k}"})
+                for k, (m, _) in enumerate(_parts(summary))] if summary is not None else []
         parts = [p for i, msg in enumerate(state.context) for p in _parts(msg, i)]
-        ids = [m.id for m, _ in parts]
-        start = resume_index(ids, rec, session, session_id, state="this AgentState's context",
-                             rewritten="something else rewrote agent.state.context; start a new AgentState session")
-        if (rec is None or rec.get("last") is None) and session.messages:
-            raise SessionConflict(f"ctxwise session {session_id!r} already holds messages but this AgentState has "
-                                  "no ctxwise record; use a new AgentState session_id or middleware key")
+        ids = [m.id for m in head] + [m.id for m, _ in parts]
+        stable = [m.model_dump_json() for m in [*head, *(m for m, _ in parts)]]
+        start, why = follow(ids, rec, session, session_id, state="this AgentState's context and summary",
+                            prefix_digest=lambda at: digest(stable[:at + 1]))
+        if why is not None:
+            # agent.state.context (or state.summary) changed under the session (a message
+            # removed or corrected in place, an older saved state restored): the state is the
+            # truth, so it goes to a new branch of the session, recorded there
+            parent, session_id = session_id, branch_id(session_id)
+            session = self._session(user_id, session_id, tools)
+            session.record_branch(parent, why)
+            start = 0
         batch: list[Message] = []
-        if system is not None and not session.messages:
-            memory = self._memory_text(session)
-            text = _output_text(system.content) if not isinstance(system.content, str) else system.content
-            if memory and text.endswith("\n\n" + memory):
-                text = text[: -len(memory) - 2]  # the memory block is counted as ctxwise's own message
-            batch.append(Message(id=f"{self.key}-{_SYSTEM}", role="system", blocks=[TextBlock(text=text)]))
-        batch += [m for m, _ in parts[start:]]
+        if not session.messages:
+            if system is not None:
+                memory = self._memory_text(session)
+                text = _output_text(system.content) if not isinstance(system.content, str) else system.content
+                if memory and text.endswith("\n\n" + memory):
+                    text = text[: -len(memory) - 2]  # the memory block is counted as ctxwise's own message
+                batch.append(Message(id=f"{self.key}-{_SYSTEM}", role="system", blocks=[TextBlock(text=text)]))
+        batch += [*head, *(m for m, _ in parts)][start:]  # in the order of ids
         if batch:
             session.append(batch)
         prepared = session.prepare()
         self.last_prepared = prepared
         self.sessions.put(_pool_key(user_id, session_id, tools), session)  # weighed again, compacted
 
-        by_id = {m.id: (m, src) for m, src in parts}
-        view: list[Any] = [system] if system is not None else []
-        for m in prepared.messages:
-            if m.id == f"{self.key}-{_SYSTEM}" or m.kind == "user_memory":
-                continue  # the system prompt (with the memory block) travels as it came
-            orig = by_id.get(m.id)
-            same = orig is not None and orig[0].role == m.role and \
-                [b.model_dump() for b in orig[0].blocks] == [b.model_dump() for b in m.blocks]
-            blocks = list(orig[1]) if same and orig is not None else _blocks(m)
-            if m.role == "tool":
-                last = view[-1] if view else None
-                if last is not None and last.role == "assistant" and last.metadata.get("ctxwise_view"):
-                    last.content.extend(blocks)
-                    continue
-                view.append(asm.Msg(name=agent.name, role="assistant", content=blocks, id=m.id,
-                                    metadata={"ctxwise_view": True}))
-            elif m.role == "assistant":
-                view.append(asm.Msg(name=agent.name, role="assistant", content=blocks, id=m.id,
-                                    metadata={"ctxwise_view": True}))
-            elif blocks and all(isinstance(b, asm.HintBlock) for b in blocks):
-                # a hint (runtime state, reminders) lives in the agent's own message and is sent
-                # as user text; AgentScope refuses it in a user message
-                view.append(asm.Msg(name=agent.name, role="assistant", content=blocks, id=m.id))
-            else:
-                view.append(asm.Msg(name=m.name or "user", role="user", content=blocks, id=m.id))
+        view = self._view(agent, system, summary, prepared.messages, parts, state.context)
         record = {"user_id": user_id, "session_id": session_id, "last": ids[-1] if ids else None,
-                  "version": session.version,
+                  "version": session.version, "digest": digest(stable),
                   "payload_sha256": hashlib.sha256(json.dumps(prepared.payload, ensure_ascii=False).encode()).hexdigest()}
         return view, record
+
+    def _view(self, agent: Any, system: Any, summary: Any, prepared: list[Message],
+              parts: list[tuple[Message, list[Any]]], context: list[Any]) -> list[Any]:
+        """The messages the model gets: the system prompt and ``summary`` as they came, then the
+        context: each ``Msg`` whose parts ctxwise sends unchanged and whole is the state's own
+        object; a ``Msg`` ctxwise edited is one ``Msg`` again (its id, name and role kept: a
+        reply holding a tool call, its result and text is never split, and each speaker keeps
+        its name); what ctxwise made (a summary, the facts block) is a user message."""
+        by_id = {m.id: (m, src) for m, src in parts}
+        origin = {msg.id: msg for msg in context}
+        view: list[Any] = [system] if system is not None else []
+        groups: list[tuple[str | None, list[Any], bool, int]] = []  # (origin id, blocks, all unchanged, parts)
+        # (a part's blocks are the Msg's own objects unless one was left out: see _data)
+        for m in prepared:
+            if m.id == f"{self.key}-{_SYSTEM}" or m.kind == "user_memory":
+                continue  # the system prompt (with the memory block) travels as it came
+            if m.id.startswith(f"{self.key}-{_SUMMARY}/"):
+                if summary is not None and not (groups and groups[-1][0] == _SUMMARY):
+                    groups.append((_SUMMARY, [], True, 0))
+                continue
+            orig = by_id.get(m.id)
+            same = orig is not None and orig[0].role == m.role and (_unedited(m) or
+                                                                     [b.model_dump() for b in orig[0].blocks] ==
+                                                                     [b.model_dump() for b in m.blocks])
+            blocks = list(orig[1]) if same and orig is not None else _blocks(m)
+            owner = m.id.rsplit("/", 1)[0] if "/" in m.id and m.id.rsplit("/", 1)[0] in origin else None
+            if owner is not None and groups and groups[-1][0] == owner:
+                o, bl, unchanged, n = groups[-1]
+                groups[-1] = (o, bl + blocks, unchanged and same, n + 1)
+            elif owner is not None:
+                groups.append((owner, blocks, same, 1))
+            else:  # ctxwise's own (a summary, the facts block)
+                groups.append((None, [asm.Msg(name=m.name or "user", role="user", content=blocks, id=m.id)], True, 0))
+        for owner, blocks, unchanged, n in groups:
+            if owner == _SUMMARY:
+                view.append(summary)
+            elif owner is None:
+                view.extend(blocks)
+            elif unchanged and len(blocks) == len(origin[owner].content) and \
+                    all(a is b for a, b in zip(blocks, origin[owner].content)):
+                view.append(origin[owner])  # the state's own message, as written, every block sent
+            else:
+                msg = origin[owner]
+                view.append(msg.model_copy(update={"content": blocks}))
+        return view
+
+
+def _unedited(m: Message) -> bool:
+    """Whether ``m`` holds what was appended, only normalized at append (an empty result marked,
+    an empty text block dropped: the formatter makes its own such fixes) and never edited by
+    compaction (no clearing, thinking pruning or truncation marker)."""
+    mark = Marker.read(m)
+    if mark.cleared or mark.cleared_inputs or mark.pruned_thinking or mark.truncated or mark.kind is not None:
+        return False
+    return bool(mark.empty_marked or mark.normalized)
 
 
 def _pool_key(user_id: str, session_id: str, tools: list[dict[str, Any]]) -> tuple[str, str, str]:
@@ -436,7 +483,8 @@ def _blocks(m: Message) -> list[Any]:
                                          state=asm.ToolCallState.FINISHED))
         elif isinstance(b, ToolResultBlock):
             output: list[Any] = [asm.TextBlock(text=b.text)] if not any(isinstance(o, ImageBlock) for o in b.output) \
-                else [asm.TextBlock(text=o.text) if isinstance(o, TextBlock) else _data_block(o) for o in b.output]
+                else [asm.TextBlock(text=o.text) if isinstance(o, TextBlock) else _data_block(o) for o in b.output
+                      if isinstance(o, (TextBlock, ImageBlock))]
             out.append(asm.ToolResultBlock(id=b.tool_use_id, name=b.name or "", output=output,
                                            state=asm.ToolResultState.ERROR if b.state == "error"
                                            else asm.ToolResultState.SUCCESS))

@@ -52,7 +52,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, NotRequired
 
-from .. import MissingExtra, SessionConflict
+from .. import MissingExtra
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -69,7 +69,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised by tests/integr
 from .. import (RECALL_TOOL_NAME, ContextManager, Message, Session, SessionPool, ThinkingBlock, ToolResultBlock,
                 recall_tool_output, recall_tool_schema)
 from ..formats import from_openai
-from ._record import resume_index
+from ._record import branch_id, digest, follow
 from ..providers import render
 
 __all__ = ["CtxwiseMiddleware", "CtxwiseState", "STATE_FIELD"]
@@ -94,25 +94,89 @@ class CtxwiseState(AgentState[Any]):
 def _to_chat(messages: Sequence[BaseMessage]) -> tuple[list[dict[str, Any]], dict[str, list[ThinkingBlock]]]:
     """LangChain messages as OpenAI chat dicts carrying the LangChain ids (``id`` key), and, by
     id, the signed thinking of the assistant messages that have any (see
-    :func:`_reasoning_out_of_content`)."""
+    :func:`_reasoning_out_of_content`). Content parts ctxwise does not hold are read as
+    :func:`_carried` text; a call with an empty id gets :func:`_blank_id` (and so does the
+    ``ToolMessage`` answering it with ``tool_call_id=""``)."""
     out, signed = [], {}
+    blank: list[str] = []  # the empty-id calls of the latest assistant message, in order
     for m, d in zip(messages, convert_to_openai_messages(list(messages)), strict=True):
         d = dict(d)
         if m.id:
             d["id"] = m.id
-        if isinstance(m, AIMessage) and m.invalid_tool_calls:
+        if isinstance(m, AIMessage):
             # a call whose arguments did not parse: the agent answers it with an error
             # ToolMessage (create_agent's _patch_invalid_tool_calls) and the chat models send it
-            # as a tool call, so it is one here too (its raw arguments kept)
-            d["tool_calls"] = [*(d.get("tool_calls") or []), *(
+            # as a tool call, so it is one here too (its raw arguments kept); one whose id is
+            # None gets no answer and is left out
+            calls = [*(d.get("tool_calls") or []), *(
                 {"id": c["id"], "type": "function", "function": {"name": c.get("name") or "", "arguments": c.get("args") or ""}}
-                for c in m.invalid_tool_calls if c.get("id"))]
+                for c in m.invalid_tool_calls if c.get("id") is not None)]
+            blank = []
+            for c in calls:
+                if not c.get("id"):
+                    c["id"] = _blank_id(str(m.id), len(blank))
+                    blank.append(c["id"])
+            if calls:
+                d["tool_calls"] = calls
+        elif isinstance(m, ToolMessage) and not m.tool_call_id and blank:
+            d["tool_call_id"] = blank.pop(0)
+        if isinstance(d.get("content"), list):
+            d["content"] = _readable_parts(d["content"], d.get("role") == "assistant")
         if d.get("role") == "assistant" and isinstance(d.get("content"), list):
             d, blocks = _reasoning_out_of_content(d)
             if m.id and any(b.signature is not None or b.redacted for b in blocks):
                 signed[m.id] = blocks
         out.append(d)
     return out, signed
+
+
+BLANK = "#ctxwise-blank-"
+"""What marks the id ctxwise gives a tool call whose id is empty (``<message id>#ctxwise-blank-<k>``):
+rebuilt messages send ``""`` again."""
+
+
+def _blank_id(message_id: str, k: int) -> str:
+    """The id of the ``k``-th call with an empty id in the assistant message ``message_id``."""
+    return f"{message_id}{BLANK}{k}"
+
+
+CALL_PARTS = frozenset({"tool_call", "tool_call_chunk", "invalid_tool_call", "function_call"})
+"""Assistant content parts that repeat a call ``tool_calls`` / ``invalid_tool_calls`` already hold
+(LangChain v1 ``tool_call`` blocks; ChatOpenAI's Responses mode ``function_call`` items)."""
+
+
+def _readable_parts(content: list[Any], assistant: bool) -> list[Any]:
+    """A converted message's content parts as ctxwise reads them: text, images and reasoning as
+    they are; an assistant's call parts (:data:`CALL_PARTS`) left out (the calls are read from
+    ``tool_calls``); any other part (a PDF ``file``, ``input_audio``, a Responses item such as
+    ``web_search_call`` or ``refusal``) as its :func:`_carried` text."""
+    out: list[Any] = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if isinstance(part, str):
+            out.append({"type": "text", "text": part})
+        elif kind in ("text", "image_url") or _thinking_part(part) is not None:
+            out.append(part)
+        elif assistant and kind in CALL_PARTS:
+            continue
+        else:
+            out.append({"type": "text", "text": _carried(part)})
+    return out
+
+
+def _carried(part: Any) -> str:
+    """The text ctxwise holds in place of a content part it cannot hold (a file, audio, a
+    provider item): its type, name and size, e.g. ``[file part a.pdf, application/pdf, 120 KB:
+    sent as given]``. The model gets the part itself (the message passes through unchanged);
+    ctxwise counts this text for it (about 15 tokens)."""
+    if not isinstance(part, dict):
+        return f"[{type(part).__name__} part: sent as given]"
+    kind = str(part.get("type"))
+    inner = part.get(kind)
+    body: dict[str, Any] = inner if isinstance(inner, dict) else part
+    name = body.get("filename") or body.get("format") or body.get("mime_type") or body.get("name") or body.get("id") or ""
+    size = len(json.dumps(part, default=str))
+    return f"[{kind} part{' ' + str(name) if name else ''}, {size // 1024 or 1} KB: sent as given]"
 
 
 def _thinking_part(part: Any) -> ThinkingBlock | None:
@@ -189,6 +253,10 @@ def _from_canonical(m: Message) -> BaseMessage:
         return built[0] if built else SystemMessage(content="")
     msg = built[0]
     msg.id = m.id
+    if isinstance(msg, ToolMessage) and BLANK in msg.tool_call_id:
+        msg.tool_call_id = ""
+    if isinstance(msg, AIMessage) and any(BLANK in str(c.get("id")) for c in msg.tool_calls):
+        msg.tool_calls = [{**c, "id": "" if BLANK in str(c.get("id")) else c.get("id")} for c in msg.tool_calls]
     if isinstance(msg, ToolMessage) and any(r.state == "error" for r in m.tool_results):
         msg.status = "error"  # a failed result (ToolNode's handled error, an interruption) stays one
     if isinstance(msg, AIMessage) and any(b.signature is not None or b.redacted for b in m.thinking):
@@ -214,9 +282,15 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
 
     Raises, from the model call: :class:`~ctxwise.PayloadInvalid` (a message breaks a
     provider rule; nothing is stored), :class:`~ctxwise.ContextBudgetExceeded` (the pinned
-    content alone does not fit), :class:`~ctxwise.SessionConflict` when the ctxwise session
-    holds messages the thread's state does not (the thread was rewound to an older checkpoint,
-    or a thread id reused after its checkpoints were deleted): use a new ``thread_id`` or key.
+    content alone does not fit), :class:`~ctxwise.SessionConflict` when the thread's record was
+    saved against another ctxwise store (or an older copy of it).
+
+    The thread's state is the truth for what the user changed: when it no longer continues the
+    ctxwise session (a ``RemoveMessage`` or ``SummarizationMiddleware`` removed messages,
+    ``update_state`` corrected one, an earlier checkpoint was resumed, the same ``thread_id`` was
+    invoked afresh without a checkpointer), the state is appended to a new branch of the session
+    (``"<thread_id>:<key>~<12 hex>"``, a ``branched`` event naming the parent) and the record
+    follows that branch; the parent session is left as it was.
     """
 
     state_schema = CtxwiseState
@@ -245,13 +319,13 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
         """Send the model ctxwise's view; return its reply with ctxwise's record as a state update."""
         view, record = self._prepare(request)
-        return self._respond(handler(request.override(messages=view)), record)
+        return self._respond(handler(_with_view(request, view)), record)
 
     async def awrap_model_call(self, request: ModelRequest,
                                handler: Callable[[ModelRequest], Awaitable[Any]]) -> Any:
         """The async form of :meth:`wrap_model_call` (the store work runs in a worker thread)."""
         view, record = await asyncio.to_thread(self._prepare, request)
-        return self._respond(await handler(request.override(messages=view)), record)
+        return self._respond(await handler(_with_view(request, view)), record)
 
     def _respond(self, response: Any, record: dict[str, Any]) -> ExtendedModelResponse:
         if isinstance(response, AIMessage):
@@ -290,7 +364,7 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
             return s
 
     def _prepare(self, request: ModelRequest) -> tuple[list[Any], dict[str, Any]]:
-        configurable = (get_config() or {}).get("configurable") or {}
+        configurable = _configurable()
         rec = self.record(dict(request.state or {}))
         thread = configurable.get("thread_id")
         user_id = rec["user_id"] if rec else str(configurable.get("user_id") or self.user_id)
@@ -299,8 +373,14 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
         session = self._session(user_id, session_id, tools)
 
         history = list(request.messages)
-        start = self._start(history, rec, session)
-        new = history[start:]
+        start, why = self._start(history, rec, session)
+        if why is not None:
+            # the thread's state changed under the session (messages removed or corrected, an
+            # earlier checkpoint resumed, a fresh run on a reused thread_id): the state is the
+            # truth, so it goes to a new branch of the session, recorded there
+            parent, session_id = session.session_id, branch_id(session.session_id)
+            session = self._session(user_id, session_id, tools)
+            session.record_branch(parent, why)
         if request.system_message is not None and request.system_message.content and not session.messages:
             # the system prompt opens the session, under an id of ours (it is not in the state);
             # an empty one (create_agent(system_prompt="")) is no message and is not stored
@@ -319,35 +399,35 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
         self.sessions.put(_pool_key(user_id, session_id, tools), session)  # weighed again, compacted
 
         by_id = {m.id: m for m in history if m.id}
+        read = {c.id: c for c in _canonical(history, [])}  # each read with its calls before it
         view: list[Any] = []
         for m in prepared.messages:
             if m.id == f"{self.key}-system":
                 continue  # the system prompt travels as request.system_message
             lc = by_id.get(m.id)
-            view.append(lc if lc is not None and _same(lc, m) else _from_canonical(m))
+            view.append(lc if lc is not None and _same(m, read.get(m.id)) else _from_canonical(m))
         record = {"user_id": user_id, "session_id": session_id,
                   "last": history[-1].id if history else None, "version": session.version,
+                  "digest": _digest(history),
                   "payload_sha256": hashlib.sha256(json.dumps(prepared.payload, ensure_ascii=False).encode()).hexdigest()}
         return view, record
 
-    def _start(self, history: Sequence[BaseMessage], rec: dict[str, Any] | None, session: Session) -> int:
-        """Index in ``history`` of the first message ctxwise has not seen."""
+    def _start(self, history: Sequence[BaseMessage], rec: dict[str, Any] | None, session: Session) -> tuple[int, str | None]:
+        """Index in ``history`` of the first message ctxwise has not seen, or ``(0, reason)``
+        when the thread's state no longer continues the session (see :func:`._record.follow`)."""
+        before, k = "start", 0
         for m in history:
-            if not m.id:  # a state always holds ids (add_messages sets them); a bare request may not
-                m.id = str(uuid.uuid4())
-        ids = [m.id for m in history]
-        start = resume_index([str(i) for i in ids], rec, session, rec["session_id"] if rec else session.session_id,
-                             state="this thread's agent state",
-                             rewritten="messages were removed or the thread was rewound; start a new thread_id")
-        known = {m.id for m in session.messages if m.kind is None and m.id != f"{self.key}-system"}
-        if rec is None and known - set(ids):
-            raise SessionConflict(
-                f"ctxwise session {session.session_id!r} already holds {len(session.messages)} messages but this "
-                "thread's state has no ctxwise record (its checkpoints were deleted?); use a new thread_id or key")
-        ahead = [i for i in range(start, len(ids)) if ids[i] in known]
-        if ahead:  # the store is ahead of the checkpoint: a model call failed after the append
-            start = ahead[-1] + 1
-        return start
+            # a state always holds ids (add_messages sets them); the error ToolMessages
+            # create_agent adds to each request for invalid calls, and a bare request, may not:
+            # the id follows from the message before, the same at every call
+            if not m.id:
+                m.id = f"{before}+{k}"
+                k += 1
+            else:
+                before, k = m.id, 1
+        ids = [str(m.id) for m in history]
+        return follow(ids, rec, session, session.session_id, state="this thread's agent state",
+                      prefix_digest=lambda at: _digest(history[:at + 1]))
 
     # -- the recall tool -----------------------------------------------------------------
 
@@ -368,6 +448,25 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
 
 INTERRUPTED = "the tool call got no result: the run stopped before its tool returned (it raised, or was cancelled)"
 """The reason :meth:`ctxwise.Session.close_pending` records for a call the thread left unanswered."""
+
+
+def _with_view(request: ModelRequest, view: list[Any]) -> ModelRequest:
+    """The request the next handler gets: ``request`` itself when ctxwise's view is its message
+    list as it is (the same objects in the same order: nothing to compact), so the middlewares
+    after ctxwise see the very request they would see without it (some edit its list in place);
+    else the request with the view as its messages."""
+    same = len(view) == len(request.messages) and all(a is b for a, b in zip(view, request.messages))
+    return request if same else request.override(messages=view)
+
+
+def _configurable() -> Mapping[str, Any]:
+    """The run's ``config["configurable"]``; empty outside a LangGraph run (``wrap_model_call``
+    called directly, as LangChain's own middleware unit tests call middlewares)."""
+    try:
+        config = get_config()
+    except RuntimeError:  # "Called get_config outside of a runnable context"
+        return {}
+    return (config or {}).get("configurable") or {}
 
 
 def _pool_key(user_id: str, session_id: str, tools: list[dict[str, Any]]) -> tuple[str, str, str]:
@@ -398,6 +497,15 @@ def _chunks(history: Sequence[BaseMessage], start: int) -> list[list[BaseMessage
     return [c for c in out if c]
 
 
+def _digest(messages: Sequence[BaseMessage]) -> str:
+    """What the record keeps of ``messages`` (type, id, name, content, calls, result id and
+    status of each), so a message corrected or removed in the state is noticed."""
+    return digest(json.dumps({"type": m.type, "id": m.id, "name": m.name, "content": m.content,
+                              "calls": getattr(m, "tool_calls", None), "bad": getattr(m, "invalid_tool_calls", None),
+                              "result": getattr(m, "tool_call_id", None), "status": getattr(m, "status", None)},
+                             sort_keys=True, default=str, ensure_ascii=False) for m in messages)
+
+
 def _tool_schema(t: Any) -> dict[str, Any] | None:
     """A tool as the Chat Completions schema ctxwise counts inside the budget (None: a
     provider built-in tool it cannot express)."""
@@ -407,7 +515,8 @@ def _tool_schema(t: Any) -> dict[str, Any] | None:
         return None
 
 
-def _same(lc: BaseMessage, m: Message) -> bool:
-    """Whether ctxwise sends ``lc`` as the state holds it (then the object itself is passed on)."""
-    return m.role == _canonical([lc], [])[0].role and \
-        [b.model_dump() for b in m.blocks] == [b.model_dump() for b in _canonical([lc], [])[0].blocks]
+def _same(m: Message, read: Message | None) -> bool:
+    """Whether ctxwise sends ``m`` as the state holds it (``read``: the state's message as ctxwise
+    reads it); then the LangChain object itself is passed on."""
+    return read is not None and m.role == read.role and \
+        [b.model_dump() for b in m.blocks] == [b.model_dump() for b in read.blocks]

@@ -10,7 +10,7 @@ every reasoning block was stripped can only be caught with a reference or ``thin
 from __future__ import annotations
 
 from ..errors import Violation
-from ..messages import Message, ThinkingBlock
+from ..messages import Message, ProviderBlock, ThinkingBlock
 from ..units import last_user_index, turns
 from .profiles import (
     LATEST_ASSISTANT_THINKING,
@@ -276,7 +276,9 @@ def droppable_thinking(messages: list[Message], profile: ProviderProfile) -> set
       (``keep_latest_assistant_thinking``: "thinking or redacted_thinking blocks in the latest
       assistant message cannot be modified").
     * ``completed_turns_without_tool_calls`` (OpenAI Responses): the same, except in messages
-      with function calls (a function call needs its reasoning item; reasoning guide).
+      with function calls (a function call needs its reasoning item; reasoning guide) or with
+      provider items (hosted / shell / apply_patch calls, compaction: whether the API accepts
+      them without the reasoning around them is not documented, so it is kept).
     * ``completed_spans_without_tool_calls`` (DeepSeek): every thinking block of assistant
       messages in completed user-to-user spans that made no tool call (thinking-mode docs);
       tool-using spans keep theirs, or are dropped whole by other stages.
@@ -296,7 +298,8 @@ def droppable_thinking(messages: list[Message], profile: ProviderProfile) -> set
     for r in ranges:
         for i in r:
             m = messages[i]
-            if m.role != "assistant" or (keep_beside_calls and m.tool_uses) or i == latest:
+            calls = bool(m.tool_uses) or any(isinstance(b, ProviderBlock) for b in m.blocks)
+            if m.role != "assistant" or (keep_beside_calls and calls) or i == latest:
                 continue
             out.update((i, k) for k, b in enumerate(m.blocks) if isinstance(b, ThinkingBlock))
     return out

@@ -80,7 +80,7 @@ def _image(b: ImageBlock) -> dict[str, Any]:
         part["file_id"] = b.file_id
     else:
         part["image_url"] = ""
-    part["detail"] = b.detail if b.detail in ("low", "high", "auto") else "auto"
+    part["detail"] = b.detail or "auto"  # openai/types/responses/image_detail.py
     return part
 
 
@@ -173,8 +173,8 @@ def render(messages: list[Message]) -> list[dict[str, Any]]:
             out.extend(_assistant(m))
         elif m.role == "tool":
             for r in m.tool_results:
-                imgs = any(isinstance(o, ImageBlock) for o in r.output)
-                output = _parts(r.output) if imgs else r.text
+                parts = any(not isinstance(o, TextBlock) for o in r.output)
+                output = _parts(r.output) if parts else r.text
                 out.append({"type": "function_call_output", "call_id": r.tool_use_id, "output": output})
         elif m.blocks and all(isinstance(b, ProviderBlock) for b in m.blocks):
             out.extend(copy.deepcopy(b.raw) for b in m.blocks if isinstance(b, ProviderBlock)

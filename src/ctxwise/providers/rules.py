@@ -181,7 +181,7 @@ def check_empty_content(messages: list[Message], profile: ProviderProfile) -> li
 
 
 def _result_empty(b: ToolResultBlock) -> bool:
-    if any(isinstance(o, ImageBlock) for o in b.output):
+    if any(not isinstance(o, TextBlock) for o in b.output):
         return False
     return _blank(b.text)
 
@@ -250,8 +250,8 @@ def not_sendable(b: Any, role: str, profile: ProviderProfile) -> str | None:
         ok = ("base64", "url", "file") if wire == "responses" else ("base64", "file")
         if b.source_type not in ok:
             return f"a document from a {b.source_type!r} source has no {profile.title} form (takes {', '.join(ok)})"
-        if role != "user":
-            return "a file part is user content"
+        if role != "user" and not (wire == "responses" and role == "tool"):
+            return "a file part is user content (or, on Responses, a function_call_output part)"
     if isinstance(b, ImageBlock) and wire == "chat" and b.data is None and b.url is None:
         return "a Files-API image (file_id) has no Chat Completions form (image_url takes a URL)"
     return None

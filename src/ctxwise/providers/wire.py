@@ -173,7 +173,9 @@ def _kind(profile: ProviderProfile, item: Any) -> str | None:
     if not isinstance(item, dict):
         return None
     if profile.wire == "responses":
-        t = item.get("type", "message")
+        t = item.get("type", "message" if "role" in item else "item_reference")
+        if t is None and set(item) == {"id", "type"}:
+            t = "item_reference"
         if t == "message" and "id" in item:
             return "responses:output_message"
         if isinstance(t, str) and t in _provider_items():

@@ -346,7 +346,7 @@ class AToolResult(TypedDict, total=False):
 
     type: Required[Literal["tool_result"]]
     tool_use_id: Required[str]
-    content: Union[str, List[Annotated[Union[AText, AImage], Field(discriminator="type")]]]
+    content: Union[str, List[Annotated[Union[AText, AImage, "ADocument", "ASearchResult"], Field(discriminator="type")]]]
     is_error: bool
     cache_control: Optional[ACacheControl]
 
@@ -405,7 +405,7 @@ class RInputImage(TypedDict):
     type: Literal["input_image"]
     image_url: NotRequired[str]
     file_id: NotRequired[str]
-    detail: Literal["low", "high", "auto"]
+    detail: Literal["low", "high", "auto", "original"]
 
 
 class RInputFile(TypedDict):

@@ -67,7 +67,7 @@ def message_breakdown(m: Message, counter: Counter) -> dict[str, int]:
             elif isinstance(b, ToolResultBlock):
                 add("tool results", sum(
                     counter.count_text(o.text) if isinstance(o, TextBlock) else counter.count_image(o)
-                    for o in b.output))
+                    for o in b.output if isinstance(o, (TextBlock, ImageBlock))))
         rest = counter.count_message(m) - sum(parts.values())
         if rest:
             add(main, rest)

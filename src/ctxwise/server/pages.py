@@ -140,12 +140,21 @@ def _blocks(m: Message) -> str:
             out.append(f"<div class='call'>→ <b>{e(b.name)}</b> <span class='dim'>{e(b.id)}</span>"
                        f"{_pre(_json(b.input), 'tx code')}</div>")
         elif isinstance(b, ToolResultBlock):
-            body = "".join(_pre(o.text) if isinstance(o, TextBlock) else "<p class='dim'>[image]</p>" for o in b.output)
+            body = "".join(_pre(o.text) if isinstance(o, TextBlock) else f"<p class='dim'>[{e(_other(o))}]</p>"
+                           for o in b.output)
             out.append(f"<div class='result{' error' if b.state == 'error' else ''}'>← <b>{e(b.name or '')}</b> "
                        f"<span class='dim'>{e(b.tool_use_id)} · {e(b.state)}</span>{body}</div>")
         elif isinstance(b, ImageBlock):
             out.append("<p class='dim'>[image]</p>")
+        else:  # documents, search results, audio, refusals, provider blocks
+            out.append(f"<p class='dim'>[{e(_other(b))}]</p>")
     return "".join(out)
+
+
+def _other(b: Any) -> str:
+    """A one-line label for a block the pages show without its body."""
+    kind = getattr(b, "kind", None)
+    return f"{b.type} {getattr(b, 'provider', '')} {kind}".strip() if kind else str(b.type)
 
 
 def _context_row(r: ContextRow, ids: dict[str, str], user: str, session: str, size: int,
@@ -329,10 +338,12 @@ def message_text(m: Message) -> str:
         elif isinstance(b, ToolUseBlock):
             out.append(f"[tool call {b.name} {b.id}]\n{_json(b.input)}")
         elif isinstance(b, ToolResultBlock):
-            body = "".join(o.text if isinstance(o, TextBlock) else "[image]" for o in b.output)
+            body = "".join(o.text if isinstance(o, TextBlock) else f"[{_other(o)}]" for o in b.output)
             out.append(f"[result of {b.name or ''} {b.tool_use_id}, {b.state}]\n{body}")
         elif isinstance(b, ImageBlock):
             out.append("[image]")
+        else:
+            out.append(f"[{_other(b)}]")
     return "\n\n".join(out)
 
 

@@ -153,6 +153,29 @@ class TokenCounter:
             total += f.per_tool + self.count_text(json.dumps(schema, ensure_ascii=False))
         return total
 
+    def count_block(self, b: Any) -> int:
+        """The size of one block of a message (without the message's frame).
+
+        Text: its text, plus its ``citations`` as JSON text when it has them (sent back with
+        it; an upper bound: Anthropic does not bill ``cited_text``); thinking, tool calls and
+        results by the template frame; images by the image rule. Documents, search results,
+        audio, refusals and provider blocks: their JSON text (``ensure_ascii=False``, sorted
+        keys), an upper bound (a base64 payload is counted as text); never zero.
+        """
+        f = self.frame
+        text = self.count_text
+        if isinstance(b, TextBlock):
+            return text(b.text) + (text(json.dumps(b.citations, ensure_ascii=False, sort_keys=True)) if b.citations else 0)
+        if isinstance(b, ThinkingBlock):
+            return f.per_thinking + text(b.thinking)
+        if isinstance(b, ToolUseBlock):
+            return f.per_tool_call + text(b.name) + text(tool_input_json(b))
+        if isinstance(b, ToolResultBlock):
+            return f.per_tool_result + sum(self.count_block(o) for o in b.output)
+        if isinstance(b, ImageBlock):
+            return self.count_image(b)
+        return text(json.dumps(b.model_dump(mode="json"), ensure_ascii=False, sort_keys=True))
+
     def _count_message(self, m: Message) -> int:
         f = self.frame
         text = self.count_text
@@ -161,23 +184,7 @@ class TokenCounter:
         if m.name and f.per_name is not None:
             size += f.per_name + text(m.name)
         for b in m.blocks:
-            if isinstance(b, TextBlock):
-                size += text(b.text)
-            elif isinstance(b, ThinkingBlock):
-                size += f.per_thinking + text(b.thinking)
-            elif isinstance(b, ToolUseBlock):
-                size += f.per_tool_call + text(b.name) + text(tool_input_json(b))
-            elif isinstance(b, ToolResultBlock):
-                size += f.per_tool_result
-                for o in b.output:
-                    size += text(o.text) if isinstance(o, TextBlock) else self.count_image(o)
-            elif isinstance(b, ImageBlock):
-                size += self.count_image(b)
-            else:
-                # document / search_result / audio / refusal / provider blocks: their JSON
-                # text, an upper bound (a base64 payload is counted as text) until each kind
-                # has its own rule; never zero.
-                size += text(json.dumps(b.model_dump(mode="json"), ensure_ascii=False, sort_keys=True))
+            size += self.count_block(b)
         for item in m.beside:
             size += self._count_beside(item)
         return size
