@@ -47,6 +47,11 @@ text_st = st.lists(st.sampled_from(WORDS), min_size=1, max_size=40).map(" ".join
 body_st = st.integers(min_value=10, max_value=3000)
 
 
+ID_STYLES = ["plain", "plain", "long", "foreign", "reused"]
+"""Tool call id styles (issue 25 item 5): ``call_N``; over OpenAI's 40 characters; Kimi-style
+``functions.name:N`` outside Anthropic's charset; tau-bench ids reused across turns."""
+
+
 def _server_tool_blocks(draw, ids, provider: str) -> list:
     """A provider-run tool turn kept verbatim: Anthropic ``server_tool_use`` +
     ``web_search_tool_result`` (anthropic/types/server_tool_use_block_param.py,
@@ -91,11 +96,20 @@ def _user_blocks(draw, provider: str) -> list:
 
 @st.composite
 def sessions(draw):
-    """(messages, provider, thinking_on) for a random tool-using session."""
+    """(messages, provider, thinking_on) for a random tool-using session, with
+    mid-conversation system messages (reminders; issue 25 item 4) and call ids of every style
+    (:data:`ID_STYLES`)."""
     provider = draw(st.sampled_from(PROVIDERS))
     thinking_on = provider in ("deepseek", "anthropic") and draw(st.booleans())
     ids = itertools.count()
     nid = lambda p: f"{p}{next(ids)}"  # noqa: E731
+    id_style = draw(st.sampled_from(ID_STYLES))
+
+    def call_id(name: str, k: int) -> str:
+        n = next(ids)
+        return {"plain": f"call_{n}", "long": f"call_{'x' * 45}_{n}", "foreign": f"functions.{name}:{n}",
+                "reused": f"call_{k}"}[id_style]
+
     msgs = [Message(id=nid("s"), role="system", blocks=[TextBlock(text=draw(text_st))])]
 
     def assistant(blocks):
@@ -105,14 +119,17 @@ def sessions(draw):
         return Message(id=nid("a"), role="assistant", blocks=blocks)
 
     for _ in range(draw(st.integers(1, 9))):
+        if draw(st.integers(0, 4)) == 0:  # a reminder before the user's input
+            msgs.append(Message(id=nid("r"), role="system", blocks=[TextBlock(text="Reminder: " + draw(text_st))]))
         msgs.append(Message(id=nid("u"), role="user", blocks=_user_blocks(draw, provider)))
         if provider in ("anthropic", "openai_responses") and draw(st.integers(0, 3)) == 0:
             msgs.append(assistant(_server_tool_blocks(draw, ids, provider)))
             msgs.append(Message(id=nid("u"), role="user", blocks=[TextBlock(text=draw(text_st))]))
         for _ in range(draw(st.integers(0, 3))):
             n_par = draw(st.integers(1, 3))
-            uses = [ToolUseBlock(id=nid("call_"), name=draw(st.sampled_from(["search", "get_order", "screenshot"])),
-                            input={"q": draw(text_st)}) for _ in range(n_par)]
+            names = [draw(st.sampled_from(["search", "get_order", "screenshot"])) for _ in range(n_par)]
+            uses = [ToolUseBlock(id=call_id(name, k), name=name, input={"q": draw(text_st)})
+                    for k, name in enumerate(names)]
             msgs.append(assistant(list(uses)))
             for u in uses:
                 out = [TextBlock(text="r" * draw(body_st) + " " + draw(text_st))]
@@ -122,6 +139,8 @@ def sessions(draw):
                 msgs.append(Message(id=nid("t"), role="tool", blocks=[
                     ToolResultBlock(tool_use_id=u.id, name=u.name, state=state, output=out)]))
         msgs.append(assistant([TextBlock(text=draw(text_st))]))
+        if draw(st.integers(0, 6)) == 0:  # a mode switch after the reply
+            msgs.append(Message(id=nid("r"), role="system", blocks=[TextBlock(text="Mode: " + draw(text_st))]))
     if draw(st.booleans()):
         msgs.append(Message(id=nid("u"), role="user", blocks=[TextBlock(text=draw(text_st))]))
     return msgs, provider, thinking_on
@@ -135,11 +154,13 @@ def budgeting(budget: int, counter_name: str, preset: str, provider: str) -> Bud
 
 
 def floor_size(msgs: list[Message], b: Budgeting) -> int:
-    """What no stage may remove from a context without an in-flight cycle: the system prompt, the
-    current user input and the current turn's messages outside completed tool cycles."""
+    """What no stage may remove from a context without an in-flight cycle: the pinned system
+    messages, the current user input and the current turn's messages outside completed tool
+    cycles."""
     cur = current_turn_start(msgs)
     in_cycles = {i for c in tool_cycles(msgs) if c.complete for i in range(c.start, c.end)}
-    keep = [m for i, m in enumerate(msgs) if m.role == "system" or (i >= cur and i not in in_cycles)]
+    pinned = pinned_indices(msgs)
+    keep = [m for i, m in enumerate(msgs) if (m.role == "system" and i in pinned) or (i >= cur and i not in in_cycles)]
     return b.overhead + sum(b.size_of(m) for m in keep)
 
 

@@ -255,14 +255,18 @@ def test_gemini_signature_survives_append_and_prepare(tmp_path):
 
 def test_a_session_accepts_a_reminder_and_reports_the_fold(tmp_path):
     """Issue 25 item 4 end to end: the append is stored as sent, the payload folded, the
-    call's events say so (a ``rendered`` event), the transcript keeps the system message."""
-    s = ContextManager(f"sqlite:///{tmp_path / 'a.db'}", Policy.preset("default", provider="anthropic")).session("u", "a")
+    call's conversions say so and a ``rendered`` event goes to ``on_event`` (not stored, not a
+    compaction event), the transcript keeps the system message."""
+    seen = []
+    cm = ContextManager(f"sqlite:///{tmp_path / 'a.db'}", Policy.preset("default", provider="anthropic"),
+                        on_event=seen.append)
+    s = cm.session("u", "a")
     s.append([sys("s0"), user("u1"), asst("a1")])
     s.append([sys("s1", "Mode: plan only."), user("u2", "go on")])
     p = s.prepare()
     assert [m["role"] for m in p.payload["messages"]] == ["user", "assistant", "user"]
     assert [m.role for m in s.messages] == ["system", "user", "assistant", "system", "user"]
-    (ev,) = [e for e in p.events if e.stage == "rendered"]
+    assert [c.rule for c in p.conversions] == ["system-not-first"] and p.events == []
+    (ev,) = [e for e in seen if e.stage == "rendered"]
     assert ev.detail["rules"] == {"system-not-first": 1} and ev.affected_ids == ["s1"]
-    assert [c.rule for c in p.conversions] == ["system-not-first"]
-    assert all(e.stage != "rendered" for e in s.events())  # emitted with the call, not stored
+    assert all(e.stage != "rendered" for e in s.events())

@@ -178,10 +178,13 @@ def in_flight_start(messages: list[Message]) -> int:
 
 
 def pinned_indices(messages: list[Message]) -> set[int]:
-    """Positions no stage may remove or rewrite: the system prompt, ctxwise blocks
-    (summary, facts, user memory), the current user input, the user's anchored instructions
-    (:func:`anchored_indices`) and the in-flight cycle."""
-    out = {i for i, m in enumerate(messages) if m.role == "system" or m.kind in PINNED_KINDS}
+    """Positions no stage may remove or rewrite: the system prompt (the leading system
+    messages), ctxwise blocks (summary, facts, user memory), the current user input, the user's
+    anchored instructions (:func:`anchored_indices`) and the in-flight cycle. A system message
+    after the first user input (a reminder or a mode switch) belongs to the turn it sits in
+    (:func:`ctxwise.units.turns`) and goes with it."""
+    head = head_end(messages)
+    out = {i for i, m in enumerate(messages) if (m.role == "system" and i < head) or m.kind in PINNED_KINDS}
     cur = last_user_index(messages)
     if cur is not None:
         out.add(cur)

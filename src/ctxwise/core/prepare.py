@@ -37,8 +37,8 @@ class Prepared:
     ``{"system"?, "messages"}`` for Anthropic, a list of input items for ``openai_responses``);
     ``size`` / ``size_before`` the context size after / before compaction in the policy unit
     (tool-schema overhead included); ``chars`` the size by the ``chars`` rule; ``events`` the
-    compaction events fired by this call (and a ``rendered`` event when the payload needed
-    render-time conversions); ``latency_ms`` the call's time in milliseconds; ``conversions``
+    compaction events fired by this call (a ``rendered`` event, when the payload needed
+    render-time conversions, goes to ``on_event`` and the log only); ``latency_ms`` the call's time in milliseconds; ``conversions``
     those conversions (:class:`ctxwise.providers.convert.Conversion`: a mid-conversation
     system message folded, a tool call id renamed, an image sent as a note, a lead user turn);
     ``call_ids`` each renamed tool call id as sent -> the caller's id.
@@ -60,7 +60,8 @@ def rendered_event(converted: Converted, provider: str, unit: str, size: int) ->
     """The ``rendered`` event of a call whose payload needed render-time conversions
     (:mod:`ctxwise.providers.convert`): the rules converted for (``detail["rules"]``: slug ->
     count), the messages affected, and the tool call ids renamed (``detail["call_ids"]``: sent
-    -> original). Emitted with the call, not stored: the transcript keeps the original."""
+    -> original). Emitted with the call (``on_event``, the log), neither stored nor in
+    ``Prepared.events``: it edits nothing, the transcript keeps the original."""
     rules: dict[str, int] = {}
     for c in converted.conversions:
         rules[c.rule] = rules.get(c.rule, 0) + 1
@@ -323,13 +324,12 @@ def _finish(view: SessionView, deps: Deps, run: _Run, size_before: int, events: 
     payload = render_converted(converted.messages, view.policy.profile)
     violations = check_payload(final, view.policy.profile, thinking=thinking) or check_wire(payload, view.provider)
     size = view.size + run.extra()
-    if converted.conversions:
-        events = [*events, rendered_event(converted, view.provider, view.policy.unit, size)]
+    emit = [*events, rendered_event(converted, view.provider, view.policy.unit, size)] if converted.conversions else events
     prepared = Prepared(messages=final, payload=payload, size=size, size_before=size_before,
                         chars=sum(deps.chars.count_message(m) for m in final), unit=view.policy.unit, events=events,
                         conversions=converted.conversions, call_ids=converted.call_ids)
     error = PayloadInvalid(view.provider, violations) if violations else None
-    return Plan(view, write, prepared, emit=tuple(events), error=error)
+    return Plan(view, write, prepared, emit=tuple(emit), error=error)
 
 
 def with_pinned(ctx: list[Message], head: list[Message], facts: Message | None, facts_mode: str) -> list[Message]:

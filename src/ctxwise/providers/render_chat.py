@@ -115,6 +115,32 @@ def thought_signature(b: ToolUseBlock) -> str | None:
     return sig if isinstance(sig, str) else None
 
 
+def _tool_message(r: ToolResultBlock, names: dict[str, str], tool_names: bool) -> dict[str, Any]:
+    """One ``tool`` message; with ``tool_names``, ``name`` is the function answered (the
+    result's own name, else its call's in ``names``)."""
+    d: dict[str, Any] = {"role": "tool", "tool_call_id": r.tool_use_id, "content": _tool_text(r)}
+    name = r.name or names.get(r.tool_use_id)
+    if tool_names and name:
+        d["name"] = name
+    return d
+
+
+def _assistant(m: Message, reasoning_field: str | None, extensions: bool) -> dict[str, Any]:
+    """An assistant message's keys but ``role`` and ``name``."""
+    d: dict[str, Any] = {}
+    calls = m.tool_uses
+    texts = [b for b in m.blocks if isinstance(b, TextBlock)]
+    refusals = [b.text for b in m.blocks if isinstance(b, RefusalBlock)]
+    d["content"] = _content(texts, False) if texts or not (calls or refusals) else None
+    if refusals:  # chat_completion_assistant_message_param.py ``refusal``
+        d["refusal"] = "\n".join(refusals)
+    if calls:
+        d["tool_calls"] = [_call(b, extensions) for b in calls]
+    if reasoning_field and m.thinking:
+        d[reasoning_field] = thinking_text(m.thinking)
+    return d
+
+
 def render(messages: list[Message], *, reasoning_field: str | None, tool_names: bool = False,
            extensions: bool = False) -> list[dict[str, Any]]:
     """The Chat Completions ``messages`` list for ``messages``.
@@ -130,27 +156,12 @@ def render(messages: list[Message], *, reasoning_field: str | None, tool_names: 
     names: dict[str, str] = {}
     for m in messages:
         if m.role == "tool":
-            for r in m.tool_results:
-                d_tool: dict[str, Any] = {"role": "tool", "tool_call_id": r.tool_use_id, "content": _tool_text(r)}
-                name = r.name or names.get(r.tool_use_id)
-                if tool_names and name:
-                    d_tool["name"] = name
-                out.append(d_tool)
+            out += [_tool_message(r, names, tool_names) for r in m.tool_results]
             continue
         d: dict[str, Any] = {"role": m.role}
         if m.role == "assistant":
-            calls = m.tool_uses
-            texts = [b for b in m.blocks if isinstance(b, TextBlock)]
-            refusals = [b.text for b in m.blocks if isinstance(b, RefusalBlock)]
-            d["content"] = _content(texts, False) if texts or not (calls or refusals) else None
-            if refusals:  # chat_completion_assistant_message_param.py ``refusal``
-                d["refusal"] = "\n".join(refusals)
-            if calls:
-                d["tool_calls"] = [_call(b, extensions) for b in calls]
-                names = {b.id: b.name for b in calls}
-            reasoning = thinking_text(m.thinking)
-            if reasoning_field and m.thinking:
-                d[reasoning_field] = reasoning
+            d.update(_assistant(m, reasoning_field, extensions))
+            names = {b.id: b.name for b in m.tool_uses} or names
         else:
             d["content"] = _content(m.blocks, m.role == "user")
         if m.name is not None and m.role in ("user", "assistant", "system"):
