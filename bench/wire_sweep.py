@@ -82,12 +82,20 @@ class Cell:
 
 def _latest_thinking_changed(sent: list[Message], recorded: dict[str, Message]) -> bool | None:
     """None when the latest assistant message of the request had no recorded thinking, else
-    whether its thinking blocks differ from the record's."""
+    whether its thinking blocks differ from the record's. Left out whole, with every other
+    block as recorded, is no change when a user message follows it (a completed turn: its
+    thinking may be omitted, preserved-thinking "remove the thinking in the kept turns";
+    extended-thinking, "Preserving thinking blocks"), as after a note that closed the loop."""
     last = next((m for m in reversed(sent) if m.role == "assistant"), None)
     rec = recorded.get(last.id) if last is not None else None
-    if rec is None or not rec.thinking:
+    if last is None or rec is None or not rec.thinking:
         return None
-    return [b for b in last.blocks if isinstance(b, ThinkingBlock)] != rec.thinking
+    sent_thinking = [b for b in last.blocks if isinstance(b, ThinkingBlock)]
+    if not sent_thinking and last.blocks == [b for b in rec.blocks if not isinstance(b, ThinkingBlock)]:
+        k = sent.index(last)
+        if any(m.role == "user" and not m.tool_results for m in sent[k + 1:]):
+            return False
+    return sent_thinking != rec.thinking
 
 
 def replay(cm: ContextManager, sid: str, messages: list[Message], cell: Cell, anthropic: bool) -> None:
