@@ -68,7 +68,9 @@ def test_block_not_sendable():
     sr = SearchResultBlock(source="s", title="t", content=[TextBlock(text="b")])
     audio = AudioBlock(data="UklGRg==", format="wav")
     assert _rules(_conv(TextBlock(text="x"), user_blocks=[audio]), "anthropic") == [(0, "block-not-sendable")]
-    assert _rules(_conv(RefusalBlock(text="no")), "anthropic") == [(1, "block-not-sendable")]
+    assert _rules(_conv(RefusalBlock(text="no")), "anthropic") == []  # converted to text, see below
+    assert _rules(_conv(TextBlock(text="x"), user_blocks=[RefusalBlock(text="no")]), "openai") == [
+        (0, "block-not-sendable")]
     assert _rules(_conv(TextBlock(text="x"), user_blocks=[sr]), "openai") == [(0, "block-not-sendable")]
     assert _rules(_conv(TextBlock(text="x"), user_blocks=[sr]), "anthropic") == []
     assert _rules(_conv(TextBlock(text="x"), user_blocks=[ImageBlock(file_id="file_1")]), "openai") == [
@@ -137,3 +139,20 @@ def test_files_holding_only_the_new_blocks_are_told_apart():
     assert detect([{"role": "user", "content": "x"}, {"role": "assistant", "content": [USE]}]) == "anthropic"
     assert detect([{"role": "user", "content": [{"type": "document", "source": {"type": "url", "url": "u"}}]}]) == "anthropic"
     assert detect([{"role": "user", "content": [{"type": "file", "file": {"file_id": "f"}}]}]) == "openai"
+
+
+def test_an_assistant_refusal_is_sent_to_anthropic_as_text(tmp_path):
+    """Source: anthropic/types/message_content_param.py has no refusal block. An OpenAI reply
+    that only refuses (``refusal`` set, ``content`` null) stays in the session; on Anthropic its
+    words are sent as assistant text and the conversion is reported, never a PayloadInvalid."""
+    cm = ContextManager(f"sqlite:///{tmp_path}/s.db", Policy.preset("default", provider="anthropic"))
+    s = cm.session("u", "s")
+    s.append_openai([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hack it"}])
+    s.append_openai([{"role": "assistant", "content": None, "refusal": "I can't help with that."}])
+    s.append_openai([{"role": "user", "content": "ok, then the weather?"}])
+    p = s.prepare()
+    assert p.payload["messages"][1] == {"role": "assistant", "content": [{"type": "text",
+                                                                          "text": "I can't help with that."}]}
+    assert [c.rule for c in p.conversions] == ["block-not-sendable"]
+    assert any(isinstance(b, RefusalBlock) for m in s.messages for b in m.blocks)  # stored as it came
+    cm.close()

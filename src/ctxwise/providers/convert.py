@@ -23,6 +23,9 @@ done in silence. A provider is never refused input it or ctxwise can make valid:
   to the caller's.
 * ``image-not-supported`` — on a provider without images (DeepSeek), each image of a user
   message becomes the text :data:`~ctxwise.providers.profiles.IMAGE_NOTE`.
+* ``block-not-sendable`` (refusals) — an assistant refusal (OpenAI's ``refusal``) on a
+  provider with no refusal block (Anthropic, ``anthropic/types/message_content_param.py``)
+  is sent as assistant text of the same words.
 * ``first-message-role`` — a history that starts with an assistant message (an app that
   stores its greeting first) gets a minimal user turn,
   :data:`~ctxwise.providers.profiles.LEAD_USER_TEXT`, before it on a provider whose first
@@ -36,9 +39,10 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..messages import Block, ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ..messages import Block, ImageBlock, Message, RefusalBlock, TextBlock, ToolResultBlock, ToolUseBlock
 from ..units import is_user_input
 from .profiles import (
+    BLOCK_NOT_SENDABLE,
     CALL_ID_CHARSET,
     CALL_ID_TOO_LONG,
     DUPLICATE_TOOL_CALL_ID,
@@ -117,6 +121,8 @@ def convert(messages: list[Message], provider: str | ProviderProfile) -> Convert
         _images_to_notes(out)
     if profile.first_message_user:
         _lead_user_turn(out)
+    if profile.wire == "anthropic":
+        _refusals_to_text(out)
     if out.conversions:
         at = {m.id: i for i, m in enumerate(messages)}
         out.conversions = [c if at.get(c.message_id, c.index) == c.index else replace(c, index=at[c.message_id])
@@ -224,6 +230,18 @@ def _images_to_notes(out: Converted) -> None:
         out.messages[i] = m.model_copy(update={"blocks": blocks})
         out.conversions.append(Conversion(IMAGE_NOT_SUPPORTED, i, m.id,
                                           f"{n} image{'s' if n > 1 else ''} sent as the text {IMAGE_NOTE!r}"))
+
+
+def _refusals_to_text(out: Converted) -> None:
+    for i, m in enumerate(out.messages):
+        if m.role != "assistant" or not any(isinstance(b, RefusalBlock) for b in m.blocks):
+            continue
+        n = sum(isinstance(b, RefusalBlock) for b in m.blocks)
+        blocks = [TextBlock(text=b.text) if isinstance(b, RefusalBlock) else b for b in m.blocks]
+        out.messages[i] = m.model_copy(update={"blocks": blocks})
+        out.conversions.append(Conversion(BLOCK_NOT_SENDABLE, i, m.id,
+                                          f"{n} refusal{'s' if n > 1 else ''} sent as assistant text "
+                                          "(Anthropic has no refusal block)"))
 
 
 def _lead_user_turn(out: Converted) -> None:

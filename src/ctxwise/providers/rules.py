@@ -225,7 +225,7 @@ def family(profile: ProviderProfile) -> str:
 def not_sendable(b: Any, role: str, profile: ProviderProfile) -> str | None:
     """Why block ``b`` of a ``role`` message cannot be sent on ``profile``'s wire, or None.
 
-    Sources: Anthropic ``anthropic/types/message_content_param.py`` (no audio or refusal block);
+    Sources: Anthropic ``anthropic/types/message_content_param.py`` (no audio or refusal block: an assistant refusal is converted to text by :mod:`ctxwise.providers.convert`);
     Responses ``openai/types/responses/response_input_content_param.py`` (``input_text`` /
     ``input_image`` / ``input_file``: a document goes as ``input_file`` from base64, a URL or a
     file id) and ``response_output_message_param.py`` (``refusal`` in assistant output);
@@ -241,11 +241,8 @@ def not_sendable(b: Any, role: str, profile: ProviderProfile) -> str | None:
             return f"{profile.title} takes no audio input block"
         if role != "user":
             return "input_audio is a user content part"
-    if isinstance(b, RefusalBlock):
-        if wire == "anthropic":
-            return "Anthropic has no refusal block"
-        if role != "assistant":
-            return "a refusal is assistant content"
+    if isinstance(b, RefusalBlock) and role != "assistant":
+        return "a refusal is assistant content"  # on Anthropic, an assistant refusal is sent as text (convert)
     if isinstance(b, DocumentBlock) and wire != "anthropic":
         ok = ("base64", "url", "file") if wire == "responses" else ("base64", "file")
         if b.source_type not in ok:
