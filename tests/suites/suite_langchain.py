@@ -11,9 +11,13 @@ ACCEPTED = "accepted_langchain.toml"
 PYTEST_ARGS = ["-p", "no:randomly", "-p", "no:cacheprovider", "-o", "addopts=", "--snapshot-warn-unused",
                "-n", "0"]
 TIMEOUT_S = 1200
-TEST_DEPS = ["pytest-asyncio>=1.3,<2", "pytest-mock", "syrupy>=5,<6", "blockbuster>=1.5.26,<1.6",
-             "pytest-socket>=0.6,<1", "toml>=0.10.2,<1", "langchain-tests>=1.1.9,<2", "langchain-openai==1.7.4"]
-"""LangChain's ``test`` dependency group, as far as ``tests/unit_tests/agents`` imports it."""
+TEST_DEPS = ["pytest-asyncio==1.5.0", "pytest-mock==3.17.0", "syrupy==5.5.3", "blockbuster==1.5.29",
+             "forbiddenfruit==0.1.4", "pytest-socket==0.8.1", "toml==0.10.2", "langchain-tests==1.1.9",
+             "langchain-openai==1.7.4", "vcrpy==8.5.0", "wrapt==2.5.2", "pytest-recording==0.15.0",
+             "pytest-benchmark==5.3.1", "pytest-codspeed==5.0.4", "py-cpuinfo2==10.1.1"]
+"""LangChain's ``test`` dependency group, as far as ``tests/unit_tests/agents`` imports it, pinned
+(with what blockbuster and langchain-tests import, e.g. ``forbiddenfruit``, ``vcrpy``: the runner
+installs without dependencies)."""
 _SNAPSHOT = ("fails without ctxwise too: LangChain's Mermaid snapshot predates langgraph 1.2.24, which draws "
              "the tools node's metadata (`tools<hr/>... __tools = ...`)")
 NOT_APPLICABLE: dict[str, str] = {

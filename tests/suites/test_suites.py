@@ -56,3 +56,19 @@ def test_unknown_suite_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as e:
         runner.main(["no_such_framework"])
     assert e.value.code == 2
+
+
+IN_CI = ["agentscope", "langchain", "langchain_first"]
+"""The suites run here. ``openai_agents`` is not among them while it still finds defects (35
+of 943 tests through ctxwise, issue 29): ``python tests/suites/runner.py openai_agents``."""
+
+
+def test_every_suite_is_named_here_or_in_the_open_list() -> None:
+    assert set(SUITES) == set(IN_CI) | {"openai_agents"}
+
+
+@pytest.mark.parametrize("name", IN_CI)
+def test_suite_has_no_defects(name: str, tmp_path: Path) -> None:
+    out = runner.run(name, keep=tmp_path / name)
+    assert out.through > 0, f"{name}: no test ran through ctxwise"
+    assert not out.defects, f"{name}: {len(out.defects)} failure(s) neither accepted nor n/a:\n" + "\n".join(out.defects)
