@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,13 +60,20 @@ def start(tmp_path: Path, policy: Policy = POLICY) -> tuple[Live, list[Any]]:
     return Live(stub, holder.url, store_url, keys, app), [(s_server, s_thread), (p_server, p_thread)]
 
 
-@pytest.fixture
-def live(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iterator[Live]:
-    caplog.set_level(logging.DEBUG)
-    lv, servers = start(tmp_path)
+@contextmanager
+def running(tmp_path: Path, policy: Policy = POLICY) -> Iterator[Live]:
+    """:func:`start`, and both servers stopped on leaving."""
+    lv, servers = start(tmp_path, policy)
     try:
         yield lv
     finally:
         for server, thread in servers:
             server.should_exit = True
             thread.join(timeout=30)
+
+
+@pytest.fixture
+def live(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iterator[Live]:
+    caplog.set_level(logging.DEBUG)
+    with running(tmp_path) as lv:
+        yield lv

@@ -17,7 +17,7 @@ import pytest
 
 from ctxwise import ContextManager, Policy
 
-from .conftest import PROVIDER_KEY, Live, start
+from .conftest import PROVIDER_KEY, Live, running
 from .stub import Reply
 
 BIG = Policy.preset("default", budget=60000, unit="tokens", tokenizer="o200k_base")
@@ -57,13 +57,8 @@ def responder(kind: str, body: dict[str, Any]) -> Reply:
 
 @pytest.fixture
 def live_cc(tmp_path: Path) -> Iterator[Live]:
-    lv, servers = start(tmp_path, BIG)
-    try:
+    with running(tmp_path, BIG) as lv:
         yield lv
-    finally:
-        for server, thread in servers:
-            server.should_exit = True
-            thread.join(timeout=30)
 
 
 def test_claude_code_print_mode_tool_session(live_cc: Live, tmp_path: Path) -> None:

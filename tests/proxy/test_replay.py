@@ -15,7 +15,7 @@ from ctxwise.formats import load, to_anthropic, to_openai, to_responses
 from ctxwise.proxy.conversation import append_items
 from ctxwise.proxy.wire import ROUTES, managed_body, reply_items
 
-from .conftest import POLICY, Live, start
+from .conftest import POLICY, Live, running
 from .stub import Reply
 from .test_routes import anthropic_client, openai_client
 
@@ -107,13 +107,8 @@ BIG = Policy.preset("default", budget=40000, unit="tokens", tokenizer="o200k_bas
 
 @pytest.fixture
 def live_big(tmp_path: Path) -> Iterator[Live]:
-    lv, servers = start(tmp_path, BIG)
-    try:
+    with running(tmp_path, BIG) as lv:
         yield lv
-    finally:
-        for server, thread in servers:
-            server.should_exit = True
-            thread.join(timeout=30)
 
 
 @pytest.mark.parametrize("kind", ["chat", "messages"])
