@@ -35,6 +35,7 @@ def test_compacted_history_branches_and_the_branch_continues(live: Live) -> None
         ["system", "user", "assistant", "user", "assistant"]  # the session left is kept as it was
     assert [m.role for m in session_messages(live, "acme", "proxy", branch)] == \
         ["system", "user", "assistant", "user", "assistant"]
+    live.settle()
     heads = HeadStore(live.store_url)
     try:
         assert heads.branches("acme", "proxy", sid) == [branch]

@@ -38,6 +38,7 @@ def anthropic_client(live: Live, key: str = "a", **headers: str) -> anthropic.An
 
 
 def session_messages(live: Live, tenant: str, user: str, sid: str) -> list[Any]:
+    live.settle()
     cm = ContextManager(live.store_url)
     try:
         return cm.session(f"{tenant}:{user}", sid, create=False).messages
@@ -200,6 +201,7 @@ def test_the_inspector_lists_and_shows_a_proxied_session(live: Live) -> None:
     live.stub.queue("chat", Reply(text="A visible reply."))
     client = openai_client(live, **{"X-Ctxwise-Session": "seen-in-ui", "X-Ctxwise-User": "bob"})
     client.chat.completions.create(model="m", messages=[{"role": "user", "content": "show me in the inspector"}])
+    live.settle()  # the reply is stored after the client has it (ctxwise.proxy.replies)
     acme = {"Authorization": f"Bearer {live.keys['a']}"}
     listing = httpx.get(live.url + "/ui/fragment/sessions", headers=acme)
     assert listing.status_code == 200 and "seen-in-ui" in listing.text

@@ -8,7 +8,8 @@ the new suffix appended (:mod:`.conversation`); the managed payload goes to the 
 route's family (:class:`Upstreams`) with the client's other parameters and headers as sent,
 the provider key (``Authorization`` / ``x-api-key``) included and never stored or logged; the
 upstream's answer comes back as it is, status and body, a stream passed on chunk by chunk;
-the reply, once complete, is appended. A stream the client leaves early leaves the session as
+the reply, once complete, is held and appended after the client has it (:mod:`.replies`:
+with the session's next call, in the same write, or ``reply_delay`` seconds later). A stream the client leaves early leaves the session as
 it was before the reply (valid: the client's next call carries what it has).
 
 Passed through unmanaged (forwarded as sent, nothing stored): ``count_tokens``, and a
@@ -30,12 +31,13 @@ from starlette.requests import Request
 from starlette.types import Message as AsgiMessage
 from starlette.types import Receive, Scope, Send
 
-from .. import CtxwiseError
+from .. import CtxwiseError, SessionConflict
 from ..server.core import Server
 from . import recall, telemetry
 from .auth import split_key_path, tenant_key, unauthorized_body
-from .conversation import Call, begin, finish, recall_round
+from .conversation import Call, begin, finish, pending, recall_round
 from .heads import HeadStore
+from .replies import DEFAULT_DELAY, Pending, Replies
 from .stream import Assembler
 from .wire import ROUTES, Route, WireError, error_body, managed_body
 
@@ -84,7 +86,8 @@ class Proxy:
     """The ASGI handler of the proxied routes over ``server``'s store and keys
     (:meth:`handles` says whether a request is one of them)."""
 
-    def __init__(self, server: Server, upstreams: Upstreams | None = None, *, timeout: float = 600.0) -> None:
+    def __init__(self, server: Server, upstreams: Upstreams | None = None, *, timeout: float = 600.0,
+                 reply_delay: float = DEFAULT_DELAY) -> None:
         self.server = server
         self.upstreams = upstreams or Upstreams.from_env()
         self.heads = HeadStore(server.store_url, engine=getattr(server.manager.store, "engine", None))
@@ -92,6 +95,8 @@ class Proxy:
         self.tracer: Any = telemetry.tracer()
         """The OpenTelemetry tracer of the call spans (:mod:`.telemetry`; None without the extra)."""
         self._client: httpx.AsyncClient | None = None
+        self.replies = Replies(self._write, reply_delay)
+        """Replies handed to clients and not yet stored (:mod:`.replies`; ``reply_delay`` seconds at most)."""
 
     def handles(self, scope: Scope) -> bool:
         """Whether ``scope`` is a request for a proxied route (with or without a key segment)."""
@@ -112,6 +117,8 @@ class Proxy:
         return self._client
 
     async def aclose(self) -> None:
+        """Store the waiting replies, close the upstream client and the heads store."""
+        await anyio.to_thread.run_sync(self.replies.close)
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -135,31 +142,39 @@ class Proxy:
         if scope["path"].startswith("/k/"):  # the server's access log shows the path: not the key
             scope["path"] = "/k/***" + route.path
             scope["raw_path"] = scope["path"].encode("ascii")
-        tenant = await anyio.to_thread.run_sync(self.server.keys.tenant_of, key) if key else None
-        if tenant is None:
-            await _json(send, 401, unauthorized_body(
-                route.family, "missing, unknown or revoked ctxwise key: send it in X-Ctxwise-Key or as /k/<key>/ "
-                              "in the base URL"))
-            return
-        try:
-            body = json.loads(raw)
-            if not isinstance(body, dict):
-                raise ValueError("not a JSON object")
-        except ValueError as e:
-            await _json(send, 400, error_body(route.family, 400, f"the body is not a JSON object ({e})"))
-            return
+        body = _object(raw)
         out = {k: v for k, v in headers.items() if k not in _HOP and not k.startswith("x-ctxwise-")}
         out["accept-encoding"] = "identity"
-        if route.kind == "count_tokens" or (route.kind == "responses" and body.get("previous_response_id")):
-            await self._forward(send, route, raw, out, None, body.get("stream") is True, receive)
+        managed = isinstance(body, dict) and not (route.kind == "count_tokens" or (
+            route.kind == "responses" and body.get("previous_response_id")))
+        if not managed:
+            tenant = await anyio.to_thread.run_sync(self.server.keys.tenant_of, key) if key else None
+            if tenant is None:
+                await _json(send, 401, unauthorized_body(route.family, _NO_KEY))
+            elif isinstance(body, str):
+                await _json(send, 400, error_body(route.family, 400, f"the body is not a JSON object ({body})"))
+            else:
+                await self._forward(send, route, raw, out, None, body.get("stream") is True, receive)
             return
-        call = Call(route, tenant, headers.get(SESSION_HEADER), headers.get(USER_HEADER), body, request=Request(scope))
+        assert isinstance(body, dict)
+        call = Call(route, "", headers.get(SESSION_HEADER), headers.get(USER_HEADER), body, request=Request(scope))
+        await self._managed(send, receive, call, key, headers, out)
+
+    async def _managed(self, send: Send, receive: Receive, call: Call, key: str | None, headers: dict[str, str],
+                       out: dict[str, str]) -> None:
+        """A call ctxwise manages: the key check, mapping, append and prepare in one worker-thread
+        hop; then the managed payload upstream and the answer back."""
+        route, body = call.route, call.body
         t0 = time.perf_counter()
         try:
-            call = await anyio.to_thread.run_sync(begin, self.server, self.heads, call)
+            found = await anyio.to_thread.run_sync(self._begin, call, key)
         except (WireError, CtxwiseError) as e:
             await _json(send, 400, error_body(route.family, 400, f"ctxwise: {e}"))
             return
+        if found is None:
+            await _json(send, 401, unauthorized_body(route.family, _NO_KEY))
+            return
+        call = found
         assert call.prepared is not None
         managed = _dumps(managed_body(route.kind, body, call.prepared.payload))
         extra = [(b"x-ctxwise-session", call.session_id.encode()), (b"x-ctxwise-user", call.user_id.encode())]
@@ -178,6 +193,15 @@ class Proxy:
                                                     receive, extra)
         finally:
             telemetry.end(span, status, reply)
+
+    def _begin(self, call: Call, key: str | None) -> Call | None:
+        """On a worker thread: the tenant of ``key`` (None: unknown, the call is refused), then
+        :func:`~ctxwise.proxy.conversation.begin`."""
+        tenant = self.server.keys.tenant_of(key) if key else None
+        if tenant is None:
+            return None
+        call.tenant = tenant
+        return begin(self.server, self.heads, call, self.replies)
 
     async def _recall_rounds(self, send: Send, route: Route, call: Call, body: dict[str, Any],
                              headers: dict[str, str], extra: list[tuple[bytes, bytes]]
@@ -204,7 +228,7 @@ class Proxy:
                 break
             await anyio.to_thread.run_sync(recall_round, self.server, call, reply)
         if isinstance(reply, dict):
-            await self._finish(call, lambda: reply)
+            self._hold(call, reply)
         await send({"type": "http.response.start", "status": r.status_code,
                     "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in r.headers.items()
                                 if k.lower() not in _HOP_OUT] + extra})
@@ -243,8 +267,8 @@ class Proxy:
             except ValueError:
                 log.warning("proxy: the upstream's 2xx answer is not JSON; the reply is not recorded")
             if isinstance(reply, dict):
-                # recorded before the client has the reply, so its next call finds it stored
-                await self._finish(call, lambda: reply)
+                # held before the client has the reply, so its next call takes it
+                self._hold(call, reply)
         await send(start)
         await send({"type": "http.response.body", "body": data})
         return response.status_code, reply if isinstance(reply, dict) else None
@@ -252,7 +276,7 @@ class Proxy:
     async def _stream(self, send: Send, response: httpx.Response, start: AsgiMessage, call: Call | None,
                       receive: Receive) -> dict[str, Any] | None:
         """Pass the SSE body on chunk by chunk while assembling the reply; the chunk that
-        completes the reply waits until it is recorded (so the client's next call finds it). A
+        completes the reply is passed on once the reply is held (so the client's next call takes it). A
         client that leaves stops the stream: the reply it never saw is not recorded."""
         assembler = Assembler(call.route.kind) if call is not None else None
         state = {"recorded": False, "left": False}
@@ -272,7 +296,7 @@ class Proxy:
                         reply = assembler.reply()
                         if call is not None and reply is not None:
                             state["recorded"] = True
-                            await self._finish(call, lambda: reply)
+                            self._hold(call, reply)
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 await send({"type": "http.response.body", "body": b""})
             except (OSError, httpx.HTTPError) as e:
@@ -283,13 +307,36 @@ class Proxy:
                      "the client left mid-stream" if state["left"] else "the stream ended before the reply completed")
         return assembler.reply() if assembler is not None and state["recorded"] else None
 
-    async def _finish(self, call: Call, reply: Any) -> None:
+    def _hold(self, call: Call, reply: dict[str, Any]) -> None:
+        """Hand the complete reply of ``call`` to :attr:`replies` (stored after the client has it)."""
         try:
-            await anyio.to_thread.run_sync(lambda: finish(self.server, self.heads, call, reply()))
-        except (WireError, CtxwiseError, ValueError) as e:
+            self.replies.add(pending(call, reply))
+        except WireError as e:
             # not the client's error: the reply reached it; its next call carries the reply again
-            log.warning("proxy: the reply could not be recorded in session %s (%s)", call.session_id,
+            log.warning("proxy: the reply could not be recorded in session %s (%s)", call.session_id, e)
+
+    def _write(self, p: Pending) -> None:
+        """Store one reply (:class:`~ctxwise.proxy.replies.Replies` calls it on its thread)."""
+        try:
+            finish(self.server, self.heads, p)
+        except SessionConflict:
+            log.info("proxy: session %s moved on before its reply was stored: the next call carried it",
+                     p.call.session_id)
+        except (WireError, CtxwiseError) as e:
+            log.warning("proxy: the reply could not be recorded in session %s (%s)", p.call.session_id,
                         type(e).__name__)
+
+
+_NO_KEY = "missing, unknown or revoked ctxwise key: send it in X-Ctxwise-Key or as /k/<key>/ in the base URL"
+
+
+def _object(raw: bytes) -> dict[str, Any] | str:
+    """The body as a JSON object, or why it is not one."""
+    try:
+        body = json.loads(raw)
+    except ValueError as e:
+        return str(e)
+    return body if isinstance(body, dict) else "not a JSON object"
 
 
 def _dumps(value: Any) -> bytes:
