@@ -380,7 +380,8 @@ class Policy(BaseModel):
     def from_toml(cls, path: str | Path, *, default_preset: str = "default", **update: Any) -> "Policy":
         """Load from a TOML file: keys at top level or in a ``[ctxwise]`` table; an optional
         ``preset = "ragent"`` key picks the base (else ``default_preset``). The process settings
-        (:data:`RUNTIME_FIELDS`) are left to :meth:`RuntimeSettings.from_toml`. Raises
+        (:data:`RUNTIME_FIELDS`) are left to :meth:`RuntimeSettings.from_toml`, a top-level
+        ``[proxy]`` table to the drop-in endpoint (``ctxwise.proxy.routes.Upstreams``). Raises
         PolicyError naming the file and the key."""
         p = Path(path)
         try:
@@ -389,7 +390,7 @@ class Policy(BaseModel):
             raise PolicyError(f"{p}: cannot read policy file ({e.strerror})") from None
         except tomllib.TOMLDecodeError as e:
             raise PolicyError(f"{p}: not valid TOML ({e})") from None
-        data = {k: v for k, v in data.get("ctxwise", data).items() if k not in RUNTIME_FIELDS}
+        data = {k: v for k, v in data.get("ctxwise", data).items() if k not in RUNTIME_FIELDS and k != "proxy"}
         preset = data.pop("preset", default_preset)
         try:
             policy = cls.preset(preset, **{**data, **update})

@@ -21,8 +21,10 @@ import json
 import logging
 import os
 import time
+import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
@@ -31,7 +33,7 @@ from starlette.requests import Request
 from starlette.types import Message as AsgiMessage
 from starlette.types import Receive, Scope, Send
 
-from .. import CtxwiseError, SessionConflict
+from .. import CtxwiseError, PolicyError, SessionConflict
 from ..server.core import Server
 from . import recall, telemetry
 from .auth import split_key_path, tenant_key, unauthorized_body
@@ -65,9 +67,14 @@ class Upstreams:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Upstreams":
-        """From ``CTXWISE_OPENAI_UPSTREAM`` / ``CTXWISE_ANTHROPIC_UPSTREAM`` (unset or empty:
-        the providers' own URLs). Raises ValueError for a value that is not an http(s) URL."""
+        """From ``CTXWISE_OPENAI_UPSTREAM`` / ``CTXWISE_ANTHROPIC_UPSTREAM`` (what ``ctxwise serve
+        --openai-upstream`` / ``--anthropic-upstream`` set), else the ``[proxy]`` table of the
+        settings file ``CTXWISE_CONFIG`` (:meth:`from_toml`), else the providers' own URLs.
+        Raises ValueError for a variable that is not an http(s) URL, and
+        :class:`~ctxwise.PolicyError` for a bad settings file."""
         env = os.environ if env is None else env
+        config = (env.get("CTXWISE_CONFIG") or "").strip()
+        base = cls.from_toml(config) if config else cls()
         out = {}
         for name, var in (("openai", OPENAI_ENV), ("anthropic", ANTHROPIC_ENV)):
             value = (env.get(var) or "").strip()
@@ -75,6 +82,32 @@ class Upstreams:
                 if not value.startswith(("http://", "https://")):
                     raise ValueError(f"{var}={value!r}: expected an http:// or https:// URL")
                 out[name] = value.rstrip("/")
+        return replace(base, **out)
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> "Upstreams":
+        """The ``[proxy]`` table of the settings file at ``path`` (the policy TOML ``ctxwise serve
+        --config`` reads): ``openai_upstream``, ``anthropic_upstream`` (http(s) URLs; either may
+        be left out). A file without the table gives the providers' own URLs. Raises
+        :class:`~ctxwise.PolicyError` naming the file and the key (unreadable file, bad TOML, an
+        unknown key, a value that is not an http(s) URL)."""
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise PolicyError(f"{p}: cannot read the settings file ({e.strerror})") from None
+        except tomllib.TOMLDecodeError as e:
+            raise PolicyError(f"{p}: not valid TOML ({e})") from None
+        table = data.get("proxy", {})
+        if not isinstance(table, dict):
+            raise PolicyError(f"{p}: proxy: expected a table ([proxy])")
+        out = {}
+        for key, value in table.items():
+            if key not in ("openai_upstream", "anthropic_upstream"):
+                raise PolicyError(f"{p}: proxy.{key}: unknown setting (known: openai_upstream, anthropic_upstream)")
+            if not isinstance(value, str) or not value.strip().startswith(("http://", "https://")):
+                raise PolicyError(f"{p}: proxy.{key} = {value!r}: expected an http:// or https:// URL")
+            out[key.removesuffix("_upstream")] = value.strip().rstrip("/")
         return cls(**out)
 
     def url(self, route: Route) -> str:
