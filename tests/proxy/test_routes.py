@@ -248,3 +248,38 @@ def test_the_access_log_never_shows_the_key_in_the_path(live: Live, caplog: pyte
     assert not any(live.keys["a"] in line or PROVIDER_KEY in line for line in access)
     server_side = [r.getMessage() for r in caplog.records if r.name.startswith(("ctxwise", "uvicorn"))]
     assert not any(live.keys["a"] in line or PROVIDER_KEY in line for line in server_side)
+
+
+def test_responses_previous_response_id_continues_the_session(live: Live) -> None:
+    live.stub.queue("responses", Reply(calls=[("call_p", "get_weather", {"city": "Oslo"})]), Reply(text="Cold."),
+                    Reply(text="You're welcome."), Reply(text="unmanaged"), Reply(text="forked"),
+                    Reply(text="other tenant"))
+    client = openai_client(live)
+    r1 = client.responses.with_raw_response.create(model="gpt-5", input=[{"role": "user", "content": "Oslo?"}],
+                                                   tools=RESP_TOOLS)
+    sid = r1.headers["x-ctxwise-session"]
+    first = r1.parse()
+    # only the new input after previous_response_id: the upstream gets the whole managed context
+    r2 = client.responses.with_raw_response.create(model="gpt-5", previous_response_id=first.id, tools=RESP_TOOLS,
+                                                   input=[{"type": "function_call_output", "call_id": "call_p",
+                                                           "output": "-3C"}])
+    assert r2.headers["x-ctxwise-session"] == sid and r2.parse().output_text == "Cold."
+    sent = live.stub.of("responses")[1].json
+    assert "previous_response_id" not in sent
+    assert [i.get("role") or i["type"] for i in sent["input"]] == ["user", "function_call", "function_call_output"]
+    r3 = client.responses.with_raw_response.create(model="gpt-5", previous_response_id=r2.parse().id,
+                                                   input="Thanks!")
+    assert r3.headers["x-ctxwise-session"] == sid
+    assert [i.get("role") or i["type"] for i in live.stub.of("responses")[2].json["input"]] == \
+        ["user", "function_call", "function_call_output", "assistant", "user"]
+    assert [m.role for m in session_messages(live, "acme", "proxy", sid)] == \
+        ["user", "assistant", "tool", "assistant", "user", "assistant"]
+    # passed on unmanaged, as sent: a response made elsewhere, an earlier one (a fork), another tenant's
+    for k, (tenant, prev) in enumerate((("a", "resp_made_elsewhere"), ("a", first.id), ("b", first.id))):
+        raw = openai_client(live, tenant).responses.with_raw_response.create(
+            model="gpt-5", previous_response_id=prev, input="again")
+        assert raw.status_code == 200 and "x-ctxwise-session" not in raw.headers
+        assert live.stub.of("responses")[3 + k].json == {"model": "gpt-5", "previous_response_id": prev,
+                                                          "input": "again"}
+    assert [m.role for m in session_messages(live, "acme", "proxy", sid)][-1] == "assistant"  # unchanged
+    assert live.stub.invalid == []

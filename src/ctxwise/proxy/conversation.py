@@ -19,12 +19,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
 
-from .. import Message, Prepared, Session, SessionConflict, SessionNotFound, ToolResultBlock, ToolUseBlock
+from .. import CtxwiseError, Message, Prepared, Session, SessionConflict, SessionNotFound, ToolResultBlock, ToolUseBlock
 from ..formats import from_responses
 from ..server.core import Server
 from .heads import Found, HeadStore
 from .replies import Pending, Replies
-from .wire import Route, heads, history, reply_items
+from .wire import Route, WireError, heads, history, reply_items, response_head
 
 log = logging.getLogger("ctxwise.proxy")
 T = TypeVar("T")
@@ -113,8 +113,12 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
     :class:`~ctxwise.proxy.wire.WireError` for a body of another shape and the library's errors
     for messages it refuses (nothing of the call stored then; a taken reply is stored alone)."""
     route = call.route
-    call.items = history(route.kind, call.body)
-    call.chain = heads(route.kind, call.body, call.items)
+    previous = call.body.get("previous_response_id") if route.kind == "responses" else None
+    if previous is not None:
+        _after_response(store, call, replies, previous)
+    else:
+        call.items = history(route.kind, call.body)
+        call.chain = heads(route.kind, call.body, call.items)
     found, pending = _map(server, store, call, replies)
     suffix = call.items[call.start:]
     first: list[dict[str, Any]] = []
@@ -143,7 +147,36 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
         raise
     store.record(call.tenant, call.name or "", call.user_id, call.session_id, call.chain, call.start,
                  call.branched_from)
+    if pending is not None:
+        store.record_at(call.tenant, call.name or "", call.user_id, call.session_id, pending.extra,
+                        call.branched_from)
     return call
+
+
+class UnmanagedResponse(CtxwiseError):
+    """A Responses call whose ``previous_response_id`` is not the newest reply of a session this
+    tenant holds (a response made elsewhere, or an earlier one: the client forked): it is
+    passed on unmanaged, the history at the provider."""
+
+
+def _after_response(store: HeadStore, call: Call, replies: Replies | None, previous: Any) -> None:
+    """Set the history of a Responses call that sends only its new input after
+    ``previous_response_id``: the session holding that reply as its newest, the new items after
+    it (``call.items`` and ``call.chain`` are padded with placeholders up to its count). A reply
+    still held is stored first. Raises :class:`~ctxwise.proxy.wire.WireError` (not a string) and
+    :class:`UnmanagedResponse`."""
+    if not isinstance(previous, str) or not previous:
+        raise WireError("previous_response_id: expected a response id string")
+    key = response_head(previous)
+    held = replies.take_head(call.tenant, key) if replies is not None else None
+    if held is not None and replies is not None:
+        replies.put_back(held)
+    found = store.lookup(call.tenant, call.name, [key])
+    if found is None or not found.continues:
+        raise UnmanagedResponse(f"previous_response_id {previous!r}: not the newest reply of a session of this tenant")
+    new = history(call.route.kind, call.body)
+    call.items = [{}] * found.count + new
+    call.chain = [""] * (found.count - 1) + [key] + heads(call.route.kind, call.body, new, start=key)
 
 
 def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None) -> tuple[Found | None, Pending | None]:
@@ -222,7 +255,9 @@ def pending(call: Call, reply: dict[str, Any]) -> Pending:
     for a reply without its message."""
     items = reply_items(call.route.kind, reply)
     chain = heads(call.route.kind, call.body, items, start=call.chain[-1] if call.chain else None)
-    return Pending(call, items, chain, call.version)
+    rid = reply.get("id") if call.route.kind == "responses" else None
+    extra = [(response_head(rid), len(call.chain) + len(chain))] if isinstance(rid, str) and rid else []
+    return Pending(call, items, chain, call.version, extra)
 
 
 def finish(server: Server, store: HeadStore, p: Pending) -> None:
@@ -235,3 +270,4 @@ def finish(server: Server, store: HeadStore, p: Pending) -> None:
     _run(server, call, lambda s, _checked: append_items(s, call.route, p.items), expected=p.version)
     store.record(call.tenant, call.name or "", call.user_id, call.session_id, [*call.chain, *p.chain],
                  len(call.chain), call.branched_from)
+    store.record_at(call.tenant, call.name or "", call.user_id, call.session_id, p.extra, call.branched_from)

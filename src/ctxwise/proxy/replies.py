@@ -47,6 +47,9 @@ class Pending:
     items: list[dict[str, Any]]
     chain: list[str]
     version: int
+    extra: list[tuple[str, int]] = field(default_factory=list)
+    """More heads to store with the reply, ``(head, count)``: a Responses reply's id
+    (:func:`ctxwise.proxy.wire.response_head`)."""
     due: float = 0.0
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -96,6 +99,21 @@ class Replies:
         with self._cond:
             pending = self._waiting.pop(key, None)
             busy = self._writing.get(key)
+        if busy is not None:
+            busy.done.wait()
+        return pending
+
+    def take_head(self, tenant: str, head: str) -> Pending | None:
+        """The reply waiting with the extra head ``head`` of ``tenant`` (:attr:`Pending.extra`),
+        as :meth:`take` gives it."""
+        def match(p: Pending) -> bool:
+            return p.call.tenant == tenant and any(h == head for h, _ in p.extra)
+
+        with self._cond:
+            pending = next((p for p in self._waiting.values() if match(p)), None)
+            busy = next((p for p in self._writing.values() if match(p)), None)
+            if pending is not None:
+                del self._waiting[pending.key]
         if busy is not None:
             busy.done.wait()
         return pending

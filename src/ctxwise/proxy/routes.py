@@ -12,8 +12,11 @@ the reply, once complete, is held and appended after the client has it (:mod:`.r
 with the session's next call, in the same write, or ``reply_delay`` seconds later). A stream the client leaves early leaves the session as
 it was before the reply (valid: the client's next call carries what it has).
 
-Passed through unmanaged (forwarded as sent, nothing stored): ``count_tokens``, and a
-Responses call with ``previous_response_id`` (the history lives at the provider).
+A Responses call that sends only its new input after ``previous_response_id`` continues the
+session whose newest reply that is (:func:`~ctxwise.proxy.conversation.begin`): the upstream
+gets the whole managed context, without ``previous_response_id``. Passed through unmanaged
+(forwarded as sent, nothing stored): ``count_tokens``, and a ``previous_response_id`` that is
+not the newest reply of a session of the tenant (made elsewhere, or an earlier one).
 """
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ from .. import CtxwiseError, PolicyError, SessionConflict
 from ..server.core import Server
 from . import recall, telemetry
 from .auth import split_key_path, tenant_key, unauthorized_body
-from .conversation import Call, begin, finish, pending, recall_round
+from .conversation import Call, UnmanagedResponse, begin, finish, pending, recall_round
 from .heads import HeadStore
 from .replies import DEFAULT_DELAY, Pending, Replies
 from .stream import Assembler
@@ -178,8 +181,7 @@ class Proxy:
         body = _object(raw)
         out = {k: v for k, v in headers.items() if k not in _HOP and not k.startswith("x-ctxwise-")}
         out["accept-encoding"] = "identity"
-        managed = isinstance(body, dict) and not (route.kind == "count_tokens" or (
-            route.kind == "responses" and body.get("previous_response_id")))
+        managed = isinstance(body, dict) and route.kind != "count_tokens"
         if not managed:
             tenant = await anyio.to_thread.run_sync(self.server.keys.tenant_of, key) if key else None
             if tenant is None:
@@ -191,16 +193,20 @@ class Proxy:
             return
         assert isinstance(body, dict)
         call = Call(route, "", headers.get(SESSION_HEADER), headers.get(USER_HEADER), body, request=Request(scope))
-        await self._managed(send, receive, call, key, headers, out)
+        await self._managed(send, receive, call, key, headers, out, raw)
 
     async def _managed(self, send: Send, receive: Receive, call: Call, key: str | None, headers: dict[str, str],
-                       out: dict[str, str]) -> None:
+                       out: dict[str, str], raw: bytes) -> None:
         """A call ctxwise manages: the key check, mapping, append and prepare in one worker-thread
         hop; then the managed payload upstream and the answer back."""
         route, body = call.route, call.body
         t0 = time.perf_counter()
         try:
             found = await anyio.to_thread.run_sync(self._begin, call, key)
+        except UnmanagedResponse as e:
+            log.info("proxy: %s; passed on unmanaged", e)
+            await self._forward(send, route, raw, out, None, body.get("stream") is True, receive)
+            return
         except (WireError, CtxwiseError) as e:
             await _json(send, 400, error_body(route.family, 400, f"ctxwise: {e}"))
             return
@@ -218,8 +224,7 @@ class Proxy:
         span = telemetry.start(self.tracer, call)
         status, reply = 500, None
         try:
-            if headers.get(recall.HEADER, "").lower() == "on" and route.kind in ("chat", "messages") \
-                    and body.get("stream") is not True:
+            if headers.get(recall.HEADER, "").lower() == "on":
                 status, reply = await self._recall_rounds(send, route, call, body, out, extra)
             else:
                 status, reply = await self._forward(send, route, managed, out, call, body.get("stream") is True,
@@ -241,32 +246,52 @@ class Proxy:
                              ) -> tuple[int, dict[str, Any] | None]:
         """With recall on: ask the upstream (the recall tool added) until its reply calls
         something else than the recall tool, answering recall calls in the session
-        (:mod:`.recall`); that last answer goes to the client, its reply recorded."""
+        (:mod:`.recall`); that last answer goes to the client (a stream: once complete), its
+        reply held for the store."""
         body = recall.with_tool(route.kind, body)
+        stream = body.get("stream") is True
         for _ in range(recall.MAX_ROUNDS):
             assert call.prepared is not None
             managed = _dumps(managed_body(route.kind, body, call.prepared.payload))
             try:
-                r = await self.client.post(self.upstreams.url(route), content=managed,
-                                           headers={**headers, "content-type": "application/json"})
+                r, content, reply = await self._ask(route, managed, headers, stream)
             except httpx.HTTPError as e:
                 await _json(send, 502, error_body(route.family, 502, f"ctxwise: the {route.family} upstream did "
                                                                      f"not answer ({type(e).__name__})"))
                 return 502, None
-            try:
-                reply = r.json() if 200 <= r.status_code < 300 else None
-            except ValueError:
-                reply = None
-            if not isinstance(reply, dict) or not recall.only_recall(route.kind, reply):
+            if reply is None or not recall.only_recall(route.kind, reply):
                 break
             await anyio.to_thread.run_sync(recall_round, self.server, call, reply)
-        if isinstance(reply, dict):
+        if reply is not None:
             self._hold(call, reply)
         await send({"type": "http.response.start", "status": r.status_code,
                     "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in r.headers.items()
                                 if k.lower() not in _HOP_OUT] + extra})
-        await send({"type": "http.response.body", "body": r.content})
-        return r.status_code, reply if isinstance(reply, dict) else None
+        await send({"type": "http.response.body", "body": content})
+        return r.status_code, reply
+
+    async def _ask(self, route: Route, content: bytes, headers: dict[str, str], stream: bool
+                   ) -> tuple[httpx.Response, bytes, dict[str, Any] | None]:
+        """One upstream call read whole: the response, its body as sent, and the reply (parsed,
+        or assembled from the stream) when the call succeeded. Raises httpx.HTTPError."""
+        request = self.client.build_request("POST", self.upstreams.url(route), content=content,
+                                            headers={**headers, "content-type": "application/json"})
+        r = await self.client.send(request, stream=True)
+        try:
+            data = await r.aread()
+        finally:
+            await r.aclose()
+        if not 200 <= r.status_code < 300:
+            return r, data, None
+        if stream and r.headers.get("content-type", "").startswith("text/event-stream"):
+            assembler = Assembler(route.kind)
+            assembler.feed(data)
+            return r, data, assembler.reply()
+        try:
+            reply = json.loads(data)
+        except ValueError:
+            return r, data, None
+        return r, data, reply if isinstance(reply, dict) else None
 
     async def _forward(self, send: Send, route: Route, content: bytes, headers: dict[str, str], call: Call | None,
                        stream: bool, receive: Receive, extra: list[tuple[bytes, bytes]] | None = None
