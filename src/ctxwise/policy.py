@@ -456,10 +456,10 @@ def setting_name(field: str) -> str:
 
 NOT_POLICY_VARIABLES = frozenset({"CTXWISE_PRESET", "CTXWISE_SHARED", "CTXWISE_TEST_PG_URL", "CTXWISE_SCREENSHOTS", "CTXWISE_DB",
                                   "CTXWISE_CONFIG", "CTXWISE_OPENAI_UPSTREAM", "CTXWISE_ANTHROPIC_UPSTREAM",
-                                  "CTXWISE_CLAUDE_CODE"})
+                                  "CTXWISE_CLAUDE_CODE", "CTXWISE_CODEX"})
 """``CTXWISE_`` variables that are not policy settings (the preset, test and tool settings, the
-policy file ``ctxwise serve`` reads, the drop-in endpoint's upstreams, the Claude Code CLI the
-proxy tests run); ``CTXWISE_SERVER_*`` are the server's own settings."""
+policy file ``ctxwise serve`` reads, the drop-in endpoint's upstreams, the Claude Code and
+Codex CLIs the proxy tests run); ``CTXWISE_SERVER_*`` are the server's own settings."""
 
 
 def _build(data: dict[str, Any]) -> Policy:

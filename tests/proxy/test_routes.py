@@ -230,6 +230,10 @@ def test_the_access_log_never_shows_the_key_in_the_path(live: Live, caplog: pyte
     access_logger = logging.getLogger("uvicorn.access")
     access_logger.addHandler(handler)
     access_logger.setLevel(logging.INFO)
+    error_logger = logging.getLogger("uvicorn.error")  # where uvicorn logs a refused WebSocket
+    level = error_logger.level
+    error_logger.setLevel(logging.INFO)
+    error_logger.addHandler(handler)
     server = uvicorn.Server(uvicorn.Config(live.app, log_config=None, access_log=True, lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -239,12 +243,22 @@ def test_the_access_log_never_shows_the_key_in_the_path(live: Live, caplog: pyte
         r = httpx.post(f"http://127.0.0.1:{port}/k/{live.keys['a']}/v1/messages", headers={"x-api-key": PROVIDER_KEY},
                        json={"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]})
         assert r.status_code == 200
+        # Codex tries a WebSocket at the same URL first (then falls back to HTTPS): refused, key kept out
+        from websockets.exceptions import InvalidStatus
+        from websockets.sync.client import connect
+
+        with pytest.raises(InvalidStatus) as refused:
+            connect(f"ws://127.0.0.1:{port}/k/{live.keys['a']}/v1/responses", open_timeout=30)
+        assert refused.value.response.status_code == 403
     finally:
         server.should_exit = True
         thread.join(timeout=30)
         access_logger.removeHandler(handler)
+        error_logger.setLevel(level)
+        error_logger.removeHandler(handler)
     access = [rec.getMessage() for rec in seen]
     assert any("/v1/messages" in line for line in access)  # the line is there, without the key
+    assert any('"WebSocket /k/%2A%2A%2A/v1/responses" 403' in line for line in access), access
     assert not any(live.keys["a"] in line or PROVIDER_KEY in line for line in access)
     server_side = [r.getMessage() for r in caplog.records if r.name.startswith(("ctxwise", "uvicorn"))]
     assert not any(live.keys["a"] in line or PROVIDER_KEY in line for line in server_side)

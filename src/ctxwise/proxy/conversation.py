@@ -19,7 +19,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
 
-from .. import CtxwiseError, Message, Prepared, Session, SessionConflict, SessionNotFound, ToolResultBlock, ToolUseBlock
+from .. import Message, Prepared, Session, SessionConflict, SessionNotFound, ToolResultBlock, ToolUseBlock
 from ..formats import from_responses
 from ..server.core import Server
 from .heads import Found, HeadStore
@@ -153,10 +153,10 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
     return call
 
 
-class UnmanagedResponse(CtxwiseError):
+class UnmanagedResponse(Exception):
     """A Responses call whose ``previous_response_id`` is not the newest reply of a session this
-    tenant holds (a response made elsewhere, or an earlier one: the client forked): it is
-    passed on unmanaged, the history at the provider."""
+    tenant holds (a response made elsewhere, or an earlier one: the client forked): the route
+    passes it on unmanaged, the history at the provider (never raised to a user)."""
 
 
 def _after_response(store: HeadStore, call: Call, replies: Replies | None, previous: Any) -> None:

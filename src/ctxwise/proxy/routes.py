@@ -135,8 +135,9 @@ class Proxy:
         """Replies handed to clients and not yet stored (:mod:`.replies`; ``reply_delay`` seconds at most)."""
 
     def handles(self, scope: Scope) -> bool:
-        """Whether ``scope`` is a request for a proxied route (with or without a key segment)."""
-        if scope["type"] != "http":
+        """Whether ``scope`` is a request (or a WebSocket, which is refused) for a proxied route
+        (with or without a key segment)."""
+        if scope["type"] not in ("http", "websocket"):
             return False
         path: str = scope["path"]
         if path.startswith("/k/"):
@@ -161,7 +162,15 @@ class Proxy:
         self.heads.close()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        route = ROUTES[split_key_path(scope["path"])[1]]
+        path = scope["path"]
+        route = ROUTES[split_key_path(path)[1]]
+        if path.startswith("/k/"):  # the server's logs show the path: not the key
+            scope["path"] = "/k/***" + route.path
+            scope["raw_path"] = scope["path"].encode("ascii")
+        if scope["type"] == "websocket":
+            # Codex tries the Responses API over a WebSocket first, then falls back to HTTPS
+            await send({"type": "websocket.close", "code": 1008})
+            return
         if scope["method"] != "POST":
             await _json(send, 405, error_body(route.family, 405, f"{scope['method']} is not allowed here: use POST"))
             return
@@ -171,13 +180,10 @@ class Proxy:
             await _json(send, 413, error_body(route.family, 413, "the request body is too large for this proxy"))
             return
         try:
-            key = tenant_key(headers, scope["path"])
+            key = tenant_key(headers, path)
         except ValueError as e:
             await _json(send, 401, unauthorized_body(route.family, str(e)))
             return
-        if scope["path"].startswith("/k/"):  # the server's access log shows the path: not the key
-            scope["path"] = "/k/***" + route.path
-            scope["raw_path"] = scope["path"].encode("ascii")
         body = _object(raw)
         out = {k: v for k, v in headers.items() if k not in _HOP and not k.startswith("x-ctxwise-")}
         out["accept-encoding"] = "identity"
