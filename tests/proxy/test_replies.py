@@ -152,3 +152,22 @@ def test_no_reply_is_lost_from_a_served_app_at_shutdown(tmp_path: Path) -> None:
             model="m", messages=[{"role": "user", "content": "u1"}])
         assert len(lv.app.proxy.replies) == 1
     assert stored(lv, "shutdown")[1] == ["user", "assistant"]  # the server's lifespan stored it
+
+
+def test_a_second_reply_of_one_session_sends_the_first_to_the_writer_without_blocking() -> None:
+    written: list[Pending] = []
+    done = threading.Event()
+
+    def write(p: Pending) -> None:
+        written.append(p)
+        done.set()
+
+    replies = Replies(write, delay=60)
+    first, second = _pending("same"), _pending("same")
+    replies.add(first)
+    replies.add(second)  # two calls of one session at once: the first reply is stored now, by the thread
+    assert done.wait(30)
+    assert written == [first] and len(replies) == 1
+    assert replies.take(("t", "u", "same")) is second
+    replies.close()
+    assert written == [first]

@@ -70,22 +70,22 @@ class Replies:
         self.delay = delay
         self._waiting: dict[Key, Pending] = {}
         self._writing: dict[Key, Pending] = {}
+        self._urgent: list[Pending] = []
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
 
     def add(self, pending: Pending) -> None:
-        """Hold ``pending`` until its session's next call or its due time. A reply still
-        waiting for the same session (a call whose reply was not taken) is stored first."""
+        """Hold ``pending`` until its session's next call or its due time (never blocks, unless
+        closed: then it is stored now). A reply still waiting for the same session (two calls of
+        one session at once) goes to the writer thread at once."""
         pending.due = time.monotonic() + self.delay
         with self._cond:
-            older = self._waiting.pop(pending.key, None)
-        if older is not None:
-            self._store(older)
-        with self._cond:
-            if self._closed:
-                self._writing[pending.key] = pending
-            else:
+            if not self._closed:
+                older = self._waiting.pop(pending.key, None)
+                if older is not None:
+                    older.due = 0.0
+                    self._urgent.append(older)
                 self._waiting[pending.key] = pending
                 self._start()
                 self._cond.notify_all()
@@ -125,7 +125,8 @@ class Replies:
     def flush(self) -> None:
         """Store every waiting reply now, and wait for those being stored."""
         with self._cond:
-            todo = list(self._waiting.values())
+            todo = [*self._urgent, *self._waiting.values()]
+            self._urgent.clear()
             self._waiting.clear()
             busy = list(self._writing.values())
         for pending in todo:
@@ -144,7 +145,7 @@ class Replies:
 
     def __len__(self) -> int:
         with self._cond:
-            return len(self._waiting)
+            return len(self._waiting) + len(self._urgent)
 
     # -- the writer ------------------------------------------------------------------------
 
@@ -170,6 +171,10 @@ class Replies:
         """The next reply due, marked as being stored; None once closed. Waits under the lock."""
         with self._cond:
             while not self._closed:
+                if self._urgent:
+                    first = self._urgent.pop(0)
+                    self._writing[first.key] = first
+                    return first
                 now = time.monotonic()
                 soonest = min(self._waiting.values(), key=lambda p: p.due, default=None)
                 if soonest is not None and soonest.due <= now:
