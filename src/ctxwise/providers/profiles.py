@@ -125,7 +125,7 @@ RULES: Mapping[str, str] = MappingProxyType(
         CALL_ID_CHARSET: "a tool call id with characters the provider refuses (Anthropic: "
         "^[a-zA-Z0-9_-]+$)",
         FIRST_MESSAGE_ROLE: "Anthropic: the first message of the request is not a user message",
-        IMAGE_NOT_SUPPORTED: "an image sent to a provider that takes text only (DeepSeek)",
+        IMAGE_NOT_SUPPORTED: "an image sent to a provider that takes text only (DeepSeek, Qwen3 text models)",
         TOOL_MESSAGE_NAME: "Gemini: a tool message without the name of the function it answers",
         THOUGHT_SIGNATURE_MISSING: "Gemini 3: a function-call step of the current turn without its "
         "thought signature while another step of the turn carries one",
@@ -199,12 +199,16 @@ class ProviderProfile:
     * ``call_id_pattern`` — a regular expression every tool call id must match in full
       (Anthropic: ``^[a-zA-Z0-9_-]+$``), or None. Ids outside these rules are renamed at render
       time (:func:`ctxwise.providers.render.call_id_renames`).
-    * ``images`` — whether user messages may carry images; False (DeepSeek) renders each image
+    * ``images`` — whether user messages may carry images; False (DeepSeek, Qwen3 text models) renders each image
       as a short text note (:data:`IMAGE_NOTE`).
     * ``tool_message_name`` — tool messages carry ``name``, the function they answer (Gemini's
       OpenAI-compatible endpoint).
     * ``thought_signatures`` — tool calls carry ``extra_content.google.thought_signature`` back
       as they were received (Gemini 3 on the OpenAI-compatible endpoint).
+    * ``unsendable`` — block type (``"audio"``, ``"document"``, ...) → the source saying the
+      target takes no such block: a message holding one is refused with ``block-not-sendable``
+      naming its index (:func:`ctxwise.providers.rules.not_sendable`), on top of what the wire
+      shape has no form for. Images are not listed here: ``images=False`` converts them.
     * ``errors`` — rule slug → the provider's own error text (``{index}`` is filled in).
     * ``sources`` — rule slug → where the rule is documented.
     """
@@ -231,6 +235,7 @@ class ProviderProfile:
     images: bool = True
     tool_message_name: bool = False
     thought_signatures: bool = False
+    unsendable: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     errors: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     sources: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
 
@@ -265,6 +270,14 @@ _ANTHROPIC_FIRST = 'https://docs.anthropic.com/en/api/messages ("first message m
 _DEEPSEEK_IMAGES = "https://api-docs.deepseek.com/api/create-chat-completion (user content is a string)"
 _GEMINI_COMPAT = "https://ai.google.dev/gemini-api/docs/openai"
 _GEMINI_SIGNATURES = "https://ai.google.dev/gemini-api/docs/thought-signatures (OpenAI compatibility section)"
+_DEEPSEEK_TEXT = ("https://api-docs.deepseek.com/api/create-chat-completion (user content: a string or text parts); "
+                  "the API answers another part with \"Failed to deserialize the JSON body into the target type: "
+                  "messages[N]: unknown variant `image_url`, expected `text`\" (Zoo-Code-Org/Zoo-Code#1106)")
+_QWEN_TEXT = ("Qwen3 text models: the chat_template.jinja renders text content only, and vLLM serving Qwen/Qwen3-8B "
+              "answers an image part with \"... is not a multimodal model\" (vllm-project/vllm#19144)")
+_GEMINI_PARTS = ("https://ai.google.dev/gemini-api/docs/openai (user content parts documented: text, image_url "
+                 "(\"Image understanding\"), input_audio (\"Audio understanding\"); no file part: a file_id names a "
+                 "file of OpenAI's Files API)")
 
 MID_SYSTEM_HEADER = "[System message]"
 """The header a folded mid-conversation system message's text goes under in the user turn
@@ -273,7 +286,7 @@ LEAD_USER_TEXT = "[Conversation start]"
 """The text of the minimal user turn rendered before a history that starts with an assistant
 message, for a provider whose first message must be a user message (Anthropic)."""
 IMAGE_NOTE = "[image not sent: this model takes text only]"
-"""The text an image becomes for a provider that takes no images (DeepSeek)."""
+"""The text an image becomes for a provider that takes no images (DeepSeek, Qwen3 text models)."""
 
 OPENAI = ProviderProfile(
     name="openai",
@@ -301,6 +314,7 @@ DEEPSEEK = ProviderProfile(
     droppable_reasoning="completed_spans_without_tool_calls",
     reasoning_field="reasoning_content",
     images=False,
+    unsendable=MappingProxyType({"audio": _DEEPSEEK_TEXT, "document": _DEEPSEEK_TEXT}),
     errors=MappingProxyType(
         {
             **_OPENAI_ERRORS,
@@ -319,6 +333,7 @@ DEEPSEEK = ProviderProfile(
             REASONING_CHANGED: _DEEPSEEK_DOC,
             SYSTEM_NOT_FIRST: _CTXWISE + "; folded at render time",
             IMAGE_NOT_SUPPORTED: _DEEPSEEK_IMAGES,
+            BLOCK_NOT_SENDABLE: _DEEPSEEK_TEXT,
             EMPTY_CONTENT: _CTXWISE,
         }
     ),
@@ -394,6 +409,8 @@ QWEN = ProviderProfile(
     title="Qwen3 chat template (vLLM / llama.cpp / LM Studio)",
     needs_user_message=True,
     reasoning_field="reasoning_content",
+    images=False,
+    unsendable=MappingProxyType({"audio": _QWEN_TEXT, "document": _QWEN_TEXT}),
     errors=MappingProxyType(
         {
             NO_USER_MESSAGE: "No user query found in messages.",
@@ -402,6 +419,8 @@ QWEN = ProviderProfile(
     ),
     sources=MappingProxyType(
         {
+            IMAGE_NOT_SUPPORTED: _QWEN_TEXT,
+            BLOCK_NOT_SENDABLE: _QWEN_TEXT,
             NO_USER_MESSAGE: _QWEN_DOC,
             SYSTEM_NOT_FIRST: _QWEN_DOC + "; folded at render time",
             ORPHAN_TOOL_RESULT: _OPENAI_DOC + " (vLLM serves the OpenAI chat API)",
@@ -417,6 +436,7 @@ GEMINI = ProviderProfile(
     calls_follow_user_or_tool=True,
     tool_message_name=True,
     thought_signatures=True,
+    unsendable=MappingProxyType({"document": _GEMINI_PARTS}),
     errors=MappingProxyType(
         {
             TOOL_CALL_ORDER: "Please ensure that function call turn comes immediately after a "
@@ -433,6 +453,7 @@ GEMINI = ProviderProfile(
             "(system_instruction); folded at render time",
             TOOL_MESSAGE_NAME: _GEMINI_COMPAT,
             THOUGHT_SIGNATURE_MISSING: _GEMINI_SIGNATURES,
+            BLOCK_NOT_SENDABLE: _GEMINI_PARTS,
             EMPTY_CONTENT: _CTXWISE,
         }
     ),

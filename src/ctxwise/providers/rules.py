@@ -231,8 +231,13 @@ def not_sendable(b: Any, role: str, profile: ProviderProfile) -> str | None:
     file id) and ``response_output_message_param.py`` (``refusal`` in assistant output);
     Chat Completions ``openai/types/chat/chat_completion_content_part_param.py`` (user parts:
     text, ``image_url`` with a URL, ``input_audio``, ``file`` from base64 or a file id) and
-    ``chat_completion_assistant_message_param.py`` (``refusal``).
+    ``chat_completion_assistant_message_param.py`` (``refusal``). Then the target's own list,
+    ``profile.unsendable`` (block type -> source: DeepSeek and Qwen3 text models take no audio
+    or file part, Gemini's OpenAI-compatible endpoint no file part).
     """
+    refused = profile.unsendable.get(b.type)
+    if refused is not None:
+        return f"{profile.title} takes no {b.type} block (source: {refused})"
     wire = profile.wire
     if isinstance(b, SearchResultBlock) and wire != "anthropic":
         return "search_result blocks are Anthropic-only"
