@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..changes import Change, InsertSummary, Replace
 from ..compaction import Budgeting, CompactionEvent
@@ -36,7 +36,8 @@ class Prepared:
     :func:`ctxwise.providers.check_wire` (a list of chat messages for OpenAI-style providers,
     ``{"system"?, "messages"}`` for Anthropic, a list of input items for ``openai_responses``);
     ``size`` / ``size_before`` the context size after / before compaction in the policy unit
-    (tool-schema overhead included); ``chars`` the size by the ``chars`` rule; ``events`` the
+    (tool-schema overhead included, and what the render-time conversions add or take away:
+    what is sent is what is counted, :func:`conversion_size`); ``chars`` the size by the ``chars`` rule; ``events`` the
     compaction events fired by this call (a ``rendered`` event, when the payload needed
     render-time conversions, goes to ``on_event`` and the log only); ``latency_ms`` the call's time in milliseconds; ``conversions``
     those conversions (:class:`ctxwise.providers.convert.Conversion`: a mid-conversation
@@ -118,12 +119,38 @@ class _Run:
     idle: float | None = None
     reserve: int = 0
     """Room held back for a message added after the stages (the note closing a loop)."""
+    conv: int = 0
+    """What the render-time conversions add to the size (:func:`conversion_size`; negative
+    when they make the request smaller, e.g. an image sent as a short note)."""
+    converted: tuple[list[Message], Converted] | None = None
+    """The last list converted and its conversion (reused when the list sent is the same)."""
 
     def extra(self) -> int:
-        """Fixed overhead plus the pinned blocks (and :attr:`reserve`), in the policy unit."""
+        """Fixed overhead, the pinned blocks, the render-time conversions (:attr:`conv`) and
+        :attr:`reserve`, in the policy unit."""
         d = self.deps
-        return (d.overhead + self.reserve + sum(d.sz(m) for m in d.head)
+        return (d.overhead + self.reserve + self.conv + sum(d.sz(m) for m in d.head)
                 + (d.sz(self.block) if self.block is not None else 0))
+
+    def sent(self, context: Sequence[Message]) -> list[Message]:
+        """The list sent for ``context``: the pinned blocks in their places."""
+        return with_pinned(list(context), list(self.deps.head), self.block, self.view.policy.facts_mode)
+
+    def convert(self, sent: list[Message]) -> Converted:
+        """:func:`~ctxwise.providers.convert.convert` of ``sent`` for the policy's profile, the
+        last answer reused when ``sent`` holds the same message objects."""
+        if self.converted is not None:
+            was, done = self.converted
+            if len(was) == len(sent) and all(a is b for a, b in zip(was, sent)):
+                return done
+        done = convert(sent, self.view.policy.profile)
+        self.converted = (sent, done)
+        return done
+
+    def conversion_size(self, context: Sequence[Message]) -> int:
+        """:func:`conversion_size` of the list sent for ``context``."""
+        sent = self.sent(context)
+        return conversion_size(sent, self.convert(sent), self.deps.sz)
 
     def measure(self, messages: Sequence[Message]) -> int:
         return sum(self.deps.sz(m) for m in messages)
@@ -148,6 +175,21 @@ class _Run:
         return result
 
 
+def conversion_size(sent: Sequence[Message], converted: Converted, size_of: Callable[[Message], int]) -> int:
+    """What the render-time conversions of ``sent`` (``converted``, from
+    :func:`~ctxwise.providers.convert.convert`) add to its size, by ``size_of`` (the policy
+    unit): the size of the messages the conversions made (a folded system message's user
+    turn, the lead user turn, a message whose image became a note or whose call ids were
+    renamed) less the size of those they replaced. 0 when nothing was converted; O(converted
+    messages): the others are the same objects and are not counted."""
+    if not converted.conversions:
+        return 0
+    before = {id(m) for m in sent}
+    after = {id(m) for m in converted.messages}
+    return (sum(size_of(m) for m in converted.messages if id(m) not in before)
+            - sum(size_of(m) for m in sent if id(m) not in after))
+
+
 def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None, idle: float | None = None) -> Plan[Prepared]:
     """Compact the context if a watermark is crossed (one ``SessionStore.apply`` of what the
     stages returned when any fired; none otherwise), then render and check the payload. The
@@ -164,6 +206,7 @@ def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None, id
     facts, block, evicted, evicted_changed = view.facts.block(view.policy, deps.counter, view.lossy)
     run = _Run(view, deps, facts, block, view.failed_summaries, view.lossy, idle=idle)
     run.frozen = frozen_prefix(view, deps, block)
+    run.conv = run.conversion_size(view.messages)  # what is sent is what is counted
     size_before = view.size + run.extra()
     try:
         result = _first_compact(run, size_before)
@@ -189,6 +232,7 @@ def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None, id
         again = run.compact(result.messages, size)
         result.messages, result.changes = again.messages, result.changes + again.changes
         events += again.events
+    _recount_conversions(run, result, events)
     dropped = drop_invalidated_reasoning(
         result.messages, with_pinned(list(result.messages), list(deps.head), run.block, view.policy.facts_mode),
         Budgeting(view.policy, deps.counter, run.extra()), run.measure(result.messages) + run.extra(),
@@ -207,6 +251,24 @@ def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None, id
     if events:
         new, write = _persist(new, deps, run, result.messages, result.changes, events)
     return _finish(new, deps, run, size_before, events, write)
+
+
+def _recount_conversions(run: _Run, result: PipelineResult, events: list[CompactionEvent]) -> None:
+    """After the stages: the conversions of what they left may add more than those of the list
+    they started from (counted in :attr:`_Run.conv`); then that is the size counted, and when
+    it puts the context over the hard limit the stages run once more."""
+    if not result.changes:
+        return
+    conv = run.conversion_size(result.messages)
+    if conv <= run.conv:
+        return
+    run.conv = conv
+    p = run.view.policy
+    size = run.measure(result.messages) + run.extra()
+    if size > p.level(p.hard_limit):
+        again = run.compact(result.messages, size)
+        result.messages, result.changes = again.messages, result.changes + again.changes
+        events += again.events
 
 
 def turn_headroom(view: SessionView, deps: Deps) -> int:
@@ -320,9 +382,10 @@ def _finish(view: SessionView, deps: Deps, run: _Run, size_before: int, events: 
         # request runs without thinking, which needs none of it; sending it would make the
         # request look like thinking mode, whose rules the new replies cannot meet.
         final = [sent_view(m) for m in final]
-    converted = convert(final, view.policy.profile)
+    converted = run.convert(final)
     payload = render_converted(converted.messages, view.policy.profile)
     violations = check_payload(final, view.policy.profile, thinking=thinking) or check_wire(payload, view.provider)
+    run.conv = conversion_size(final, converted, deps.sz)
     size = view.size + run.extra()
     emit = [*events, rendered_event(converted, view.provider, view.policy.unit, size)] if converted.conversions else events
     prepared = Prepared(messages=final, payload=payload, size=size, size_before=size_before,
