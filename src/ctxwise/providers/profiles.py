@@ -205,6 +205,13 @@ class ProviderProfile:
       OpenAI-compatible endpoint).
     * ``thought_signatures`` — tool calls carry ``extra_content.google.thought_signature`` back
       as they were received (Gemini 3 on the OpenAI-compatible endpoint).
+    * ``cache_breakpoints`` — ctxwise writes explicit prompt-cache breakpoints
+      (``prompt_cache_breakpoint`` on content parts, OpenAI gpt-5.6 family, openai 3.63
+      ``types/chat/chat_completion_content_part_text_param.py`` and
+      ``types/responses/response_input_text_param.py``) at the end of the stable prefix and of
+      the request (:mod:`ctxwise.providers.breakpoints`). Off in every profile of
+      :data:`PROFILES`; ``Policy.profile`` turns it on for ``openai`` / ``openai_responses``
+      under a price model with breakpoints (:func:`cache_breakpoint_profile`).
     * ``unsendable`` — block type (``"audio"``, ``"document"``, ...) → the source saying the
       target takes no such block: a message holding one is refused with ``block-not-sendable``
       naming its index (:func:`ctxwise.providers.rules.not_sendable`), on top of what the wire
@@ -235,6 +242,7 @@ class ProviderProfile:
     images: bool = True
     tool_message_name: bool = False
     thought_signatures: bool = False
+    cache_breakpoints: bool = False
     unsendable: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     errors: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     sources: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
@@ -540,3 +548,18 @@ def bound_profile(provider: str | ProviderProfile, setting: str = "auto") -> Pro
     want = profile.binds_reasoning if setting == "auto" else setting == "on"
     binds = want and can_bind
     return profile if binds == profile.binds_reasoning else replace(profile, binds_reasoning=binds)
+
+
+BREAKPOINT_TARGETS = ("openai", "openai_responses")
+"""Profiles whose wire takes explicit prompt-cache breakpoints (OpenAI Chat Completions and
+Responses: ``prompt_cache_breakpoint`` on content parts, gpt-5.6 and later, openai 3.63
+``types/chat/completion_create_params.py`` / ``types/responses/response_create_params.py``
+``PromptCacheOptions``)."""
+
+
+def cache_breakpoint_profile(profile: ProviderProfile, breakpoints: int) -> ProviderProfile:
+    """``profile`` with ``cache_breakpoints`` on when it is one of :data:`BREAKPOINT_TARGETS`
+    and the price model in force writes explicit breakpoints (``PriceModel.breakpoints`` > 0:
+    ``openai_gpt56``, ``openai_gpt56_12h``); ``profile`` as it is otherwise."""
+    want = breakpoints > 0 and profile.name in BREAKPOINT_TARGETS
+    return profile if want == profile.cache_breakpoints else replace(profile, cache_breakpoints=want)
