@@ -21,6 +21,7 @@ from ..providers import check_wire, get_profile
 from ..providers.convert import Conversion, Converted, convert
 from ..providers.render import render_converted
 from ..providers.binding import frozen_end
+from ..providers.rules import opens_with_compaction
 from ..policy import Policy
 from ..units import is_user_input, turns
 from .plan import ApplyWrite, Plan
@@ -396,7 +397,8 @@ def _finish(view: SessionView, deps: Deps, run: _Run, size_before: int, events: 
 
 
 def with_pinned(ctx: list[Message], head: list[Message], facts: Message | None, facts_mode: str) -> list[Message]:
-    """The payload list (a new list): the user-memory block right after the system prompt;
+    """The payload list (a new list): the user-memory block right after the system prompt (after
+    a message opening with an Anthropic ``compaction`` block there, which must stay first);
     the facts block where additions never move it: right after the last summary, or right
     after the head when there is none (``when_compacted``), or before the current user input
     (``always``)."""
@@ -407,9 +409,13 @@ def with_pinned(ctx: list[Message], head: list[Message], facts: Message | None, 
         else:
             summaries = [i for i, m in enumerate(out) if m.kind == "summary"]
             at = summaries[-1] + 1 if summaries else (1 if out and out[0].role == "system" else 0)
+            if at < len(out) and opens_with_compaction(out[at]):
+                at += 1
         if at is not None:
             out.insert(at, facts)
     if head:
         at = 1 if out and out[0].role == "system" else 0
+        if at < len(out) and opens_with_compaction(out[at]):
+            at += 1  # Anthropic: the compaction block stays the first block of the conversation
         out[at:at] = head
     return out

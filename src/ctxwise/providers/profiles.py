@@ -77,6 +77,7 @@ FIRST_MESSAGE_ROLE = "first-message-role"
 IMAGE_NOT_SUPPORTED = "image-not-supported"
 TOOL_MESSAGE_NAME = "tool-message-name"
 THOUGHT_SIGNATURE_MISSING = "thought-signature-missing"
+COMPACTION_MISPLACED = "compaction-misplaced"
 
 RULES: Mapping[str, str] = MappingProxyType(
     {
@@ -124,11 +125,15 @@ RULES: Mapping[str, str] = MappingProxyType(
         CALL_ID_TOO_LONG: "a tool call id longer than the provider takes (OpenAI: 40 characters)",
         CALL_ID_CHARSET: "a tool call id with characters the provider refuses (Anthropic: "
         "^[a-zA-Z0-9_-]+$)",
-        FIRST_MESSAGE_ROLE: "Anthropic: the first message of the request is not a user message",
+        FIRST_MESSAGE_ROLE: "Anthropic: the first message of the request is not a user message (unless "
+        "it opens with the compaction block that stands for the history before it)",
         IMAGE_NOT_SUPPORTED: "an image sent to a provider that takes text only (DeepSeek, Qwen3 text models)",
         TOOL_MESSAGE_NAME: "Gemini: a tool message without the name of the function it answers",
         THOUGHT_SIGNATURE_MISSING: "Gemini 3: a function-call step of the current turn without its "
         "thought signature while another step of the turn carries one",
+        COMPACTION_MISPLACED: "Anthropic: a compaction block that is not the first block of the "
+        "conversation (the first block of the first message after the system prompt), that sits in a "
+        "system message, or a second compaction block with content",
     }
 )
 
@@ -277,6 +282,12 @@ _ANTHROPIC_ID = ("https://docs.anthropic.com/en/api/messages (tool_use.id: \"^[a
 _ANTHROPIC_FIRST = 'https://docs.anthropic.com/en/api/messages ("first message must use the \"user\" role")'
 _DEEPSEEK_IMAGES = "https://api-docs.deepseek.com/api/create-chat-completion (user content is a string)"
 _GEMINI_COMPAT = "https://ai.google.dev/gemini-api/docs/openai"
+_ANTHROPIC_COMPACTION = ("SDK anthropic 2.17 types/compaction_block_misplaced_error.py (\"The `compaction` block is "
+                         "not the first block of the conversation, or is in a `system` message\"), "
+                         "types/compaction_block_ambiguous_error.py (\"`messages` holds more than one `compaction` "
+                         "block with content\"); https://platform.claude.com/docs/en/build-with-claude/"
+                         "compaction-background (the returned message takes the place of the messages sent, "
+                         "at the front of the history)")
 _GEMINI_SIGNATURES = "https://ai.google.dev/gemini-api/docs/thought-signatures (OpenAI compatibility section)"
 _DEEPSEEK_TEXT = ("https://api-docs.deepseek.com/api/create-chat-completion (user content: a string or text parts); "
                   "the API answers another part with \"Failed to deserialize the JSON body into the target type: "
@@ -385,6 +396,8 @@ ANTHROPIC = ProviderProfile(
             THINKING_NOT_FIRST: "Expected `thinking` or `redacted_thinking`, but found "
             "`tool_use`. When `thinking` is enabled, a final `assistant` message must start "
             "with a thinking block",
+            COMPACTION_MISPLACED: "compaction_block_misplaced: The `compaction` block is not the first block "
+            "of the conversation, or is in a `system` message.",
             REASONING_PREFIX_CHANGED: "messages.{index}.content.0: Invalid `signature` in "
             "`thinking` block. The block is bound to a different conversation. Remove the block, "
             "or set `thinking.block_binding.prefix_mismatch_behavior` to \"drop_block\".",
@@ -408,6 +421,7 @@ ANTHROPIC = ProviderProfile(
             LATEST_ASSISTANT_THINKING: _ANTHROPIC_THINKING_DOC + " (\"Preserving thinking blocks\"; "
             "extended thinking with tool use)",
             REASONING_PREFIX_CHANGED: _ANTHROPIC_BINDING_DOC,
+            COMPACTION_MISPLACED: _ANTHROPIC_COMPACTION,
         }
     ),
 )

@@ -412,7 +412,10 @@ def _shape_violations(payload: Any, profile: ProviderProfile) -> list[Violation]
     items = _messages_of(payload, profile)
     if profile.first_message_user and profile.wire == "anthropic" and items:
         first = next((m for m in items if isinstance(m, dict) and m.get("role") != "system"), None)
-        if first is not None and first.get("role") != "user":
+        content = first.get("content") if first is not None else None
+        opens = (isinstance(content, list) and bool(content) and isinstance(content[0], dict)
+                 and content[0].get("type") == "compaction")
+        if first is not None and first.get("role") != "user" and not opens:
             k = items.index(first)
             out.append(Violation(k, FIRST_MESSAGE_ROLE, f"the first message is a {first.get('role')} message",
                                  profile.error_text(FIRST_MESSAGE_ROLE, k)))
