@@ -14,10 +14,12 @@ import anthropic  # noqa: F401  the SDK half of the wire check
 
 from builders import system, user
 from ctxwise import ContextManager, Message, Policy, ProviderBlock, TextBlock
+from ctxwise.changes import apply_changes
 from ctxwise.core.prepare import with_pinned
 from ctxwise.messages import Marker
 from ctxwise.providers import check, check_wire, render
 from ctxwise.providers.profiles import COMPACTION_MISPLACED
+from test_native_compaction import stub  # noqa: F401  the stub server fixture
 
 BLOCK = {"type": "compaction", "content": "The user asked for order A1; it shipped on 2026-03-02.",
          "signature": "sig-Zm9vYmFy", "encrypted_content": "opaque-meta-1"}
@@ -97,3 +99,34 @@ def test_user_memory_goes_after_a_leading_compaction_block() -> None:
     assert rules(sent) == []
     plain = with_pinned([system(), user("Hi.")], [memory], None, "when_compacted")
     assert plain[1].id == "mem"
+
+
+def test_a_native_summary_after_the_pinned_task_is_sent_as_text(stub) -> None:
+    """Anthropic's own compaction as the summarizer (against the stub server of
+    tests/test_native_compaction.py): a summary standing first in the conversation keeps the
+    returned block verbatim; one standing after the pinned task (ranges start after it,
+    ``ctxwise.compaction.context.task_end``) could not be sent as a compaction block, so it is
+    the block's text under ctxwise's summary header, and the list stays valid."""
+    import time
+
+    from builders import assistant, results
+    from ctxwise.compaction import Budgeting
+    from ctxwise.compaction.summarizing import summarize_range
+    from ctxwise.summarizers.anthropic_native import AnthropicNativeSummarizer
+    from ctxwise.tokens import get_counter
+    from test_native_compaction import BLOCK as RETURNED
+
+    _, url = stub
+    summarizer = AnthropicNativeSummarizer(base_url=url, api_key="test", max_retries=0)
+    b = Budgeting(Policy.preset("default", provider="anthropic", bound_reasoning="off"), get_counter("chars"))
+    a1 = assistant(calls=[("get_order", {"id": "A1"})])
+    msgs = [system(), user("Task: check order A1, then A2."), a1, *results(a1, ["order A1: shipped " * 40]),
+            assistant("A1 shipped."), user("Now A2?"), assistant("A2 is packed.")]
+    size = b.size(msgs)
+    for start, native in ((1, True), (2, False)):
+        out = apply_changes(msgs, summarize_range(msgs, b, size, summarizer, start, 5, trigger="test",
+                                                  t0=time.perf_counter()).changes)
+        summary = next(m for m in out if m.kind == "summary")
+        assert [isinstance(x, ProviderBlock) for x in summary.blocks] == [native]
+        assert RETURNED["content"] in summary.text or native
+        assert rules(out) == []
