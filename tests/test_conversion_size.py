@@ -69,3 +69,34 @@ def test_size_counts_an_image_as_the_note_sent(tmp_path) -> None:
         p = s.prepare()
     assert p.events == [] and [c.rule for c in p.conversions] == ["image-not-supported"]
     assert p.size == sent_size(policy, p.messages) < canonical
+
+
+def test_a_conversion_is_counted_once_per_message() -> None:
+    """DESIGN.md decision 7 (O(new work) per call): renamed call ids (tau-bench reuses them, so
+    every call renames them again) are counted on the first call only; a later call's fresh
+    conversion of the same stored messages reads the size kept with them, and gives the same
+    total."""
+    from builders import results
+    from ctxwise.core.prepare import conversion_size
+    from ctxwise.messages import ToolUseBlock
+
+    policy = Policy.preset("default", provider="anthropic", unit="chars", budget=100_000)
+    b = Budgeting(policy, COUNTER)
+    msgs = [system()]
+    for k in range(3):  # the same call id in every turn
+        a = Message(id=f"a{k}", role="assistant", blocks=[ToolUseBlock(id="functions.get:0", name="get", input={})])
+        msgs += [user(f"q{k}"), a, *results(a, [f"r{k}"]), assistant(f"done {k}")]
+    counted: list[str] = []
+
+    def size_of(m: Message) -> int:
+        counted.append(m.id)
+        return b.size_of(m)
+
+    made = [m for m in convert(msgs, policy.profile).messages if all(m is not x for x in msgs)]
+    assert made  # the renames really made new messages
+    first = conversion_size(msgs, convert(msgs, policy.profile), size_of, "k")
+    assert first == sent_size(policy, msgs) - b.size(msgs)
+    assert len(counted) == 2 * len(made)  # each converted message and the stored one it replaces
+    counted.clear()
+    again = conversion_size(msgs, convert(msgs, policy.profile), size_of, "k")
+    assert again == first and len(counted) == len(made)  # the converted ones come from the memo

@@ -151,7 +151,7 @@ class _Run:
     def conversion_size(self, context: Sequence[Message]) -> int:
         """:func:`conversion_size` of the list sent for ``context``."""
         sent = self.sent(context)
-        return conversion_size(sent, self.convert(sent), self.deps.sz)
+        return conversion_size(sent, self.convert(sent), self.deps.sz, self.deps.size_key)
 
     def measure(self, messages: Sequence[Message]) -> int:
         return sum(self.deps.sz(m) for m in messages)
@@ -176,19 +176,41 @@ class _Run:
         return result
 
 
-def conversion_size(sent: Sequence[Message], converted: Converted, size_of: Callable[[Message], int]) -> int:
+def conversion_size(sent: Sequence[Message], converted: Converted, size_of: Callable[[Message], int],
+                    memo_key: str | None = None) -> int:
     """What the render-time conversions of ``sent`` (``converted``, from
     :func:`~ctxwise.providers.convert.convert`) add to its size, by ``size_of`` (the policy
     unit): the size of the messages the conversions made (a folded system message's user
     turn, the lead user turn, a message whose image became a note or whose call ids were
     renamed) less the size of those they replaced. 0 when nothing was converted; O(converted
-    messages): the others are the same objects and are not counted."""
+    messages): the others are the same objects and are not counted. With ``memo_key`` (what
+    ``size_of`` measures with), a converted message's size is kept with the message it
+    converts, so a later call does not count the same conversion again."""
     if not converted.conversions:
         return 0
     before = {id(m) for m in sent}
     after = {id(m) for m in converted.messages}
-    return (sum(size_of(m) for m in converted.messages if id(m) not in before)
-            - sum(size_of(m) for m in sent if id(m) not in after))
+    replaced = {m.id: m for m in sent if id(m) not in after}
+    made = 0
+    for m in converted.messages:
+        if id(m) not in before:
+            was = replaced.get(m.id)
+            made += size_of(m) if was is None or memo_key is None else _converted_size(was, m, size_of, memo_key)
+    return made - sum(size_of(m) for m in replaced.values())
+
+
+def _converted_size(was: Message, now: Message, size_of: Callable[[Message], int], memo_key: str) -> int:
+    """``size_of(now)``, kept in the memo of ``was`` (the stored message ``now`` converts): the
+    same conversion of the same message (same blocks, ids and text lengths) is counted once per
+    process, not on every call (DESIGN.md decision 7)."""
+    sig = tuple((b.type, getattr(b, "id", None) or getattr(b, "tool_use_id", None), len(getattr(b, "text", "") or ""))
+                for b in now.blocks)
+    key = f"conv/{memo_key}/{hash((now.role, sig))}"
+    memo = was.memo()
+    size = memo.get(key)
+    if size is None:
+        size = memo[key] = size_of(now)
+    return int(size)
 
 
 def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None, idle: float | None = None) -> Plan[Prepared]:
@@ -386,7 +408,7 @@ def _finish(view: SessionView, deps: Deps, run: _Run, size_before: int, events: 
     converted = run.convert(final)
     payload = render_converted(converted.messages, view.policy.profile)
     violations = check_payload(final, view.policy.profile, thinking=thinking) or check_wire(payload, view.provider)
-    run.conv = conversion_size(final, converted, deps.sz)
+    run.conv = conversion_size(final, converted, deps.sz, deps.size_key)
     size = view.size + run.extra()
     emit = [*events, rendered_event(converted, view.provider, view.policy.unit, size)] if converted.conversions else events
     prepared = Prepared(messages=final, payload=payload, size=size, size_before=size_before,
