@@ -47,12 +47,13 @@ def marked(payload: list) -> list[int]:
 
 
 @pytest.mark.parametrize("provider,validate", [("openai", CHAT), ("openai_responses", RESPONSES)])
-def test_gpt56_payload_marks_the_stable_prefix_and_the_request_end(tmp_path, provider, validate) -> None:
-    """Under the gpt-5.6 price model, the system prompt's part and the last tool output's part
-    carry ``{"mode": "explicit"}``, nothing else does, and every item is valid for the SDK's
-    request type (a string content became one text part to carry it)."""
+def test_gpt56_payload_marks_the_stable_prefix_and_the_call_boundaries(tmp_path, provider, validate) -> None:
+    """Under the gpt-5.6 price model, the system prompt's part, the last input before each
+    model call's output (the user question at 1, the tool output at 3, the next question at 5)
+    and the request's last part carry ``{"mode": "explicit"}``, nothing else does, and every
+    item is valid for the SDK's request type (a string content became one text part)."""
     payload = prepared(tmp_path, provider, "openai_gpt56")
-    assert marked(payload) == [0, len(payload) - 1]
+    assert len(payload) == 8 and marked(payload) == [0, 1, 3, 5, 7]
     text_type = "text" if provider == "openai" else "input_text"
     assert payload[0]["content"] == [{"type": text_type, "text": "You are a helpful after-sales agent.",
                                       "prompt_cache_breakpoint": {"mode": "explicit"}}]
@@ -91,3 +92,17 @@ def test_an_assistant_tail_moves_the_mark_back_on_responses() -> None:
     assert marked(payload) == [0, 1]
     for item in payload:
         RESPONSES(item)
+
+
+@pytest.mark.parametrize("provider", ["openai", "openai_responses"])
+def test_marks_are_byte_stable_from_call_to_call(provider) -> None:
+    """The cost model's cached prefix is the whole previous request: the request of one call
+    is, item for item, the start of the next call's (its end mark stays, now a call boundary),
+    so the prefix the cache wrote is the one the next call sends."""
+    from ctxwise.providers import render
+
+    profile = Policy.preset("default", provider=provider, price_model="openai_gpt56").profile
+    msgs = conversation()
+    earlier = render(msgs[:6], profile)  # the call made after "And #W2?"
+    later = render(msgs, profile)
+    assert later[:len(earlier)] == earlier and marked(earlier)[-1] == len(earlier) - 1

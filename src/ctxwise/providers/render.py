@@ -48,7 +48,7 @@ def render_converted(msgs: list[Message], profile: ProviderProfile) -> Any:
     payload = _render_list(msgs, profile)
     if profile.cache_breakpoints:
         k = stable_prefix(msgs)
-        place_breakpoints(payload, msgs, profile, len(_render_list(msgs[:k], profile)) if k else 0)
+        place_breakpoints(payload, profile, len(_render_list(msgs[:k], profile)) if k else 0)
     return payload
 
 
