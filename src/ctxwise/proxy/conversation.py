@@ -3,8 +3,9 @@
 :func:`begin`: find the session the call continues (:class:`~ctxwise.proxy.heads.HeadStore`,
 the longest stored prefix of the client's history, per tenant), append only the new suffix,
 ``prepare()``, and return the managed payload. :func:`finish`: append the reply, after the
-client has it (:mod:`.replies`: with the session's next call, or alone when none comes). A call whose history does not extend its session's newest head (the client
-compacted or edited its own history, or retried with a changed message) opens a new session,
+client has it (:mod:`.replies`: with the session's next call, or alone when none comes). A
+call whose history does not extend its session's newest head (the client compacted or
+edited its own history, or retried with a changed message) opens a new session,
 a branch: the whole history the client sent is appended there, and the branch records where it
 came from: a ``branched`` event in the new session (trigger :data:`BRANCH_TRIGGER`, detail
 ``{"parent", "messages"}``, :meth:`ctxwise.Session.record_branch`), ``branched_from`` on its rows
@@ -61,11 +62,12 @@ class Call:
     """The starlette Request of the call (the session cache records its timings there)."""
 
 
-def append_items(s: Session, route: Route, items: list[dict[str, Any]], then: list[dict[str, Any]] | None = None) -> None:
+def append_items(s: Session, route: Route, items: list[dict[str, Any]],
+                 then: list[dict[str, Any]] | None = None) -> None:
     """Append wire messages of ``route``'s kind to ``s`` (nothing for none), and ``then`` after
     them in the same write (a Responses item's id is ``px-<session version>-<place in the
-    write>``: the same messages appended in the same writes get the same ids). Raises what the session's append raises (:class:`~ctxwise.FormatError`,
-    :class:`~ctxwise.PayloadInvalid`)."""
+    write>``: the same messages appended in the same writes get the same ids). Raises what the
+    session's append raises (:class:`~ctxwise.FormatError`, :class:`~ctxwise.PayloadInvalid`)."""
     then = then or []
     if not items and not then:
         return
@@ -233,8 +235,9 @@ def _run(server: Server, call: Call, op: Callable[[Session, int | None], T], exp
     (:class:`ctxwise.server.sessions.SessionCache`, appends checked by the store's version), else
     read from the store. ``expected``: SessionConflict unless the session is at that version."""
     if call.request is not None and server.sessions is not None:
-        return server.sessions.run(call.request, call.tenant, call.user_id, call.session_id, op,  # type: ignore[no-any-return]
-                                   optimistic=True, expected=expected)[1]
+        ran = server.sessions.run(call.request, call.tenant, call.user_id, call.session_id, op,
+                                  optimistic=True, expected=expected)
+        return ran[1]  # type: ignore[no-any-return]
     s = server.open(call.tenant, call.user_id, call.session_id)
     if expected is not None and s.version != expected:
         raise SessionConflict(f"session {call.session_id!r} is at version {s.version}, not {expected}")

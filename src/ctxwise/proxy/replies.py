@@ -18,8 +18,9 @@ So a reply is stored before the next call of its session is served, and a reader
 served the session's next call meanwhile (that call carried the reply in its history and
 stored it), the late write is refused by the store's version check and dropped, never stored
 twice (so is it when anything else wrote the session in that window, e.g. an append through
-the REST API: the client's next call, which carries the reply, stores it then). A process killed in that window loses the reply from the transcript until the client's
-next call, which carries it, is served.
+the REST API: the client's next call, which carries the reply, stores it then). A process
+killed in that window loses the reply from the transcript until the client's next call,
+which carries it, is served.
 """
 from __future__ import annotations
 

@@ -9,8 +9,9 @@ route's family (:class:`Upstreams`) with the client's other parameters and heade
 the provider key (``Authorization`` / ``x-api-key``) included and never stored or logged; the
 upstream's answer comes back as it is, status and body, a stream passed on chunk by chunk;
 the reply, once complete, is held and appended after the client has it (:mod:`.replies`:
-with the session's next call, in the same write, or ``reply_delay`` seconds later). A stream the client leaves early leaves the session as
-it was before the reply (valid: the client's next call carries what it has).
+with the session's next call, in the same write, or ``reply_delay`` seconds later). A stream
+the client leaves early leaves the session as it was before the reply (valid: the client's
+next call carries what it has).
 
 A Responses call that sends only its new input after ``previous_response_id`` continues the
 session whose newest reply that is (:func:`~ctxwise.proxy.conversation.begin`): the upstream
