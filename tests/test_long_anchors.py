@@ -1,0 +1,117 @@
+"""Edit anchors and working-file freshness in long tool loops (issue 26), one test per mechanism,
+on real recordings (../shared/data/long) and small constructed loops: what the agent's next edit
+copies, and the latest view of the file it edits, stay in the context it is produced from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ctxwise import ContextManager, Policy
+from ctxwise.compaction import Budgeting
+from ctxwise.compaction.oversize import REPLY_NOTE, cut_oversized_replies, cut_reply_text
+from ctxwise.formats import load
+from ctxwise.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, text_message
+from ctxwise.replay import metrics
+from ctxwise.tokens import get_counter
+
+from conftest import SHARED
+
+LONG = SHARED / "data" / "long"
+MSA = LONG / "mini-swe-agent_gemini-3-pro"
+
+
+def drive(path: Path, budget: int, provider: str = "openai", **policy) -> tuple[list, list, list, list]:
+    """Replay ``path`` as bench/long.py does: ``(histories, payloads as sent, outputs, events)``."""
+    conv = load(str(path))
+    conv = conv[0] if isinstance(conv, list) else conv
+    pol = Policy.preset("default", budget=budget, unit="tokens", provider=provider, **policy)
+    histories, payloads, outputs, events = [], [], [], []
+    history: list[Message] = []
+    with ContextManager("memory://", pol) as cm:
+        s = cm.session("u", "s")
+        pending: list[Message] = []
+        seen = False
+        for m in conv.messages:
+            seen = seen or (m.role == "user" and not m.tool_results)
+            if m.role == "assistant" and seen:
+                if pending:
+                    s.append(pending)
+                    pending = []
+                p = s.prepare()
+                events.append(list(p.events))
+                histories.append(list(history))
+                payloads.append(metrics.as_sent(list(p.messages), provider))
+                outputs.append(m)
+                s.append([m])
+            else:
+                pending.append(m)
+            history.append(m)
+    return histories, payloads, outputs, events
+
+
+def call(i: str, command: str) -> Message:
+    return Message(id="a" + i, role="assistant", blocks=[ToolUseBlock(id=i, name="bash", input={"command": command})])
+
+
+def out(i: str, text: str) -> Message:
+    return Message(id="t" + i, role="tool",
+                   blocks=[ToolResultBlock(tool_use_id=i, name="bash", output=[TextBlock(text=text)])])
+
+
+# --------------------------------------------------------------------------- oversized replies
+
+
+def test_a_degenerate_reply_is_cut_head_and_tail_and_the_working_file_stays():
+    """Kind: one reply larger than the budget (a plan repeated to the output limit, then a format
+    error). Before: the summary and the hard trim took the span around it, with the file view the
+    next edits copy from (scikit-learn-25102: a 55,000-token reply at 32,000 left 2,352 tokens).
+    Now the reply alone is cut, its head and tail kept, and every edit finds its anchor."""
+    path = MSA / "msa_scikit-learn__scikit-learn-25102.json"
+    for budget in (32_000, 64_000):
+        h, p, o, ev = drive(path, budget)
+        assert metrics.edit_anchor_recall(h, p, o).value == 1.0
+        assert metrics.working_file_freshness(h, p, o).value == 1.0
+        cut = [e for call_events in ev for e in call_events if e.detail.get("oversized")]
+        assert cut and cut[0].affected_ids == ["m0020"]
+        tok = get_counter("o200k_base")
+        for payload in p:
+            assert tok.count(payload) <= budget
+            reply = next((m for m in payload if m.id == "m0020"), None)
+            if reply is not None:
+                assert "from the middle of this reply" in reply.text
+                assert reply.text.startswith(h[-1][20].text[:200])  # the head, verbatim
+        assert not metrics.validator_errors(p, "openai", references=h)
+
+
+def test_only_an_oversized_reply_is_cut_and_only_above_the_hard_limit():
+    tok = get_counter("o200k_base")
+    pol = Policy.preset("default", budget=4_000, unit="tokens", provider="openai")
+    b = Budgeting(pol, tok)
+    plan = "I will edit a.py next. " + "Let me think about the plan again. " * 600 + "Done planning."
+    msgs = [text_message("s", "system", "sys"), text_message("u", "user", "Fix a.py."),
+            call("1", "cat a.py"), out("1", "def f():\n    return 1\n"),
+            text_message("big", "assistant", plan),
+            text_message("n", "user", "Please always provide EXACTLY ONE action in triple backticks."),
+            call("2", "sed -i 's/return 1/return 2/' a.py"), out("2", "")]
+    size = b.size(msgs)
+    assert size > 4_000
+    res = cut_oversized_replies(msgs, b, size)
+    assert [c.message_id for c in res.changes] == ["big"]
+    after = res.messages
+    assert b.size(after) <= 4_000 * 0.5 and res.events[0].size_after == b.size(after)
+    big = next(m for m in after if m.id == "big")
+    assert big.text.startswith("I will edit a.py next.") and big.text.endswith("Done planning.")
+    assert [m.text for m in after if m.id != "big"] == [m.text for m in msgs if m.id != "big"]
+    # under the hard limit nothing is cut, and a reply under half of it is never cut
+    assert not cut_oversized_replies(msgs, Budgeting(pol.with_(budget=40_000), tok), size).changes
+    small = [m if m.id != "big" else text_message("big", "assistant", plan[:4000]) for m in msgs]
+    assert not cut_oversized_replies(small, b, b.size(small) + 10_000).changes
+
+
+def test_cut_reply_text_is_proportional_and_names_what_was_cut():
+    text = "".join(f"line {i}\n" for i in range(10_000))
+    cut = cut_reply_text(text, 2_000)
+    assert cut.startswith("line 0\n") and cut.endswith("line 9999\n")
+    assert 1_900 < len(cut) < 2_000 + len(REPLY_NOTE) + 40
+    assert f"of {len(text)} characters" in cut
+    assert cut_reply_text("short", 2_000) == "short"
