@@ -115,3 +115,34 @@ def test_cut_reply_text_is_proportional_and_names_what_was_cut():
     assert 1_900 < len(cut) < 2_000 + len(REPLY_NOTE) + 40
     assert f"of {len(text)} characters" in cut
     assert cut_reply_text("short", 2_000) == "short"
+
+
+# --------------------------------------------------------------------------- the agent's own edit text
+
+
+def test_a_summary_keeps_the_text_the_latest_edits_wrote():
+    """Kind: the text an agent's edit put into a file is in no view, only in its own edit call
+    (``sed -i 's/with open.*$/print("GENERATING")/'``); its next edit of that text copies it from
+    there. Before: the summary named the file edited and lost the text, and the next ``sed``
+    anchor was in no context (sphinx-9229 at 32,000). Now the summary keeps what the latest edits
+    of each file wrote."""
+    from ctxwise.summarizers import DigestSummarizer
+
+    h, p, o, _ = drive(MSA / "msa_sphinx-doc__sphinx-9229.json", 32_000)
+    assert metrics.edit_anchor_recall(h, p, o).value == 1.0
+    k = next(i for i, m in enumerate(o) if "GENERATING {self.name}" in metrics.message_text(m))
+    assert not any(m.id == "m0186" for m in p[k])  # the edit that wrote it is summarized ...
+    summary = next(m.text for m in p[k] if m.kind == "summary" and 'print("GENERATING")' in m.text)
+    assert "sphinx/ext/autodoc/__init__.py: `sed -i" in summary  # ... with its text and its file
+
+    loop = [text_message("u", "user", "Fix it."),
+            call("1", "cat a.py"), out("1", "x = 1\n"),
+            Message(id="e", role="assistant", blocks=[ToolUseBlock(id="2", name="str_replace_editor", input={
+                "command": "str_replace", "path": "/r/a.py", "old_str": "x = 1", "new_str": "x = 2\ny = 3"})]),
+            out("2", "edited")]
+    loop += [b for i in range(3, 7) for b in (call(str(i), f"sed -i 's/y = {i}/y = {i + 1}/' /r/a.py"), out(str(i), ""))]
+    text = DigestSummarizer().summarize(loop, None, 4_000).text
+    edits = [x for x in text.splitlines() if x.startswith("- /r/a.py: ")]
+    assert len(edits) == 3 and edits[-1] == "- /r/a.py: `sed -i 's/y = 6/y = 7/' /r/a.py`"  # the latest three
+    one = DigestSummarizer().summarize(loop[:5], None, 4_000).text
+    assert '- /r/a.py: wrote "x = 2 ⏎ y = 3"' in one
