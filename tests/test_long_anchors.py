@@ -120,20 +120,27 @@ def test_cut_reply_text_is_proportional_and_names_what_was_cut():
 # --------------------------------------------------------------------------- the agent's own edit text
 
 
-def test_a_summary_keeps_the_text_the_latest_edits_wrote():
+def test_a_summary_keeps_the_text_the_latest_edits_wrote(monkeypatch):
     """Kind: the text an agent's edit put into a file is in no view, only in its own edit call
     (``sed -i 's/with open.*$/print("GENERATING")/'``); its next edit of that text copies it from
     there. Before: the summary named the file edited and lost the text, and the next ``sed``
     anchor was in no context (sphinx-9229 at 32,000). Now the summary keeps what the latest edits
     of each file wrote."""
+    from ctxwise.compaction.summarizing import _Cutter
     from ctxwise.summarizers import DigestSummarizer
 
+    # this mechanism alone: the summary's cut as the turn rule makes it (no working views kept)
+    monkeypatch.setattr(_Cutter, "keep_working", lambda self, messages, older, cut: cut)
     h, p, o, _ = drive(MSA / "msa_sphinx-doc__sphinx-9229.json", 32_000)
     assert metrics.edit_anchor_recall(h, p, o).value == 1.0
-    k = next(i for i, m in enumerate(o) if "GENERATING {self.name}" in metrics.message_text(m))
-    assert not any(m.id == "m0186" for m in p[k])  # the edit that wrote it is summarized ...
-    summary = next(m.text for m in p[k] if m.kind == "summary" and 'print("GENERATING")' in m.text)
-    assert "sphinx/ext/autodoc/__init__.py: `sed -i" in summary  # ... with its text and its file
+    wrote = next(i for i, m in enumerate(o) if m.id == "m0186")
+    gone = [k for k in range(wrote + 1, len(p)) if not any(m.id == "m0186" for m in p[k])]
+    assert gone  # the edit call that wrote the text is summarized at these calls ...
+    for k in gone[:20]:  # ... and a summary keeps its text and its file while it is the latest
+        summary = "\n".join(m.text for m in p[k] if m.kind == "summary")
+        assert 'sphinx/ext/autodoc/__init__.py: `sed -i' in summary
+    k = gone[0]
+    assert 'print("GENERATING")' in "\n".join(m.text for m in p[k] if m.kind == "summary")
 
     loop = [text_message("u", "user", "Fix it."),
             call("1", "cat a.py"), out("1", "x = 1\n"),
@@ -146,3 +153,46 @@ def test_a_summary_keeps_the_text_the_latest_edits_wrote():
     assert len(edits) == 3 and edits[-1] == "- /r/a.py: `sed -i 's/y = 6/y = 7/' /r/a.py`"  # the latest three
     one = DigestSummarizer().summarize(loop[:5], None, 4_000).text
     assert '- /r/a.py: wrote "x = 2 ⏎ y = 3"' in one
+
+
+# --------------------------------------------------------------------------- the summary's cut
+
+
+def test_a_summary_cut_keeps_the_latest_view_of_a_file_the_agent_edits(monkeypatch):
+    """Kind: a summary's cut falls right after the view of a file the agent edits next (the cut
+    keeps ``summary_keep_recent`` of the budget, and a harness notice after the edit is a turn
+    start). Before: the view was summarized and the later edits of that file were made without
+    it (django-14351 at 32,000: 7 of 8). Now the cut moves back before that view's call, within
+    ``WORKING_SHARE`` of the budget."""
+    from ctxwise.compaction.context import Budgeting as B
+    from ctxwise.compaction.summarizing import WORKING_SHARE, _Cutter, plan_summary
+
+    h, p, o, ev = drive(MSA / "msa_django__django-14351.json", 32_000)
+    assert metrics.working_file_freshness(h, p, o).value == 1.0
+    assert metrics.edit_anchor_recall(h, p, o).value == 1.0
+    assert any(e.stage == "summarizing" for call_events in ev for e in call_events)
+
+    # a constructed loop: the view of b.py is the latest of a file edited after it
+    tok = get_counter("o200k_base")
+    pol = Policy.preset("default", budget=6_000, unit="tokens", provider="openai")
+    b = B(pol, tok)
+    filler = "".join(f"    value_{i} = compute({i})\n" for i in range(120))
+    msgs = [text_message("s", "system", "sys"), text_message("u", "user", "Fix b.py.")]
+    for i in range(6):
+        msgs += [call(f"r{i}", f"python run_{i}.py"), out(f"r{i}", filler)]
+    msgs += [call("v", "cat b.py"), out("v", "def g():\n    return 0\n"),
+             call("r9", "python run_9.py"), out("r9", filler),
+             text_message("n1", "user", "Please always provide EXACTLY ONE action in triple backticks."),
+             call("e", "sed -i 's/return 0/return 1/' b.py"), out("e", ""),
+             call("r10", "python run_10.py"), out("r10", "ok"),
+             text_message("n2", "user", "Please always provide EXACTLY ONE action in triple backticks.")]
+    size = b.size(msgs)
+    plan = plan_summary(msgs, b, size)
+    assert plan is not None
+    kept = [m.id for m in msgs[plan.cut:]]
+    assert "av" in kept and "tv" in kept  # the view's call and result stay verbatim
+    assert sum(b.size_of(m) for m in msgs[plan.cut:]) <= b.level(WORKING_SHARE) + b.level(pol.summary_keep_recent) + 2_000
+    # the cut the turn rule alone makes (keep_working left out) summarizes the view
+    monkeypatch.setattr(_Cutter, "keep_working", lambda self, messages, older, cut: cut)
+    base = plan_summary(msgs, b, size)
+    assert base is not None and base.cut > plan.cut and "tv" not in [m.id for m in msgs[base.cut:]]
