@@ -168,7 +168,12 @@ def test_a_summary_cut_keeps_the_latest_view_of_a_file_the_agent_edits(monkeypat
     from ctxwise.compaction.summarizing import WORKING_SHARE, _Cutter, plan_summary
 
     h, p, o, ev = drive(MSA / "msa_django__django-14351.json", 32_000)
-    assert metrics.working_file_freshness(h, p, o).value == 1.0
+    edits = [k for k, m in enumerate(o) for u in m.tool_uses
+             if (metrics.edited_path(u) or "").endswith("fields/related_lookups.py")]
+    assert len(edits) >= 2
+    for k in edits:  # every edit of the file is made with its latest view in the context, whole
+        view = next(v for v in reversed(metrics._latest_views(h[k])) if v[0].endswith("fields/related_lookups.py"))
+        assert any(r.tool_use_id == view[1] and r.text == view[2] for m in p[k] for r in m.tool_results)
     assert metrics.edit_anchor_recall(h, p, o).value == 1.0
     assert any(e.stage == "summarizing" for call_events in ev for e in call_events)
 
@@ -196,3 +201,35 @@ def test_a_summary_cut_keeps_the_latest_view_of_a_file_the_agent_edits(monkeypat
     monkeypatch.setattr(_Cutter, "keep_working", lambda self, messages, older, cut: cut)
     base = plan_summary(msgs, b, size)
     assert base is not None and base.cut > plan.cut and "tv" not in [m.id for m in msgs[base.cut:]]
+
+
+# --------------------------------------------------------------------------- the measure
+
+
+def test_freshness_counts_a_whole_write_as_the_latest_view_of_its_file():
+    """After a whole write the file is what the write's input says; a view from before it shows
+    a file that no longer is. Before: the measure asked for the older view (a payload holding
+    the write whole and that view cleared counted as stale; one holding the outdated view
+    counted as fresh); a file only written, never viewed, was not counted at all."""
+    read = Message(id="a1", role="assistant", blocks=[ToolUseBlock(id="r", name="Read", input={"file_path": "/p/a.ex"})])
+    seen = Message(id="t1", role="tool", blocks=[ToolResultBlock(tool_use_id="r", name="Read",
+                                                                 output=[TextBlock(text="1→old text\n2→more")])])
+    write = Message(id="a2", role="assistant", blocks=[ToolUseBlock(id="w", name="Write", input={
+        "file_path": "/p/a.ex", "content": "new text\nmore"})])
+    done = Message(id="t2", role="tool", blocks=[ToolResultBlock(tool_use_id="w", name="Write",
+                                                                 output=[TextBlock(text="File written")])])
+    edit = Message(id="a3", role="assistant", blocks=[ToolUseBlock(id="e", name="Edit", input={
+        "file_path": "/p/a.ex", "old_string": "new text", "new_string": "newer text"})])
+    task = text_message("u", "user", "Change the text.")
+    history = [task, read, seen, write, done]
+    cleared_view = [task, read, Message(id="t1", role="tool", blocks=[ToolResultBlock(
+        tool_use_id="r", name="Read", output=[TextBlock(text="[cleared]")])]), write, done]
+    cleared_write = [task, read, seen, Message(id="a2", role="assistant", blocks=[ToolUseBlock(
+        id="w", name="Write", input={"file_path": "/p/a.ex", "content": "[cleared to save context, 13 characters]"})]), done]
+    assert metrics.working_file_freshness([history], [cleared_view], [edit]) == metrics.Recall(1, 1)
+    assert metrics.working_file_freshness([history], [cleared_write], [edit]) == metrics.Recall(0, 1)
+    only_written = [task, write, done]
+    assert metrics.working_file_freshness([only_written], [only_written], [edit]) == metrics.Recall(1, 1)
+    heredoc = ToolUseBlock(id="h", name="bash", input={"command": "cat <<'EOF' > repro.py\nprint(1)\nEOF"})
+    assert metrics.written_path(heredoc) == "repro.py"
+    assert metrics.written_path(ToolUseBlock(id="c", name="bash", input={"command": "cat repro.py"})) is None

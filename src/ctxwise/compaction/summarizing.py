@@ -30,7 +30,7 @@ from ..changes import Hide, InsertSummary
 from ..errors import SummarizerError
 from ..messages import Marker, Message, ProviderBlock, TextBlock
 from ..summarizers.base import SUMMARY_HEADER, Summarizer
-from ..resources import RECENT_CALLS, WORKING, accesses, reuse_ranks
+from ..resources import working_views
 from ..tokens import get_counter
 from ..units import Turn, is_user_input, tool_cycles
 from .context import (Budgeting, StageResult, anchored_indices, body_turns, current_turn_start, inner_cuts,
@@ -231,23 +231,17 @@ class _Cutter:
     def keep_working(self, messages: list[Message], older: list[Turn], cut: int) -> int:
         """``cut`` moved back to keep the agent's working files verbatim: to the latest cut
         point (a turn start or a boundary between tool cycles) before the oldest call in the
-        material whose result is the latest view of a file being worked on
-        (:data:`~ctxwise.resources.WORKING`, :func:`~ctxwise.resources.reuse_ranks`) that the
-        agent edited after that view or viewed within the last
-        :data:`~ctxwise.resources.RECENT_CALLS` calls, oldest first, while the summary still
+        material whose result is a view the agent is working with
+        (:func:`~ctxwise.resources.working_views`: the latest view of a file it edited after
+        that view, or viewed within its last calls), oldest first, while the summary still
         pays (:meth:`worth`, three headers), the context after it (the summary counted at its
         target) stays under ``summarize_at``, and at most :data:`WORKING_SHARE` of the budget
         more is kept than ``cut`` keeps. ``cut`` itself when no such view is in the material or
         none can be kept."""
         p = self.b.policy
-        ranks = reuse_ranks(messages, p.tool_rules)
-        acc = accesses(messages, p.tool_rules)
-        edited_after = {a.key: i for _, (i, a) in sorted(acc.items(), key=lambda kv: kv[1][0]) if a.action == "edit"}
-        replies = [i for i, m in enumerate(messages) if m.role == "assistant"]
-        recent = replies[-RECENT_CALLS] if len(replies) >= RECENT_CALLS else 0
+        working = working_views(messages, p.tool_rules)
         calls = [i for i in range(self.start, cut) if messages[i].role == "assistant"
-                 and any(ranks.get(u.id) == WORKING and u.id in acc
-                         and (i >= recent or edited_after.get(acc[u.id][1].key, -1) > i) for u in messages[i].tool_uses)]
+                 and any(u.id in working for u in messages[i].tool_uses)]
         if not calls:
             return cut
         points = sorted({t.start for t in older} | set(inner_cuts(messages, older, p.provider)))
