@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ctxwise import ContextManager, Policy
-from ctxwise.resources import COLD, STALE, WORKING, access_of, reuse_ranks, shell_access
+from ctxwise.resources import COLD, STALE, WORKING, Access, access_of, reuse_ranks, run_named, shell_access, working_views
 from ctxwise.formats import load
 from ctxwise.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, text_message
 from ctxwise.replay import metrics
@@ -138,3 +138,28 @@ def test_a_loop_summary_lists_every_file_edited_with_its_whole_path_and_commands
     assert "exit 1; 1 failed, 9 passed; FAILED tests/test_a.py::test_b" in s
     assert "Explore the parser: The parser lives in src/parse.py." in s
     assert "src/parse.py:40" in s and "src/lex.py:12" in s and "filler" not in s
+
+
+def test_a_file_a_recent_command_names_is_being_worked_on():
+    """A script written long ago and run again lately (``python3 repro.py``), or a test file a
+    recent ``pytest`` names, is a working view when commands count (``by_commands``: what a
+    summary keeps verbatim); not named lately, neither is. The latest whole write of a file
+    ranks WORKING either way (its input is the file); a later whole write supersedes it."""
+    def msgs(run: str) -> list[Message]:
+        return [text_message("u", "user", "Fix it."),
+                call("1", "bash", command="cat <<'EOF' > repro.py\nprint(1)\nEOF"), out("1", ""),
+                call("2", "bash", command="cat tests/test_x.py"), out("2", "def test_x(): pass"),
+                call("3", "bash", command="sed -i 's/pass/1/' tests/test_x.py"), out("3", ""),
+                call("4", "bash", command="ls -la"), out("4", "b"),
+                call("5", "bash", command=run), out("5", "1 passed")]
+    named = msgs("cd /w && python3 repro.py && pytest -q tests/test_x.py")
+    assert "1" in working_views(named, recent=2, by_commands=True)
+    assert "1" not in working_views(named, recent=2)
+    assert reuse_ranks(named, recent=2)["1"] == WORKING
+    other = msgs("python3 other.py")
+    assert "1" not in working_views(other, recent=2, by_commands=True)
+    rewritten = other[:5] + [call("1b", "bash", command="cat <<'EOF' > repro.py\nprint(2)\nEOF"), out("1b", "")]
+    assert reuse_ranks(rewritten, recent=2)["1"] == STALE
+    # a relative word names the absolute key that ends with it, and only commands since the index count
+    acc = {"v": (0, Access("path:/testbed/src/a.py", "view")), "r": (2, Access("command:pytest src/a.py", "run"))}
+    assert run_named(acc, 1) == {"path:/testbed/src/a.py"} and run_named(acc, 3) == set()
