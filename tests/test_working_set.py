@@ -163,3 +163,22 @@ def test_a_file_a_recent_command_names_is_being_worked_on():
     # a relative word names the absolute key that ends with it, and only commands since the index count
     acc = {"v": (0, Access("path:/testbed/src/a.py", "view")), "r": (2, Access("command:pytest src/a.py", "run"))}
     assert run_named(acc, 1) == {"path:/testbed/src/a.py"} and run_named(acc, 3) == set()
+
+
+def test_a_batch_of_views_mostly_edited_since_keeps_its_other_files_working():
+    """Files read together in one call are read to be worked on together: once at least half
+    of the batch's files are edited, its other latest views rank WORKING; a batch with fewer
+    edited stays COLD."""
+    def batch(edits: int) -> list[Message]:
+        reads = Message(id="a1", role="assistant", blocks=[
+            ToolUseBlock(id=f"r{k}", name="Read", input={"file_path": f"/p/f{k}.py"}) for k in range(4)])
+        results = Message(id="t1", role="tool", blocks=[
+            ToolResultBlock(tool_use_id=f"r{k}", name="Read", output=[TextBlock(text=f"body {k}")]) for k in range(4)])
+        later = [m for k in range(edits) for m in (call(f"e{k}", "Edit", file_path=f"/p/f{k}.py", old_string="body",
+                                                        new_string="x"), out(f"e{k}", "ok"))]
+        fill = [m for k in range(3) for m in (call(f"l{k}", "bash", command=f"ls {k}"), out(f"l{k}", "x"))]
+        return [text_message("u", "user", "Change f0-f3."), reads, results, *later, *fill]
+    ranks = reuse_ranks(batch(2), recent=2)
+    assert ranks["r0"] == WORKING and ranks["r3"] == WORKING
+    ranks = reuse_ranks(batch(1), recent=2)
+    assert ranks["r0"] == WORKING and ranks["r3"] == COLD

@@ -12,8 +12,9 @@ need its body again (ARCHITECTURE.md, "Words": working set):
   edit followed by a later edit or view of the same file. Cleared first.
 * ``COLD`` (1): everything else outside the working set.
 * ``WORKING`` (2): the latest views of a resource the agent is working on (edited in this
-  context, or viewed within the last :data:`RECENT_CALLS` model calls), and the latest whole
-  write of a file (its input is the file). Kept longest.
+  context, or viewed within the last :data:`RECENT_CALLS` model calls, or read in one call with
+  other files at least half of which were edited since), and the latest whole write of a file
+  (its input is the file). Kept longest.
 
 Which argument names the resource comes from:
 
@@ -348,6 +349,12 @@ def reuse_ranks(messages: Sequence[Message], rules: Mapping[str, str] | None = N
     out: dict[str, int] = {}
     later: dict[str, list[tuple[str, Access]]] = {}
     whole = {u.id: _whole_write(u) for m in messages if m.role == "assistant" for u in m.tool_uses}
+    batch: dict[int, set[str]] = {}
+    for _, (i, a) in order:
+        if a.action == "view" and a.key.startswith("path:"):
+            batch.setdefault(i, set()).add(a.key)
+    # a batch of views mostly edited since: the agent read those files to work on them together
+    worked = {i for i, keys in batch.items() if len(keys) > 1 and 2 * len(keys & edited) >= len(keys)}
     for uid, (i, a) in reversed(order):
         nxt = later.setdefault(a.key, [])
         if a.action == "view":
@@ -355,7 +362,7 @@ def reuse_ranks(messages: Sequence[Message], rules: Mapping[str, str] | None = N
                 b.action == "edit" and whole[j] for j, b in nxt)
             if superseded:
                 out[uid] = STALE
-            elif a.key in edited or i >= recent_from:
+            elif a.key in edited or i >= recent_from or i in worked:
                 out[uid] = WORKING
             else:
                 out[uid] = COLD
