@@ -223,14 +223,16 @@ class _Batch:
     affected: list[str] = field(default_factory=list)
     edited: list[int] = field(default_factory=list)
 
-    def edit(self, i: int, new: Message | None, b: Budgeting) -> None:
-        """Put ``new`` at ``i`` when it saves (edit only when it saves)."""
-        if new is not None and b.size_of(new) < b.size_of(self.out[i]):
-            self.now += b.size_of(new) - b.size_of(self.out[i])
-            self.out[i] = new
-            self.affected.append(new.id)
-            self.edited.append(i)
-            self.first = min(self.first, i)
+    def edit(self, i: int, new: Message | None, b: Budgeting) -> bool:
+        """Put ``new`` at ``i`` when it saves (edit only when it saves); whether it did."""
+        if new is None or b.size_of(new) >= b.size_of(self.out[i]):
+            return False
+        self.now += b.size_of(new) - b.size_of(self.out[i])
+        self.out[i] = new
+        self.affected.append(new.id)
+        self.edited.append(i)
+        self.first = min(self.first, i)
+        return True
 
     def clear_cycles(self, cycles: list[ToolCycle], protected_from: int, target: int, b: Budgeting, last_resort: bool,
                      working_target: int | None = None) -> None:
@@ -247,11 +249,14 @@ class _Batch:
         ranks = reuse_ranks(self.out, p.tool_rules)
         order = sorted(((max((ranks.get(r.tool_use_id, COLD) for r in self.out[i].tool_results), default=COLD), i, c)
                         for c in open_ for i in range(c.start + 1, c.end)), key=lambda x: (x[0], x[1]))
+        started: set[int] = set()
         for rank, i, c in order:
-            if self.now <= (target if rank < WORKING or working_target is None else working_target):
-                break
+            if self.now <= (target if rank < WORKING or working_target is None else working_target) \
+                    and not (c.start in started and rank < WORKING and i > self.first):
+                continue
             uses = {u.id: u for u in self.out[c.start].tool_uses}
-            self.edit(i, _clear_message(self.out[i], uses, p, last_resort, reused), b)
+            if self.edit(i, _clear_message(self.out[i], uses, p, last_resort, reused), b):
+                started.add(c.start)
         if p.clear_tool_inputs or last_resort:
             # then the large inputs (edits' old and new text, written files), by the same ranks
             calls = sorted(((max((ranks.get(u.id, COLD) for u in self.out[c.start].tool_uses), default=COLD), c.start)
