@@ -281,8 +281,15 @@ def summarize_range(
     result, error = _summarize(summarizer, material, segments, roll, target_chars, facts)
     if result is None:
         return StageResult(messages, [_failed(b, size, replaced, error, t0, trigger)])
+    native = native_blocks(result.detail.get("native"), b.policy.provider)
+    at = start - len(segments) if roll else start
+    if native and b.policy.provider == "anthropic" and any(m.role != "system" for m in messages[:at]):
+        # Anthropic takes a compaction block only as the first block of the conversation (SDK
+        # anthropic 2.17 types/compaction_block_misplaced_error.py): a summary standing after
+        # the pinned task or an earlier segment is sent as its text instead
+        native = None
     summary = _summary_message(replaced, result.text, _rounds(segments if roll else [], material), summarizer.name,
-                               native_blocks(result.detail.get("native"), b.policy.provider))
+                               native)
     sid = summary.id
     rounds = Marker.read(summary).rounds
     new_size = size - material_size + b.size_of(summary)
