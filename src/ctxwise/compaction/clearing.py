@@ -147,11 +147,9 @@ def clear_tool_results(
 
     With ``over_hard=True`` (used by the pipeline above the hard limit, before whole turns
     are dropped) the old turns' recent cycles that ``keep_recent_cycles`` protects are
-    cleared too, down to the hard limit, each cycle it starts whole (a parallel batch's
-    results after the first re-bill nothing more; at 3,000 tokens on ``bench/compare.py``'s
-    data: cost 1.109 -> 1.102 x F(B)): a placeholder keeps the call and the way back to its
-    result, a dropped turn keeps nothing (case B10). With ``last_resort=True`` (used only when
-    nothing else makes the call fit) it also clears completed cycles of the current turn,
+    cleared too, down to the hard limit, each cycle it starts whole: a placeholder keeps the
+    call and the way back to its result, a dropped turn keeps nothing (case B10). With
+    ``last_resort=True`` (when nothing else makes it fit) it also clears completed cycles of the current turn,
     except the in-flight one, regardless of ``keep_recent_cycles`` and ``min_clear_chars``:
     all of them, not just down to the hard limit (the batch starts at the oldest either way,
     so clearing them all re-bills no more and leaves the most room for the calls ahead; at
