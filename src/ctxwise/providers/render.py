@@ -38,11 +38,14 @@ def render(messages: list[Message], provider: str | ProviderProfile) -> Any:
     return render_converted(convert(messages, profile).messages, profile)
 
 
-def render_converted(msgs: list[Message], profile: ProviderProfile) -> Any:
+def render_converted(msgs: list[Message], profile: ProviderProfile,
+                     sources: list[tuple[Message, ...]] | None = None) -> Any:
     """The payload for a list :func:`~ctxwise.providers.convert.convert` already converted
-    for ``profile``."""
+    for ``profile``. ``sources``, when given, receives the messages each payload entry was
+    rendered from (Anthropic: ``system`` first when written, then each of ``messages``),
+    for :func:`ctxwise.providers.wire.check_rendered`; left empty on the other wires."""
     if profile.wire == "anthropic":
-        return render_anthropic.render(msgs, native_system=profile.mid_system == "native")
+        return render_anthropic.render(msgs, native_system=profile.mid_system == "native", sources=sources)
     if profile.wire == "responses":
         return render_responses.render(msgs)
     return render_chat.render(msgs, reasoning_field=profile.reasoning_field,
