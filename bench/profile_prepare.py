@@ -33,6 +33,8 @@ def main() -> int:
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--sort", default="cumulative")
     ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--from-call", type=int, default=0, help="profile only the calls from this index on")
+    ap.add_argument("--cpu", action="store_true", help="time by process CPU time (steadier on a loaded machine)")
     a = ap.parse_args()
     path = next((SHARED / "data" / "long").glob(f"*/{a.session}*"))
     conv = load(str(path))
@@ -40,6 +42,7 @@ def main() -> int:
     provider = provider_of(path)
     policy = Policy.preset("default", budget=a.budget, unit="tokens", provider=provider)
     prof = cProfile.Profile()
+    clock = time.process_time if a.cpu else time.perf_counter
     lat: list[tuple[float, int, int]] = []
     with ContextManager("memory://", policy) as cm:
         s = cm.session("long", "run")
@@ -51,12 +54,13 @@ def main() -> int:
                 if pending:
                     s.append(pending)
                     pending = []
-                if not a.no_profile:
+                on = not a.no_profile and len(lat) >= a.from_call
+                if on:
                     prof.enable()
-                t0 = time.perf_counter()
+                t0 = clock()
                 p = s.prepare()
-                dt = (time.perf_counter() - t0) * 1000
-                if not a.no_profile:
+                dt = (clock() - t0) * 1000
+                if on:
                     prof.disable()
                 lat.append((dt, len(lat), len(p.events)))
                 s.append([m])
@@ -65,7 +69,7 @@ def main() -> int:
     ms = [x[0] for x in lat]
     print(f"{path.name} budget {a.budget:,}: {len(ms)} calls, p50 {metrics.percentile(ms, 50):.2f} "
           f"p95 {metrics.percentile(ms, 95):.2f} max {max(ms):.2f} ms")
-    print("slowest:", ", ".join(f"#{i} {d:.1f}ms ev{e}" for d, i, e in sorted(lat, reverse=True)[:10]))
+    print("slowest:", ", ".join(f"#{i} {d:.1f}ms ev{e}" for d, i, e in sorted(lat, reverse=True)[:16]))
     if not a.no_profile:
         pstats.Stats(prof).sort_stats(a.sort).print_stats(a.top)
     return 0

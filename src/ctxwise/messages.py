@@ -399,19 +399,21 @@ class Message(BaseModel):
 _T = TypeVar("_T")
 
 
-def memo_on(sources: Sequence[Message], tag: str, key: Hashable, compute: Callable[[], _T]) -> _T:
-    """``compute()``, a pure function of the message objects ``sources`` (non-empty) and of
-    ``key``, kept in ``sources[0]``'s memo under ``tag``: one slot per tag, reused while the
-    same ``key`` and the same objects (by identity) ask again, replaced otherwise. Messages
-    are frozen, so an edit (a new object) never meets a stale entry."""
+def memo_on(sources: Sequence[Any], tag: str, key: Hashable, compute: Callable[[], _T]) -> _T:
+    """``compute()``, a pure function of the objects ``sources`` (a message first, then any
+    objects, compared by identity) and of ``key``, kept in ``sources[0]``'s memo under
+    ``tag``: one slot per tag, reused while the same ``key`` and the same objects ask again,
+    replaced otherwise. Messages are frozen, so an edit (a new object) never meets a stale
+    entry."""
     memo = sources[0].memo()
-    others = tuple(sources[1:])
     slot = memo.get(tag)
-    if slot is not None and slot[0] == key and len(slot[1]) == len(others) \
-            and all(a is b for a, b in zip(slot[1], others)):
-        return slot[2]  # type: ignore[no-any-return]
+    if slot is not None and slot[0] == key:
+        others = slot[1]
+        n = len(sources) - 1
+        if len(others) == n and (n == 0 or all(others[k] is sources[k + 1] for k in range(n))):
+            return slot[2]  # type: ignore[no-any-return]
     found = compute()
-    memo[tag] = (key, others, found)
+    memo[tag] = (key, tuple(sources[1:]), found)
     return found
 
 

@@ -402,14 +402,17 @@ def _read_text(key: str, strict: bool, base: int) -> tuple[Message, ...]:
     return tuple(_read_message(raw, "message", uses, strict, carry, base))
 
 
-def _read_sourced(raw: dict[str, Any], place: str, uses: dict[str, str] | None, strict: bool,
-                  base: int, src: tuple[Message, ...]) -> list[Message]:
-    """:func:`_read_message` of an entry rendered from ``src`` (no carried fields), kept in
-    the memo of those messages (:func:`ctxwise.messages.memo_on`) by position and preceding
-    calls."""
-    key = (strict, base, tuple(uses.items()) if uses is not None else None)
-    return list(memo_on(src, "anthropic/read-back", key,
-                        lambda: tuple(_read_message(raw, place, uses, strict, None, base))))
+def _read_sourced(raw: dict[str, Any], i: int, prev: Message | None, strict: bool, base: int,
+                  src: tuple[Message, ...]) -> tuple[Message, ...]:
+    """:func:`_read_message` of entry ``i``, rendered from ``src`` (no carried fields), kept
+    in the memo of those messages (:func:`ctxwise.messages.memo_on`) by position and by the
+    preceding assistant message read (``prev``, whose calls a result answers)."""
+
+    def read() -> tuple[Message, ...]:
+        uses = {u.id: u.name for u in prev.blocks if isinstance(u, ToolUseBlock)} if prev is not None else None
+        return tuple(_read_message(dict(raw), f"message {i}", uses, strict, None, base))
+
+    return memo_on((*src, prev), "anthropic/read-back", (strict, base), read)
 
 
 def _read(payload: Any, strict: bool, memo: bool = False,
@@ -431,20 +434,24 @@ def _read(payload: Any, strict: bool, memo: bool = False,
                           else memo_on(sources[0], "anthropic/read-system", strict, lambda: _read_system(system, strict)))
         fixes.take(payload.get(CARRY), 0)
         out.append(system_message)
-    uses: dict[str, str] | None = None  # the calls of the immediately preceding assistant message
+    prev: Message | None = None  # the immediately preceding assistant message, as read
     for i, raw in enumerate(raw_msgs):
+        if memo and sources is not None and sources[skip + i] and isinstance(raw, dict) and CARRY not in raw:
+            read: Sequence[Message] = _read_sourced(raw, i, prev, strict, len(out), sources[skip + i])
+            out.extend(read)
+            prev = read[0] if raw.get("role") == "assistant" else None
+            continue
         place = f"message {i}"
         raw = dict(need_dict(raw, place, "a message object"))
         carry = raw.pop(CARRY, None)
         base = len(out)
-        if memo and sources is not None and carry is None and sources[skip + i]:
-            read = _read_sourced(raw, place, uses, strict, base, sources[skip + i])
-        else:
-            read = (_read_memo(raw, place, uses, strict, carry, base) if memo
-                    else _read_message(raw, place, uses, strict, carry, base))
+        # the calls of the immediately preceding assistant message
+        uses = {u.id: u.name for u in prev.blocks if isinstance(u, ToolUseBlock)} if prev is not None else None
+        read = (_read_memo(raw, place, uses, strict, carry, base) if memo
+                else _read_message(raw, place, uses, strict, carry, base))
         out.extend(read)
         fixes.take(carry, base)
-        uses = {u.id: u.name for u in read[0].blocks if isinstance(u, ToolUseBlock)} if raw["role"] == "assistant" else None
+        prev = read[0] if raw["role"] == "assistant" else None
     return fixes.apply(out)
 
 

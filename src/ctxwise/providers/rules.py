@@ -188,7 +188,7 @@ def _empty_findings(m: Message, thinking: bool) -> tuple[tuple[str, str], ...]:
     found = memo.get(key)
     if found is None:
         found = memo[key] = tuple(_empty_scan(m, thinking))
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _empty_scan(m: Message, thinking: bool) -> list[tuple[str, str]]:

@@ -32,7 +32,7 @@ import sys
 import json
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from ..errors import FormatError, PayloadInvalid, Violation
 from ..messages import Message, memo_on
@@ -306,14 +306,26 @@ def _validate_one(profile: ProviderProfile, kind: str, value: Any, sdk: dict[str
     return problems
 
 
-def _schema_sourced(profile: ProviderProfile, kind: str, value: Any, sdk: dict[str, Any] | None,
-                    src: tuple[Message, ...]) -> list[str]:
-    """:func:`_schema_one` of an entry rendered from ``src`` (empty: not a function of its
-    messages alone), its verdict kept in their memo (:func:`ctxwise.messages.memo_on`)."""
+_T = TypeVar("_T")
+
+
+def _entry_problems(profile: ProviderProfile, item: Any, sdk: dict[str, Any] | None) -> tuple[str, ...]:
+    """The ``wire-schema`` problems of one entry of the ``messages`` list (or chat / Responses
+    list) of a payload."""
+    kind = _kind(profile, item)
+    if kind is None:
+        what = item.get("role", item.get("type")) if isinstance(item, dict) else type(item).__name__
+        return (f"{what!r} is not a {profile.title} message or item",)
+    return tuple(_schema_one(profile, kind, item, sdk))
+
+
+def _sourced(src: tuple[Message, ...], profile: ProviderProfile, tag: str, compute: Callable[[], _T]) -> _T:
+    """``compute()`` for an entry rendered from ``src`` (empty: not a function of its messages
+    alone, computed each time), kept in their memo (:func:`ctxwise.messages.memo_on`) for
+    this profile object."""
     if not src:
-        return _schema_one(profile, kind, value, sdk)
-    key = (kind, profile, bool(sdk and kind in sdk))
-    return list(memo_on(src, "wire/schema", key, lambda: tuple(_schema_one(profile, kind, value, sdk))))
+        return compute()
+    return memo_on((*src, profile), tag, None, compute)
 
 
 def schema_violations(payload: Any, provider: str | ProviderProfile,
@@ -337,20 +349,19 @@ def schema_violations(payload: Any, provider: str | ProviderProfile,
         if sources is not None and isinstance(items, list) and len(sources) == int("system" in payload) + len(items):
             src = list(sources)
         if "system" in payload:
+            system = payload["system"]
             out += [Violation(0, WIRE_SCHEMA, f"system: {p}")
-                    for p in _schema_sourced(profile, "anthropic:system", payload["system"], sdk,
-                                             src.pop(0) if src else ())]
+                    for p in _sourced(src.pop(0) if src else (), profile, "wire/schema-system",
+                                      lambda: tuple(_schema_one(profile, "anthropic:system", system, sdk)))]
     else:
         if not isinstance(payload, list):
             return [Violation(0, WIRE_SCHEMA, f"expected a list, got {type(payload).__name__}")]
         items = payload
     for i, item in enumerate(items):
-        kind = _kind(profile, item)
-        if kind is None:
-            what = item.get("role", item.get("type")) if isinstance(item, dict) else type(item).__name__
-            out.append(Violation(i, WIRE_SCHEMA, f"{what!r} is not a {profile.title} message or item"))
-            continue
-        out += [Violation(i, WIRE_SCHEMA, p) for p in _schema_sourced(profile, kind, item, sdk, src[i] if src else ())]
+        found = (_sourced(src[i], profile, "wire/schema", functools.partial(_entry_problems, profile, item, sdk))
+                 if src else _entry_problems(profile, item, sdk))
+        if found:
+            out += [Violation(i, WIRE_SCHEMA, p) for p in found]
     return out
 
 
