@@ -34,6 +34,7 @@ def main() -> int:
     ap.add_argument("--sort", default="cumulative")
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--from-call", type=int, default=0, help="profile only the calls from this index on")
+    ap.add_argument("--callees", default="", help="also print what functions matching this call")
     ap.add_argument("--cpu", action="store_true", help="time by process CPU time (steadier on a loaded machine)")
     a = ap.parse_args()
     path = next((SHARED / "data" / "long").glob(f"*/{a.session}*"))
@@ -71,7 +72,10 @@ def main() -> int:
           f"p95 {metrics.percentile(ms, 95):.2f} max {max(ms):.2f} ms")
     print("slowest:", ", ".join(f"#{i} {d:.1f}ms ev{e}" for d, i, e in sorted(lat, reverse=True)[:16]))
     if not a.no_profile:
-        pstats.Stats(prof).sort_stats(a.sort).print_stats(a.top)
+        st = pstats.Stats(prof).sort_stats(a.sort)
+        st.print_stats(a.top)
+        if a.callees:
+            st.print_callees(a.callees)
     return 0
 
 
