@@ -34,7 +34,8 @@ PINNED = [
 """`ctxwise.__all__`, exactly. A change here is a change of the public API: say so in the commit."""
 
 PUBLIC_MODULES = ("ctxwise.formats", "ctxwise.tokens", "ctxwise.providers", "ctxwise.compaction", "ctxwise.units",
-                  "ctxwise.salient", "ctxwise.task", "ctxwise.prices", "ctxwise.errors", "ctxwise.usage")
+                  "ctxwise.salient", "ctxwise.task", "ctxwise.prices", "ctxwise.errors", "ctxwise.usage",
+                  "ctxwise.resources")
 """Modules that are public besides the top level: the names in their ``__all__`` (errors.py: its
 classes) may be imported by the front ends."""
 

@@ -385,7 +385,8 @@ class Policy(BaseModel):
     def from_toml(cls, path: str | Path, *, default_preset: str = "default", **update: Any) -> "Policy":
         """Load from a TOML file: keys at top level or in a ``[ctxwise]`` table; an optional
         ``preset = "ragent"`` key picks the base (else ``default_preset``). The process settings
-        (:data:`RUNTIME_FIELDS`) are left to :meth:`RuntimeSettings.from_toml`. Raises
+        (:data:`RUNTIME_FIELDS`) are left to :meth:`RuntimeSettings.from_toml`, a top-level
+        ``[proxy]`` table to the drop-in endpoint (``ctxwise.proxy.routes.Upstreams``). Raises
         PolicyError naming the file and the key."""
         p = Path(path)
         try:
@@ -394,7 +395,7 @@ class Policy(BaseModel):
             raise PolicyError(f"{p}: cannot read policy file ({e.strerror})") from None
         except tomllib.TOMLDecodeError as e:
             raise PolicyError(f"{p}: not valid TOML ({e})") from None
-        data = {k: v for k, v in data.get("ctxwise", data).items() if k not in RUNTIME_FIELDS}
+        data = {k: v for k, v in data.get("ctxwise", data).items() if k not in RUNTIME_FIELDS and k != "proxy"}
         preset = data.pop("preset", default_preset)
         try:
             policy = cls.preset(preset, **{**data, **update})
@@ -460,10 +461,10 @@ def setting_name(field: str) -> str:
 
 NOT_POLICY_VARIABLES = frozenset({"CTXWISE_PRESET", "CTXWISE_SHARED", "CTXWISE_TEST_PG_URL", "CTXWISE_SCREENSHOTS", "CTXWISE_DB",
                                   "CTXWISE_CONFIG", "CTXWISE_OPENAI_UPSTREAM", "CTXWISE_ANTHROPIC_UPSTREAM",
-                                  "CTXWISE_CLAUDE_CODE"})
+                                  "CTXWISE_CLAUDE_CODE", "CTXWISE_CODEX"})
 """``CTXWISE_`` variables that are not policy settings (the preset, test and tool settings, the
-policy file ``ctxwise serve`` reads, the drop-in endpoint's upstreams, the Claude Code CLI the
-proxy tests run); ``CTXWISE_SERVER_*`` are the server's own settings."""
+policy file ``ctxwise serve`` reads, the drop-in endpoint's upstreams, the Claude Code and
+Codex CLIs the proxy tests run); ``CTXWISE_SERVER_*`` are the server's own settings."""
 
 
 def _build(data: dict[str, Any]) -> Policy:

@@ -50,6 +50,10 @@ from typing import Any, Literal
 
 from .messages import Message, ToolUseBlock
 
+__all__ = ["ACTIONS", "Access", "Action", "access_of", "parse_rule", "reuse_ranks", "working_views"]
+"""Public: a user checks which resource key a tool call gets under their ``Policy.tool_rules``
+(``access_of(use, rules)``), and how a context's results rank (``reuse_ranks``)."""
+
 Action = Literal["view", "edit", "search", "run"]
 ACTIONS: tuple[str, ...] = ("view", "edit", "search", "run")
 

@@ -20,6 +20,10 @@ from .stub import Stub, serve
 
 POLICY = Policy.preset("default", budget=6000, unit="tokens", tokenizer="o200k_base")
 
+REPLY_DELAY = 60.0
+"""A reply waits for its session's next call (however slow the machine); :meth:`Live.settle`
+stores the rest (tests/proxy/test_replies.py runs the writer thread's own delay)."""
+
 PROVIDER_KEY = "sk-provider-SECRET-d41d8cd98f00b204"
 """The provider key the clients send: it must reach the stub and nothing else."""
 
@@ -34,6 +38,11 @@ class Live:
     store_url: str
     keys: dict[str, str]
     app: Any
+
+    def settle(self) -> None:
+        """Store the replies the proxy still holds (:mod:`ctxwise.proxy.replies`), as its next
+        call or its writer thread would: a test reads the store after this."""
+        self.app.proxy.replies.flush()
 
     @property
     def openai_base(self) -> str:
@@ -50,6 +59,7 @@ def start(tmp_path: Path, policy: Policy = POLICY) -> tuple[Live, list[Any]]:
     store_url = f"sqlite:///{tmp_path / 'proxy.db'}"
     app = create_app(store_url, policy)
     app.proxy.upstreams = Upstreams(openai=stub.url + "/v1", anthropic=stub.url)  # type: ignore[attr-defined]
+    app.proxy.replies.delay = REPLY_DELAY  # type: ignore[attr-defined]
     holder = _Holder()
     p_server, p_thread = serve(app, holder)
     ks = KeyStore(store_url)

@@ -83,18 +83,21 @@ def chat_json(r: Reply, model: str) -> dict[str, Any]:
 def chat_chunks(r: Reply, model: str) -> Iterator[dict[str, Any]]:
     base = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion.chunk", "created": int(time.time()),
             "model": model}
+    text, calls = r.text, [(i, n, json.dumps(a)) for i, n, a in r.calls]
+    if r.raw is not None:  # the message as written, streamed as it is
+        text = r.raw.get("content") or ""
+        calls = [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in r.raw.get("tool_calls") or []]
     yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}
-    for k in range(0, len(r.text), 7):
-        yield {**base, "choices": [{"index": 0, "delta": {"content": r.text[k:k + 7]}, "finish_reason": None}]}
-    for n, (i, name, a) in enumerate(r.calls):
-        args = json.dumps(a)
+    for k in range(0, len(text), 7):
+        yield {**base, "choices": [{"index": 0, "delta": {"content": text[k:k + 7]}, "finish_reason": None}]}
+    for n, (i, name, args) in enumerate(calls):
         yield {**base, "choices": [{"index": 0, "delta": {"tool_calls": [
             {"index": n, "id": i, "type": "function", "function": {"name": name, "arguments": ""}}]},
             "finish_reason": None}]}
         for k in range(0, len(args), 5):
             yield {**base, "choices": [{"index": 0, "delta": {"tool_calls": [
                 {"index": n, "function": {"arguments": args[k:k + 5]}}]}, "finish_reason": None}]}
-    yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls" if r.calls else "stop"}]}
+    yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls" if calls else "stop"}]}
 
 
 def responses_json(r: Reply, model: str) -> dict[str, Any]:

@@ -86,6 +86,7 @@ def test_claude_code_print_mode_tool_session(live_cc: Live, tmp_path: Path) -> N
     for r in main:
         assert PROVIDER_KEY in (r.headers.get("x-api-key"), r.headers.get("authorization", "")[7:])
     # one session holds the loop: its transcript is complete
+    live.settle()
     cm = ContextManager(live.store_url)
     try:
         sessions = _session_ids(live)

@@ -1,6 +1,7 @@
 """Recorded conversations from ../shared/data replayed through the proxy by the SDKs: every
 request the upstream receives is byte-equal to the library's ``prepare()`` for the same session
-(a library session fed the same messages beside it), compaction included."""
+(a library session fed the same messages beside it, in the same writes: a reply with the
+next call's new messages), compaction included."""
 from __future__ import annotations
 
 import json
@@ -55,7 +56,8 @@ def replay(live: Live, kind: str, canon: list[Message], sid: str, policy: Policy
     s = ref.session("acme:proxy", sid)
     oc = openai_client(live, **{"X-Ctxwise-Session": sid})
     ac = anthropic_client(live, **{"X-Ctxwise-Session": sid})
-    sent = 0  # wire items the reference holds
+    sent = 0  # wire items the reference holds or holds back
+    held: list[dict[str, Any]] = []  # the last reply: the proxy stores it with the next call's messages
     events = 0
     for i, m in enumerate(canon):
         if m.role != "assistant" or i == 0:
@@ -78,7 +80,7 @@ def replay(live: Live, kind: str, canon: list[Message], sid: str, policy: Policy
         assert raw.status_code == 200 and raw.headers["x-ctxwise-session"] == sid, raw.headers
         seen = live.stub.requests[n]
         items = ([{"role": "system", "content": system}] if system else []) + hist
-        append_items(s, route, items[sent:])
+        append_items(s, route, held, items[sent:])
         p = s.prepare()
         events += len(p.events)
         expected = json.dumps(managed_body(route.kind, seen.json, p.payload), ensure_ascii=False,
@@ -87,7 +89,7 @@ def replay(live: Live, kind: str, canon: list[Message], sid: str, policy: Policy
             k = next(j for j in range(min(len(seen.body), len(expected))) if seen.body[j] != expected[j])
             print("DIFF", seen.body[k-300:k+80], "\nREF ", expected[k-300:k+80])
         assert seen.body == expected, f"call at message {i}: the upstream body differs from prepare()"
-        append_items(s, route, reply_items(route.kind, live.stub.replies[-1]))
+        held = reply_items(route.kind, live.stub.replies[-1])
         sent = len(items) + 1
     ref.close()
     assert live.stub.invalid == []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ctxwise import SqlStore
+from ctxwise.proxy.conversation import BRANCH_TRIGGER
 from ctxwise.proxy.heads import HeadStore
 
 from .conftest import Live
@@ -35,11 +37,21 @@ def test_compacted_history_branches_and_the_branch_continues(live: Live) -> None
         ["system", "user", "assistant", "user", "assistant"]  # the session left is kept as it was
     assert [m.role for m in session_messages(live, "acme", "proxy", branch)] == \
         ["system", "user", "assistant", "user", "assistant"]
+    live.settle()
     heads = HeadStore(live.store_url)
     try:
         assert heads.branches("acme", "proxy", sid) == [branch]
     finally:
         heads.close()
+    # the branch is a stored event of the new session; the session left has none
+    store = SqlStore(live.store_url)
+    try:
+        branched = [e for e in store.events("acme:proxy", branch) if e["stage"] == "branched"]
+        assert [(e["trigger"], e["detail"]) for e in branched] == \
+            [(BRANCH_TRIGGER, {"parent": sid, "messages": 2})]  # the system prompt and the summary
+        assert not [e for e in store.events("acme:proxy", sid) if e["stage"] == "branched"]
+    finally:
+        store.close()
     assert live.stub.invalid == []
 
 

@@ -38,6 +38,7 @@ def anthropic_client(live: Live, key: str = "a", **headers: str) -> anthropic.An
 
 
 def session_messages(live: Live, tenant: str, user: str, sid: str) -> list[Any]:
+    live.settle()
     cm = ContextManager(live.store_url)
     try:
         return cm.session(f"{tenant}:{user}", sid, create=False).messages
@@ -200,6 +201,7 @@ def test_the_inspector_lists_and_shows_a_proxied_session(live: Live) -> None:
     live.stub.queue("chat", Reply(text="A visible reply."))
     client = openai_client(live, **{"X-Ctxwise-Session": "seen-in-ui", "X-Ctxwise-User": "bob"})
     client.chat.completions.create(model="m", messages=[{"role": "user", "content": "show me in the inspector"}])
+    live.settle()  # the reply is stored after the client has it (ctxwise.proxy.replies)
     acme = {"Authorization": f"Bearer {live.keys['a']}"}
     listing = httpx.get(live.url + "/ui/fragment/sessions", headers=acme)
     assert listing.status_code == 200 and "seen-in-ui" in listing.text
@@ -228,6 +230,10 @@ def test_the_access_log_never_shows_the_key_in_the_path(live: Live, caplog: pyte
     access_logger = logging.getLogger("uvicorn.access")
     access_logger.addHandler(handler)
     access_logger.setLevel(logging.INFO)
+    error_logger = logging.getLogger("uvicorn.error")  # where uvicorn logs a refused WebSocket
+    level = error_logger.level
+    error_logger.setLevel(logging.INFO)
+    error_logger.addHandler(handler)
     server = uvicorn.Server(uvicorn.Config(live.app, log_config=None, access_log=True, lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -237,12 +243,57 @@ def test_the_access_log_never_shows_the_key_in_the_path(live: Live, caplog: pyte
         r = httpx.post(f"http://127.0.0.1:{port}/k/{live.keys['a']}/v1/messages", headers={"x-api-key": PROVIDER_KEY},
                        json={"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]})
         assert r.status_code == 200
+        # Codex tries a WebSocket at the same URL first (then falls back to HTTPS): refused, key kept out
+        from websockets.exceptions import InvalidStatus
+        from websockets.sync.client import connect
+
+        with pytest.raises(InvalidStatus) as refused:
+            connect(f"ws://127.0.0.1:{port}/k/{live.keys['a']}/v1/responses", open_timeout=30)
+        assert refused.value.response.status_code == 403
     finally:
         server.should_exit = True
         thread.join(timeout=30)
         access_logger.removeHandler(handler)
+        error_logger.setLevel(level)
+        error_logger.removeHandler(handler)
     access = [rec.getMessage() for rec in seen]
     assert any("/v1/messages" in line for line in access)  # the line is there, without the key
+    assert any('"WebSocket /k/%2A%2A%2A/v1/responses" 403' in line for line in access), access
     assert not any(live.keys["a"] in line or PROVIDER_KEY in line for line in access)
     server_side = [r.getMessage() for r in caplog.records if r.name.startswith(("ctxwise", "uvicorn"))]
     assert not any(live.keys["a"] in line or PROVIDER_KEY in line for line in server_side)
+
+
+def test_responses_previous_response_id_continues_the_session(live: Live) -> None:
+    live.stub.queue("responses", Reply(calls=[("call_p", "get_weather", {"city": "Oslo"})]), Reply(text="Cold."),
+                    Reply(text="You're welcome."), Reply(text="unmanaged"), Reply(text="forked"),
+                    Reply(text="other tenant"))
+    client = openai_client(live)
+    r1 = client.responses.with_raw_response.create(model="gpt-5", input=[{"role": "user", "content": "Oslo?"}],
+                                                   tools=RESP_TOOLS)
+    sid = r1.headers["x-ctxwise-session"]
+    first = r1.parse()
+    # only the new input after previous_response_id: the upstream gets the whole managed context
+    r2 = client.responses.with_raw_response.create(model="gpt-5", previous_response_id=first.id, tools=RESP_TOOLS,
+                                                   input=[{"type": "function_call_output", "call_id": "call_p",
+                                                           "output": "-3C"}])
+    assert r2.headers["x-ctxwise-session"] == sid and r2.parse().output_text == "Cold."
+    sent = live.stub.of("responses")[1].json
+    assert "previous_response_id" not in sent
+    assert [i.get("role") or i["type"] for i in sent["input"]] == ["user", "function_call", "function_call_output"]
+    r3 = client.responses.with_raw_response.create(model="gpt-5", previous_response_id=r2.parse().id,
+                                                   input="Thanks!")
+    assert r3.headers["x-ctxwise-session"] == sid
+    assert [i.get("role") or i["type"] for i in live.stub.of("responses")[2].json["input"]] == \
+        ["user", "function_call", "function_call_output", "assistant", "user"]
+    assert [m.role for m in session_messages(live, "acme", "proxy", sid)] == \
+        ["user", "assistant", "tool", "assistant", "user", "assistant"]
+    # passed on unmanaged, as sent: a response made elsewhere, an earlier one (a fork), another tenant's
+    for k, (tenant, prev) in enumerate((("a", "resp_made_elsewhere"), ("a", first.id), ("b", first.id))):
+        raw = openai_client(live, tenant).responses.with_raw_response.create(
+            model="gpt-5", previous_response_id=prev, input="again")
+        assert raw.status_code == 200 and "x-ctxwise-session" not in raw.headers
+        assert live.stub.of("responses")[3 + k].json == {"model": "gpt-5", "previous_response_id": prev,
+                                                          "input": "again"}
+    assert [m.role for m in session_messages(live, "acme", "proxy", sid)][-1] == "assistant"  # unchanged
+    assert live.stub.invalid == []

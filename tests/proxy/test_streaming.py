@@ -89,3 +89,15 @@ def test_client_leaving_mid_stream_leaves_a_valid_session(live: Live) -> None:
     assert stored[-1].blocks[0].text == "Second try."  # type: ignore[union-attr]
     live.stub.gate.set()
     assert live.stub.invalid == []
+
+
+def test_responses_stream_with_previous_response_id(live: Live) -> None:
+    live.stub.queue("responses", Reply(text="First."), Reply(text="Second."))
+    client = openai_client(live, **{"X-Ctxwise-Session": "s-prev"})
+    with client.responses.stream(model="gpt-5", input=[{"role": "user", "content": "one"}]) as st:
+        first = st.get_final_response()
+    with client.responses.stream(model="gpt-5", input="two", previous_response_id=first.id) as st:
+        assert st.get_final_response().output_text == "Second."
+    sent = live.stub.of("responses")[1].json
+    assert "previous_response_id" not in sent and [i.get("role") for i in sent["input"]] == ["user", "assistant", "user"]
+    assert [m.role for m in session_messages(live, "acme", "proxy", "s-prev")] == ["user", "assistant", "user", "assistant"]

@@ -40,11 +40,13 @@ def serve(
              "(repeatable; default $CTXWISE_SERVER_ALLOWED_HOSTS, comma-separated).", metavar="HOST")] = None,
     openai_upstream: Annotated[Optional[str], typer.Option(
         help="Where the drop-in routes /v1/chat/completions and /v1/responses forward to: an OpenAI base URL "
-             "with /v1 (default $CTXWISE_OPENAI_UPSTREAM, else https://api.openai.com/v1).", metavar="URL",
+             "with /v1 (default $CTXWISE_OPENAI_UPSTREAM, else openai_upstream in the --config file's [proxy] table, "
+             "else https://api.openai.com/v1).", metavar="URL",
         rich_help_panel="Drop-in endpoint")] = None,
     anthropic_upstream: Annotated[Optional[str], typer.Option(
         help="Where the drop-in route /v1/messages forwards to: an Anthropic base URL "
-             "(default $CTXWISE_ANTHROPIC_UPSTREAM, else https://api.anthropic.com).", metavar="URL",
+             "(default $CTXWISE_ANTHROPIC_UPSTREAM, else anthropic_upstream in the --config file's [proxy] table, "
+             "else https://api.anthropic.com).", metavar="URL",
         rich_help_panel="Drop-in endpoint")] = None,
 ) -> None:
     """Serve the HTTP API (and the /ui inspector) over a ctxwise database. Needs the server extra.

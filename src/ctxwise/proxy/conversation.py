@@ -2,12 +2,15 @@
 
 :func:`begin`: find the session the call continues (:class:`~ctxwise.proxy.heads.HeadStore`,
 the longest stored prefix of the client's history, per tenant), append only the new suffix,
-``prepare()``, and return the managed payload. :func:`finish`: append the reply once it is
-complete. A call whose history does not extend its session's newest head (the client
-compacted or edited its own history, or retried with a changed message) opens a new session,
+``prepare()``, and return the managed payload. :func:`finish`: append the reply, after the
+client has it (:mod:`.replies`: with the session's next call, or alone when none comes). A
+call whose history does not extend its session's newest head (the client compacted or
+edited its own history, or retried with a changed message) opens a new session,
 a branch: the whole history the client sent is appended there, and the branch records where it
-came from (``branched_from`` on its rows of the heads table, :meth:`HeadStore.branches`; the
-``X-Ctxwise-Branched-From`` response header; one INFO log line). The session it left is kept
+came from: a ``branched`` event in the new session (trigger :data:`BRANCH_TRIGGER`, detail
+``{"parent", "messages"}``, :meth:`ctxwise.Session.record_branch`), ``branched_from`` on its rows
+of the heads table (:meth:`HeadStore.branches`), the ``X-Ctxwise-Branched-From`` response
+header and one INFO log line. The session it left is kept
 as it was. It is never refused for that.
 """
 from __future__ import annotations
@@ -17,14 +20,18 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
 
-from .. import Message, Prepared, Session, SessionNotFound, ToolResultBlock, ToolUseBlock
+from .. import Message, Prepared, Session, SessionConflict, SessionNotFound, ToolResultBlock, ToolUseBlock
 from ..formats import from_responses
 from ..server.core import Server
-from .heads import HeadStore
-from .wire import Route, heads, history, reply_items
+from .heads import Found, HeadStore
+from .replies import Pending, Replies
+from .wire import Route, WireError, heads, history, reply_items, response_head
 
 log = logging.getLogger("ctxwise.proxy")
 T = TypeVar("T")
+
+BRANCH_TRIGGER = "history_rewritten"
+"""The ``trigger`` of the ``branched`` event a proxied branch records (:meth:`ctxwise.Session.record_branch`)."""
 
 DEFAULT_USER = "proxy"
 """The user id of a proxied session whose client sent no ``X-Ctxwise-User``."""
@@ -49,36 +56,49 @@ class Call:
     start: int = 0
     branched_from: str | None = None
     prepared: Prepared | None = None
+    version: int = 0
+    """The session's version after the call's append and prepare (its reply is stored on it)."""
     request: Any = None
     """The starlette Request of the call (the session cache records its timings there)."""
 
 
-def append_items(s: Session, route: Route, items: list[dict[str, Any]]) -> None:
-    """Append wire messages of ``route``'s kind to ``s`` (nothing for none). Raises what the session's append raises
-    (:class:`~ctxwise.FormatError`, :class:`~ctxwise.PayloadInvalid`)."""
-    if not items:
+def append_items(s: Session, route: Route, items: list[dict[str, Any]],
+                 then: list[dict[str, Any]] | None = None) -> None:
+    """Append wire messages of ``route``'s kind to ``s`` (nothing for none), and ``then`` after
+    them in the same write (a Responses item's id is ``px-<session version>-<place in the
+    write>``: the same messages appended in the same writes get the same ids). Raises what the
+    session's append raises (:class:`~ctxwise.FormatError`, :class:`~ctxwise.PayloadInvalid`)."""
+    then = then or []
+    if not items and not then:
         return
     if route.kind == "chat":
-        s.append_openai(items)
+        s.append_openai([*items, *then])
         return
     if route.kind in ("messages", "count_tokens"):
-        if items[0].get("role") == "system":
-            s.append_anthropic({"system": items[0]["content"], "messages": items[1:]})
+        both = [*items, *then]
+        if both[0].get("role") == "system":
+            s.append_anthropic({"system": both[0]["content"], "messages": both[1:]})
         else:
-            s.append_anthropic(items)
+            s.append_anthropic(both)
         return
     names = {b.id: b.name for m in s.messages for b in m.blocks if isinstance(b, ToolUseBlock)}
+    s.append(_from_responses([*items, *then], s.version, names))
+
+
+def _from_responses(items: list[dict[str, Any]], version: int, names: dict[str, str]) -> list[Message]:
+    """Responses input items as messages with ids by ``version`` (the same messages appended
+    the same way get the same ids); a tool result takes its call's name from ``names``
+    (updated with the calls read here)."""
     out: list[Message] = []
-    for k, m in enumerate(from_responses(items, strict=False)):
+    for k, m in enumerate(from_responses(items, strict=False) if items else []):
         for b in m.blocks:
             if isinstance(b, ToolUseBlock):
                 names[b.id] = b.name
         blocks = [b.model_copy(update={"name": names[b.tool_use_id]})
                   if isinstance(b, ToolResultBlock) and b.name is None and b.tool_use_id in names else b
                   for b in m.blocks]
-        # ids by the session's version: the same messages appended the same way get the same ids
-        out.append(m.model_copy(update={"id": f"px-{s.version:06d}-{k:04d}", "blocks": blocks}))
-    s.append(out)
+        out.append(m.model_copy(update={"id": f"px-{version:06d}-{k:04d}", "blocks": blocks}))
+    return out
 
 
 def _new_id(name: str | None, taken: int) -> str:
@@ -87,42 +107,111 @@ def _new_id(name: str | None, taken: int) -> str:
     return name if taken == 0 else f"{name}~{uuid.uuid4().hex[:8]}"
 
 
-def begin(server: Server, store: HeadStore, call: Call) -> Call:
+def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None = None) -> Call:
     """Map ``call`` to its session, append the new suffix, prepare; returns ``call`` filled.
-    Raises :class:`~ctxwise.proxy.wire.WireError` for a body of another shape and the library's
-    errors for messages it refuses (nothing stored then)."""
+    A reply of the session still waiting in ``replies`` (:mod:`.replies`) that the call carries
+    is appended with the suffix, in one write; one it does not carry (the client retried or
+    edited that turn) is stored first, and the call maps as a branch. Raises
+    :class:`~ctxwise.proxy.wire.WireError` for a body of another shape and the library's errors
+    for messages it refuses (nothing of the call stored then; a taken reply is stored alone)."""
     route = call.route
-    call.items = history(route.kind, call.body)
-    call.chain = heads(route.kind, call.body, call.items)
-    found = store.lookup(call.tenant, call.name, call.chain)
-    if found is not None and found.continues:
-        call.user_id, call.session_id, call.start = found.user_id, found.session_id, found.count
+    previous = call.body.get("previous_response_id") if route.kind == "responses" else None
+    if previous is not None:
+        _after_response(store, call, replies, previous)
     else:
-        call.user_id = call.user or (found.user_id if found is not None else DEFAULT_USER)
-        taken = store.named(call.tenant, call.name) if call.name is not None else 0
-        call.session_id = _new_id(call.name, taken)
-        if call.name is not None and taken == 0 and _exists(server, call):
-            call.session_id = _new_id(call.name, 1)  # a session of that name made outside the proxy
-        if found is not None:
-            call.branched_from = found.session_id
-            log.info("proxy: history rewritten (shares %d of %d messages with %s): new session %s",
-                     found.count, found.latest, found.session_id, call.session_id)
+        call.items = history(route.kind, call.body)
+        call.chain = heads(route.kind, call.body, call.items)
+    found, pending = _map(server, store, call, replies)
     suffix = call.items[call.start:]
+    first: list[dict[str, Any]] = []
+    if pending is not None:
+        first, suffix = pending.items, suffix[len(pending.items):]
 
     def op(s: Session, _checked: int | None) -> Prepared:
-        append_items(s, route, suffix)
-        return s.prepare()
+        append_items(s, route, first, suffix)
+        if call.branched_from is not None:
+            s.record_branch(call.branched_from, BRANCH_TRIGGER)
+        prepared = s.prepare()
+        call.version = s.version
+        return prepared
 
-    if call.start == 0:
-        policy = server.policy.model_copy(update={"provider": route.provider})
-        s = server.manager.session(server.store_user(call.tenant, call.user_id), call.session_id, policy=policy,
-                                   create=True)
-        call.prepared = op(s, None)
-    else:
-        call.prepared = _run(server, call, op)
+    try:
+        if call.start == 0:
+            policy = server.policy.model_copy(update={"provider": route.provider})
+            s = server.manager.session(server.store_user(call.tenant, call.user_id), call.session_id,
+                                       policy=policy, create=True)
+            call.prepared = op(s, None)
+        else:
+            call.prepared = _run(server, call, op, expected=pending.version if pending is not None else None)
+    except BaseException:
+        if pending is not None and replies is not None:
+            replies.put_back(pending)
+        raise
     store.record(call.tenant, call.name or "", call.user_id, call.session_id, call.chain, call.start,
                  call.branched_from)
+    if pending is not None:
+        store.record_at(call.tenant, call.name or "", call.user_id, call.session_id, pending.extra,
+                        call.branched_from)
     return call
+
+
+class UnmanagedResponse(Exception):
+    """A Responses call whose ``previous_response_id`` is not the newest reply of a session this
+    tenant holds (a response made elsewhere, or an earlier one: the client forked): the route
+    passes it on unmanaged, the history at the provider (never raised to a user)."""
+
+
+def _after_response(store: HeadStore, call: Call, replies: Replies | None, previous: Any) -> None:
+    """Set the history of a Responses call that sends only its new input after
+    ``previous_response_id``: the session holding that reply as its newest, the new items after
+    it (``call.items`` and ``call.chain`` are padded with placeholders up to its count). A reply
+    still held is stored first. Raises :class:`~ctxwise.proxy.wire.WireError` (not a string) and
+    :class:`UnmanagedResponse`."""
+    if not isinstance(previous, str) or not previous:
+        raise WireError("previous_response_id: expected a response id string")
+    key = response_head(previous)
+    held = replies.take_head(call.tenant, key) if replies is not None else None
+    if held is not None and replies is not None:
+        replies.put_back(held)
+    found = store.lookup(call.tenant, call.name, [key])
+    if found is None or not found.continues:
+        raise UnmanagedResponse(f"previous_response_id {previous!r}: not the newest reply of a session of this tenant")
+    new = history(call.route.kind, call.body)
+    call.items = [{}] * found.count + new
+    call.chain = [""] * (found.count - 1) + [key] + heads(call.route.kind, call.body, new, start=key)
+
+
+def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None) -> tuple[Found | None, Pending | None]:
+    """Set the call's session (``user_id``, ``session_id``, ``start``, ``branched_from``) and
+    take the session's waiting reply when the call carries it (:func:`begin`)."""
+    for _ in range(3):
+        found = store.lookup(call.tenant, call.name, call.chain)
+        pending = replies.take((call.tenant, found.user_id, found.session_id)) \
+            if replies is not None and found is not None and found.continues else None
+        if pending is None or _carries(call, found, pending):
+            break
+        replies.put_back(pending)  # type: ignore[union-attr]  # stored now: the call is a rewrite of that turn
+    else:
+        pending = None
+    if found is not None and found.continues:
+        call.user_id, call.session_id, call.start = found.user_id, found.session_id, found.count
+        return found, pending
+    call.user_id = call.user or (found.user_id if found is not None else DEFAULT_USER)
+    taken = store.named(call.tenant, call.name) if call.name is not None else 0
+    call.session_id = _new_id(call.name, taken)
+    if call.name is not None and taken == 0 and _exists(server, call):
+        call.session_id = _new_id(call.name, 1)  # a session of that name made outside the proxy
+    if found is not None:
+        call.branched_from = found.session_id
+        log.info("proxy: history rewritten (shares %d of %d messages with %s): new session %s",
+                 found.count, found.latest, found.session_id, call.session_id)
+    return found, None
+
+
+def _carries(call: Call, found: Found | None, pending: Pending) -> bool:
+    """Whether the call's history continues ``found``'s session with the waiting reply."""
+    assert found is not None
+    return call.chain[found.count:found.count + len(pending.chain)] == pending.chain
 
 
 def recall_round(server: Server, call: Call, reply: dict[str, Any]) -> None:
@@ -134,18 +223,25 @@ def recall_round(server: Server, call: Call, reply: dict[str, Any]) -> None:
     def op(s: Session, _checked: int | None) -> Prepared:
         append_items(s, call.route, reply_items(call.route.kind, reply))
         append_items(s, call.route, results(call.route.kind, s, reply))
-        return s.prepare()
+        prepared = s.prepare()
+        call.version = s.version
+        return prepared
 
     call.prepared = _run(server, call, op)
 
 
-def _run(server: Server, call: Call, op: Callable[[Session, int | None], T]) -> T:
+def _run(server: Server, call: Call, op: Callable[[Session, int | None], T], expected: int | None = None) -> T:
     """``op`` on the call's session: from the process's session cache when it is current
     (:class:`ctxwise.server.sessions.SessionCache`, appends checked by the store's version), else
-    read from the store."""
+    read from the store. ``expected``: SessionConflict unless the session is at that version."""
     if call.request is not None and server.sessions is not None:
-        return server.sessions.run(call.request, call.tenant, call.user_id, call.session_id, op, optimistic=True)[1]  # type: ignore[no-any-return]
-    return op(server.open(call.tenant, call.user_id, call.session_id), None)
+        ran = server.sessions.run(call.request, call.tenant, call.user_id, call.session_id, op,
+                                  optimistic=True, expected=expected)
+        return ran[1]  # type: ignore[no-any-return]
+    s = server.open(call.tenant, call.user_id, call.session_id)
+    if expected is not None and s.version != expected:
+        raise SessionConflict(f"session {call.session_id!r} is at version {s.version}, not {expected}")
+    return op(s, None)
 
 
 def _exists(server: Server, call: Call) -> bool:
@@ -156,13 +252,25 @@ def _exists(server: Server, call: Call) -> bool:
     return True
 
 
-def finish(server: Server, store: HeadStore, call: Call, reply: dict[str, Any]) -> None:
-    """Append the complete ``reply`` (the upstream's JSON, or one assembled from its stream) to
-    the call's session and store its head. Raises what the append raises: the caller logs it;
-    the session then holds the call without the reply, and the client's next call, which
-    carries the reply, appends it as part of its suffix."""
+def pending(call: Call, reply: dict[str, Any]) -> Pending:
+    """The complete ``reply`` (the upstream's JSON, or one assembled from its stream) of ``call``,
+    to be stored by :func:`finish` (:mod:`.replies`). Raises :class:`~ctxwise.proxy.wire.WireError`
+    for a reply without its message."""
     items = reply_items(call.route.kind, reply)
     chain = heads(call.route.kind, call.body, items, start=call.chain[-1] if call.chain else None)
-    _run(server, call, lambda s, _checked: append_items(s, call.route, items))
-    store.record(call.tenant, call.name or "", call.user_id, call.session_id, [*call.chain, *chain], len(call.chain),
-                 call.branched_from)
+    rid = reply.get("id") if call.route.kind == "responses" else None
+    extra = [(response_head(rid), len(call.chain) + len(chain))] if isinstance(rid, str) and rid else []
+    return Pending(call, items, chain, call.version, extra)
+
+
+def finish(server: Server, store: HeadStore, p: Pending) -> None:
+    """Append the reply ``p`` to its call's session, on the version the call left, and store its
+    heads. Raises what the append raises (the caller logs it): SessionConflict when another
+    process served the session's next call meanwhile (that call carried the reply and stored it);
+    the session then holds the call without the reply, and the client's next call, which
+    carries the reply, appends it as part of its suffix."""
+    call = p.call
+    _run(server, call, lambda s, _checked: append_items(s, call.route, p.items), expected=p.version)
+    store.record(call.tenant, call.name or "", call.user_id, call.session_id, [*call.chain, *p.chain],
+                 len(call.chain), call.branched_from)
+    store.record_at(call.tenant, call.name or "", call.user_id, call.session_id, p.extra, call.branched_from)

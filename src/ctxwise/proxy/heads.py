@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import (Column, DateTime, Integer, MetaData, String, Table, create_engine, func, insert, select)
+from sqlalchemy import (Column, DateTime, Integer, MetaData, String, Table, bindparam, create_engine, func, insert,
+                        select)
 from sqlalchemy.engine import Engine, make_url
 
 metadata = MetaData()
@@ -52,6 +53,21 @@ class Found:
         return self.count == self.latest
 
 
+def _lookup_statement(named: bool) -> Any:
+    """The lookup query, built once (parameters ``tenant``, ``heads`` (a list), ``name`` when
+    ``named``): the longest matching head's row and its session's newest count."""
+    t = proxy_heads.c
+    newest = proxy_heads.alias("newest")
+    latest = select(func.max(newest.c.count)).where(
+        newest.c.tenant == t.tenant, newest.c.user_id == t.user_id,
+        newest.c.session_id == t.session_id).scalar_subquery()
+    q = select(t.count, t.user_id, t.session_id, t.name, latest).where(
+        t.tenant == bindparam("tenant"), t.head.in_(bindparam("heads", expanding=True)))
+    if named:
+        q = q.where(t.name == bindparam("name"))
+    return q.order_by(t.count.desc(), t.id.desc()).limit(1)
+
+
 class HeadStore:
     """The heads table in the ctxwise database at ``url`` (the store's own SQLAlchemy URL; open
     a store on it first: its migrations create the table). ``engine``: the store's own engine
@@ -68,24 +84,19 @@ class HeadStore:
         self.engine = engine
         self.reader = engine.execution_options(isolation_level="AUTOCOMMIT")
         """Single-statement reads, outside any transaction (no write lock taken on SQLite)."""
+        self._lookup = {named: _lookup_statement(named) for named in (False, True)}
 
     def lookup(self, tenant: str, name: str | None, chain: list[str]) -> Found | None:
         """The longest prefix of ``chain`` (:func:`ctxwise.proxy.wire.heads`) stored for
         ``tenant`` (and for ``name`` when given), with its session's newest count; None when no
         prefix is stored."""
-        t = proxy_heads.c
-        newest = proxy_heads.alias("newest")
-        latest = select(func.max(newest.c.count)).where(
-            newest.c.tenant == t.tenant, newest.c.user_id == t.user_id,
-            newest.c.session_id == t.session_id).scalar_subquery()
+        q = self._lookup[name is not None]
         with self.reader.connect() as conn:
             for end in range(len(chain), 0, -CHUNK):
-                part = chain[max(0, end - CHUNK):end]
-                q = select(t.count, t.user_id, t.session_id, t.name, latest).where(t.tenant == tenant,
-                                                                                  t.head.in_(part))
+                params: dict[str, Any] = {"tenant": tenant, "heads": chain[max(0, end - CHUNK):end]}
                 if name is not None:
-                    q = q.where(t.name == name)
-                row = conn.execute(q.order_by(t.count.desc(), t.id.desc()).limit(1)).first()
+                    params["name"] = name
+                row = conn.execute(q, params).first()
                 if row is not None:
                     count, user_id, session_id, found_name, top = row
                     return Found(int(count), str(user_id), str(session_id), str(found_name), int(top or count))
@@ -109,6 +120,17 @@ class HeadStore:
         if rows:
             with self.engine.begin() as conn:
                 conn.execute(insert(proxy_heads), rows)
+
+    def record_at(self, tenant: str, name: str, user_id: str, session_id: str, rows: list[tuple[str, int]],
+                  branched_from: str | None = None) -> None:
+        """Store heads with their counts, ``(head, count)`` (a Responses reply's id,
+        :func:`ctxwise.proxy.wire.response_head`), for the session."""
+        if rows:
+            now = datetime.now(timezone.utc)
+            with self.engine.begin() as conn:
+                conn.execute(insert(proxy_heads), [
+                    {"tenant": tenant, "name": name, "head": h, "count": n, "user_id": user_id,
+                     "session_id": session_id, "branched_from": branched_from, "created_at": now} for h, n in rows])
 
     def branches(self, tenant: str, user_id: str, session_id: str) -> list[str]:
         """The sessions that branched from ``(user_id, session_id)`` of ``tenant``, oldest first."""

@@ -8,11 +8,16 @@ the new suffix appended (:mod:`.conversation`); the managed payload goes to the 
 route's family (:class:`Upstreams`) with the client's other parameters and headers as sent,
 the provider key (``Authorization`` / ``x-api-key``) included and never stored or logged; the
 upstream's answer comes back as it is, status and body, a stream passed on chunk by chunk;
-the reply, once complete, is appended. A stream the client leaves early leaves the session as
-it was before the reply (valid: the client's next call carries what it has).
+the reply, once complete, is held and appended after the client has it (:mod:`.replies`:
+with the session's next call, in the same write, or ``reply_delay`` seconds later). A stream
+the client leaves early leaves the session as it was before the reply (valid: the client's
+next call carries what it has).
 
-Passed through unmanaged (forwarded as sent, nothing stored): ``count_tokens``, and a
-Responses call with ``previous_response_id`` (the history lives at the provider).
+A Responses call that sends only its new input after ``previous_response_id`` continues the
+session whose newest reply that is (:func:`~ctxwise.proxy.conversation.begin`): the upstream
+gets the whole managed context, without ``previous_response_id``. Passed through unmanaged
+(forwarded as sent, nothing stored): ``count_tokens``, and a ``previous_response_id`` that is
+not the newest reply of a session of the tenant (made elsewhere, or an earlier one).
 """
 from __future__ import annotations
 
@@ -20,8 +25,10 @@ import json
 import logging
 import os
 import time
+import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
@@ -30,12 +37,13 @@ from starlette.requests import Request
 from starlette.types import Message as AsgiMessage
 from starlette.types import Receive, Scope, Send
 
-from .. import CtxwiseError
+from .. import CtxwiseError, PolicyError, SessionConflict
 from ..server.core import Server
 from . import recall, telemetry
 from .auth import split_key_path, tenant_key, unauthorized_body
-from .conversation import Call, begin, finish, recall_round
+from .conversation import Call, UnmanagedResponse, begin, finish, pending, recall_round
 from .heads import HeadStore
+from .replies import DEFAULT_DELAY, Pending, Replies
 from .stream import Assembler
 from .wire import ROUTES, Route, WireError, error_body, managed_body
 
@@ -63,9 +71,14 @@ class Upstreams:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Upstreams":
-        """From ``CTXWISE_OPENAI_UPSTREAM`` / ``CTXWISE_ANTHROPIC_UPSTREAM`` (unset or empty:
-        the providers' own URLs). Raises ValueError for a value that is not an http(s) URL."""
+        """From ``CTXWISE_OPENAI_UPSTREAM`` / ``CTXWISE_ANTHROPIC_UPSTREAM`` (what ``ctxwise serve
+        --openai-upstream`` / ``--anthropic-upstream`` set), else the ``[proxy]`` table of the
+        settings file ``CTXWISE_CONFIG`` (:meth:`from_toml`), else the providers' own URLs.
+        Raises ValueError for a variable that is not an http(s) URL, and
+        :class:`~ctxwise.PolicyError` for a bad settings file."""
         env = os.environ if env is None else env
+        config = (env.get("CTXWISE_CONFIG") or "").strip()
+        base = cls.from_toml(config) if config else cls()
         out = {}
         for name, var in (("openai", OPENAI_ENV), ("anthropic", ANTHROPIC_ENV)):
             value = (env.get(var) or "").strip()
@@ -73,6 +86,32 @@ class Upstreams:
                 if not value.startswith(("http://", "https://")):
                     raise ValueError(f"{var}={value!r}: expected an http:// or https:// URL")
                 out[name] = value.rstrip("/")
+        return replace(base, **out)
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> "Upstreams":
+        """The ``[proxy]`` table of the settings file at ``path`` (the policy TOML ``ctxwise serve
+        --config`` reads): ``openai_upstream``, ``anthropic_upstream`` (http(s) URLs; either may
+        be left out). A file without the table gives the providers' own URLs. Raises
+        :class:`~ctxwise.PolicyError` naming the file and the key (unreadable file, bad TOML, an
+        unknown key, a value that is not an http(s) URL)."""
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise PolicyError(f"{p}: cannot read the settings file ({e.strerror})") from None
+        except tomllib.TOMLDecodeError as e:
+            raise PolicyError(f"{p}: not valid TOML ({e})") from None
+        table = data.get("proxy", {})
+        if not isinstance(table, dict):
+            raise PolicyError(f"{p}: proxy: expected a table ([proxy])")
+        out = {}
+        for key, value in table.items():
+            if key not in ("openai_upstream", "anthropic_upstream"):
+                raise PolicyError(f"{p}: proxy.{key}: unknown setting (known: openai_upstream, anthropic_upstream)")
+            if not isinstance(value, str) or not value.strip().startswith(("http://", "https://")):
+                raise PolicyError(f"{p}: proxy.{key} = {value!r}: expected an http:// or https:// URL")
+            out[key.removesuffix("_upstream")] = value.strip().rstrip("/")
         return cls(**out)
 
     def url(self, route: Route) -> str:
@@ -84,7 +123,8 @@ class Proxy:
     """The ASGI handler of the proxied routes over ``server``'s store and keys
     (:meth:`handles` says whether a request is one of them)."""
 
-    def __init__(self, server: Server, upstreams: Upstreams | None = None, *, timeout: float = 600.0) -> None:
+    def __init__(self, server: Server, upstreams: Upstreams | None = None, *, timeout: float = 600.0,
+                 reply_delay: float = DEFAULT_DELAY) -> None:
         self.server = server
         self.upstreams = upstreams or Upstreams.from_env()
         self.heads = HeadStore(server.store_url, engine=getattr(server.manager.store, "engine", None))
@@ -92,10 +132,13 @@ class Proxy:
         self.tracer: Any = telemetry.tracer()
         """The OpenTelemetry tracer of the call spans (:mod:`.telemetry`; None without the extra)."""
         self._client: httpx.AsyncClient | None = None
+        self.replies = Replies(self._write, reply_delay)
+        """Replies handed to clients and not yet stored (:mod:`.replies`; ``reply_delay`` seconds at most)."""
 
     def handles(self, scope: Scope) -> bool:
-        """Whether ``scope`` is a request for a proxied route (with or without a key segment)."""
-        if scope["type"] != "http":
+        """Whether ``scope`` is a request (or a WebSocket, which is refused) for a proxied route
+        (with or without a key segment)."""
+        if scope["type"] not in ("http", "websocket"):
             return False
         path: str = scope["path"]
         if path.startswith("/k/"):
@@ -112,13 +155,23 @@ class Proxy:
         return self._client
 
     async def aclose(self) -> None:
+        """Store the waiting replies, close the upstream client and the heads store."""
+        await anyio.to_thread.run_sync(self.replies.close)
         if self._client is not None:
             await self._client.aclose()
             self._client = None
         self.heads.close()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        route = ROUTES[split_key_path(scope["path"])[1]]
+        path = scope["path"]
+        route = ROUTES[split_key_path(path)[1]]
+        if path.startswith("/k/"):  # the server's logs show the path: not the key
+            scope["path"] = "/k/***" + route.path
+            scope["raw_path"] = scope["path"].encode("ascii")
+        if scope["type"] == "websocket":
+            # Codex tries the Responses API over a WebSocket first, then falls back to HTTPS
+            await send({"type": "websocket.close", "code": 1008})
+            return
         if scope["method"] != "POST":
             await _json(send, 405, error_body(route.family, 405, f"{scope['method']} is not allowed here: use POST"))
             return
@@ -128,38 +181,46 @@ class Proxy:
             await _json(send, 413, error_body(route.family, 413, "the request body is too large for this proxy"))
             return
         try:
-            key = tenant_key(headers, scope["path"])
+            key = tenant_key(headers, path)
         except ValueError as e:
             await _json(send, 401, unauthorized_body(route.family, str(e)))
             return
-        if scope["path"].startswith("/k/"):  # the server's access log shows the path: not the key
-            scope["path"] = "/k/***" + route.path
-            scope["raw_path"] = scope["path"].encode("ascii")
-        tenant = await anyio.to_thread.run_sync(self.server.keys.tenant_of, key) if key else None
-        if tenant is None:
-            await _json(send, 401, unauthorized_body(
-                route.family, "missing, unknown or revoked ctxwise key: send it in X-Ctxwise-Key or as /k/<key>/ "
-                              "in the base URL"))
-            return
-        try:
-            body = json.loads(raw)
-            if not isinstance(body, dict):
-                raise ValueError("not a JSON object")
-        except ValueError as e:
-            await _json(send, 400, error_body(route.family, 400, f"the body is not a JSON object ({e})"))
-            return
+        body = _object(raw)
         out = {k: v for k, v in headers.items() if k not in _HOP and not k.startswith("x-ctxwise-")}
         out["accept-encoding"] = "identity"
-        if route.kind == "count_tokens" or (route.kind == "responses" and body.get("previous_response_id")):
-            await self._forward(send, route, raw, out, None, body.get("stream") is True, receive)
+        managed = isinstance(body, dict) and route.kind != "count_tokens"
+        if not managed:
+            tenant = await anyio.to_thread.run_sync(self.server.keys.tenant_of, key) if key else None
+            if tenant is None:
+                await _json(send, 401, unauthorized_body(route.family, _NO_KEY))
+            elif isinstance(body, str):
+                await _json(send, 400, error_body(route.family, 400, f"the body is not a JSON object ({body})"))
+            else:
+                await self._forward(send, route, raw, out, None, body.get("stream") is True, receive)
             return
-        call = Call(route, tenant, headers.get(SESSION_HEADER), headers.get(USER_HEADER), body, request=Request(scope))
+        assert isinstance(body, dict)
+        call = Call(route, "", headers.get(SESSION_HEADER), headers.get(USER_HEADER), body, request=Request(scope))
+        await self._managed(send, receive, call, key, headers, out, raw)
+
+    async def _managed(self, send: Send, receive: Receive, call: Call, key: str | None, headers: dict[str, str],
+                       out: dict[str, str], raw: bytes) -> None:
+        """A call ctxwise manages: the key check, mapping, append and prepare in one worker-thread
+        hop; then the managed payload upstream and the answer back."""
+        route, body = call.route, call.body
         t0 = time.perf_counter()
         try:
-            call = await anyio.to_thread.run_sync(begin, self.server, self.heads, call)
+            found = await anyio.to_thread.run_sync(self._begin, call, key)
+        except UnmanagedResponse as e:
+            log.info("proxy: %s; passed on unmanaged", e)
+            await self._forward(send, route, raw, out, None, body.get("stream") is True, receive)
+            return
         except (WireError, CtxwiseError) as e:
             await _json(send, 400, error_body(route.family, 400, f"ctxwise: {e}"))
             return
+        if found is None:
+            await _json(send, 401, unauthorized_body(route.family, _NO_KEY))
+            return
+        call = found
         assert call.prepared is not None
         managed = _dumps(managed_body(route.kind, body, call.prepared.payload))
         extra = [(b"x-ctxwise-session", call.session_id.encode()), (b"x-ctxwise-user", call.user_id.encode())]
@@ -170,8 +231,7 @@ class Proxy:
         span = telemetry.start(self.tracer, call)
         status, reply = 500, None
         try:
-            if headers.get(recall.HEADER, "").lower() == "on" and route.kind in ("chat", "messages") \
-                    and body.get("stream") is not True:
+            if headers.get(recall.HEADER, "").lower() == "on":
                 status, reply = await self._recall_rounds(send, route, call, body, out, extra)
             else:
                 status, reply = await self._forward(send, route, managed, out, call, body.get("stream") is True,
@@ -179,37 +239,66 @@ class Proxy:
         finally:
             telemetry.end(span, status, reply)
 
+    def _begin(self, call: Call, key: str | None) -> Call | None:
+        """On a worker thread: the tenant of ``key`` (None: unknown, the call is refused), then
+        :func:`~ctxwise.proxy.conversation.begin`."""
+        tenant = self.server.keys.tenant_of(key) if key else None
+        if tenant is None:
+            return None
+        call.tenant = tenant
+        return begin(self.server, self.heads, call, self.replies)
+
     async def _recall_rounds(self, send: Send, route: Route, call: Call, body: dict[str, Any],
                              headers: dict[str, str], extra: list[tuple[bytes, bytes]]
                              ) -> tuple[int, dict[str, Any] | None]:
         """With recall on: ask the upstream (the recall tool added) until its reply calls
         something else than the recall tool, answering recall calls in the session
-        (:mod:`.recall`); that last answer goes to the client, its reply recorded."""
+        (:mod:`.recall`); that last answer goes to the client (a stream: once complete), its
+        reply held for the store."""
         body = recall.with_tool(route.kind, body)
+        stream = body.get("stream") is True
         for _ in range(recall.MAX_ROUNDS):
             assert call.prepared is not None
             managed = _dumps(managed_body(route.kind, body, call.prepared.payload))
             try:
-                r = await self.client.post(self.upstreams.url(route), content=managed,
-                                           headers={**headers, "content-type": "application/json"})
+                r, content, reply = await self._ask(route, managed, headers, stream)
             except httpx.HTTPError as e:
                 await _json(send, 502, error_body(route.family, 502, f"ctxwise: the {route.family} upstream did "
                                                                      f"not answer ({type(e).__name__})"))
                 return 502, None
-            try:
-                reply = r.json() if 200 <= r.status_code < 300 else None
-            except ValueError:
-                reply = None
-            if not isinstance(reply, dict) or not recall.only_recall(route.kind, reply):
+            if reply is None or not recall.only_recall(route.kind, reply):
                 break
             await anyio.to_thread.run_sync(recall_round, self.server, call, reply)
-        if isinstance(reply, dict):
-            await self._finish(call, lambda: reply)
+        if reply is not None:
+            self._hold(call, reply)
         await send({"type": "http.response.start", "status": r.status_code,
                     "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in r.headers.items()
                                 if k.lower() not in _HOP_OUT] + extra})
-        await send({"type": "http.response.body", "body": r.content})
-        return r.status_code, reply if isinstance(reply, dict) else None
+        await send({"type": "http.response.body", "body": content})
+        return r.status_code, reply
+
+    async def _ask(self, route: Route, content: bytes, headers: dict[str, str], stream: bool
+                   ) -> tuple[httpx.Response, bytes, dict[str, Any] | None]:
+        """One upstream call read whole: the response, its body as sent, and the reply (parsed,
+        or assembled from the stream) when the call succeeded. Raises httpx.HTTPError."""
+        request = self.client.build_request("POST", self.upstreams.url(route), content=content,
+                                            headers={**headers, "content-type": "application/json"})
+        r = await self.client.send(request, stream=True)
+        try:
+            data = await r.aread()
+        finally:
+            await r.aclose()
+        if not 200 <= r.status_code < 300:
+            return r, data, None
+        if stream and r.headers.get("content-type", "").startswith("text/event-stream"):
+            assembler = Assembler(route.kind)
+            assembler.feed(data)
+            return r, data, assembler.reply()
+        try:
+            reply = json.loads(data)
+        except ValueError:
+            return r, data, None
+        return r, data, reply if isinstance(reply, dict) else None
 
     async def _forward(self, send: Send, route: Route, content: bytes, headers: dict[str, str], call: Call | None,
                        stream: bool, receive: Receive, extra: list[tuple[bytes, bytes]] | None = None
@@ -243,8 +332,8 @@ class Proxy:
             except ValueError:
                 log.warning("proxy: the upstream's 2xx answer is not JSON; the reply is not recorded")
             if isinstance(reply, dict):
-                # recorded before the client has the reply, so its next call finds it stored
-                await self._finish(call, lambda: reply)
+                # held before the client has the reply, so its next call takes it
+                self._hold(call, reply)
         await send(start)
         await send({"type": "http.response.body", "body": data})
         return response.status_code, reply if isinstance(reply, dict) else None
@@ -252,7 +341,7 @@ class Proxy:
     async def _stream(self, send: Send, response: httpx.Response, start: AsgiMessage, call: Call | None,
                       receive: Receive) -> dict[str, Any] | None:
         """Pass the SSE body on chunk by chunk while assembling the reply; the chunk that
-        completes the reply waits until it is recorded (so the client's next call finds it). A
+        completes the reply is passed on once the reply is held (so the client's next call takes it). A
         client that leaves stops the stream: the reply it never saw is not recorded."""
         assembler = Assembler(call.route.kind) if call is not None else None
         state = {"recorded": False, "left": False}
@@ -272,7 +361,7 @@ class Proxy:
                         reply = assembler.reply()
                         if call is not None and reply is not None:
                             state["recorded"] = True
-                            await self._finish(call, lambda: reply)
+                            self._hold(call, reply)
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 await send({"type": "http.response.body", "body": b""})
             except (OSError, httpx.HTTPError) as e:
@@ -283,13 +372,36 @@ class Proxy:
                      "the client left mid-stream" if state["left"] else "the stream ended before the reply completed")
         return assembler.reply() if assembler is not None and state["recorded"] else None
 
-    async def _finish(self, call: Call, reply: Any) -> None:
+    def _hold(self, call: Call, reply: dict[str, Any]) -> None:
+        """Hand the complete reply of ``call`` to :attr:`replies` (stored after the client has it)."""
         try:
-            await anyio.to_thread.run_sync(lambda: finish(self.server, self.heads, call, reply()))
-        except (WireError, CtxwiseError, ValueError) as e:
+            self.replies.add(pending(call, reply))
+        except WireError as e:
             # not the client's error: the reply reached it; its next call carries the reply again
-            log.warning("proxy: the reply could not be recorded in session %s (%s)", call.session_id,
+            log.warning("proxy: the reply could not be recorded in session %s (%s)", call.session_id, e)
+
+    def _write(self, p: Pending) -> None:
+        """Store one reply (:class:`~ctxwise.proxy.replies.Replies` calls it on its thread)."""
+        try:
+            finish(self.server, self.heads, p)
+        except SessionConflict:
+            log.info("proxy: session %s moved on before its reply was stored: the next call carried it",
+                     p.call.session_id)
+        except (WireError, CtxwiseError) as e:
+            log.warning("proxy: the reply could not be recorded in session %s (%s)", p.call.session_id,
                         type(e).__name__)
+
+
+_NO_KEY = "missing, unknown or revoked ctxwise key: send it in X-Ctxwise-Key or as /k/<key>/ in the base URL"
+
+
+def _object(raw: bytes) -> dict[str, Any] | str:
+    """The body as a JSON object, or why it is not one."""
+    try:
+        body = json.loads(raw)
+    except ValueError as e:
+        return str(e)
+    return body if isinstance(body, dict) else "not a JSON object"
 
 
 def _dumps(value: Any) -> bytes:

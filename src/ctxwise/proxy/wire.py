@@ -166,6 +166,12 @@ def seed(kind: Kind, body: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps([k, extra], default=str).encode("utf-8")).hexdigest()
 
 
+def response_head(response_id: str) -> str:
+    """The head naming the conversation that ends with the Responses reply ``response_id`` (what
+    a client's ``previous_response_id`` continues): SHA-256 hex, apart from every message chain."""
+    return hashlib.sha256(b"previous_response_id\x00" + response_id.encode("utf-8")).hexdigest()
+
+
 def heads(kind: Kind, body: dict[str, Any], messages: list[dict[str, Any]], start: str | None = None) -> list[str]:
     """SHA-256 hex chain over the fingerprints of ``messages``, starting from ``start`` (default:
     :func:`seed` of the body): element ``k-1`` names the first ``k`` messages."""
@@ -179,12 +185,13 @@ def heads(kind: Kind, body: dict[str, Any], messages: list[dict[str, Any]], star
 
 def managed_body(kind: Kind, body: dict[str, Any], payload: Any) -> dict[str, Any]:
     """``body`` with its history replaced by ``payload`` (``Prepared.payload`` of a session of
-    the route's provider): chat ``messages``; responses ``input``; messages ``system`` (left
-    out when the payload has none) and ``messages``. Every other key is kept as sent."""
+    the route's provider): chat ``messages``; responses ``input`` (and no
+    ``previous_response_id``: the payload is the whole context); messages ``system`` (left out
+    when the payload has none) and ``messages``. Every other key is kept as sent."""
     if kind == "chat":
         return {**body, "messages": payload}
     if kind == "responses":
-        return {**body, "input": payload}
+        return {**{k: v for k, v in body.items() if k != "previous_response_id"}, "input": payload}
     out = {k: v for k, v in body.items() if k != "system"}
     if isinstance(payload, dict) and payload.get("system") not in (None, "", []):
         out["system"] = payload["system"]
