@@ -8,9 +8,9 @@ failure is ctxwise being visible; a small budget makes compaction fire). User me
 the recall tool is not registered (the tests count the agent's tools). Each agent gets its own
 ctxwise user in one in-memory store (:data:`STORE`), so session ids the tests reuse never meet.
 
-With ``CTXWISE_SUITE_CHECK=1`` every request ctxwise hands the model is also checked
-(:func:`ctxwise.providers.check`: the provider's message rules, tool pairing) before the model
-gets it; a violation fails the test.
+At a small budget (:mod:`budget_check`) every request ctxwise prepares is checked
+(:func:`ctxwise.providers.check_wire`) and so is the agent's record: every message
+``agent.state.context`` held before a model call is still there, in order, after it.
 
 Each test's JUnit record gets the property ``ctxwise_stand_ins``: how many agents got ctxwise.
 """
@@ -27,32 +27,35 @@ from agentscope.agent import Agent
 from ctxwise import ContextManager, Policy
 from ctxwise.integrations.agentscope import CtxwiseMiddleware
 
-BUDGET = int(os.environ.get("CTXWISE_SUITE_BUDGET", "10000000"))
+import budget_check
+from budget_check import BUDGET
+
 STORE = os.environ.get("CTXWISE_SUITE_STORE", "memory://")
-CHECK = os.environ.get("CTXWISE_SUITE_CHECK") == "1"
 PROPERTY = "ctxwise_stand_ins"
 
 _manager = ContextManager(STORE, Policy(budget=BUDGET, unit="chars", provider="openai", user_memory=False))
 _original_init = Agent.__init__
 created: list[CtxwiseMiddleware] = []
 """Every middleware the patch added, in order."""
-checked = {"requests": 0}
-"""How many requests ctxwise handed a model (each checked when ``CTXWISE_SUITE_CHECK=1``)."""
 
 
 class CheckedMiddleware(CtxwiseMiddleware):
-    """:class:`CtxwiseMiddleware` that counts the requests it prepares and, with
-    ``CTXWISE_SUITE_CHECK=1``, checks each one before the model gets it."""
+    """:class:`CtxwiseMiddleware` that, at a small budget, checks each request it prepares and
+    the agent's record around each model call."""
 
     def _prepare(self, agent: Any, messages: list[Any], tools: list[dict[str, Any]]) -> Any:
         out = super()._prepare(agent, messages, tools)
-        checked["requests"] += 1
-        if CHECK:
-            from ctxwise.providers import check_wire
+        if budget_check.SMALL:
+            budget_check.request(self.last_prepared, "openai", f"agent {agent.name}")
+        return out
 
-            found = check_wire(self.last_prepared.payload, "openai")
-            if found:
-                raise AssertionError(f"ctxwise prepared an invalid request: {found}")
+    async def on_model_call(self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any) -> Any:
+        before = [m.id for m in agent.state.context]
+        out = await super().on_model_call(agent, input_kwargs, next_handler)
+        if budget_check.SMALL:
+            after = [m.id for m in agent.state.context]
+            budget_check.record(after[:len(before)] == before, f"agent {agent.name}",
+                                f"state.context ids {before} -> {after}")
         return out
 
 
@@ -85,7 +88,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     for info in store.list_sessions(limit=1_000_000):
         for e in store.events(info.user_id, info.session_id):
             out[e["stage"]] = out.get(e["stage"], 0) + 1
-    terminalreporter.write_line(f"ctxwise requests {checked['requests']} over {len(created)} agents; events: {out}")
+    terminalreporter.write_line(f"ctxwise events over {len(created)} agents: {out}")
+    if budget_check.SMALL:
+        terminalreporter.write_line(budget_check.summary())
+        budget_check.write()
 
 
 def pytest_report_header(config: Any) -> str:
