@@ -61,7 +61,7 @@ def test_unknown_suite_is_a_usage_error() -> None:
 IN_CI = ["agentscope", "agentscope_agents", "langchain", "langchain_first", "openai_agents"]
 """The suites run here: every suite (``python tests/suites/runner.py <name>`` runs one)."""
 
-SMALL_BUDGET = {"agentscope": 600}
+SMALL_BUDGET = {"agentscope": 600, "langchain": 400}
 """The small-budget runs made here (``runner.py <name> --budget CHARS``): suite -> budget in
 chars at which compaction fires on the suite's conversations. Every request ctxwise prepared
 must pass the wire check and every check of the framework's record find it complete."""
