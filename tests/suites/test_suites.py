@@ -2,8 +2,9 @@
 
 One test per ``suite_<name>.py``: it downloads the pinned sdist (network to PyPI), runs the
 framework's tests with the suite's plugin, and fails on any failure that is neither accepted
-(``accepted_<name>.toml``, with its reason) nor n/a. The classification itself is checked on a
-JUnit file written here.
+(``accepted_<name>.toml``, with its reason) nor n/a. The suites in :data:`SMALL_BUDGET` run once
+more at a budget where compaction fires (``runner.py --budget``): every request valid, every
+record complete. The classification itself is checked on a JUnit file written here.
 """
 
 from __future__ import annotations
