@@ -23,6 +23,7 @@ from ctxwise.compaction import Budgeting, compact
 from ctxwise.compaction.context import current_turn_start, pinned_indices
 from ctxwise.errors import ContextBudgetExceeded
 from ctxwise.messages import (
+    AudioBlock,
     DocumentBlock,
     ImageBlock,
     Message,
@@ -35,6 +36,7 @@ from ctxwise.messages import (
 )
 from ctxwise.policy import Policy
 from ctxwise.providers import check, check_wire, get_profile, render, wire
+from ctxwise.providers.profiles import BREAKPOINT_TARGETS, cache_breakpoint_profile
 from ctxwise.summarizers import DigestSummarizer
 from ctxwise.tokens import get_counter
 from ctxwise.units import tool_cycles
@@ -82,9 +84,15 @@ def _server_tool_blocks(draw, ids, provider: str) -> list:
 
 
 def _user_blocks(draw, provider: str) -> list:
-    """A user input, with a document (any provider that takes one) or an Anthropic search result."""
+    """A user input, with a document (any provider that takes one), an Anthropic search result,
+    an image (every provider: DeepSeek and Qwen3 get it as a reported note) or an audio clip
+    (the targets that take one: OpenAI Chat Completions and Gemini's OpenAI endpoint)."""
     blocks: list = [TextBlock(text=draw(text_st))]
-    kind = draw(st.sampled_from(["text", "text", "document", "search_result"]))
+    kind = draw(st.sampled_from(["text", "text", "document", "search_result", "image", "audio"]))
+    if kind == "image":
+        blocks.append(ImageBlock(media_type="image/png", data=PNG_1x1))
+    elif kind == "audio" and provider in ("openai", "gemini"):
+        blocks.append(AudioBlock(data="UklGRg==", format="wav"))
     if kind == "document" and provider in ("anthropic", "openai_responses", "openai"):
         blocks.insert(0, DocumentBlock(source_type="base64", media_type="application/pdf", data="JVBERi0xLjQK" * draw(st.integers(1, 50)),
                                        title="doc" if provider == "anthropic" else None, filename=None if provider == "anthropic" else "a.pdf"))
@@ -111,6 +119,13 @@ def sessions(draw):
                 "reused": f"call_{k}"}[id_style]
 
     msgs = [Message(id=nid("s"), role="system", blocks=[TextBlock(text=draw(text_st))])]
+    if provider == "anthropic" and draw(st.integers(0, 3)) == 0:
+        # a history that opens with server-side compaction's block: ctxwise's native summary
+        # (user) or the returned message swapped in front (assistant), SDK anthropic 2.17
+        # types/compaction_block_misplaced_error.py: it must stay the first block
+        raw = {"type": "compaction", "content": draw(text_st), "signature": f"sig-c{next(ids)}"}
+        msgs.append(Message(id=nid("c"), role=draw(st.sampled_from(["user", "assistant"])),
+                            blocks=[ProviderBlock(provider="anthropic", kind="compaction", raw=raw)]))
 
     def assistant(blocks):
         if thinking_on:
@@ -178,6 +193,9 @@ def _wire(msgs, ctx, b, out, provider, thinking_on):
     wire.use_sdk_types(True)
     try:
         v = check_wire(render(ctx, provider), provider)
+        if not v and provider in BREAKPOINT_TARGETS:  # gpt-5.6: explicit cache breakpoints placed
+            bp = cache_breakpoint_profile(get_profile(provider), 4)
+            v = check_wire(render(ctx, bp), bp)
     finally:
         wire.use_sdk_types(before)
     return f"wire check: {v[:3]}" if v else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from builders import assistant, results, system, tool_turn, user
-from ctxwise.compaction import Budgeting, compact, placeholder_text
+from ctxwise.compaction import Budgeting, Pipeline, compact, placeholder_text
 from ctxwise.compaction.context import pinned_indices
 from ctxwise.errors import ContextBudgetExceeded
 from ctxwise.messages import TextBlock, ToolResultBlock
@@ -220,7 +220,13 @@ def test_hard_trim_can_drop_the_turn_tail_a_summary_left_behind():
     tail = assistant("a long answer " * 300)
     msgs = [system(), summary, tail, user("current question")]
     b = budgeting(budget=2_000, summarize=False)
-    out = compact(msgs, b, DigestSummarizer())
+    # the trim itself (the default pipeline first cuts a reply over half the hard limit
+    # head-and-tail, ctxwise.compaction.oversize, and then has nothing to trim)
+    trim_only = Pipeline([s for s in Pipeline.default().stages if s.name != "oversized_replies"])
+    out = compact(msgs, b, DigestSummarizer(), pipeline=trim_only)
     ids = [m.id for m in out.messages]
     assert tail.id not in ids and summary.id in ids and ids[-1] == msgs[-1].id
     assert check(out.messages, "openai") == []
+    cut = compact(msgs, b, DigestSummarizer())
+    assert [m.id for m in cut.messages] == [m.id for m in msgs] and "from the middle of this reply" in cut.messages[2].text
+    assert check(cut.messages, "openai") == []

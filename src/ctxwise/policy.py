@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import PolicyError
-from .providers.profiles import PROFILES, ProviderProfile, bound_profile
+from .providers.profiles import BREAKPOINT_TARGETS, PROFILES, ProviderProfile, bound_profile, cache_breakpoint_profile
 from .prices import PRICE_MODELS, PriceModel
 
 if TYPE_CHECKING:
@@ -321,8 +321,13 @@ class Policy(BaseModel):
     @property
     def profile(self) -> ProviderProfile:
         """The provider profile in force: ``provider``'s with ``bound_reasoning`` applied
-        (:func:`ctxwise.providers.bound_profile`)."""
-        return bound_profile(self.provider, self.bound_reasoning)
+        (:func:`ctxwise.providers.bound_profile`) and, for OpenAI under a price model with
+        explicit cache breakpoints (the gpt-5.6 family), ``cache_breakpoints`` on
+        (:func:`ctxwise.providers.profiles.cache_breakpoint_profile`)."""
+        profile = bound_profile(self.provider, self.bound_reasoning)
+        if profile.name not in BREAKPOINT_TARGETS:
+            return profile
+        return cache_breakpoint_profile(profile, self.prices.breakpoints)
 
     @property
     def effective_budget(self) -> int:

@@ -342,6 +342,34 @@ def reuse_ranks(messages: Sequence[Message], rules: Mapping[str, str] | None = N
     return out
 
 
+def working_views(messages: Sequence[Message], rules: Mapping[str, str] | None = None,
+                  recent: int = RECENT_CALLS) -> set[str]:
+    """The ``tool_use_id`` s of the views the agent is working with: each a latest view of a
+    resource being worked on (:data:`WORKING`, :func:`reuse_ranks`), or a write of a whole file
+    (``Write``, a ``create`` command, a shell here-document) that no later view or write
+    superseded (its input is then the file), that the agent edited after that view or write,
+    or made within the last ``recent`` model calls. What a summary's cut keeps verbatim,
+    within its bounds."""
+    ranks = reuse_ranks(messages, rules, recent)
+    acc = accesses(messages, rules)
+    order = sorted(acc.items(), key=lambda kv: kv[1][0])
+    last_edit = {a.key: i for _, (i, a) in order if a.action == "edit"}
+    uses = {u.id: u for m in messages if m.role == "assistant" for u in m.tool_uses}
+    wrote = {uid for uid, (_, a) in order if a.action == "edit" and _whole_write(uses[uid])}
+    latest = {a.key: uid for uid, (_, a) in order if a.action == "view" or uid in wrote}
+    calls = [i for i, m in enumerate(messages) if m.role == "assistant"]
+    recent_from = calls[-recent] if len(calls) >= recent else 0
+    return {uid for uid, (i, a) in acc.items()
+            if (ranks.get(uid) == WORKING and a.action == "view" or uid in wrote and latest.get(a.key) == uid)
+            and (i >= recent_from or last_edit.get(a.key, -1) > i)}
+
+
+def _whole_write(use: ToolUseBlock) -> bool:
+    """Whether the call writes a whole file, its text in the call's input."""
+    cmd = next((v for k, v in use.input.items() if k in _SHELL_ARGS and isinstance(v, str)), "")
+    return use.name == "Write" or use.input.get("command") == "create" or "<<" in cmd.split("\n", 1)[0]
+
+
 def shown_values(body: str, acc: Access | None, limit: int) -> str:
     """What a view of code or a command's output ``body`` shows that a placeholder or a summary
     keeps, at most ``limit`` characters, cut between whole items; ``""`` when the call (its

@@ -1,4 +1,4 @@
-"""The pipeline: thinking pruning → tool-result clearing → summarizing → hard trim.
+"""The pipeline: thinking pruning → oversized replies → tool-result clearing → summarizing → hard trim.
 
 A :class:`Pipeline` is an ordered list of :class:`~ctxwise.compaction.stage.Stage` objects.
 Each runs on the context the earlier ones left, and the list runs again while a round changes
@@ -35,6 +35,7 @@ from ..messages import Message
 from ..summarizers.base import Summarizer
 from .clearing import ClearingStage
 from .context import Budgeting, in_flight_start, pinned_indices
+from .oversize import OversizedReplyStage
 from .reasoning_gap import ReasoningGapStage
 from .events import CompactionEvent
 from .exceeded import budget_exceeded
@@ -147,12 +148,14 @@ class Pipeline:
 
     @classmethod
     def default(cls) -> "Pipeline":
-        """The default order: thinking pruning, clearing, summarizing, clearing above the hard
+        """The default order: thinking pruning, oversized replies cut head-and-tail (above the
+        hard limit, :mod:`~ctxwise.compaction.oversize`), clearing, summarizing, clearing above the hard
         limit, hard trim, then the last resorts (clear the current turn's completed cycles;
         shorten, then drop, the summary; drop the current turn's completed cycles; cut the
         in-flight results)."""
         return cls([
             ThinkingStage(),
+            OversizedReplyStage(),
             ClearingStage(),
             SummarizingStage(),
             ClearingStage("over_hard"),

@@ -30,6 +30,7 @@ from ..changes import Hide, InsertSummary
 from ..errors import SummarizerError
 from ..messages import Marker, Message, ProviderBlock, TextBlock
 from ..summarizers.base import SUMMARY_HEADER, Summarizer
+from ..resources import working_views
 from ..tokens import get_counter
 from ..units import Turn, is_user_input, tool_cycles
 from .context import (Budgeting, StageResult, anchored_indices, body_turns, current_turn_start, inner_cuts,
@@ -42,6 +43,11 @@ MIN_TARGET_CHARS = 200
 """The least a summary is asked for, in characters, however small the budget or its unit (a
 budget counted in messages makes one unit a message): a summary that says nothing loses the
 turns it stands for."""
+
+
+WORKING_SHARE = 0.2
+"""At most this share of the budget is kept verbatim beyond a summary's cut so the latest view of
+a file the agent edits after it is not summarized (:meth:`_Cutter.keep_working`)."""
 
 
 def summary_id(replaced: Sequence[str]) -> str:
@@ -146,6 +152,7 @@ def plan_summary(messages: list[Message], b: Budgeting, size: int) -> SummaryPla
     cut = cutter.cut(messages, older)
     if cut is None:
         return None
+    cut = cutter.keep_working(messages, older, cut)
     return SummaryPlan(start, cut, segments, cutter.roll, cutter.sizes)
 
 
@@ -221,6 +228,32 @@ class _Cutter:
             return self.straddle_cut(messages, next(t for t in older if t.start == back[-1]), keep_level)
         return None
 
+    def keep_working(self, messages: list[Message], older: list[Turn], cut: int) -> int:
+        """``cut`` moved back to keep the agent's working files verbatim: to the latest cut
+        point (a turn start or a boundary between tool cycles) before the oldest call in the
+        material whose result is a view the agent is working with
+        (:func:`~ctxwise.resources.working_views`: the latest view of a file it edited after
+        that view, or viewed within its last calls), oldest first, while the summary still
+        pays (:meth:`worth`, three headers), the context after it (the summary counted at its
+        target) stays under ``summarize_at``, and at most :data:`WORKING_SHARE` of the budget
+        more is kept than ``cut`` keeps. ``cut`` itself when no such view is in the material or
+        none can be kept."""
+        p = self.b.policy
+        working = working_views(messages, p.tool_rules)
+        calls = [i for i in range(self.start, cut) if messages[i].role == "assistant"
+                 and any(u.id in working for u in messages[i].tool_uses)]
+        if not calls:
+            return cut
+        points = sorted({t.start for t in older} | set(inner_cuts(messages, older, p.provider)))
+        room = self.b.level(p.summarize_at) - self.b.level(p.summary_target)
+        extra = self.b.level(WORKING_SHARE)
+        for call in calls:
+            c = max((x for x in points if self.start < x <= call), default=None)
+            if (c is not None and c < cut and self.worth(c, 3) and self.size - self.new_material(c) <= room
+                    and self.new_material(cut) - self.new_material(c) <= extra):
+                return c
+        return cut
+
     def straddle_cut(self, messages: list[Message], straddle: Turn, keep_level: int) -> int | None:
         """No whole-turn cut works: cut between the tool cycles of the turn that holds the
         keep point, never inside a cycle (a parallel batch is one). When the latest such cut
@@ -281,8 +314,15 @@ def summarize_range(
     result, error = _summarize(summarizer, material, segments, roll, target_chars, facts)
     if result is None:
         return StageResult(messages, [_failed(b, size, replaced, error, t0, trigger)])
+    native = native_blocks(result.detail.get("native"), b.policy.provider)
+    at = start - len(segments) if roll else start
+    if native and b.policy.provider == "anthropic" and any(m.role != "system" for m in messages[:at]):
+        # Anthropic takes a compaction block only as the first block of the conversation (SDK
+        # anthropic 2.17 types/compaction_block_misplaced_error.py): a summary standing after
+        # the pinned task or an earlier segment is sent as its text instead
+        native = None
     summary = _summary_message(replaced, result.text, _rounds(segments if roll else [], material), summarizer.name,
-                               native_blocks(result.detail.get("native"), b.policy.provider))
+                               native)
     sid = summary.id
     rounds = Marker.read(summary).rounds
     new_size = size - material_size + b.size_of(summary)

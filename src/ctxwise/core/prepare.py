@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..changes import Change, InsertSummary, Replace
 from ..compaction import Budgeting, CompactionEvent
@@ -21,6 +21,7 @@ from ..providers import check_wire, get_profile
 from ..providers.convert import Conversion, Converted, convert
 from ..providers.render import render_converted
 from ..providers.binding import frozen_end
+from ..providers.rules import opens_with_compaction
 from ..policy import Policy
 from ..units import is_user_input, turns
 from .plan import ApplyWrite, Plan
@@ -36,7 +37,8 @@ class Prepared:
     :func:`ctxwise.providers.check_wire` (a list of chat messages for OpenAI-style providers,
     ``{"system"?, "messages"}`` for Anthropic, a list of input items for ``openai_responses``);
     ``size`` / ``size_before`` the context size after / before compaction in the policy unit
-    (tool-schema overhead included); ``chars`` the size by the ``chars`` rule; ``events`` the
+    (tool-schema overhead included, and what the render-time conversions add or take away:
+    what is sent is what is counted, :func:`conversion_size`); ``chars`` the size by the ``chars`` rule; ``events`` the
     compaction events fired by this call (a ``rendered`` event, when the payload needed
     render-time conversions, goes to ``on_event`` and the log only); ``latency_ms`` the call's time in milliseconds; ``conversions``
     those conversions (:class:`ctxwise.providers.convert.Conversion`: a mid-conversation
@@ -118,12 +120,38 @@ class _Run:
     idle: float | None = None
     reserve: int = 0
     """Room held back for a message added after the stages (the note closing a loop)."""
+    conv: int = 0
+    """What the render-time conversions add to the size (:func:`conversion_size`; negative
+    when they make the request smaller, e.g. an image sent as a short note)."""
+    converted: tuple[list[Message], Converted] | None = None
+    """The last list converted and its conversion (reused when the list sent is the same)."""
 
     def extra(self) -> int:
-        """Fixed overhead plus the pinned blocks (and :attr:`reserve`), in the policy unit."""
+        """Fixed overhead, the pinned blocks, the render-time conversions (:attr:`conv`) and
+        :attr:`reserve`, in the policy unit."""
         d = self.deps
-        return (d.overhead + self.reserve + sum(d.sz(m) for m in d.head)
+        return (d.overhead + self.reserve + self.conv + sum(d.sz(m) for m in d.head)
                 + (d.sz(self.block) if self.block is not None else 0))
+
+    def sent(self, context: Sequence[Message]) -> list[Message]:
+        """The list sent for ``context``: the pinned blocks in their places."""
+        return with_pinned(list(context), list(self.deps.head), self.block, self.view.policy.facts_mode)
+
+    def convert(self, sent: list[Message]) -> Converted:
+        """:func:`~ctxwise.providers.convert.convert` of ``sent`` for the policy's profile, the
+        last answer reused when ``sent`` holds the same message objects."""
+        if self.converted is not None:
+            was, done = self.converted
+            if len(was) == len(sent) and all(a is b for a, b in zip(was, sent)):
+                return done
+        done = convert(sent, self.view.policy.profile)
+        self.converted = (sent, done)
+        return done
+
+    def conversion_size(self, context: Sequence[Message]) -> int:
+        """:func:`conversion_size` of the list sent for ``context``."""
+        sent = self.sent(context)
+        return conversion_size(sent, self.convert(sent), self.deps.sz, self.deps.size_key)
 
     def measure(self, messages: Sequence[Message]) -> int:
         return sum(self.deps.sz(m) for m in messages)
@@ -148,6 +176,43 @@ class _Run:
         return result
 
 
+def conversion_size(sent: Sequence[Message], converted: Converted, size_of: Callable[[Message], int],
+                    memo_key: str | None = None) -> int:
+    """What the render-time conversions of ``sent`` (``converted``, from
+    :func:`~ctxwise.providers.convert.convert`) add to its size, by ``size_of`` (the policy
+    unit): the size of the messages the conversions made (a folded system message's user
+    turn, the lead user turn, a message whose image became a note or whose call ids were
+    renamed) less the size of those they replaced. 0 when nothing was converted; O(converted
+    messages): the others are the same objects and are not counted. With ``memo_key`` (what
+    ``size_of`` measures with), a converted message's size is kept with the message it
+    converts, so a later call does not count the same conversion again."""
+    if not converted.conversions:
+        return 0
+    before = {id(m) for m in sent}
+    after = {id(m) for m in converted.messages}
+    replaced = {m.id: m for m in sent if id(m) not in after}
+    made = 0
+    for m in converted.messages:
+        if id(m) not in before:
+            was = replaced.get(m.id)
+            made += size_of(m) if was is None or memo_key is None else _converted_size(was, m, size_of, memo_key)
+    return made - sum(size_of(m) for m in replaced.values())
+
+
+def _converted_size(was: Message, now: Message, size_of: Callable[[Message], int], memo_key: str) -> int:
+    """``size_of(now)``, kept in the memo of ``was`` (the stored message ``now`` converts): the
+    same conversion of the same message (same blocks, ids and text lengths) is counted once per
+    process, not on every call (DESIGN.md decision 7)."""
+    sig = tuple((b.type, getattr(b, "id", None) or getattr(b, "tool_use_id", None), len(getattr(b, "text", "") or ""))
+                for b in now.blocks)
+    key = f"conv/{memo_key}/{hash((now.role, sig))}"
+    memo = was.memo()
+    size = memo.get(key)
+    if size is None:
+        size = memo[key] = size_of(now)
+    return int(size)
+
+
 def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None, idle: float | None = None) -> Plan[Prepared]:
     """Compact the context if a watermark is crossed (one ``SessionStore.apply`` of what the
     stages returned when any fired; none otherwise), then render and check the payload. The
@@ -164,6 +229,7 @@ def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None, id
     facts, block, evicted, evicted_changed = view.facts.block(view.policy, deps.counter, view.lossy)
     run = _Run(view, deps, facts, block, view.failed_summaries, view.lossy, idle=idle)
     run.frozen = frozen_prefix(view, deps, block)
+    run.conv = run.conversion_size(view.messages)  # what is sent is what is counted
     size_before = view.size + run.extra()
     try:
         result = _first_compact(run, size_before)
@@ -189,6 +255,7 @@ def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None, id
         again = run.compact(result.messages, size)
         result.messages, result.changes = again.messages, result.changes + again.changes
         events += again.events
+    _recount_conversions(run, result, events)
     dropped = drop_invalidated_reasoning(
         result.messages, with_pinned(list(result.messages), list(deps.head), run.block, view.policy.facts_mode),
         Budgeting(view.policy, deps.counter, run.extra()), run.measure(result.messages) + run.extra(),
@@ -207,6 +274,24 @@ def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None, id
     if events:
         new, write = _persist(new, deps, run, result.messages, result.changes, events)
     return _finish(new, deps, run, size_before, events, write)
+
+
+def _recount_conversions(run: _Run, result: PipelineResult, events: list[CompactionEvent]) -> None:
+    """After the stages: the conversions of what they left may add more than those of the list
+    they started from (counted in :attr:`_Run.conv`); then that is the size counted, and when
+    it puts the context over the hard limit the stages run once more."""
+    if not result.changes:
+        return
+    conv = run.conversion_size(result.messages)
+    if conv <= run.conv:
+        return
+    run.conv = conv
+    p = run.view.policy
+    size = run.measure(result.messages) + run.extra()
+    if size > p.level(p.hard_limit):
+        again = run.compact(result.messages, size)
+        result.messages, result.changes = again.messages, result.changes + again.changes
+        events += again.events
 
 
 def turn_headroom(view: SessionView, deps: Deps) -> int:
@@ -320,9 +405,10 @@ def _finish(view: SessionView, deps: Deps, run: _Run, size_before: int, events: 
         # request runs without thinking, which needs none of it; sending it would make the
         # request look like thinking mode, whose rules the new replies cannot meet.
         final = [sent_view(m) for m in final]
-    converted = convert(final, view.policy.profile)
+    converted = run.convert(final)
     payload = render_converted(converted.messages, view.policy.profile)
     violations = check_payload(final, view.policy.profile, thinking=thinking) or check_wire(payload, view.provider)
+    run.conv = conversion_size(final, converted, deps.sz, deps.size_key)
     size = view.size + run.extra()
     emit = [*events, rendered_event(converted, view.provider, view.policy.unit, size)] if converted.conversions else events
     prepared = Prepared(messages=final, payload=payload, size=size, size_before=size_before,
@@ -333,7 +419,8 @@ def _finish(view: SessionView, deps: Deps, run: _Run, size_before: int, events: 
 
 
 def with_pinned(ctx: list[Message], head: list[Message], facts: Message | None, facts_mode: str) -> list[Message]:
-    """The payload list (a new list): the user-memory block right after the system prompt;
+    """The payload list (a new list): the user-memory block right after the system prompt (after
+    a message opening with an Anthropic ``compaction`` block there, which must stay first);
     the facts block where additions never move it: right after the last summary, or right
     after the head when there is none (``when_compacted``), or before the current user input
     (``always``)."""
@@ -344,9 +431,13 @@ def with_pinned(ctx: list[Message], head: list[Message], facts: Message | None, 
         else:
             summaries = [i for i, m in enumerate(out) if m.kind == "summary"]
             at = summaries[-1] + 1 if summaries else (1 if out and out[0].role == "system" else 0)
+            if at < len(out) and opens_with_compaction(out[at]):
+                at += 1
         if at is not None:
             out.insert(at, facts)
     if head:
         at = 1 if out and out[0].role == "system" else 0
+        if at < len(out) and opens_with_compaction(out[at]):
+            at += 1  # Anthropic: the compaction block stays the first block of the conversation
         out[at:at] = head
     return out

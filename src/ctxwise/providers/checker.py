@@ -45,6 +45,7 @@ def check(
     if profile.calls_follow_user_or_tool:
         out += rules.check_call_order(messages, profile)
     out += rules.check_provider_blocks(messages, profile)
+    out += rules.check_compaction_placement(messages, profile)
     if profile.reasoning_passback == "tool_spans":
         out += reasoning.check_deepseek_reasoning(messages, profile, reference, thinking)
     if profile.reasoning_passback == "reasoning_items":

@@ -29,7 +29,9 @@ done in silence. A provider is never refused input it or ctxwise can make valid:
 * ``first-message-role`` — a history that starts with an assistant message (an app that
   stores its greeting first) gets a minimal user turn,
   :data:`~ctxwise.providers.profiles.LEAD_USER_TEXT`, before it on a provider whose first
-  message must be a user message (Anthropic).
+  message must be a user message (Anthropic); not before an assistant message that opens with
+  the ``compaction`` block standing for the history before it, which must stay the first
+  block of the conversation (``compaction-misplaced``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from typing import Any
 
 from ..messages import Block, ImageBlock, Message, RefusalBlock, TextBlock, ToolResultBlock, ToolUseBlock
 from ..units import is_user_input
+from .rules import opens_with_compaction
 from .profiles import (
     BLOCK_NOT_SENDABLE,
     CALL_ID_CHARSET,
@@ -247,8 +250,8 @@ def _refusals_to_text(out: Converted) -> None:
 def _lead_user_turn(out: Converted) -> None:
     msgs = out.messages
     k = next((i for i, m in enumerate(msgs) if m.role != "system"), None)
-    if k is None or msgs[k].role != "assistant":
-        return
+    if k is None or msgs[k].role != "assistant" or opens_with_compaction(msgs[k]):
+        return  # a compaction block must stay the first block of the conversation
     first = msgs[k]
     msgs.insert(k, Message(id=f"{first.id}-lead", role="user", blocks=[TextBlock(text=LEAD_USER_TEXT)]))
     out.conversions.append(Conversion(FIRST_MESSAGE_ROLE, k, first.id,

@@ -77,6 +77,7 @@ FIRST_MESSAGE_ROLE = "first-message-role"
 IMAGE_NOT_SUPPORTED = "image-not-supported"
 TOOL_MESSAGE_NAME = "tool-message-name"
 THOUGHT_SIGNATURE_MISSING = "thought-signature-missing"
+COMPACTION_MISPLACED = "compaction-misplaced"
 
 RULES: Mapping[str, str] = MappingProxyType(
     {
@@ -124,11 +125,15 @@ RULES: Mapping[str, str] = MappingProxyType(
         CALL_ID_TOO_LONG: "a tool call id longer than the provider takes (OpenAI: 40 characters)",
         CALL_ID_CHARSET: "a tool call id with characters the provider refuses (Anthropic: "
         "^[a-zA-Z0-9_-]+$)",
-        FIRST_MESSAGE_ROLE: "Anthropic: the first message of the request is not a user message",
-        IMAGE_NOT_SUPPORTED: "an image sent to a provider that takes text only (DeepSeek)",
+        FIRST_MESSAGE_ROLE: "Anthropic: the first message of the request is not a user message (unless "
+        "it opens with the compaction block that stands for the history before it)",
+        IMAGE_NOT_SUPPORTED: "an image sent to a provider that takes text only (DeepSeek, Qwen3 text models)",
         TOOL_MESSAGE_NAME: "Gemini: a tool message without the name of the function it answers",
         THOUGHT_SIGNATURE_MISSING: "Gemini 3: a function-call step of the current turn without its "
         "thought signature while another step of the turn carries one",
+        COMPACTION_MISPLACED: "Anthropic: a compaction block that is not the first block of the "
+        "conversation (the first block of the first message after the system prompt), that sits in a "
+        "system message, or a second compaction block with content",
     }
 )
 
@@ -199,12 +204,23 @@ class ProviderProfile:
     * ``call_id_pattern`` — a regular expression every tool call id must match in full
       (Anthropic: ``^[a-zA-Z0-9_-]+$``), or None. Ids outside these rules are renamed at render
       time (:func:`ctxwise.providers.render.call_id_renames`).
-    * ``images`` — whether user messages may carry images; False (DeepSeek) renders each image
+    * ``images`` — whether user messages may carry images; False (DeepSeek, Qwen3 text models) renders each image
       as a short text note (:data:`IMAGE_NOTE`).
     * ``tool_message_name`` — tool messages carry ``name``, the function they answer (Gemini's
       OpenAI-compatible endpoint).
     * ``thought_signatures`` — tool calls carry ``extra_content.google.thought_signature`` back
       as they were received (Gemini 3 on the OpenAI-compatible endpoint).
+    * ``cache_breakpoints`` — ctxwise writes explicit prompt-cache breakpoints
+      (``prompt_cache_breakpoint`` on content parts, OpenAI gpt-5.6 family, openai 3.63
+      ``types/chat/chat_completion_content_part_text_param.py`` and
+      ``types/responses/response_input_text_param.py``) at the end of the stable prefix and of
+      the request (:mod:`ctxwise.providers.breakpoints`). Off in every profile of
+      :data:`PROFILES`; ``Policy.profile`` turns it on for ``openai`` / ``openai_responses``
+      under a price model with breakpoints (:func:`cache_breakpoint_profile`).
+    * ``unsendable`` — block type (``"audio"``, ``"document"``, ...) → the source saying the
+      target takes no such block: a message holding one is refused with ``block-not-sendable``
+      naming its index (:func:`ctxwise.providers.rules.not_sendable`), on top of what the wire
+      shape has no form for. Images are not listed here: ``images=False`` converts them.
     * ``errors`` — rule slug → the provider's own error text (``{index}`` is filled in).
     * ``sources`` — rule slug → where the rule is documented.
     """
@@ -231,6 +247,8 @@ class ProviderProfile:
     images: bool = True
     tool_message_name: bool = False
     thought_signatures: bool = False
+    cache_breakpoints: bool = False
+    unsendable: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     errors: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     sources: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
 
@@ -264,7 +282,21 @@ _ANTHROPIC_ID = ("https://docs.anthropic.com/en/api/messages (tool_use.id: \"^[a
 _ANTHROPIC_FIRST = 'https://docs.anthropic.com/en/api/messages ("first message must use the \"user\" role")'
 _DEEPSEEK_IMAGES = "https://api-docs.deepseek.com/api/create-chat-completion (user content is a string)"
 _GEMINI_COMPAT = "https://ai.google.dev/gemini-api/docs/openai"
+_ANTHROPIC_COMPACTION = ("SDK anthropic 2.17 types/compaction_block_misplaced_error.py (\"The `compaction` block is "
+                         "not the first block of the conversation, or is in a `system` message\"), "
+                         "types/compaction_block_ambiguous_error.py (\"`messages` holds more than one `compaction` "
+                         "block with content\"); https://platform.claude.com/docs/en/build-with-claude/"
+                         "compaction-background (the returned message takes the place of the messages sent, "
+                         "at the front of the history)")
 _GEMINI_SIGNATURES = "https://ai.google.dev/gemini-api/docs/thought-signatures (OpenAI compatibility section)"
+_DEEPSEEK_TEXT = ("https://api-docs.deepseek.com/api/create-chat-completion (user content: a string or text parts); "
+                  "the API answers another part with \"Failed to deserialize the JSON body into the target type: "
+                  "messages[N]: unknown variant `image_url`, expected `text`\" (Zoo-Code-Org/Zoo-Code#1106)")
+_QWEN_TEXT = ("Qwen3 text models: the chat_template.jinja renders text content only, and vLLM serving Qwen/Qwen3-8B "
+              "answers an image part with \"... is not a multimodal model\" (vllm-project/vllm#19144)")
+_GEMINI_PARTS = ("https://ai.google.dev/gemini-api/docs/openai (user content parts documented: text, image_url "
+                 "(\"Image understanding\"), input_audio (\"Audio understanding\"); no file part: a file_id names a "
+                 "file of OpenAI's Files API)")
 
 MID_SYSTEM_HEADER = "[System message]"
 """The header a folded mid-conversation system message's text goes under in the user turn
@@ -273,7 +305,7 @@ LEAD_USER_TEXT = "[Conversation start]"
 """The text of the minimal user turn rendered before a history that starts with an assistant
 message, for a provider whose first message must be a user message (Anthropic)."""
 IMAGE_NOTE = "[image not sent: this model takes text only]"
-"""The text an image becomes for a provider that takes no images (DeepSeek)."""
+"""The text an image becomes for a provider that takes no images (DeepSeek, Qwen3 text models)."""
 
 OPENAI = ProviderProfile(
     name="openai",
@@ -301,6 +333,7 @@ DEEPSEEK = ProviderProfile(
     droppable_reasoning="completed_spans_without_tool_calls",
     reasoning_field="reasoning_content",
     images=False,
+    unsendable=MappingProxyType({"audio": _DEEPSEEK_TEXT, "document": _DEEPSEEK_TEXT}),
     errors=MappingProxyType(
         {
             **_OPENAI_ERRORS,
@@ -319,6 +352,7 @@ DEEPSEEK = ProviderProfile(
             REASONING_CHANGED: _DEEPSEEK_DOC,
             SYSTEM_NOT_FIRST: _CTXWISE + "; folded at render time",
             IMAGE_NOT_SUPPORTED: _DEEPSEEK_IMAGES,
+            BLOCK_NOT_SENDABLE: _DEEPSEEK_TEXT,
             EMPTY_CONTENT: _CTXWISE,
         }
     ),
@@ -362,6 +396,8 @@ ANTHROPIC = ProviderProfile(
             THINKING_NOT_FIRST: "Expected `thinking` or `redacted_thinking`, but found "
             "`tool_use`. When `thinking` is enabled, a final `assistant` message must start "
             "with a thinking block",
+            COMPACTION_MISPLACED: "compaction_block_misplaced: The `compaction` block is not the first block "
+            "of the conversation, or is in a `system` message.",
             REASONING_PREFIX_CHANGED: "messages.{index}.content.0: Invalid `signature` in "
             "`thinking` block. The block is bound to a different conversation. Remove the block, "
             "or set `thinking.block_binding.prefix_mismatch_behavior` to \"drop_block\".",
@@ -385,6 +421,7 @@ ANTHROPIC = ProviderProfile(
             LATEST_ASSISTANT_THINKING: _ANTHROPIC_THINKING_DOC + " (\"Preserving thinking blocks\"; "
             "extended thinking with tool use)",
             REASONING_PREFIX_CHANGED: _ANTHROPIC_BINDING_DOC,
+            COMPACTION_MISPLACED: _ANTHROPIC_COMPACTION,
         }
     ),
 )
@@ -394,6 +431,8 @@ QWEN = ProviderProfile(
     title="Qwen3 chat template (vLLM / llama.cpp / LM Studio)",
     needs_user_message=True,
     reasoning_field="reasoning_content",
+    images=False,
+    unsendable=MappingProxyType({"audio": _QWEN_TEXT, "document": _QWEN_TEXT}),
     errors=MappingProxyType(
         {
             NO_USER_MESSAGE: "No user query found in messages.",
@@ -402,6 +441,8 @@ QWEN = ProviderProfile(
     ),
     sources=MappingProxyType(
         {
+            IMAGE_NOT_SUPPORTED: _QWEN_TEXT,
+            BLOCK_NOT_SENDABLE: _QWEN_TEXT,
             NO_USER_MESSAGE: _QWEN_DOC,
             SYSTEM_NOT_FIRST: _QWEN_DOC + "; folded at render time",
             ORPHAN_TOOL_RESULT: _OPENAI_DOC + " (vLLM serves the OpenAI chat API)",
@@ -417,6 +458,7 @@ GEMINI = ProviderProfile(
     calls_follow_user_or_tool=True,
     tool_message_name=True,
     thought_signatures=True,
+    unsendable=MappingProxyType({"document": _GEMINI_PARTS}),
     errors=MappingProxyType(
         {
             TOOL_CALL_ORDER: "Please ensure that function call turn comes immediately after a "
@@ -433,6 +475,7 @@ GEMINI = ProviderProfile(
             "(system_instruction); folded at render time",
             TOOL_MESSAGE_NAME: _GEMINI_COMPAT,
             THOUGHT_SIGNATURE_MISSING: _GEMINI_SIGNATURES,
+            BLOCK_NOT_SENDABLE: _GEMINI_PARTS,
             EMPTY_CONTENT: _CTXWISE,
         }
     ),
@@ -519,3 +562,18 @@ def bound_profile(provider: str | ProviderProfile, setting: str = "auto") -> Pro
     want = profile.binds_reasoning if setting == "auto" else setting == "on"
     binds = want and can_bind
     return profile if binds == profile.binds_reasoning else replace(profile, binds_reasoning=binds)
+
+
+BREAKPOINT_TARGETS = ("openai", "openai_responses")
+"""Profiles whose wire takes explicit prompt-cache breakpoints (OpenAI Chat Completions and
+Responses: ``prompt_cache_breakpoint`` on content parts, gpt-5.6 and later, openai 3.63
+``types/chat/completion_create_params.py`` / ``types/responses/response_create_params.py``
+``PromptCacheOptions``)."""
+
+
+def cache_breakpoint_profile(profile: ProviderProfile, breakpoints: int) -> ProviderProfile:
+    """``profile`` with ``cache_breakpoints`` on when it is one of :data:`BREAKPOINT_TARGETS`
+    and the price model in force writes explicit breakpoints (``PriceModel.breakpoints`` > 0:
+    ``openai_gpt56``, ``openai_gpt56_12h``); ``profile`` as it is otherwise."""
+    want = breakpoints > 0 and profile.name in BREAKPOINT_TARGETS
+    return profile if want == profile.cache_breakpoints else replace(profile, cache_breakpoints=want)

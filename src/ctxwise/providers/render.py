@@ -20,6 +20,7 @@ from typing import Any
 
 from ..messages import Message
 from . import render_anthropic, render_chat, render_responses
+from .breakpoints import place_breakpoints, stable_prefix
 from .convert import MAX_CALL_ID_CHARS, Conversion, convert, safe_call_id
 from .profiles import ProviderProfile, get_profile
 
@@ -40,9 +41,18 @@ def render(messages: list[Message], provider: str | ProviderProfile) -> Any:
 
 def render_converted(msgs: list[Message], profile: ProviderProfile) -> Any:
     """The payload for a list :func:`~ctxwise.providers.convert.convert` already converted
-    for ``profile``."""
+    for ``profile``; with ``profile.cache_breakpoints``, its prompt-cache breakpoints placed
+    (:mod:`ctxwise.providers.breakpoints`)."""
     if profile.wire == "anthropic":
         return render_anthropic.render(msgs, native_system=profile.mid_system == "native")
+    payload = _render_list(msgs, profile)
+    if profile.cache_breakpoints:
+        k = stable_prefix(msgs)
+        place_breakpoints(payload, profile, len(_render_list(msgs[:k], profile)) if k else 0)
+    return payload
+
+
+def _render_list(msgs: list[Message], profile: ProviderProfile) -> list[dict[str, Any]]:
     if profile.wire == "responses":
         return render_responses.render(msgs)
     return render_chat.render(msgs, reasoning_field=profile.reasoning_field,

@@ -30,6 +30,7 @@ from ..units import is_user_input
 from .profiles import (
     BLANK_TEXT_BLOCK,
     BLOCK_NOT_SENDABLE,
+    COMPACTION_MISPLACED,
     FOREIGN_PROVIDER_BLOCK,
     PROVIDER_RESULT_WITHOUT_CALL,
     DUPLICATE_TOOL_RESULT,
@@ -231,8 +232,13 @@ def not_sendable(b: Any, role: str, profile: ProviderProfile) -> str | None:
     file id) and ``response_output_message_param.py`` (``refusal`` in assistant output);
     Chat Completions ``openai/types/chat/chat_completion_content_part_param.py`` (user parts:
     text, ``image_url`` with a URL, ``input_audio``, ``file`` from base64 or a file id) and
-    ``chat_completion_assistant_message_param.py`` (``refusal``).
+    ``chat_completion_assistant_message_param.py`` (``refusal``). Then the target's own list,
+    ``profile.unsendable`` (block type -> source: DeepSeek and Qwen3 text models take no audio
+    or file part, Gemini's OpenAI-compatible endpoint no file part).
     """
+    refused = profile.unsendable.get(b.type)
+    if refused is not None:
+        return f"{profile.title} takes no {b.type} block (source: {refused})"
     wire = profile.wire
     if isinstance(b, SearchResultBlock) and wire != "anthropic":
         return "search_result blocks are Anthropic-only"
@@ -252,6 +258,44 @@ def not_sendable(b: Any, role: str, profile: ProviderProfile) -> str | None:
     if isinstance(b, ImageBlock) and wire == "chat" and b.data is None and b.url is None:
         return "a Files-API image (file_id) has no Chat Completions form (image_url takes a URL)"
     return None
+
+
+def is_compaction(b: Any) -> bool:
+    """Whether ``b`` is an Anthropic ``compaction`` block (server-side compaction's summary)."""
+    return isinstance(b, ProviderBlock) and b.provider == "anthropic" and b.kind == "compaction"
+
+
+def opens_with_compaction(m: Message) -> bool:
+    """Whether message ``m``'s first block is an Anthropic ``compaction`` block."""
+    return bool(m.blocks) and is_compaction(m.blocks[0])
+
+
+def check_compaction_placement(messages: list[Message], profile: ProviderProfile) -> list[Violation]:
+    """Anthropic: a ``compaction`` block stands only as the first block of the conversation
+    (the first block of the first message after the leading system messages, which become the
+    top-level ``system``), never in a system message, and one only with content (SDK anthropic
+    2.17 ``types/compaction_block_misplaced_error.py``, ``compaction_block_ambiguous_error.py``).
+    So a pinned first user message (the task) or a user-memory block cannot stand before it."""
+    if profile.wire != "anthropic":
+        return []
+    first = _leading_systems(messages)
+    out: list[Violation] = []
+    with_content = 0
+    for i, m in enumerate(messages):
+        for k, b in enumerate(m.blocks):
+            if not is_compaction(b):
+                continue
+            if m.role == "system":
+                out.append(_v(profile, i, COMPACTION_MISPLACED, f"block {k}: a compaction block in a system message"))
+            elif (i, k) != (first, 0):
+                out.append(_v(profile, i, COMPACTION_MISPLACED, f"block {k}: a compaction block that is not the first "
+                              f"block of the conversation (that is block 0 of message {first})"))
+            if isinstance(b, ProviderBlock) and b.raw.get("content"):
+                with_content += 1
+                if with_content > 1:
+                    out.append(_v(profile, i, COMPACTION_MISPLACED, f"block {k}: a second compaction block with "
+                                  "content (send only the one the conversation returned last)"))
+    return out
 
 
 def check_provider_blocks(messages: list[Message], profile: ProviderProfile) -> list[Violation]:

@@ -405,17 +405,28 @@ def _has_image(content: Any) -> bool:
         isinstance(p, dict) and p.get("type") in ("image_url", "image", "input_image") for p in content)
 
 
+def _first_role_violations(items: list[Any], profile: ProviderProfile) -> list[Violation]:
+    """``first-message-role``: on Anthropic the first message is a user message, unless it
+    opens with the ``compaction`` block standing for the history before it (SDK anthropic 2.17
+    ``types/compaction_block_misplaced_error.py``: that block comes first)."""
+    if not (profile.first_message_user and profile.wire == "anthropic"):
+        return []
+    first = next((m for m in items if isinstance(m, dict) and m.get("role") != "system"), None)
+    if first is None or first.get("role") == "user":
+        return []
+    content = first.get("content")
+    if isinstance(content, list) and content and isinstance(content[0], dict) and content[0].get("type") == "compaction":
+        return []
+    k = items.index(first)
+    return [Violation(k, FIRST_MESSAGE_ROLE, f"the first message is a {first.get('role')} message",
+                      profile.error_text(FIRST_MESSAGE_ROLE, k))]
+
+
 def _shape_violations(payload: Any, profile: ProviderProfile) -> list[Violation]:
     """``first-message-role``, ``image-not-supported``, ``tool-message-name`` and
     ``thought-signature-missing`` on a rendered payload (index = payload position)."""
-    out: list[Violation] = []
     items = _messages_of(payload, profile)
-    if profile.first_message_user and profile.wire == "anthropic" and items:
-        first = next((m for m in items if isinstance(m, dict) and m.get("role") != "system"), None)
-        if first is not None and first.get("role") != "user":
-            k = items.index(first)
-            out.append(Violation(k, FIRST_MESSAGE_ROLE, f"the first message is a {first.get('role')} message",
-                                 profile.error_text(FIRST_MESSAGE_ROLE, k)))
+    out = _first_role_violations(items, profile)
     for i, m in enumerate(items):
         if not isinstance(m, dict):
             continue

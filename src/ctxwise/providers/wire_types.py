@@ -18,11 +18,20 @@ from typing_extensions import NotRequired, Required, TypedDict
 # -- Chat Completions (openai.types.chat) ----------------------------------------------------
 
 
+class CacheBreakpoint(TypedDict, total=False):
+    """``chat_completion_content_part_text_param.PromptCacheBreakpoint`` (the same shape on the
+    other content parts and on Responses input parts): the end of a reusable prompt prefix."""
+
+    mode: Required[Literal["explicit"]]
+    ttl: Literal["30m", "12h"]
+
+
 class ChatText(TypedDict):
     """``ChatCompletionContentPartTextParam``."""
 
     type: Literal["text"]
     text: str
+    prompt_cache_breakpoint: NotRequired[CacheBreakpoint]
 
 
 class ChatImageURL(TypedDict):
@@ -44,6 +53,7 @@ class ChatInputAudio(TypedDict):
 
     type: Literal["input_audio"]
     input_audio: ChatInputAudioData
+    prompt_cache_breakpoint: NotRequired[CacheBreakpoint]
 
 
 class ChatFileData(TypedDict, total=False):
@@ -59,6 +69,7 @@ class ChatFile(TypedDict):
 
     type: Literal["file"]
     file: ChatFileData
+    prompt_cache_breakpoint: NotRequired[CacheBreakpoint]
 
 
 class ChatImage(TypedDict):
@@ -66,6 +77,7 @@ class ChatImage(TypedDict):
 
     type: Literal["image_url"]
     image_url: ChatImageURL
+    prompt_cache_breakpoint: NotRequired[CacheBreakpoint]
 
 
 class ChatFunction(TypedDict):
@@ -410,6 +422,7 @@ class RInputText(TypedDict):
 
     type: Literal["input_text"]
     text: str
+    prompt_cache_breakpoint: NotRequired[CacheBreakpoint]
 
 
 class RInputImage(TypedDict):
@@ -419,6 +432,7 @@ class RInputImage(TypedDict):
     image_url: NotRequired[str]
     file_id: NotRequired[str]
     detail: Literal["low", "high", "auto", "original"]
+    prompt_cache_breakpoint: NotRequired[CacheBreakpoint]
 
 
 class RInputFile(TypedDict):
@@ -429,6 +443,7 @@ class RInputFile(TypedDict):
     file_id: NotRequired[str]
     file_url: NotRequired[str]
     filename: NotRequired[str]
+    prompt_cache_breakpoint: NotRequired[CacheBreakpoint]
 
 
 RInputPart = Annotated[Union[RInputText, RInputImage, RInputFile], Field(discriminator="type")]

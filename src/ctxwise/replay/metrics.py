@@ -25,7 +25,8 @@ outputs with the same code:
   ``old_string``, ``str_replace`` ``old_str``, the pattern of a ``sed -i s/…/…/``), whether the
   text it copies was in the context it was produced from, when the full history held it;
 * :func:`working_file_freshness`: for every edit of a file viewed before, whether that file's
-  latest view was in the context whole (not cleared, not cut);
+  latest view was in the context whole (not cleared, not cut); a whole write of the file (its
+  text in the call's input) is a view too;
 * :func:`validator_errors`: provider rule violations over all payloads;
 * :func:`bound_reasoning_violations`: reasoning sent after a changed prefix, checked from the
   payloads alone (independent of the digests ctxwise stores);
@@ -64,6 +65,7 @@ __all__ = [
     "floor_cost", "input_tokens", "message_text", "percentile", "placeholder_originals", "priced_cost",
     "recall_figures", "support_recall", "text_keys", "validator_errors", "value_key",
     "edit_anchor_recall", "edit_anchors", "edited_path", "task_recall", "viewed_path", "working_file_freshness",
+    "written_path",
     "bound_reasoning_violations",
 ]
 
@@ -492,8 +494,10 @@ def edit_anchor_recall(histories: Sequence[Sequence[Message]], payloads: Payload
 def working_file_freshness(histories: Sequence[Sequence[Message]], payloads: Payloads,
                            outputs: Sequence[Message]) -> Recall:
     """Over every edit call of ``outputs`` whose file (:func:`edited_path`) the history viewed
-    before (:func:`viewed_path`), whether the result of that file's latest view was in the
-    payload whole (``supported``: the same text as recorded; cleared, cut or dropped is not).
+    before (:func:`viewed_path`) or wrote whole (:func:`written_path`), whether that file's
+    latest view was in the payload whole (``supported``: a view's result, or a whole write's
+    call input, the same as recorded; cleared, cut or dropped is not): after a whole write the
+    file is what that write put there, and an older view shows a file that no longer is.
     Raises ``ValueError`` when the lists do not have one entry per call."""
     _check_calls(histories, payloads, outputs)
     sup = need = 0
@@ -503,6 +507,7 @@ def working_file_freshness(histories: Sequence[Sequence[Message]], payloads: Pay
             continue
         views = _latest_views(h)
         sent = {b.tool_use_id: b.text for m in p for b in m.blocks if isinstance(b, ToolResultBlock)}
+        sent.update({_WRITE + b.id: _input_text(b) for m in p for b in m.blocks if isinstance(b, ToolUseBlock)})
         for path in paths:
             view = next((v for v in reversed(views) if _same_file(v[0], path)), None)
             if view is None:
@@ -512,8 +517,39 @@ def working_file_freshness(histories: Sequence[Sequence[Message]], payloads: Pay
     return Recall(sup, need)
 
 
+_WRITE = "write:"
+"""Key prefix of a whole write in :func:`_latest_views` (its call's id follows)."""
+
+
+def _input_text(use: ToolUseBlock) -> str:
+    return json.dumps(use.input, ensure_ascii=False, sort_keys=True)
+
+
+def written_path(use: ToolUseBlock) -> str | None:
+    """The file a call writes whole, whose input then holds the file's whole text: Claude Code
+    ``Write`` (``file_path``), a ``create`` command (``path``), a shell here-document written
+    to a file (``cat <<'EOF' > f.py``); None otherwise."""
+    from ..resources import access_of
+
+    inp = use.input
+    if use.name == "Write" or inp.get("command") == "create":
+        for key in _PATH_KEYS:
+            v = inp.get(key)
+            if isinstance(v, str) and v:
+                return v
+        return None
+    cmd = next((v for k, v in inp.items() if k in ("command", "cmd") and isinstance(v, str)), "")
+    if "<<" in cmd.split("\n", 1)[0]:
+        acc = access_of(use)
+        if acc is not None and acc.action == "edit" and acc.key.startswith("path:"):
+            return acc.key[5:]
+    return None
+
+
 def _latest_views(history: Sequence[Message]) -> list[tuple[str, str, str]]:
-    """``(path, tool_use_id, result text)`` of every file view in ``history``, in order."""
+    """``(path, key, text)`` of every file view in ``history``, in order: a view's key is its
+    ``tool_use_id`` and its text the result's; a whole write of a file (:func:`written_path`)
+    shows the agent that file too, in its own call: key ``write:<id>``, text its input as JSON."""
     uses: dict[str, str] = {}
     out: list[tuple[str, str, str]] = []
     for m in history:
@@ -522,6 +558,9 @@ def _latest_views(history: Sequence[Message]) -> list[tuple[str, str, str]]:
                 path = viewed_path(b)
                 if path:
                     uses[b.id] = path
+                written = written_path(b)
+                if written:
+                    out.append((written, _WRITE + b.id, _input_text(b)))
             elif isinstance(b, ToolResultBlock) and b.tool_use_id in uses and b.state != "error":
                 out.append((uses[b.tool_use_id], b.tool_use_id, b.text))
     return out

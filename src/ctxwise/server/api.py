@@ -7,6 +7,7 @@ the ``user_id`` query parameter::
 
     POST   /v1/sessions/{session_id}/messages?user_id=U   append (opens the session, or creates it)
     POST   /v1/sessions/{session_id}/prepare?user_id=U    compact, check, render: payload, sizes, events
+                                                          (body: tools, expected_version, now)
     GET    /v1/sessions/{session_id}/transcript?user_id=U the record a person sees
     GET    /v1/sessions/{session_id}/context?user_id=U    the context the model reads now
     GET    /v1/sessions/{session_id}/events?user_id=U     every compaction event
@@ -27,7 +28,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any, Awaitable, Callable, Literal, TypeVar
+from typing import Annotated, Any, Awaitable, Callable, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -80,12 +81,21 @@ class AppendResponse(BaseModel):
 
 
 class PrepareRequest(BaseModel):
-    """Optional: the tool schemas sent with the call (counted inside the budget)."""
+    """Optional: the tool schemas sent with the call (counted inside the budget), the version
+    the caller expects, and ``now``, the time of the request (a 422 for a value that is neither
+    epoch seconds nor an ISO 8601 date-time; nothing is stored then)."""
 
     model_config = ConfigDict(extra="forbid")
 
     tools: list[dict[str, Any]] | None = Field(default=None, description="Tool schemas, in the provider's shape.")
     expected_version: int | None = Field(default=None, ge=0, le=MAX_INT)
+    now: Annotated[float, Field(allow_inf_nan=False)] | datetime | None = Field(
+        default=None,
+        description="When this request is made: epoch seconds, or an ISO 8601 date-time (UTC when it names no "
+                    "zone). As the library's `prepare(now=)`: with the previous call's time it tells how long the "
+                    "prompt cache went unused; past the price model's lifetime an edit re-bills nothing. Left out: "
+                    "the newest `metadata.timestamp` of the messages.",
+        examples=[1796558400.0, "2026-12-06T23:00:00Z"])
 
 
 class PrepareResponse(BaseModel):
@@ -200,7 +210,7 @@ def _hot_routes(router: APIRouter, server: Server) -> None:
         def op(s: Session, checked: int | None) -> Prepared:
             t0 = time.perf_counter()
             # this request's freshness read is the library's version check: not made twice
-            p = s.prepare(checked_version=checked)
+            p = s.prepare(checked_version=checked, now=body.now)
             timing(request, "prepare", t0)
             return p
 

@@ -16,7 +16,9 @@ once: the pinned facts are sent in their own block by the engine, not repeated h
 
 A tool loop's actions are listed by what they did to which resource
 (:mod:`ctxwise.resources`), every path complete: the files created or rewritten, the
-files edited (with how many edits), the files read (the lines and the symbols a view showed),
+files edited (with how many edits) and, newest last, the text the latest edits of each file
+wrote (what a later edit of that file copies to say where it goes: ``Edit.new_string``, a
+``str_replace`` ``new_str``, a ``sed -i`` command), the files read (the lines and the symbols a view showed),
 the commands run with their outcome (exit status, test counts, failing tests, the first error:
 :func:`ctxwise.compaction.placeholder.log_verdicts`), and each subagent's report as a report
 (its opening and its findings lines), not as the key values of a tool result.
@@ -92,6 +94,7 @@ SECTIONS = (
     "Completed actions",
     "Files created or rewritten",
     "Files edited",
+    "Edits made",
     "Files read",
     "Commands run and outcomes",
     "Subagent reports",
@@ -293,6 +296,12 @@ def _read_loop_action(b: ToolResultBlock, use: ToolUseBlock, sec: dict[str, list
             old = next((x for x in sec["Files edited"] if x == path or x.startswith(path + " (")), None)
             n = 1 + (int(re.search(r"\((\d+) edits", old).group(1)) if old and "edits" in old else 1 if old else 0)  # type: ignore[union-attr]
             _put(sec["Files edited"], path, f"{path} ({n} edits)" if n > 1 else path + failed)
+            written = edit_text(use)
+            if written and not failed:
+                mine = [x for x in sec["Edits made"] if x.startswith(path + ": ")]
+                for x in mine[: max(0, len(mine) + 1 - EDITS_PER_FILE)]:
+                    sec["Edits made"].remove(x)
+                sec["Edits made"].append(f"{path}: {written}")
         return True
     cmd = acc.key[len("command:"):]
     cmd = cmd if len(cmd) <= COMMAND_CHARS else cmd[:COMMAND_CHARS - 1] + "…"
@@ -300,6 +309,32 @@ def _read_loop_action(b: ToolResultBlock, use: ToolUseBlock, sec: dict[str, list
     outcome = "; ".join(log_verdicts(b.text) + ([found] if found else [])) or _first_sentence(b.text, 120) or "no output"
     sec["Commands run and outcomes"].append(f"`{cmd}` -> {'failed: ' if b.state == 'error' else ''}{outcome}")
     return True
+
+
+EDIT_CHARS = 400
+"""At most this many characters of the text one edit wrote are kept (its head)."""
+EDITS_PER_FILE = 3
+"""The latest this many edits of one file keep the text they wrote."""
+
+
+def edit_text(use: ToolUseBlock, limit: int = EDIT_CHARS) -> str:
+    """What an edit call wrote, on one line, at most ``limit`` characters: ``wrote "NEW"`` for
+    an ``Edit`` / ``str_replace`` / ``insert`` (each ``MultiEdit`` edit's ``new_string`` in
+    turn), the command itself for a shell edit (``sed -i 's/a/b/' f.py``: the pattern it
+    replaced and the text it put there); line breaks shown as `` ⏎ ``. ``""`` when the call
+    carries neither."""
+    inp = use.input
+    news = [v for v in (inp.get("new_string"), inp.get("new_str")) if isinstance(v, str)]
+    edits = inp.get("edits")
+    if isinstance(edits, list):
+        news += [e["new_string"] for e in edits if isinstance(e, dict) and isinstance(e.get("new_string"), str)]
+    if news:
+        text = " / ".join(f'wrote "{n}"' for n in news)
+    else:
+        cmd = next((inp[k] for k in ("command", "cmd", "script") if isinstance(inp.get(k), str)), "")
+        text = f"`{cmd.strip()}`" if cmd.strip() else ""
+    text = " ⏎ ".join(x.rstrip() for x in text.splitlines())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _put(items: list[str], key: str, item: str) -> None:
@@ -346,7 +381,7 @@ def _fit_sections(sec: dict[str, list[str]], values: list[str], target_chars: in
     # A tool finding goes before what the agent told the user about it: the reply is the
     # shorter, and what the user was told is what the next turn builds on.
     for name in ("Tools called and findings", "Progress", "Commands run and outcomes", "Files read", "Dead ends",
-                 "Subagent reports", "Completed actions"):
+                 "Subagent reports", "Completed actions", "Edits made"):
         while len(text) > target_chars and len(sec[name]) > 1:
             drop(name, 0)
             text = render()
