@@ -337,10 +337,7 @@ def summarize_range(
     it; raises ``ValueError`` when the range's first message is one of them."""
     sizes = [b.size_of(m) for m in messages] if sizes is None else sizes
     seg_total = sum(b.size_of(m) for m in segments)
-    if messages[start].id in kept if start < cut else False:
-        raise ValueError(f"summarize_range: message {start} starts the material and cannot be kept (the summary stands there)")
-    material = [m for m in messages[start:cut] if m.id not in kept]
-    material_size = sum(x for m, x in zip(messages[start:cut], sizes[start:cut]) if m.id not in kept)
+    material, material_size = _material(messages, sizes, start, cut, kept)
     replaced = [m.id for m in material]
     target_chars = _target_chars(b, material, material_size)
     if not roll and summary_id(replaced) in skip:
@@ -385,6 +382,16 @@ def summarize_range(
     # same change set hides with the rest (earlier segments rolled in are hidden too; an
     # appended segment is anchored after them, which stay as they are).
     return StageResult(messages, [ev], [InsertSummary(summary, replaced[0]), Hide(replaced, "summarized")])
+
+
+def _material(messages: list[Message], sizes: Sequence[int], start: int, cut: int,
+              kept: frozenset[str]) -> tuple[list[Message], int]:
+    """``messages[start:cut]`` without the ``kept`` ids, and its size (policy unit). Raises
+    ``ValueError`` when the range's first message is kept (the summary stands there)."""
+    if start < cut and messages[start].id in kept:
+        raise ValueError(f"summarize_range: message {start} starts the material and cannot be kept (the summary stands there)")
+    pairs = [(m, x) for m, x in zip(messages[start:cut], sizes[start:cut]) if m.id not in kept]
+    return [m for m, _ in pairs], sum(x for _, x in pairs)
 
 
 def _target_chars(b: Budgeting, material: list[Message], material_size: int) -> int:
