@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Callable
 
 from sqlalchemy import Connection, and_, bindparam, create_engine, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -196,11 +196,28 @@ class SqlStore(BaseStore):
                     pass  # created by another process in between: the version check below decides
             self._commit_in(conn, user_id, session_id, write)
 
+    def update_session(self, user_id: str, session_id: str, queries: Sequence[RowQuery],
+                       build: Callable[[Snapshot], Write]) -> Write:
+        """One transaction: lock the session row, read ``queries``' rows under the lock (no
+        other writer can commit to the session in between, so the read is one snapshot of the
+        version the write builds on), write what ``build`` makes of them and the new header.
+        Returns that write; raises what ``build`` raises, SessionConflict (the lock not had in
+        time), SessionNotFound, StoreUnavailable, having written nothing then."""
+        with self._write() as conn:
+            sess = self._session_row(conn, user_id, session_id, lock=True)
+            write = build(Snapshot(_head(sess), tuple(_rows(conn, sess, q) for q in queries)))
+            self._write_locked(conn, sess, write)
+        return write
+
     def _commit_in(self, conn: Connection, user_id: str, session_id: str, write: Write) -> None:
         """:meth:`commit`'s body in ``conn``'s transaction."""
-        sess = self._session_row(conn, user_id, session_id, lock=True)
+        self._write_locked(conn, self._session_row(conn, user_id, session_id, lock=True), write)
+
+    def _write_locked(self, conn: Connection, sess: Any, write: Write) -> None:
+        """``write`` on the session row ``sess``, locked in ``conn``'s transaction, under its
+        expected version (else SessionConflict)."""
         if sess.version != write.expected_version:
-            raise SessionConflict(f"session {session_id!r} is at version {sess.version}, not "
+            raise SessionConflict(f"session {sess.session_id!r} is at version {sess.version}, not "
                                   f"{write.expected_version}: another writer got in first; reload and retry")
         _insert_rows(conn, sess, write.inserts, write.head.version)
         _update_rows(conn, sess, write.updates)
