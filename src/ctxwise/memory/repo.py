@@ -27,7 +27,6 @@ Example::
 
 from __future__ import annotations
 
-import functools
 import os
 import socket
 import threading
@@ -261,7 +260,11 @@ def extract_and_store(
     again. The heartbeat runs only while a decider is called under the claim.
     """
     kw = {} if threshold is None else {"threshold": threshold}
-    decide_one = functools.partial(decider or decide, **kw)
+    chosen = decider or decide
+
+    def decide_one(text: str, entries: list[MemoryEntry]) -> list[Op]:
+        return chosen(text, entries, **kw)
+
     texts = [t for t in map(_readable, utterances) if t is not None]
     with _store(db) as store:
         ahead: tuple[list[MemoryEntry], list[list[Op]]] | None = None

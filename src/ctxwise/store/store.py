@@ -157,10 +157,7 @@ class SqlStore(BaseStore):
     def _session_row(self, conn: Connection, user_id: str, session_id: str, *, lock: bool = False) -> Any:
         if not checks.holdable(user_id, session_id):  # no stored session can have it
             raise SessionNotFound(f"no session {session_id!r} for user {user_id!r}")
-        q = select(S).where(S.user_id == user_id, S.session_id == session_id)
-        if lock:
-            q = q.with_for_update(nowait=not self.wait)
-        row = conn.execute(q).first()
+        row = conn.execute(_session_query(lock, not self.wait), {"u": user_id, "s": session_id}).first()
         if row is None:
             raise SessionNotFound(f"no session {session_id!r} for user {user_id!r}")
         return row
@@ -447,32 +444,62 @@ def _rows(conn: Connection, sess: Any, q: RowQuery) -> tuple[StoredRow, ...]:
     """The rows of ``sess`` that ``q`` selects (one SELECT, plus one per 500 originals)."""
     if (q.open_turn and sess.open_from_seq is None) or (q.message_ids is not None and not q.message_ids):
         return ()
-    cols = [C.message_id, C.seq, C.anchor_seq, C.generation, C.state, C.role, C.size]
-    stmt = select(*cols, *([C.current] if q.bodies else [])).where(C.session_pk == sess.id,
-                                                                   C.user_id == sess.user_id)
-    if q.states is not None:
-        stmt = stmt.where(C.state.in_(q.states))
+    stmt = _rows_query(q.bodies, q.states, q.message_ids is not None, q.tool_use_id is not None, q.open_turn,
+                       q.appended, q.newest)
+    params: dict[str, Any] = {"pk": sess.id, "uid": sess.user_id}
     if q.message_ids is not None:
-        stmt = stmt.where(C.message_id.in_(q.message_ids))
+        params["ids"] = list(q.message_ids)
     if q.tool_use_id is not None:
-        T = ToolResultRow
-        stmt = stmt.join(T, (T.session_pk == C.session_pk) & (T.seq == C.seq)).where(
-            T.user_id == sess.user_id, T.tool_use_id == q.tool_use_id)
+        params["tool"] = q.tool_use_id
     if q.open_turn:
-        stmt = stmt.where(C.seq >= sess.open_from_seq)
-    if q.appended:
-        stmt = stmt.where(C.generation == 0)
-    if q.newest:
-        stmt = stmt.order_by(C.seq.desc()).limit(1)
-    listed = conn.execute(stmt).all()
+        params["open_from"] = sess.open_from_seq
+    listed = conn.execute(stmt, params).all()
     originals: dict[int, Any] = {}
     if q.bodies:
         wanted = [r.seq for r in listed if q.originals or r.current is None]
         for chunk in range(0, len(wanted), 500):
-            originals.update(conn.execute(select(O.seq, O.body).where(
-                O.session_pk == sess.id, O.user_id == sess.user_id, O.seq.in_(wanted[chunk:chunk + 500]))).all())
+            originals.update(conn.execute(_ORIGINALS, {"pk": sess.id, "uid": sess.user_id,
+                                                       "seqs": wanted[chunk:chunk + 500]}).all())
     return tuple(StoredRow(r.message_id, r.seq, r.anchor_seq, r.generation, r.state, r.role,
                            r.current if q.bodies else None, originals.get(r.seq), r.size) for r in listed)
+
+
+@functools.lru_cache(maxsize=4)
+def _session_query(lock: bool, nowait: bool) -> Any:
+    """The session row by ``u`` and ``s`` (locked ``FOR UPDATE`` when ``lock``), built once per
+    shape: SQLAlchemy then reuses its compiled form instead of building the expression per call."""
+    q = select(S).where(S.user_id == bindparam("u"), S.session_id == bindparam("s"))
+    return q.with_for_update(nowait=nowait) if lock else q
+
+
+@functools.lru_cache(maxsize=64)
+def _rows_query(bodies: bool, states: tuple[str, ...] | None, by_ids: bool, by_tool: bool, open_turn: bool,
+                appended: bool, newest: bool) -> Any:
+    """:func:`_rows`' statement for one :class:`RowQuery` shape, built once (parameters ``pk``,
+    ``uid``, and ``ids`` / ``tool`` / ``open_from`` as the shape needs them)."""
+    cols = [C.message_id, C.seq, C.anchor_seq, C.generation, C.state, C.role, C.size]
+    stmt = select(*cols, *([C.current] if bodies else [])).where(C.session_pk == bindparam("pk"),
+                                                                 C.user_id == bindparam("uid"))
+    if states is not None:
+        stmt = stmt.where(C.state.in_(states))
+    if by_ids:
+        stmt = stmt.where(C.message_id.in_(bindparam("ids", expanding=True)))
+    if by_tool:
+        T = ToolResultRow
+        stmt = stmt.join(T, (T.session_pk == C.session_pk) & (T.seq == C.seq)).where(
+            T.user_id == bindparam("uid"), T.tool_use_id == bindparam("tool"))
+    if open_turn:
+        stmt = stmt.where(C.seq >= bindparam("open_from"))
+    if appended:
+        stmt = stmt.where(C.generation == 0)
+    if newest:
+        stmt = stmt.order_by(C.seq.desc()).limit(1)
+    return stmt
+
+
+_ORIGINALS = select(O.seq, O.body).where(O.session_pk == bindparam("pk"), O.user_id == bindparam("uid"),
+                                         O.seq.in_(bindparam("seqs", expanding=True)))
+"""The originals of some rows of one session (``seqs``), built once."""
 
 
 def _insert_rows(conn: Connection, sess: Any, inserts: Sequence[StoredRow], version: int) -> None:
@@ -520,12 +547,23 @@ def _insert_transcript(conn: Connection, sess: Any, rows: Sequence[TranscriptRow
 
 def _bump(conn: Connection, sess: Any, write: Write) -> None:
     """The header's new version, time and changed fields, under the expected version."""
-    values = {f: getattr(write.head, f) for f in write.changed}
-    res = conn.execute(update(S).where(S.id == sess.id, S.user_id == sess.user_id,
-                                       S.version == write.expected_version)
-                       .values(version=write.head.version, updated_at=write.head.updated_at, **values))
+    fields = tuple(sorted(write.changed))
+    params = {f"b_{f}": getattr(write.head, f) for f in fields}
+    res = conn.execute(_bump_query(fields), dict(params, b_pk=sess.id, b_uid=sess.user_id,
+                                                 b_expected=write.expected_version, b_version=write.head.version,
+                                                 b_at=write.head.updated_at))
     if res.rowcount != 1:
         raise SessionConflict(f"session {sess.session_id!r} changed while writing; reload and retry")
+
+
+@functools.lru_cache(maxsize=32)
+def _bump_query(fields: tuple[str, ...]) -> Any:
+    """:func:`_bump`'s UPDATE for one set of changed header fields, built once."""
+    Sc = SessionRow.__table__.c
+    return (update(SessionRow)
+            .where(Sc.id == bindparam("b_pk"), Sc.user_id == bindparam("b_uid"), Sc.version == bindparam("b_expected"))
+            .values(version=bindparam("b_version"), updated_at=bindparam("b_at"),
+                    **{f: bindparam(f"b_{f}", type_=Sc[f].type) for f in fields}))
 
 
 def _event_columns(data: dict[str, Any]) -> dict[str, Any]:
