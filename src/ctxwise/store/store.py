@@ -270,16 +270,10 @@ class SqlStore(BaseStore):
 
     def read_memory(self, user_id: str, query: MemoryQuery) -> list[Any]:
         """The user's entries ``query`` selects, filtered in SQL, oldest first."""
-        M = UserMemoryRow
-        q = select(M).where(M.user_id == user_id)
-        if not query.include_inactive:
-            q = q.where(M.status == "active")
-        if query.exclude_session is not None:
-            q = q.where(or_(M.source_session_id.is_(None), M.source_session_id != query.exclude_session))
-        if query.created_before is not None:
-            q = q.where(or_(M.created_at.is_(None), M.created_at <= query.created_before))
+        q = _memory_query(query.include_inactive, query.exclude_session is not None, query.created_before is not None)
+        params = {"u": user_id, "ex": query.exclude_session, "before": query.created_before}
         with self._read() as conn:
-            return [_memory_entry(r) for r in conn.execute(q.order_by(M.id))]
+            return [_memory_entry(r) for r in conn.execute(q, params)]
 
     def write_memory(self, user_id: str, changes: Sequence[MemoryChange], owner: str | None) -> list[object]:
         """One transaction. With ``owner``, it first locks the user's claim row and renews it
@@ -590,6 +584,21 @@ def _event_columns(data: dict[str, Any]) -> dict[str, Any]:
                 affected_ids=ids if isinstance(ids, list) else None, summary_id=text("summary_id", 255),
                 duration_ms=num("duration_ms"), usage=usage if isinstance(usage, dict) else None,
                 data=data, created_at=utcnow())
+
+
+@functools.lru_cache(maxsize=8)
+def _memory_query(include_inactive: bool, exclude: bool, before: bool) -> Any:
+    """:meth:`SqlStore.read_memory`'s statement for one :class:`MemoryQuery` shape, built once
+    (parameters ``u``, ``ex``, ``before``)."""
+    M = UserMemoryRow
+    q = select(M).where(M.user_id == bindparam("u"))
+    if not include_inactive:
+        q = q.where(M.status == "active")
+    if exclude:
+        q = q.where(or_(M.source_session_id.is_(None), M.source_session_id != bindparam("ex")))
+    if before:
+        q = q.where(or_(M.created_at.is_(None), M.created_at <= bindparam("before", type_=M.created_at.type)))
+    return q.order_by(M.id)
 
 
 def _memory_entry(r: Any) -> Any:
