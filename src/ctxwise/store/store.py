@@ -269,11 +269,12 @@ class SqlStore(BaseStore):
             return [SessionInfo(u, s, p, v, _aware(c), _aware(t)) for u, s, p, v, c, t in conn.execute(q)]
 
     def read_memory(self, user_id: str, query: MemoryQuery) -> list[Any]:
-        """The user's entries ``query`` selects, filtered in SQL, oldest first."""
+        """The user's entries ``query`` selects, filtered in SQL, oldest first (one statement, in
+        autocommit: it is its own snapshot, with no ``BEGIN`` / ``COMMIT`` round trips)."""
         q = _memory_query(query.include_inactive, query.exclude_session is not None, query.created_before is not None)
         params = {"u": user_id, "ex": query.exclude_session, "before": query.created_before}
-        with self._read() as conn:
-            return [_memory_entry(r) for r in conn.execute(q, params)]
+        with self.engine.connect() as conn:
+            return [_memory_entry(r) for r in conn.execution_options(isolation_level="AUTOCOMMIT").execute(q, params)]
 
     def write_memory(self, user_id: str, changes: Sequence[MemoryChange], owner: str | None) -> list[object]:
         """One transaction. With ``owner``, it first locks the user's claim row and renews it
@@ -513,6 +514,8 @@ def _insert_rows(conn: Connection, sess: Any, inserts: Sequence[StoredRow], vers
 def _update_rows(conn: Connection, sess: Any, updates: Sequence[RowUpdate]) -> None:
     """Updates that carry no body are grouped (one UPDATE per distinct state and size); each
     other one is an UPDATE of its row (and of its original when that changes)."""
+    if not updates:
+        return
     mine = (C.session_pk == sess.id, C.user_id == sess.user_id)
     groups: dict[tuple[str | None, int | None], list[str]] = {}
     for u in updates:
