@@ -273,13 +273,7 @@ def extract_and_store(
             if all(op.op == "NOOP" for ops in ahead[1] for op in ops):
                 return StoredExtraction(ops=[op for ops in ahead[1] for op in ops], entries=ahead[0])
         owner = owner or default_owner()
-        start = time.monotonic()
-        while not store.claim_memory(user_id, owner, stale_after_s=ttl_s):
-            if time.monotonic() - start > wait_s:
-                raise MemoryBusy(f"memory of user {user_id!r} is being extracted by another process; "
-                                 f"waited {wait_s:g}s")
-            time.sleep(poll_s)
-        out = StoredExtraction(owner=owner, waited_s=time.monotonic() - start)
+        out = StoredExtraction(owner=owner, waited_s=_await_claim(store, user_id, owner, ttl_s, wait_s, poll_s))
         beat = Heartbeat(store, user_id, owner, ttl_s / 3)
         if not optimistic:
             beat.start()
@@ -288,25 +282,45 @@ def extract_and_store(
                 on_claimed()
             entries = store.list_memory(user_id)
             reuse = ahead[1] if ahead is not None and ahead[0] == entries else []
-            for k, (text, mid) in enumerate(texts):
-                if beat.lost:  # taken over while this call stalled: decide nothing more
-                    raise MemoryBusy(f"memory claim of user {user_id!r} was taken over from {owner!r} "
-                                     f"(its lease of {ttl_s:g}s ran out)")
-                if k < len(reuse):
-                    ops = reuse[k]
-                else:
-                    beat.start()
-                    ops = decide_one(text, entries)
-                out.ops.extend(ops)
-                if any(op.op != "NOOP" for op in ops):
-                    out.applied.extend(store.apply_memory(user_id, ops, source_session_id=session_id,
-                                                          source_message_id=mid, owner=owner))
-                    entries = store.list_memory(user_id)
-            out.entries = entries
+            _claimed(store, user_id, texts, reuse, decide_one, entries, beat, session_id, out, ttl_s)
         finally:
             beat.stop()
             store.release_memory(user_id, owner)
         return out
+
+
+def _await_claim(store: Any, user_id: str, owner: str, ttl_s: float, wait_s: float, poll_s: float) -> float:
+    """Take the user's claim for ``owner``, polling every ``poll_s``; the seconds waited.
+    Raises MemoryBusy after ``wait_s``."""
+    start = time.monotonic()
+    while not store.claim_memory(user_id, owner, stale_after_s=ttl_s):
+        if time.monotonic() - start > wait_s:
+            raise MemoryBusy(f"memory of user {user_id!r} is being extracted by another process; "
+                             f"waited {wait_s:g}s")
+        time.sleep(poll_s)
+    return time.monotonic() - start
+
+
+def _claimed(store: Any, user_id: str, texts: list[tuple[str, str | None]], reuse: list[list[Op]],
+             decide_one: Callable[..., list[Op]], entries: list[MemoryEntry], beat: Heartbeat,
+             session_id: str | None, out: StoredExtraction, ttl_s: float) -> None:
+    """:func:`extract_and_store` under the claim: each utterance's ops (``reuse``'s when given,
+    else decided on ``entries`` with the heartbeat running) applied in one write; fills ``out``."""
+    for k, (text, mid) in enumerate(texts):
+        if beat.lost:  # taken over while this call stalled: decide nothing more
+            raise MemoryBusy(f"memory claim of user {user_id!r} was taken over from {beat.owner!r} "
+                             f"(its lease of {ttl_s:g}s ran out)")
+        if k < len(reuse):
+            ops = reuse[k]
+        else:
+            beat.start()
+            ops = decide_one(text, entries)
+        out.ops.extend(ops)
+        if any(op.op != "NOOP" for op in ops):
+            out.applied.extend(store.apply_memory(user_id, ops, source_session_id=session_id,
+                                                  source_message_id=mid, owner=beat.owner))
+            entries = store.list_memory(user_id)
+    out.entries = entries
 
 
 __all__ = [
