@@ -439,8 +439,9 @@ def _rows(conn: Connection, sess: Any, q: RowQuery) -> tuple[StoredRow, ...]:
     """The rows of ``sess`` that ``q`` selects (one SELECT, plus one per 500 originals)."""
     if (q.open_turn and sess.open_from_seq is None) or (q.message_ids is not None and not q.message_ids):
         return ()
+    joined = q.bodies and q.originals  # every original wanted: read beside its row, in the same SELECT
     stmt = _rows_query(q.bodies, q.states, q.message_ids is not None, q.tool_use_id is not None, q.open_turn,
-                       q.appended, q.newest)
+                       q.appended, q.newest, joined)
     params: dict[str, Any] = {"pk": sess.id, "uid": sess.user_id}
     if q.message_ids is not None:
         params["ids"] = list(q.message_ids)
@@ -449,8 +450,8 @@ def _rows(conn: Connection, sess: Any, q: RowQuery) -> tuple[StoredRow, ...]:
     if q.open_turn:
         params["open_from"] = sess.open_from_seq
     listed = conn.execute(stmt, params).all()
-    originals: dict[int, Any] = {}
-    if q.bodies:
+    originals: dict[int, Any] = {r.seq: r.original for r in listed} if joined else {}
+    if q.bodies and not joined:
         wanted = [r.seq for r in listed if q.originals or r.current is None]
         for chunk in range(0, len(wanted), 500):
             originals.update(conn.execute(_ORIGINALS, {"pk": sess.id, "uid": sess.user_id,
@@ -469,12 +470,15 @@ def _session_query(lock: bool, nowait: bool) -> Any:
 
 @functools.lru_cache(maxsize=64)
 def _rows_query(bodies: bool, states: tuple[str, ...] | None, by_ids: bool, by_tool: bool, open_turn: bool,
-                appended: bool, newest: bool) -> Any:
+                appended: bool, newest: bool, originals: bool = False) -> Any:
     """:func:`_rows`' statement for one :class:`RowQuery` shape, built once (parameters ``pk``,
-    ``uid``, and ``ids`` / ``tool`` / ``open_from`` as the shape needs them)."""
+    ``uid``, and ``ids`` / ``tool`` / ``open_from`` as the shape needs them); with
+    ``originals``, each row's original body beside it (column ``original``, an outer join)."""
     cols = [C.message_id, C.seq, C.anchor_seq, C.generation, C.state, C.role, C.size]
-    stmt = select(*cols, *([C.current] if bodies else [])).where(C.session_pk == bindparam("pk"),
-                                                                 C.user_id == bindparam("uid"))
+    extra = ([C.current] if bodies else []) + ([O.body.label("original")] if originals else [])
+    stmt = select(*cols, *extra).where(C.session_pk == bindparam("pk"), C.user_id == bindparam("uid"))
+    if originals:
+        stmt = stmt.outerjoin(O, (O.session_pk == C.session_pk) & (O.seq == C.seq))
     if states is not None:
         stmt = stmt.where(C.state.in_(states))
     if by_ids:
