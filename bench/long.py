@@ -91,6 +91,8 @@ class Score:
     invalid: int = 0
     bound: int = 0
     latencies: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    """Each prepare()'s process CPU time in ms (beside its wall time, :attr:`latencies`)."""
     error: str = ""
     bought: tuple[int, ...] = ()
     rebilled: int = 0
@@ -103,8 +105,9 @@ def provider_of(path: Path) -> str:
 
 
 def drive(msgs: Sequence[Message], budget: int, provider: str,
-          bound: str = "auto") -> tuple[list, list, list, list[float], str]:
-    """``(histories, ctxwise payloads as sent, outputs, prepare latencies in ms, error)``."""
+          bound: str = "auto", cpu: list[float] | None = None) -> tuple[list, list, list, list[float], str]:
+    """``(histories, ctxwise payloads as sent, outputs, prepare latencies in ms, error)``;
+    ``cpu``, when given, receives each prepare()'s process CPU time in ms."""
     policy = Policy.preset("default", budget=budget, unit="tokens", provider=provider, bound_reasoning=bound)
     histories: list[list[Message]] = []
     payloads: list[list[Message]] = []
@@ -122,9 +125,11 @@ def drive(msgs: Sequence[Message], budget: int, provider: str,
                     if pending:
                         s.append(pending)
                         pending = []
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     p = s.prepare()
                     latencies.append((time.perf_counter() - t0) * 1000)
+                    if cpu is not None:
+                        cpu.append((time.process_time() - c0) * 1000)
                     histories.append(list(history))
                     payloads.append(metrics.as_sent(list(p.messages), provider))
                     outputs.append(m)
@@ -162,9 +167,10 @@ def run_session(path: Path, budget: int, bound: str = "auto", peers: Sequence[st
     conv = load(str(path))
     conv = conv[0] if isinstance(conv, list) else conv
     provider = provider_of(path)
-    histories, payloads, outputs, lat, err = drive(list(conv.messages), budget, provider, bound)
+    cpu: list[float] = []
+    histories, payloads, outputs, lat, err = drive(list(conv.messages), budget, provider, bound, cpu)
     ours = score(histories, payloads, outputs, budget, provider, check=True)
-    ours.latencies, ours.error = lat, err
+    ours.latencies, ours.cpu, ours.error = lat, cpu, err
     out = {"ctxwise": ours}
     for name in ("no management, valid", *peers):
         strat = EverythingValid() if name == "no management, valid" else peer(name, budget)
@@ -198,15 +204,17 @@ def _total(scores: list[Score]) -> Score:
     return tot
 
 
-def p95_ratio(per: dict[str, dict[str, Score]]) -> str:
+def p95_ratio(per: dict[str, dict[str, Score]], cpu: bool = False) -> str:
     """ctxwise's prepare p95 on the longest session over its p95 on the session whose history
-    is nearest 10,000 tokens (both of one run)."""
+    is nearest 10,000 tokens (both of one run); by wall time, or with ``cpu`` by process CPU
+    time (steadier when other processes share the machine)."""
     runs = [(sc["ctxwise"].history, f, sc["ctxwise"]) for f, sc in per.items() if sc["ctxwise"].latencies]
     if len(runs) < 2:
         return "–"
     longest = max(runs, key=lambda r: r[0])
     short = min(runs, key=lambda r: abs(r[0] - 10_000))
-    a, b = metrics.percentile(longest[2].latencies, 95), metrics.percentile(short[2].latencies, 95)
+    of = (lambda sc: sc.cpu) if cpu else (lambda sc: sc.latencies)
+    a, b = metrics.percentile(of(longest[2]), 95), metrics.percentile(of(short[2]), 95)
     return (f"{a / b:.2f} ({longest[1].split('/')[-1]} {longest[0]:,} tokens: {a:.1f} ms; "
             f"{short[1].split('/')[-1]} {short[0]:,} tokens: {b:.1f} ms)")
 
@@ -247,6 +255,9 @@ def report(results: dict[int, dict[str, dict[str, Score]]], files: list[Path], d
                        f"{ms if strat == 'ctxwise' else '–'} |")
         out.append("")
         out.append(f"prepare p95 ratio at {budget:,}, longest session / ~10k-token session: {p95_ratio(per)}")
+        out.append("")
+        out.append(f"the same by process CPU time (the calls' own work, whatever else runs on the machine; "
+                   f"load average {os.getloadavg()[0]:.1f} at the end of the run): {p95_ratio(per, cpu=True)}")
         out.append("")
     errors = [f"- {b:,} {f}: {per[f]['ctxwise'].error}" for b, per in results.items() for f in per
               if per[f]["ctxwise"].error]

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal, TypeAlias, Union
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias, TypeVar, Union
 
 from pydantic import (
     BaseModel,
@@ -323,20 +323,28 @@ class Message(BaseModel):
         """The message's text blocks joined with newlines (thinking, tools and images omitted)."""
         return "\n".join(b.text for b in self.blocks if isinstance(b, TextBlock))
 
+    def _of_type(self, key: str, tp: type) -> list[Any]:
+        """The blocks of type ``tp``, in order (a new list; the selection is kept in the memo)."""
+        cache = self.__pydantic_private__["_cache"]  # type: ignore[index]  # the slot, as memo()
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = tuple(b for b in self.blocks if isinstance(b, tp))
+        return list(found)
+
     @property
     def tool_uses(self) -> list[ToolUseBlock]:
         """The ``tool_use`` blocks, in order."""
-        return [b for b in self.blocks if isinstance(b, ToolUseBlock)]
+        return self._of_type("blocks/tool_use", ToolUseBlock)
 
     @property
     def tool_results(self) -> list[ToolResultBlock]:
         """The ``tool_result`` blocks, in order."""
-        return [b for b in self.blocks if isinstance(b, ToolResultBlock)]
+        return self._of_type("blocks/tool_result", ToolResultBlock)
 
     @property
     def thinking(self) -> list[ThinkingBlock]:
         """The ``thinking`` blocks, in order."""
-        return [b for b in self.blocks if isinstance(b, ThinkingBlock)]
+        return self._of_type("blocks/thinking", ThinkingBlock)
 
     @property
     def kind(self) -> str | None:
@@ -386,6 +394,27 @@ class Message(BaseModel):
         new = super().model_copy(update=update, deep=deep)
         object.__setattr__(new, "__pydantic_private__", {"_cache": {}})
         return new
+
+
+_T = TypeVar("_T")
+
+
+def memo_on(sources: Sequence[Any], tag: str, key: Hashable, compute: Callable[[], _T]) -> _T:
+    """``compute()``, a pure function of the objects ``sources`` (a message first, then any
+    objects, compared by identity) and of ``key``, kept in ``sources[0]``'s memo under
+    ``tag``: one slot per tag, reused while the same ``key`` and the same objects ask again,
+    replaced otherwise. Messages are frozen, so an edit (a new object) never meets a stale
+    entry."""
+    memo = sources[0].memo()
+    slot = memo.get(tag)
+    if slot is not None and slot[0] == key:
+        others = slot[1]
+        n = len(sources) - 1
+        if len(others) == n and (n == 0 or all(others[k] is sources[k + 1] for k in range(n))):
+            return slot[2]  # type: ignore[no-any-return]
+    found = compute()
+    memo[tag] = (key, tuple(sources[1:]), found)
+    return found
 
 
 MarkKind = Literal["summary", "facts", "user_memory", "loop_close"]

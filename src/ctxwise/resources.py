@@ -296,12 +296,13 @@ def accesses(messages: Sequence[Message], rules: Mapping[str, str] | None = None
     """``tool_use_id -> (index of the assistant message that called it, Access)`` for every
     call of ``messages`` that names a resource, with path keys unified (:func:`unify_paths`)."""
     raw: dict[str, tuple[int, Access]] = {}
+    by = f"/{sorted(rules.items()) if rules else ''}"
     for i, m in enumerate(messages):
         if m.role != "assistant":
             continue
         for u in m.tool_uses:
             memo = m.memo()
-            slot = f"ctxwise/access/{u.id}/{sorted(rules.items()) if rules else ''}"
+            slot = f"ctxwise/access/{u.id}{by}"
             acc = memo.get(slot, False)
             if acc is False:
                 acc = memo[slot] = access_of(u, rules)

@@ -23,7 +23,13 @@ __all__ = ["ToolCycle", "Turn", "cycle_boundaries", "is_user_input", "last_user_
 
 def is_user_input(m: Message) -> bool:
     """True for a user message that is the person's own input (not a tool-result carrier)."""
-    return m.role == "user" and not m.tool_results
+    if m.role != "user":
+        return False
+    memo = m.memo()
+    found = memo.get("units/user-input")
+    if found is None:
+        found = memo["units/user-input"] = not m.tool_results
+    return bool(found)
 
 
 @dataclass(frozen=True)

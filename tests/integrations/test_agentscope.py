@@ -559,3 +559,30 @@ def test_a_message_corrected_in_place_or_a_new_summary_is_followed_on_a_new_bran
     asyncio.run(call())
     assert mw.record(agent.state)["session_id"] == now
     cm.close()
+
+
+def test_the_stand_in_compressor_lets_the_later_middlewares_run(tmp_path):
+    # kind: ctxwise visible to the other middlewares (found by AgentScope's own middleware tests:
+    # a compress_context hook after ctxwise in the list never ran)
+    from agentscope.middleware import MiddlewareBase
+
+    seen: list[str] = []
+
+    class After(MiddlewareBase):
+        async def on_compress_context(self, agent, input_kwargs, next_handler):
+            seen.append(f"after:{input_kwargs['instructions']}")
+            await next_handler(**input_kwargs)
+
+    rec = recordings(n=1)[0]
+    cm = ContextManager(f"sqlite:///{tmp_path / 'ctx.db'}", policy())
+    mw = CtxwiseMiddleware(cm, user_id="u1")
+    model = ScriptedModel()
+    agent = build_agent(rec, model, [mw, After()], extra_tools=asyncio.run(mw.list_tools()))
+    agent.model.context_size = 1_000  # far past AgentScope's 80 % trigger
+    asyncio.run(run_turns(agent, model, rec, turns=slice(0, 2)))
+    before = agent.state.model_dump_json()
+    own = agent._compress_context_impl
+    asyncio.run(agent.compress_context())
+    assert seen and all(s == "after:None" for s in seen)
+    assert agent.state.model_dump_json() == before and model.summaries == []
+    assert agent._compress_context_impl == own and "_compress_context_impl" not in agent.__dict__

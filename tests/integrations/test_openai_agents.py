@@ -29,7 +29,7 @@ from agents.memory import is_openai_responses_compaction_aware_session  # noqa: 
 from openai_agents_playback import PlaybackModel, agent_for, play, split  # noqa: E402
 
 from ctxwise import ContextManager, Policy  # noqa: E402
-from ctxwise.errors import FormatError, PayloadInvalid, PolicyError  # noqa: E402
+from ctxwise.errors import FormatError, PolicyError  # noqa: E402
 from ctxwise.formats import load  # noqa: E402
 from ctxwise.integrations.openai_agents import CtxwiseSession  # noqa: E402
 from ctxwise.formats import from_responses  # noqa: E402
@@ -249,8 +249,8 @@ def test_bad_items_raise_ctxwise_errors_and_store_nothing(tmp_path):
         asyncio.run(s.add_items([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
                                  {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
                                  {"type": "message", "role": "robot", "content": "x"}]))
-    with pytest.raises(PayloadInvalid):
-        asyncio.run(s.add_items([{"type": "function_call_output", "call_id": "nope", "output": "x"}]))
+    # (an output answering no waiting call is stored, as the SDK's sessions store it: see
+    # test_outputs_answering_no_waiting_call_are_stored_and_sent_as_written)
     # kind: a call_id repeated while the first call still waits for its output (the session could
     # never be read again: every get_items() raised unanswered-tool-call), in one batch or across two
     call = {"type": "function_call", "call_id": "dup", "name": "f", "arguments": "{}"}
@@ -955,5 +955,54 @@ def test_a_compaction_item_alone_can_open_the_session(tmp_path):
         assert await s.pop_item() == {"role": "user", "content": "go on"}
         assert await s.pop_item() == item
         assert await s.get_items() == []
+
+    asyncio.run(go())
+
+
+def test_outputs_answering_no_waiting_call_are_stored_and_sent_as_written(tmp_path):
+    """Kind (issue 29, the SDK's own suite: ``prepare_input_with_session`` / ``save_result_to_session``
+    tests): a ``function_call_output`` whose call is not in the session, or was answered already,
+    made add_items raise PayloadInvalid [orphan-tool-result]; the SDK stores such outputs and sends
+    them. ctxwise stores them as written, reads each as a user note (the context stays valid) and,
+    unedited, gives it back as written."""
+    cm = _quiet_cm(tmp_path)
+    s = CtxwiseSession(cm.session("u", "orphan"))
+    orphan = {"type": "function_call_output", "call_id": "call_gone", "output": "ok"}
+    call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
+    first = {"type": "function_call_output", "call_id": "c1", "output": "old"}
+    again = {"type": "function_call_output", "call_id": "c1", "output": "new"}
+
+    async def go():
+        await s.add_items([copy.deepcopy(orphan)])
+        await s.add_items([{"role": "user", "content": "hi"}, copy.deepcopy(call), copy.deepcopy(first)])
+        await s.add_items([copy.deepcopy(again)])  # a second output for an answered call
+        written = [orphan, {"role": "user", "content": "hi"}, call, first, again]
+        assert await s.get_items() == written
+        assert await s.get_items(limit=-1) == written  # SQLiteSession's LIMIT -1: everything
+        assert await s.get_items(limit=0) == []
+        notes = [m for m in s.ctx.messages if m.role == "user" and m.text.startswith("[function_call_output")]
+        assert [m.text for m in notes] == ["[function_call_output call_gone] ok", "[function_call_output c1] new"]
+        assert check_wire(s.last_prepared.payload, "openai_responses") == []
+        assert await s.pop_item() == again
+        assert await s.get_items() == written[:-1]
+
+    asyncio.run(go())
+
+
+def test_a_message_item_without_a_role_is_carried_as_written(tmp_path):
+    """Kind (issue 29, the SDK's own suite: ``wait_for_session_cleanup`` / rewind tests): a
+    ``message`` item without a role (the SDK stores what it is given) made add_items raise
+    FormatError "unknown role None"; it is kept and given back as written, like a hosted item."""
+    s = CtxwiseSession(_quiet_cm(tmp_path).session("u", "roleless"))
+    bare = {"id": "msg-1", "type": "message", "content": "hello"}
+    empty = {"id": "old", "type": "message"}
+
+    async def go():
+        await s.add_items([copy.deepcopy(bare)])
+        await s.add_items([{"role": "user", "content": "next"}, copy.deepcopy(empty)])
+        assert await s.get_items(limit=10) == [bare, {"role": "user", "content": "next"}, empty]
+        assert await s.get_items() == [bare, {"role": "user", "content": "next"}, empty]
+        assert await s.pop_item() == empty
+        assert await s.get_items(limit=10) == [bare, {"role": "user", "content": "next"}]
 
     asyncio.run(go())

@@ -4,7 +4,8 @@ ctxwise's middleware hands the model instead of the messages it is given.
 For each ``format(msgs)`` call of a formatter class in ``agentscope.formatter``, the messages are
 put through :meth:`ctxwise.integrations.agentscope.CtxwiseMiddleware.on_model_call` first, as
 an agent holding them would (the first system message is the system prompt, the rest its
-``state.context``), then formatted. Budget: ``CTXWISE_SUITE_BUDGET`` characters (default
+``state.context``), then formatted. At a small budget (:mod:`budget_check`) each request ctxwise
+prepared is checked, and the context it was given must come out of the call unchanged. Budget: ``CTXWISE_SUITE_BUDGET`` characters (default
 10,000,000: nothing is compacted, so a failure is ctxwise being visible); user memory off; one
 fresh agent state (and so one fresh ctxwise session) per call, in an in-memory store.
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-import os
 from types import SimpleNamespace
 from typing import Any
 
@@ -24,7 +24,9 @@ from agentscope.state import AgentState
 from ctxwise import ContextManager, Policy
 from ctxwise.integrations.agentscope import CtxwiseMiddleware
 
-BUDGET = int(os.environ.get("CTXWISE_SUITE_BUDGET", "10000000"))
+import budget_check
+from budget_check import BUDGET
+
 _manager = ContextManager("memory://", Policy(budget=BUDGET, unit="chars", provider="openai", user_memory=False))
 _middleware = CtxwiseMiddleware(_manager, user_id="suite")
 _inside: contextvars.ContextVar[bool] = contextvars.ContextVar("ctxwise_inside", default=False)
@@ -44,7 +46,12 @@ async def through_ctxwise(msgs: Any) -> Any:
     async def handler(messages: list[Any]) -> None:
         got.extend(messages)
 
+    before = [m.model_dump_json() for m in state.context]
     await _middleware.on_model_call(agent, {"messages": list(msgs), "tools": []}, handler)
+    if budget_check.SMALL:
+        budget_check.request(_middleware.last_prepared, "openai", "formatter input")
+        budget_check.record([m.model_dump_json() for m in state.context] == before, "formatter input",
+                            "state.context changed by the model call")
     return got
 
 
@@ -76,6 +83,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         for e in store.events(info.user_id, info.session_id):
             out[e["stage"]] = out.get(e["stage"], 0) + 1
     terminalreporter.write_line(f"ctxwise events: {out}")
+    if budget_check.SMALL:
+        terminalreporter.write_line(budget_check.summary())
+        budget_check.write()
 
 
 def pytest_report_header(config: Any) -> str:

@@ -4,7 +4,8 @@ tests gets a :class:`ctxwise.integrations.langchain.CtxwiseMiddleware`.
 Where it goes in the middleware list: ``CTXWISE_SUITE_POSITION`` = ``last`` (default: after
 the test's own middlewares, nearest the model) or ``first``. The budget: ``CTXWISE_SUITE_BUDGET``
 characters (default 10,000,000: nothing is ever compacted, so a failure is ctxwise being visible;
-a small budget makes compaction fire). User memory is off and the recall tool is not registered
+a small budget makes compaction fire, and each request and the thread's record are checked:
+:mod:`budget_check`). User memory is off and the recall tool is not registered
 (the tests count the agent's tools). Each agent gets its own ctxwise user in one store per
 test session (:data:`STORE`), so thread ids the tests reuse never meet.
 
@@ -25,7 +26,9 @@ from ctxwise import ContextManager, Policy
 from ctxwise.integrations.langchain import CtxwiseMiddleware
 
 POSITION = os.environ.get("CTXWISE_SUITE_POSITION", "last")
-BUDGET = int(os.environ.get("CTXWISE_SUITE_BUDGET", "10000000"))
+import budget_check
+from budget_check import BUDGET
+
 STORE = os.environ.get("CTXWISE_SUITE_STORE", "memory://")
 """The ctxwise store: ``memory://`` by default. LangChain's conftest runs every test under
 ``blockbuster``, which makes any blocking call on an event-loop thread an error, and several
@@ -50,9 +53,24 @@ def manager() -> ContextManager:
     return _manager
 
 
+class CheckedMiddleware(CtxwiseMiddleware):
+    """:class:`CtxwiseMiddleware` that, at a small budget, checks each request it prepares
+    (:func:`budget_check.request`) and the thread's record around each model call: the state's
+    messages are the same, in number and content, before and after ctxwise's part of the call."""
+
+    def _prepare(self, request: Any) -> Any:
+        before = [m.content for m in (request.state or {}).get("messages", [])]
+        out = super()._prepare(request)
+        if budget_check.SMALL:
+            budget_check.request(self.last_prepared, "openai", "create_agent model call")
+            after = [m.content for m in (request.state or {}).get("messages", [])]
+            budget_check.record(after == before, "create_agent model call", "state messages changed")
+        return out
+
+
 def create_agent(model: Any, tools: Any = None, *, middleware: Any = (), **kwargs: Any) -> Any:
     """LangChain's ``create_agent`` with ctxwise added to ``middleware`` (first or last)."""
-    mw = CtxwiseMiddleware(manager(), user_id=f"suite-{uuid.uuid4().hex[:12]}", recall=False)
+    mw = CheckedMiddleware(manager(), user_id=f"suite-{uuid.uuid4().hex[:12]}", recall=False)
     created.append(mw)
     own = list(middleware or ())
     return _original(model, tools, middleware=[*own, mw] if POSITION == "last" else [mw, *own], **kwargs)
@@ -78,6 +96,9 @@ def stages() -> dict[str, int]:
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.write_line(f"ctxwise events over {len(created)} agents: {stages()}")
+    if budget_check.SMALL:
+        terminalreporter.write_line(budget_check.summary())
+        budget_check.write()
 
 
 def pytest_report_header(config: Any) -> str:

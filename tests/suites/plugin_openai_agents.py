@@ -11,7 +11,9 @@ with stand-ins built on :class:`ctxwise.integrations.openai_agents.CtxwiseSessio
 test module is imported (so every ``from agents import SQLiteSession`` gets the stand-in). Each
 stand-in is a real ctxwise session on a real SQLite store (a temp file for ``":memory:"``, the
 given file for a ``db_path``) at a 10,000,000-char budget with user memory off: nothing can be
-compacted, so the SDK must not be able to tell ctxwise is there.
+compacted, so the SDK must not be able to tell ctxwise is there. At a small budget
+(``CTXWISE_SUITE_BUDGET``, :mod:`budget_check`) compaction fires, and each request a read
+prepares and the record after each write are checked instead.
 
 Each test's JUnit record gets the property ``ctxwise_stand_ins``: how many stand-ins it built.
 The runner counts a failure of a test that built none as "n/a" (it never ran through ctxwise).
@@ -20,6 +22,8 @@ The runner counts a failure of a test that built none as "n/a" (it never ran thr
 from __future__ import annotations
 
 import copy
+import json
+from collections import Counter
 import os
 import sys
 import tempfile
@@ -34,8 +38,10 @@ from ctxwise import ContextManager, Policy
 from ctxwise.formats import plain
 from ctxwise.integrations.openai_agents import CtxwiseSession
 
-BUDGET_CHARS = 10_000_000
-POLICY = Policy(budget=BUDGET_CHARS, unit="chars", provider="openai_responses", user_memory=False)
+import budget_check
+from budget_check import BUDGET
+
+POLICY = Policy(budget=BUDGET, unit="chars", provider="openai_responses", user_memory=False)
 PROPERTY = "ctxwise_stand_ins"
 
 _managers: dict[str, ContextManager] = {}
@@ -69,7 +75,65 @@ def _tmpdir() -> str:
     return _tmp[0]
 
 
-class SQLiteSessionStandIn(CtxwiseSession):
+def _key(item: Any) -> str:
+    return json.dumps(item, sort_keys=True, ensure_ascii=False, default=str)
+
+
+_shadow: dict[tuple[int, str, str], list[str]] = {}
+"""At a small budget: per ctxwise session, the keys of the items the SDK wrote and did not pop
+or clear, in order (what the record must hold)."""
+
+
+class CheckedSession(CtxwiseSession):
+    """:class:`CtxwiseSession` that, at a small budget (:mod:`budget_check`), checks every request
+    a read prepares and, after every write, that the record (``get_items(limit=...)``: every item
+    as written) still holds every item written and not popped or cleared."""
+
+    def _where(self) -> tuple[int, str, str]:
+        return (id(self.ctx.manager), self.ctx.user_id, self.session_id)
+
+    def _check_record(self) -> None:
+        """Every item written and not popped or cleared is still in the record (as written).
+        The record may hold more: the interruption outputs ctxwise writes for calls a new run
+        left unanswered, and items another object or thread wrote to the same session since."""
+        want = Counter(_shadow.get(self._where(), []))
+        got = Counter(_key(i) for i in self._synced(self._tail, 1 << 30))
+        lost = want - got
+        budget_check.record(not lost, f"session {self.session_id}",
+                            f"{sum(lost.values())} written item(s) missing from the record: {list(lost)[:2]}")
+
+    def _written_now(self, items: list[Any]) -> None:
+        _shadow.setdefault(self._where(), []).extend(_key(plain(i)) for i in items)
+
+    def _view(self) -> list[dict[str, Any]]:
+        out = super()._view()
+        if budget_check.SMALL and self.last_prepared is not None:
+            budget_check.request(self.last_prepared, "openai_responses", f"session {self.session_id}")
+        return out
+
+    async def add_items(self, items: list[Any]) -> None:
+        await super().add_items(items)
+        if budget_check.SMALL:
+            self._written_now(items)
+            self._check_record()
+
+    async def pop_item(self) -> Any:
+        item = await super().pop_item()
+        if budget_check.SMALL:
+            keys = _shadow.get(self._where(), [])
+            if item is not None and keys:
+                keys.pop()
+            self._check_record()
+        return item
+
+    async def clear_session(self) -> None:
+        await super().clear_session()
+        if budget_check.SMALL:
+            _shadow[self._where()] = []
+            self._check_record()
+
+
+class SQLiteSessionStandIn(CheckedSession):
     """``agents.SQLiteSession``'s constructor over a ctxwise session (the table names are
     accepted and unused: ctxwise has its own schema)."""
 
@@ -83,7 +147,7 @@ class SQLiteSessionStandIn(CtxwiseSession):
         """SQLiteSession.close(): the shared store stays open for other sessions on the file."""
 
 
-class SimpleListSessionStandIn(CtxwiseSession):
+class SimpleListSessionStandIn(CheckedSession):
     """The sdist's ``tests.utils.simple_session.SimpleListSession`` constructor over a ctxwise
     session on its own in-memory database; ``saved_items`` is the record as written."""
 
@@ -93,6 +157,8 @@ class SimpleListSessionStandIn(CtxwiseSession):
         self._ignore_ids_for_matching = False
         if history:
             self._synced(self._add, [plain(i) for i in history])
+            if budget_check.SMALL:
+                self._written_now(history)
 
     @property
     def saved_items(self) -> list[Any]:
@@ -165,3 +231,10 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 
 
 _START = pytest.StashKey[int]()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """At a small budget: the checks' counts (and the report file for the runner)."""
+    if budget_check.SMALL:
+        terminalreporter.write_line(budget_check.summary())
+        budget_check.write()

@@ -1,7 +1,16 @@
 """Run a framework's own test suite with its session store replaced by ctxwise, and classify failures.
 
-Usage: ``python tests/suites/runner.py <suite> [--keep DIR] [-k EXPR]``; exit 0 when every
-failure is accepted, 1 when any new failure ("defect") remains, 2 on a usage error.
+Usage: ``python tests/suites/runner.py <suite> [--keep DIR] [-k EXPR] [--budget CHARS]``; exit 0
+when every failure is accepted, 1 when any new failure ("defect") remains, 2 on a usage error.
+
+``--budget CHARS`` is the small-budget mode: the plugins' ctxwise budget becomes CHARS
+(``CTXWISE_SUITE_BUDGET``; default 10,000,000, where nothing is compacted), so compaction fires.
+The frameworks' own assertions on what the model got then no longer hold, so failures are
+counted, not classified; what is checked (``tests/suites/budget_check.py``, written by the
+plugin to ``CTXWISE_SUITE_REPORT``) is that every request ctxwise prepared is valid
+(``check_wire``) and every check of the framework's record found it complete. Exit 1 when a
+request was invalid, a record incomplete, or no request was compacted at all. The summary:
+``<suite>@<CHARS>: tests=N failed=N requests=N compacted=N invalid=N records=N incomplete=N wall=Ns``.
 
 Contract for a suite module ``tests/suites/suite_<name>.py`` (one module per framework):
 
@@ -46,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -57,6 +67,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 STAND_INS = "ctxwise_stand_ins"
 """The JUnit property a plugin may record: how many ctxwise stand-ins a test built."""
@@ -76,6 +87,11 @@ class Outcome:
     through: int = 0
     stale_accepts: list[str] = field(default_factory=list)
     wall_s: float = 0.0
+    checks: dict[str, Any] = field(default_factory=dict)
+    """Small-budget mode only: the plugin's report (``budget_check``: requests, compacted,
+    invalid, records, incomplete, problems)."""
+    failed: int = 0
+    """Small-budget mode only: the tests that failed (not classified)."""
 
 
 PROVIDER_KEYS = frozenset({"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY",
@@ -146,8 +162,10 @@ def classify(xml_path: Path, accepted: dict[str, str], out: Outcome, baseline: s
                 out.stale_accepts.append(nid)
 
 
-def run(name: str, keep: Path | None = None, kexpr: str | None = None) -> Outcome:
-    """Run suite ``name`` end to end and return its Outcome; raises CalledProcessError on pip failure."""
+def run(name: str, keep: Path | None = None, kexpr: str | None = None, budget: int | None = None) -> Outcome:
+    """Run suite ``name`` end to end and return its Outcome; raises CalledProcessError on pip
+    failure. ``budget``: the small-budget mode (see the module docstring): ``Outcome.checks``
+    and ``Outcome.failed`` are filled instead of the classification."""
     suite = load_suite(name)
     accepted_file = HERE / suite.ACCEPTED
     accepted = tomllib.loads(accepted_file.read_text()).get("accepted", {}) if accepted_file.exists() else {}
@@ -160,6 +178,11 @@ def run(name: str, keep: Path | None = None, kexpr: str | None = None) -> Outcom
     # no model is reachable: without provider keys the frameworks' live-model tests skip, as
     # they do for any contributor without keys (a test of ours may have set a dummy one)
     env = {k: v for k, v in os.environ.items() if k not in PROVIDER_KEYS}
+    report = work / "budget-checks.json"
+    if budget is not None:
+        env["CTXWISE_SUITE_BUDGET"] = str(budget)
+        env["CTXWISE_SUITE_REPORT"] = str(report)
+        report.unlink(missing_ok=True)
     paths = [str(HERE), str(REPO / "src")]
     deps: list[str] = getattr(suite, "TEST_DEPS", [])
     if deps:
@@ -175,7 +198,7 @@ def run(name: str, keep: Path | None = None, kexpr: str | None = None) -> Outcom
     timeout = getattr(suite, "TIMEOUT_S", 1200)
     start = time.monotonic()
     baseline: set[str] | None = None
-    if getattr(suite, "BASELINE", False):
+    if getattr(suite, "BASELINE", False) and budget is None:
         base_xml = work / "junit-baseline.xml"
         subprocess.run([sys.executable, "-m", "pytest", "-q", f"--junitxml={base_xml}", *args], cwd=root, env=env,
                        timeout=timeout, check=False, stdout=subprocess.DEVNULL)
@@ -183,8 +206,27 @@ def run(name: str, keep: Path | None = None, kexpr: str | None = None) -> Outcom
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", suite.PLUGIN, f"--junitxml={xml}", *args],
                    cwd=root, env=env, timeout=timeout, check=False)
     out.wall_s = time.monotonic() - start
+    if budget is not None:
+        out.checks = json.loads(report.read_text()) if report.exists() else {}
+        out.failed = len(failing(xml))
+        out.through = sum(1 for c in ET.parse(xml).getroot().iter("testcase") if c.find("skipped") is None)
+        return out
     classify(xml, accepted, out, baseline)
     return out
+
+
+def budget_problems(out: Outcome) -> list[str]:
+    """What fails a small-budget run: invalid requests, incomplete records, no report, or no
+    compaction at all (the budget did not make it fire)."""
+    c = out.checks
+    if not c:
+        return ["the plugin wrote no budget-checks report"]
+    found = list(c.get("problems", []))
+    if c.get("invalid") or c.get("incomplete"):
+        found.append(f"{c.get('invalid')} invalid request(s), {c.get('incomplete')} incomplete record(s)")
+    if not c.get("compacted"):
+        found.append(f"no request was compacted at budget {c.get('budget')}: compaction never fired")
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,8 +235,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("suite")
     ap.add_argument("--keep", type=Path, default=None, help="work dir to keep (default: a temp dir)")
     ap.add_argument("-k", dest="kexpr", default=None)
+    ap.add_argument("--budget", type=int, default=None, help="small-budget mode: the ctxwise budget in chars")
     args = ap.parse_args(argv)
-    out = run(args.suite, args.keep, args.kexpr)
+    out = run(args.suite, args.keep, args.kexpr, args.budget)
+    if args.budget is not None:
+        problems = budget_problems(out)
+        for p in problems:
+            print(f"PROBLEM  {p}")
+        c = out.checks
+        print(f"{args.suite}@{args.budget}: tests={out.through} failed={out.failed} requests={c.get('requests', 0)} "
+              f"compacted={c.get('compacted', 0)} invalid={c.get('invalid', 0)} records={c.get('records', 0)} "
+              f"incomplete={c.get('incomplete', 0)} wall={out.wall_s:.0f}s")
+        return 1 if problems else 0
     for nid in out.defects:
         print(f"DEFECT   {nid}")
     for nid in out.accepted:

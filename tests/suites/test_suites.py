@@ -2,8 +2,9 @@
 
 One test per ``suite_<name>.py``: it downloads the pinned sdist (network to PyPI), runs the
 framework's tests with the suite's plugin, and fails on any failure that is neither accepted
-(``accepted_<name>.toml``, with its reason) nor n/a. The classification itself is checked on a
-JUnit file written here.
+(``accepted_<name>.toml``, with its reason) nor n/a. The suites in :data:`SMALL_BUDGET` run once
+more at a budget where compaction fires (``runner.py --budget``): every request valid, every
+record complete. The classification itself is checked on a JUnit file written here.
 """
 
 from __future__ import annotations
@@ -58,13 +59,17 @@ def test_unknown_suite_is_a_usage_error() -> None:
     assert e.value.code == 2
 
 
-IN_CI = ["agentscope", "langchain", "langchain_first"]
-"""The suites run here. ``openai_agents`` is not among them while it still finds defects (35
-of 943 tests through ctxwise, issue 29): ``python tests/suites/runner.py openai_agents``."""
+IN_CI = ["agentscope", "agentscope_agents", "langchain", "langchain_first", "openai_agents"]
+"""The suites run here: every suite (``python tests/suites/runner.py <name>`` runs one)."""
+
+SMALL_BUDGET = {"agentscope": 600, "langchain": 400}
+"""The small-budget runs made here (``runner.py <name> --budget CHARS``): suite -> budget in
+chars at which compaction fires on the suite's conversations. Every request ctxwise prepared
+must pass the wire check and every check of the framework's record find it complete."""
 
 
-def test_every_suite_is_named_here_or_in_the_open_list() -> None:
-    assert set(SUITES) == set(IN_CI) | {"openai_agents"}
+def test_every_suite_is_run_here() -> None:
+    assert set(SUITES) == set(IN_CI)
 
 
 @pytest.mark.parametrize("name", IN_CI)
@@ -72,3 +77,24 @@ def test_suite_has_no_defects(name: str, tmp_path: Path) -> None:
     out = runner.run(name, keep=tmp_path / name)
     assert out.through > 0, f"{name}: no test ran through ctxwise"
     assert not out.defects, f"{name}: {len(out.defects)} failure(s) neither accepted nor n/a:\n" + "\n".join(out.defects)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL_BUDGET))
+def test_suite_at_a_small_budget_sends_only_valid_requests_and_keeps_the_record(name: str, tmp_path: Path) -> None:
+    out = runner.run(name, keep=tmp_path / name, budget=SMALL_BUDGET[name])
+    c = out.checks
+    assert c.get("requests", 0) > 0 and c.get("compacted", 0) > 0, f"{name}: compaction never fired: {c}"
+    assert c.get("records", 0) > 0, f"{name}: the framework's record was never checked: {c}"
+    assert runner.budget_problems(out) == [], f"{name}: {runner.budget_problems(out)}"
+
+
+def test_budget_problems_names_each_failure() -> None:
+    ok = runner.Outcome(checks={"requests": 3, "compacted": 1, "invalid": 0, "records": 3, "incomplete": 0,
+                                "budget": 600, "problems": []})
+    assert runner.budget_problems(ok) == []
+    bad = runner.Outcome(checks={"requests": 3, "compacted": 0, "invalid": 1, "records": 3, "incomplete": 2,
+                                 "budget": 600, "problems": ["invalid request (x): [...]"]})
+    found = runner.budget_problems(bad)
+    assert found[0] == "invalid request (x): [...]" and "1 invalid request(s), 2 incomplete record(s)" in found[1]
+    assert "compaction never fired" in found[2]
+    assert runner.budget_problems(runner.Outcome()) == ["the plugin wrote no budget-checks report"]

@@ -39,7 +39,30 @@ def _clear_message(m: Message, uses: dict[str, ToolUseBlock], policy: Policy, fo
                    reused: set[str] = set()) -> Message | None:  # noqa: B006 (read only)
     """The cleared copy of tool message ``m``, or None when no result in it qualifies.
     ``reused``: call ids answered more than once in the context (their placeholders name the
-    message id too, see :func:`~ctxwise.compaction.placeholder.recall_key`)."""
+    message id too, see :func:`~ctxwise.compaction.placeholder.recall_key`). Kept in ``m``'s
+    memo for the same policy, calls (by identity), ``force`` and reuse of its ids: a stored
+    message is cleared to the same object at every call (whose size is then counted once)."""
+    ids = [r.tool_use_id for r in m.tool_results]
+    key = (force, tuple(i in reused for i in ids))
+    calls = tuple(uses.get(i) for i in ids)
+    slots: list[tuple[Any, Policy, tuple[Any, ...], Message | None]] = m.memo().setdefault(_CLEARED, [])
+    for k, pol, used, found in slots:
+        if k == key and len(used) == len(calls) and all(a is b for a, b in zip(used, calls)) \
+                and (pol is policy or pol == policy):
+            return found
+    found = _cleared_copy(m, uses, policy, force, reused)
+    if len(slots) >= 4:  # bounded: a message meets few policies (the call's, a lowered one)
+        del slots[0]
+    slots.append((key, policy, calls, found))
+    return found
+
+
+_CLEARED = "ctxwise/cleared-copy"
+
+
+def _cleared_copy(m: Message, uses: dict[str, ToolUseBlock], policy: Policy, force: bool,
+                  reused: set[str]) -> Message | None:
+    """:func:`_clear_message`, computed."""
     blocks: list[Block] = []
     cleared: list[str] = []
     chars = 0

@@ -52,13 +52,9 @@ def prune_thinking(messages: list[Message], b: Budgeting, size: int) -> StageRes
         if now <= target:
             break
         m = out[mi]
-        keep = [blk for k, blk in enumerate(m.blocks) if k not in by_msg[mi]]
-        if not keep or len(keep) == len(m.blocks):
+        new = _pruned(m, frozenset(by_msg[mi]))
+        if new is None:
             continue
-        dropped = sum(1 for blk in m.blocks if isinstance(blk, ThinkingBlock)) - sum(
-            1 for blk in keep if isinstance(blk, ThinkingBlock)
-        )
-        new = m.model_copy(update={"blocks": keep, "metadata": Marker.with_(m, pruned_thinking=dropped)})
         now += b.size_of(new) - b.size_of(m)
         out[mi] = new
         affected.append(m.id)
@@ -113,6 +109,28 @@ def pruning_pays(messages: list[Message], b: Budgeting, size: int, now: int, fir
     if edit_pays(size - now, suffix, calls, p) and limit_ahead(size, *growth_so_far(messages, b, hard), calls, hard):
         return "; the saving over the calls ahead exceeds the re-billed suffix"
     return None
+
+
+def _pruned(m: Message, drop: frozenset[int]) -> Message | None:
+    """``m`` without its blocks at the indices ``drop`` (None when that leaves it empty or
+    unchanged), kept in ``m``'s memo for the same indices: a stored message is pruned to the
+    same object at every call (whose size is then counted once)."""
+    memo = m.memo()
+    slot = memo.get(_PRUNED)
+    if slot is not None and slot[0] == drop:
+        return slot[1]  # type: ignore[no-any-return]
+    keep = [blk for k, blk in enumerate(m.blocks) if k not in drop]
+    new = None
+    if keep and len(keep) != len(m.blocks):
+        dropped = sum(1 for blk in m.blocks if isinstance(blk, ThinkingBlock)) - sum(
+            1 for blk in keep if isinstance(blk, ThinkingBlock)
+        )
+        new = m.model_copy(update={"blocks": keep, "metadata": Marker.with_(m, pruned_thinking=dropped)})
+    memo[_PRUNED] = (drop, new)
+    return new
+
+
+_PRUNED = "ctxwise/pruned-thinking"
 
 
 class ThinkingStage:

@@ -406,8 +406,10 @@ def _finish(view: SessionView, deps: Deps, run: _Run, size_before: int, events: 
         # request look like thinking mode, whose rules the new replies cannot meet.
         final = [sent_view(m) for m in final]
     converted = run.convert(final)
-    payload = render_converted(converted.messages, view.policy.profile)
-    violations = check_payload(final, view.policy.profile, thinking=thinking) or check_wire(payload, view.provider)
+    sources: list[tuple[Message, ...]] = []
+    payload = render_converted(converted.messages, view.policy.profile, sources)
+    violations = (check_payload(final, view.policy.profile, thinking=thinking)
+                  or check_wire(payload, view.provider, sources))
     run.conv = conversion_size(final, converted, deps.sz, deps.size_key)
     size = view.size + run.extra()
     emit = [*events, rendered_event(converted, view.provider, view.policy.unit, size)] if converted.conversions else events

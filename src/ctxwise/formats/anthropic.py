@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any
+from typing import Any, Sequence
 
 from .. import nesting
 from ..errors import FormatError
@@ -40,6 +40,7 @@ from ..messages import (
     DocumentBlock,
     ImageBlock,
     Message,
+    memo_on,
     ProviderBlock,
     RefusalBlock,
     SearchResultBlock,
@@ -401,7 +402,21 @@ def _read_text(key: str, strict: bool, base: int) -> tuple[Message, ...]:
     return tuple(_read_message(raw, "message", uses, strict, carry, base))
 
 
-def _read(payload: Any, strict: bool, memo: bool = False) -> list[Message]:
+def _read_sourced(raw: dict[str, Any], i: int, prev: Message | None, strict: bool, base: int,
+                  src: tuple[Message, ...]) -> tuple[Message, ...]:
+    """:func:`_read_message` of entry ``i``, rendered from ``src`` (no carried fields), kept
+    in the memo of those messages (:func:`ctxwise.messages.memo_on`) by position and by the
+    preceding assistant message read (``prev``, whose calls a result answers)."""
+
+    def read() -> tuple[Message, ...]:
+        uses = {u.id: u.name for u in prev.blocks if isinstance(u, ToolUseBlock)} if prev is not None else None
+        return tuple(_read_message(dict(raw), f"message {i}", uses, strict, None, base))
+
+    return memo_on((*src, prev), "anthropic/read-back", (strict, base), read)
+
+
+def _read(payload: Any, strict: bool, memo: bool = False,
+          sources: Sequence[tuple[Message, ...]] | None = None) -> list[Message]:
     fixes = Fixes()
     out: list[Message] = []
     if isinstance(payload, list):
@@ -411,26 +426,37 @@ def _read(payload: Any, strict: bool, memo: bool = False) -> list[Message]:
         raw_msgs, system = payload.get("messages"), payload.get("system", _ABSENT)
         if not isinstance(raw_msgs, list):
             raise FormatError("payload", "expected a 'messages' list")
+    skip = int(system is not _ABSENT)
+    if sources is not None and len(sources) != skip + len(raw_msgs):
+        sources = None
     if system is not _ABSENT:
-        system_message = _read_system(system, strict)
+        system_message = (_read_system(system, strict) if sources is None or not memo or not sources[0]
+                          else memo_on(sources[0], "anthropic/read-system", strict, lambda: _read_system(system, strict)))
         fixes.take(payload.get(CARRY), 0)
         out.append(system_message)
-    uses: dict[str, str] | None = None  # the calls of the immediately preceding assistant message
+    prev: Message | None = None  # the immediately preceding assistant message, as read
     for i, raw in enumerate(raw_msgs):
+        if memo and sources is not None and sources[skip + i] and isinstance(raw, dict) and CARRY not in raw:
+            read: Sequence[Message] = _read_sourced(raw, i, prev, strict, len(out), sources[skip + i])
+            out.extend(read)
+            prev = read[0] if raw.get("role") == "assistant" else None
+            continue
         place = f"message {i}"
         raw = dict(need_dict(raw, place, "a message object"))
         carry = raw.pop(CARRY, None)
         base = len(out)
+        # the calls of the immediately preceding assistant message
+        uses = {u.id: u.name for u in prev.blocks if isinstance(u, ToolUseBlock)} if prev is not None else None
         read = (_read_memo(raw, place, uses, strict, carry, base) if memo
                 else _read_message(raw, place, uses, strict, carry, base))
         out.extend(read)
         fixes.take(carry, base)
-        uses = {u.id: u.name for u in read[0].blocks if isinstance(u, ToolUseBlock)} if raw["role"] == "assistant" else None
+        prev = read[0] if raw["role"] == "assistant" else None
     return fixes.apply(out)
 
 
 def from_anthropic(payload: dict[str, Any] | list[dict[str, Any]], *, strict: bool = True,
-                   memo: bool = False) -> list[Message]:
+                   memo: bool = False, sources: Sequence[tuple[Message, ...]] | None = None) -> list[Message]:
     """Read an Anthropic ``{"system"?, "messages"}`` payload (or a message list whose first
     element may be a system message) into canonical messages.
 
@@ -446,9 +472,13 @@ def from_anthropic(payload: dict[str, Any] | list[dict[str, Any]], *, strict: bo
     ``memo=True`` (for payloads of JSON values only, such as ctxwise's own renders, read again
     at every call by the wire check): a message read before with the same JSON text, position
     and preceding calls is taken from a bounded process-wide cache (8,192 messages); the
-    messages returned are then shared, frozen objects.
+    messages returned are then shared, frozen objects. With ``sources`` too (for a payload
+    :func:`ctxwise.providers.render_converted` rendered, as it filled ``sources``: the messages
+    each entry was rendered from, ``system`` first when present), an entry's read is kept in
+    the memo of its messages instead (no JSON text is made); ``sources`` of another length is
+    ignored.
     """
-    return _read(payload, strict=strict, memo=memo)
+    return _read(payload, strict=strict, memo=memo, sources=sources)
 
 
 # -- writing ------------------------------------------------------------------------------

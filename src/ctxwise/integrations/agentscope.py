@@ -15,7 +15,8 @@ How it works (``pip install 'ctxwise[agentscope]'``, AgentScope 2.0.x's ``Middle
 
 * The agent's own record, ``agent.state.context``, is never edited: every message stays there
   and AgentScope's built-in compressor does not run (:meth:`~CtxwiseMiddleware.on_compress_context`
-  stands in for it and leaves the record alone; two compactors never fight over one context).
+  stands in for it and leaves the record alone; two compactors never fight over one context;
+  the ``on_compress_context`` hooks of the middlewares after it in the list still run).
 * ``on_model_call``: what the record gained since the last call is appended to the ctxwise
   session (an AgentScope assistant message carries its tool calls *and* their results; it is
   read as the chat messages it is sent as, ids ``<Msg id>/<k>``, so a message that grows within
@@ -93,6 +94,8 @@ __all__ = ["CtxwiseMiddleware", "HELD_RULE", "held_text", "to_canonical"]
 
 _SYSTEM = "system"
 _SUMMARY = "summary"
+_ABSENT = object()
+"""No instance attribute of that name (see ``on_compress_context``)."""
 
 
 def _output_text(output: Any) -> str:
@@ -320,10 +323,25 @@ class CtxwiseMiddleware(MiddlewareBase):
         return f"{current_prompt}\n\n{memory}" if memory else current_prompt
 
     async def on_compress_context(self, agent: Any, input_kwargs: dict[str, Any], next_handler: Callable[..., Any]) -> None:
-        """Stands in for AgentScope's compressor, which would rewrite ``agent.state.context``
-        (dropping what it summarized) and fight ctxwise's edits: ctxwise compacts the view at
-        every model call and leaves the record whole, so there is nothing to do here."""
-        return None
+        """Stands in for AgentScope's compressor (``Agent._compress_context_impl``, the end of
+        the ``compress_context`` chain), which would rewrite ``agent.state.context`` (dropping
+        what it summarized) and fight ctxwise's edits: ctxwise compacts the view at every model
+        call and leaves the record whole. The middlewares after this one in the list still run,
+        with the arguments as given; only the chain's end is skipped (for this call only: the
+        agent's own method is put back after it, also when the chain raises)."""
+
+        async def stood_in(**kwargs: Any) -> None:
+            return None
+
+        own = agent.__dict__.get("_compress_context_impl", _ABSENT)
+        agent._compress_context_impl = stood_in
+        try:
+            await next_handler(**input_kwargs)
+        finally:
+            if own is _ABSENT:
+                del agent._compress_context_impl
+            else:
+                agent._compress_context_impl = own
 
     async def on_model_call(self, agent: Any, input_kwargs: dict[str, Any], next_handler: Callable[..., Any]) -> Any:
         """Send the model ctxwise's compacted, checked view of the agent's context."""

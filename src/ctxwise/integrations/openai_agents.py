@@ -41,9 +41,11 @@ openai-agents 0.24, ``src/agents/memory/session.py``; the Runner's use of it is
   (same fields, order and types: with nothing compacted the SDK cannot tell ctxwise is there).
   The transcript keeps every message.
 * Message content ctxwise has no block for (a ``refusal`` part, ``input_file``, ...) is read
-  as a short text part for counting and compaction, and a ``system`` / ``developer`` message
-  after the first item as a user message; the items as written are what is sent while their
-  message is unedited.
+  as a short text part for counting and compaction, a ``system`` / ``developer`` message
+  after the first item as a user message, and a ``function_call_output`` answering no call
+  waiting for it (its call is not in the session, or was answered already) as a user note
+  ``[function_call_output <call_id>] <output>``; the items as written are what is sent while
+  their message is unedited. A ``message`` item without a role is carried like a hosted item.
 * ``get_items(limit=N)``: the newest N items of the record **as they were written** (a cleared
   result too: its original), read without compacting or writing anything. The Runner compares
   the tail it wrote with what it reads back when it settles or rewinds a write, so the tail must
@@ -174,8 +176,15 @@ def hosted(item: dict[str, Any]) -> bool:
     :data:`CORE_TYPES`; and any other dict the SDK stores (an ``EncryptedSession`` envelope, an
     item type newer than the installed ``openai``), carried verbatim like a hosted item: kept
     in the record and sent as written while its message is unedited, never counted or re-rendered
-    (it does not validate as an input item, :func:`accepted`)."""
-    return isinstance(item, dict) and _item_type(item) not in CORE_TYPES
+    (it does not validate as an input item, :func:`accepted`). A ``message`` item without a
+    ``role`` (the SDK stores what it is given; its own tests write ``{"type": "message", "id":
+    ...}``) is carried the same way; one with a role ctxwise does not know raises (add_items)."""
+    if not isinstance(item, dict):
+        return False
+    t = _item_type(item)
+    if t == "message":
+        return item.get("role") is None
+    return t not in CORE_TYPES
 
 
 @functools.lru_cache(maxsize=None)
@@ -214,13 +223,25 @@ def _part_text(part: Any) -> str:
     return str(part)
 
 
-def readable(item: dict[str, Any], *, opens_session: bool = False) -> dict[str, Any]:
+def _orphan_text(item: dict[str, Any]) -> str:
+    out = item.get("output")
+    body = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False, default=str)
+    return f"[function_call_output {item.get('call_id')}] {body}"
+
+
+def readable(item: dict[str, Any], *, opens_session: bool = False, orphan: bool = False) -> dict[str, Any]:
     """The copy of a core item ctxwise reads into blocks (the item itself is stored as written
     and sent as written while ctxwise has not edited its message): a content part ctxwise has no
     block for (``refusal``, ``input_file``, ``input_audio``, ...) becomes a text part (a refusal's
     text, ``[input_file name]`` for the others: a file's bytes are not counted), and a
     ``system`` / ``developer`` message that does not open the session is read as a user message
-    (ctxwise keeps one system message, the first). Any other item is returned as it is."""
+    (ctxwise keeps one system message, the first). ``orphan``: a ``function_call_output`` that
+    answers no call waiting for it (its call is not in the session, or was answered already: the
+    SDK stores such outputs and sends them as written) is read as a user message
+    ``[function_call_output <call_id>] <output>``, so the canonical context stays valid. Any
+    other item is returned as it is."""
+    if orphan and _item_type(item) == "function_call_output":
+        return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": _orphan_text(item)}]}
     if _item_type(item) != "message":
         return item
     out = item
@@ -331,11 +352,13 @@ class CtxwiseSession:
         input items, prepared (compaction may fire and is persisted); a message ctxwise did not
         edit comes back exactly as it was written. ``limit=N`` (or ``session_settings.limit``
         when ``limit`` is None): the newest N items of the record exactly as written (cleared
-        results with their original body), read without compacting or writing."""
+        results with their original body), read without compacting or writing; ``0``: none; a
+        negative N: every item of the record, as ``SQLiteSession`` reads it."""
         if limit is None and self.session_settings is not None:
             limit = getattr(self.session_settings, "limit", None)
         if limit is not None:
-            return typing.cast(list[dict[str, Any]], await self._run(self._tail, limit))
+            # a negative limit reads everything, as SQLite's LIMIT -1 does in SQLiteSession
+            return typing.cast(list[dict[str, Any]], await self._run(self._tail, limit if limit >= 0 else 1 << 62))
         return typing.cast(list[dict[str, Any]], await self._run(self._view))
 
     async def add_items(self, items: list[Any]) -> None:
@@ -535,7 +558,8 @@ class CtxwiseSession:
         holder = (m.metadata.get(KEY) or {}).get("holder")
         if holder:  # a message standing for hosted items only: unedited while it holds its own text
             return [b.model_dump() for b in m.blocks] == [TextBlock(text=holder).model_dump()]
-        core = [readable(i, opens_session=first and k == 0) for k, i in enumerate(x for x in written if not hosted(x))]
+        core = [readable(i, opens_session=first and k == 0, orphan=m.role == "user")
+                for k, i in enumerate(x for x in written if not hosted(x))]
         try:
             return self._rendered(from_responses(core, strict=False)) == units
         except CtxwiseError:
@@ -598,10 +622,22 @@ class CtxwiseSession:
         names = {b.id: b.name for m in self.ctx.messages for b in m.blocks if isinstance(b, ToolUseBlock)}
         out: list[Message] = []
         opens = not self.ctx.messages
+        waiting = Counter(self._open_calls())
         for group in groups:
             where = [k for k, item in enumerate(group) if not hosted(item)]
+            orphans = set()
+            for k in where:
+                item = group[k]
+                if _item_type(item) == "function_call" and isinstance(item.get("call_id"), str):
+                    waiting[item["call_id"]] += 1
+                elif _item_type(item) == "function_call_output":
+                    cid = str(item.get("call_id"))
+                    if waiting[cid] > 0:
+                        waiting[cid] -= 1
+                    else:
+                        orphans.add(k)
             try:
-                read = from_responses([readable(group[k], opens_session=opens and not out and n == 0)
+                read = from_responses([readable(group[k], opens_session=opens and not out and n == 0, orphan=k in orphans)
                                        for n, k in enumerate(where)], strict=False)
             except FormatError as e:
                 place = re.sub(r"^item (\d+)", lambda g: f"item {done + where[int(g.group(1))]}", e.place)

@@ -33,6 +33,8 @@ from .profiles import REASONING_PREFIX_CHANGED, ProviderProfile
 
 _MEMO = "ctxwise/bound-content"
 _MEMO_OWN = "ctxwise/bound-own"
+_MEMO_CHAIN = "ctxwise/bound-chain"
+"""Per message: the chain digest before it -> (its :func:`bound_digest`, the chain after it)."""
 
 
 def content_digest(m: Message) -> str:
@@ -70,8 +72,14 @@ def bound_digests(messages: Sequence[Message]) -> list[str]:
     out: list[str] = []
     chain = ""
     for m in messages:
-        out.append(_step(chain, _own(m)))
-        chain = _step(chain, content_digest(m))
+        steps = m.memo().setdefault(_MEMO_CHAIN, {})
+        found = steps.get(chain)
+        if found is None:
+            if len(steps) >= 4:  # bounded: a message follows few different prefixes
+                steps.clear()
+            found = steps[chain] = (_step(chain, _own(m)), _step(chain, content_digest(m)))
+        out.append(found[0])
+        chain = found[1]
     return out
 
 

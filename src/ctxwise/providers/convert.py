@@ -36,6 +36,7 @@ done in silence. A provider is never refused input it or ctxwise can make valid:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field, replace
@@ -104,9 +105,16 @@ def safe_call_id(original: str, salt: str = "") -> str:
 def call_id_problem(call_id: str, profile: ProviderProfile) -> str | None:
     """The rule slug ``call_id`` breaks on ``profile`` (``call-id-too-long`` or
     ``call-id-charset``), or None when the provider takes it."""
-    if profile.max_call_id_chars is not None and len(call_id) > profile.max_call_id_chars:
+    return _id_problem(call_id, profile.max_call_id_chars, profile.call_id_pattern)
+
+
+@functools.lru_cache(maxsize=16384)
+def _id_problem(call_id: str, max_chars: int | None, pattern: str | None) -> str | None:
+    """:func:`call_id_problem` by the profile's two rules (a session asks about the same ids
+    at every call; bounded, least recently used dropped)."""
+    if max_chars is not None and len(call_id) > max_chars:
         return CALL_ID_TOO_LONG
-    if profile.call_id_pattern is not None and not re.fullmatch(profile.call_id_pattern, call_id):
+    if pattern is not None and not re.fullmatch(pattern, call_id):
         return CALL_ID_CHARSET
     return None
 

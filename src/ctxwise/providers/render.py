@@ -39,12 +39,15 @@ def render(messages: list[Message], provider: str | ProviderProfile) -> Any:
     return render_converted(convert(messages, profile).messages, profile)
 
 
-def render_converted(msgs: list[Message], profile: ProviderProfile) -> Any:
+def render_converted(msgs: list[Message], profile: ProviderProfile,
+                     sources: list[tuple[Message, ...]] | None = None) -> Any:
     """The payload for a list :func:`~ctxwise.providers.convert.convert` already converted
     for ``profile``; with ``profile.cache_breakpoints``, its prompt-cache breakpoints placed
-    (:mod:`ctxwise.providers.breakpoints`)."""
+    (:mod:`ctxwise.providers.breakpoints`). ``sources``, when given, receives the messages each
+    payload entry was rendered from (Anthropic: ``system`` first when written, then each of
+    ``messages``), for :func:`ctxwise.providers.check_wire`; left empty on the other wires."""
     if profile.wire == "anthropic":
-        return render_anthropic.render(msgs, native_system=profile.mid_system == "native")
+        return render_anthropic.render(msgs, native_system=profile.mid_system == "native", sources=sources)
     payload = _render_list(msgs, profile)
     if profile.cache_breakpoints:
         k = stable_prefix(msgs)

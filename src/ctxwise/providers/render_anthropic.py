@@ -144,19 +144,43 @@ def _plain_block(b: Any) -> dict[str, Any] | None:
     return d
 
 
+def _marked(m: Message) -> bool:
+    """Whether a block of ``m`` (or of a tool result's output) carries a ``cache_control``
+    mark (kept in the message's memo)."""
+    memo = m.memo()
+    found = memo.get("anthropic/cache-control")
+    if found is None:
+        found = memo["anthropic/cache-control"] = any(
+            _cache_control(b) is not None for b in m.blocks) or any(
+            _cache_control(o) is not None for r in m.tool_results for o in r.output)
+    return bool(found)
+
+
+def sourced(msgs: tuple[Message, ...]) -> tuple[Message, ...]:
+    """``msgs``, or ``()`` when one carries a ``cache_control`` mark: whether a mark is kept
+    depends on the entry's place (:func:`_keep_last_breakpoints`), so the entry is not a
+    function of its messages alone."""
+    return () if any(_marked(m) for m in msgs) else msgs
+
+
 def _blocks(blocks: list[Any]) -> list[dict[str, Any]]:
     return [d for d in (_block(b) for b in blocks) if d is not None]
 
 
-def render(messages: list[Message], native_system: bool = False) -> dict[str, Any]:
+def render(messages: list[Message], native_system: bool = False,
+           sources: list[tuple[Message, ...]] | None = None) -> dict[str, Any]:
     """The ``{"system"?, "messages"}`` payload for ``messages`` (pass it as
     ``client.messages.create(model=..., max_tokens=..., **payload)``). ``native_system``:
     later system messages are written as the beta ``{"role": "system", "content"}`` input
-    message (text blocks only)."""
+    message (text blocks only). ``sources``, when given, receives for ``system`` (when
+    written) and then for each entry of ``messages`` the messages it was rendered from, when
+    the entry is a function of those messages alone (:func:`sourced`), else ``()``."""
     payload: dict[str, Any] = {}
     msgs: list[dict[str, Any]] = []
     i, n = 0, len(messages)
     if n and messages[0].role == "system":
+        if sources is not None:
+            sources.append(sourced((messages[0],)))
         blocks = messages[0].blocks
         if (len(blocks) == 1 and isinstance(blocks[0], TextBlock) and _cache_control(blocks[0]) is None
                 and blocks[0].citations is None):
@@ -168,12 +192,17 @@ def render(messages: list[Message], native_system: bool = False) -> dict[str, An
         m = messages[i]
         if m.role == "tool":
             results: list[Any] = []
+            start = i
             while i < n and messages[i].role == "tool":
                 results.extend(messages[i].blocks)
                 i += 1
             msgs.append({"role": "user", "content": _blocks(results)})
+            if sources is not None:
+                sources.append(sourced(tuple(messages[start:i])))
             continue
         msgs.append(_message(m, native_system))
+        if sources is not None:
+            sources.append(() if m.role == "system" else sourced((m,)))
         i += 1
     payload["messages"] = msgs
     _keep_last_breakpoints(payload)

@@ -12,6 +12,7 @@ from ..errors import Violation
 from typing import Any
 
 from ..messages import (
+    memo_on,
     PROVIDER_CALL_KINDS,
     PROVIDER_RESULT_KINDS,
     AudioBlock,
@@ -78,6 +79,12 @@ def check_tool_pairing(messages: list[Message], profile: ProviderProfile) -> lis
         if m.role != "assistant" or not m.tool_uses:
             i += 1
             continue
+        j = i + 1
+        while j < n and messages[j].role == "tool":
+            j += 1
+        if _cycle_clean(messages[i:j]):
+            i = j
+            continue
         wanted = Counter(b.id for b in m.tool_uses)
         answered: Counter[str] = Counter()
         j = i + 1
@@ -107,6 +114,25 @@ def check_tool_pairing(messages: list[Message], profile: ProviderProfile) -> lis
                           f"call {b.id!r} ({b.name}) has no result before {where}"))
         i = j
     return out
+
+
+def _cycle_clean(cycle: list[Message]) -> bool:
+    """Whether a tool cycle (an assistant message with calls, then its tool messages) breaks
+    no pairing rule of :func:`check_tool_pairing`: every call id once, every tool message
+    holding only results, one for each call (a function of the cycle alone, kept in the
+    memo of its messages)."""
+
+    def clean() -> bool:
+        ids = [b.id for b in cycle[0].tool_uses]
+        got: list[str] = []
+        for t in cycle[1:]:
+            results = t.tool_results
+            if not results:
+                return False
+            got += [r.tool_use_id for r in results]
+        return len(set(ids)) == len(ids) and sorted(got) == sorted(ids)
+
+    return memo_on(cycle, "rules/cycle-clean", None, clean)
 
 
 def _orphans(profile: ProviderProfile, i: int, m: Message, why: str) -> list[Violation]:
@@ -147,38 +173,52 @@ def check_empty_content(messages: list[Message], profile: ProviderProfile) -> li
     """
     out: list[Violation] = []
     last = len(messages) - 1
+    thinking = profile.reasoning_passback in _BLOCKS
     for i, m in enumerate(messages):
         if i == last and m.role == "assistant":
             continue
-        found: list[Violation] = []
-        has_content = False
-        for k, b in enumerate(m.blocks):
-            if isinstance(b, TextBlock):
-                if _blank(b.text):
-                    found.append(_v(profile, i, BLANK_TEXT_BLOCK,
-                                    f"block {k} is an empty or whitespace-only text block"))
-                else:
-                    has_content = True
-            elif isinstance(b, ToolResultBlock):
-                if _result_empty(b):
-                    found.append(_v(profile, i, EMPTY_TOOL_RESULT,
-                                    f"block {k}: result for {b.tool_use_id!r} has an empty body"))
-                else:
-                    has_content = True
-                    for q, ob in enumerate(b.output):
-                        if isinstance(ob, TextBlock) and _blank(ob.text):
-                            found.append(_v(profile, i, BLANK_TEXT_BLOCK,
-                                            f"block {k}: output block {q} of result for "
-                                            f"{b.tool_use_id!r} is blank"))
-            elif isinstance(b, (ImageBlock, ToolUseBlock, DocumentBlock, SearchResultBlock, AudioBlock,
-                                RefusalBlock, ProviderBlock)):
-                has_content = True
-            elif isinstance(b, ThinkingBlock) and profile.reasoning_passback in _BLOCKS:
-                has_content = True
-        out.extend(found)
-        if not has_content and not found:
-            out.append(_v(profile, i, EMPTY_CONTENT, f"{m.role} message has no content"))
+        out += [_v(profile, i, rule, text) for rule, text in _empty_findings(m, thinking)]
     return out
+
+
+def _empty_findings(m: Message, thinking: bool) -> tuple[tuple[str, str], ...]:
+    """``(rule, message)`` of every :func:`check_empty_content` finding in ``m`` (thinking
+    blocks count as content when ``thinking``), kept in the message's memo."""
+    memo = m.memo()
+    key = "rules/empty-thinking" if thinking else "rules/empty"
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = tuple(_empty_scan(m, thinking))
+    return found
+
+
+def _empty_scan(m: Message, thinking: bool) -> list[tuple[str, str]]:
+    """The findings of :func:`_empty_findings`, computed."""
+    found: list[tuple[str, str]] = []
+    has_content = False
+    for k, b in enumerate(m.blocks):
+        if isinstance(b, TextBlock):
+            if _blank(b.text):
+                found.append((BLANK_TEXT_BLOCK, f"block {k} is an empty or whitespace-only text block"))
+            else:
+                has_content = True
+        elif isinstance(b, ToolResultBlock):
+            if _result_empty(b):
+                found.append((EMPTY_TOOL_RESULT, f"block {k}: result for {b.tool_use_id!r} has an empty body"))
+            else:
+                has_content = True
+                for q, ob in enumerate(b.output):
+                    if isinstance(ob, TextBlock) and _blank(ob.text):
+                        found.append((BLANK_TEXT_BLOCK, f"block {k}: output block {q} of result for "
+                                      f"{b.tool_use_id!r} is blank"))
+        elif isinstance(b, (ImageBlock, ToolUseBlock, DocumentBlock, SearchResultBlock, AudioBlock,
+                            RefusalBlock, ProviderBlock)):
+            has_content = True
+        elif isinstance(b, ThinkingBlock) and thinking:
+            has_content = True
+    if not has_content and not found:
+        found.append((EMPTY_CONTENT, f"{m.role} message has no content"))
+    return found
 
 
 def _result_empty(b: ToolResultBlock) -> bool:
@@ -260,6 +300,23 @@ def not_sendable(b: Any, role: str, profile: ProviderProfile) -> str | None:
     return None
 
 
+_PLAIN = (TextBlock, ThinkingBlock, ToolUseBlock, ToolResultBlock)
+_PLAIN_TYPES = ("text", "thinking", "tool_use", "tool_result")
+
+
+def _plain(m: Message) -> bool:
+    """Whether every block of ``m`` (and every output block of its tool results) is text,
+    thinking, a tool call or a tool result: blocks :func:`not_sendable` flags on no wire
+    (unless a profile's ``unsendable`` names one) and no provider block. Kept in the
+    message's memo."""
+    memo = m.memo()
+    found = memo.get("rules/plain")
+    if found is None:
+        found = memo["rules/plain"] = all(isinstance(b, _PLAIN) for b in m.blocks) and all(
+            isinstance(o, TextBlock) for r in m.tool_results for o in r.output)
+    return bool(found)
+
+
 def is_compaction(b: Any) -> bool:
     """Whether ``b`` is an Anthropic ``compaction`` block (server-side compaction's summary)."""
     return isinstance(b, ProviderBlock) and b.provider == "anthropic" and b.kind == "compaction"
@@ -282,6 +339,8 @@ def check_compaction_placement(messages: list[Message], profile: ProviderProfile
     out: list[Violation] = []
     with_content = 0
     for i, m in enumerate(messages):
+        if _plain(m):  # no provider block, so no compaction block
+            continue
         for k, b in enumerate(m.blocks):
             if not is_compaction(b):
                 continue
@@ -308,7 +367,10 @@ def check_provider_blocks(messages: list[Message], profile: ProviderProfile) -> 
     fam = family(profile)
     out: list[Violation] = []
     calls: set[str] = set()
+    skip_plain = not any(t in profile.unsendable for t in _PLAIN_TYPES)
     for i, m in enumerate(messages):
+        if skip_plain and _plain(m):
+            continue
         blocks: list[Any] = list(m.blocks) + [o for r in m.tool_results for o in r.output]
         for k, b in enumerate(blocks):
             where = f"block {k}" if k < len(m.blocks) else "tool result output"

@@ -32,9 +32,10 @@ import sys
 import json
 import threading
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any, Callable, Sequence, TypeVar
 
 from ..errors import FormatError, PayloadInvalid, Violation
+from ..messages import Message, memo_on
 from .convert import call_id_problem
 from .profiles import (CALL_ID_TOO_LONG, DUPLICATE_TOOL_CALL_ID, FIRST_MESSAGE_ROLE, IMAGE_NOT_SUPPORTED,
                        THOUGHT_SIGNATURE_MISSING, TOOL_MESSAGE_NAME, WIRE_SCHEMA, ProviderProfile, get_profile)
@@ -305,34 +306,62 @@ def _validate_one(profile: ProviderProfile, kind: str, value: Any, sdk: dict[str
     return problems
 
 
-def schema_violations(payload: Any, provider: str | ProviderProfile) -> list[Violation]:
+_T = TypeVar("_T")
+
+
+def _entry_problems(profile: ProviderProfile, item: Any, sdk: dict[str, Any] | None) -> tuple[str, ...]:
+    """The ``wire-schema`` problems of one entry of the ``messages`` list (or chat / Responses
+    list) of a payload."""
+    kind = _kind(profile, item)
+    if kind is None:
+        what = item.get("role", item.get("type")) if isinstance(item, dict) else type(item).__name__
+        return (f"{what!r} is not a {profile.title} message or item",)
+    return tuple(_schema_one(profile, kind, item, sdk))
+
+
+def _sourced(src: tuple[Message, ...], profile: ProviderProfile, tag: str, compute: Callable[[], _T]) -> _T:
+    """``compute()`` for an entry rendered from ``src`` (empty: not a function of its messages
+    alone, computed each time), kept in their memo (:func:`ctxwise.messages.memo_on`) for
+    this profile object."""
+    if not src:
+        return compute()
+    return memo_on((*src, profile), tag, None, compute)
+
+
+def schema_violations(payload: Any, provider: str | ProviderProfile,
+                      sources: Sequence[tuple[Message, ...]] | None = None) -> list[Violation]:
     """``wire-schema`` violations of a rendered ``payload`` (index = position of the message
     or item in the payload's list; for Anthropic, ``system`` is reported at index 0 and
-    ``messages[k]`` at ``k``)."""
+    ``messages[k]`` at ``k``). ``sources``: as :func:`ctxwise.providers.render_converted`
+    filled it for this payload (each entry's verdict is then kept in the memo of the messages
+    it was rendered from); ignored when its length does not match."""
     profile = get_profile(provider)
     sdk = _sdk_types()
     out: list[Violation] = []
+    src: list[tuple[Message, ...]] = []
     if profile.wire == "anthropic":
         if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
             return [Violation(0, WIRE_SCHEMA, "expected {'system'?, 'messages': [...]}")]
         extra = set(payload) - {"system", "messages"}
         if extra:
             out.append(Violation(0, WIRE_SCHEMA, f"unknown top-level key(s) {sorted(extra)}"))
-        if "system" in payload:
-            out += [Violation(0, WIRE_SCHEMA, f"system: {p}")
-                    for p in _schema_one(profile, "anthropic:system", payload["system"], sdk)]
         items = payload["messages"]
+        if sources is not None and isinstance(items, list) and len(sources) == int("system" in payload) + len(items):
+            src = list(sources)
+        if "system" in payload:
+            system = payload["system"]
+            out += [Violation(0, WIRE_SCHEMA, f"system: {p}")
+                    for p in _sourced(src.pop(0) if src else (), profile, "wire/schema-system",
+                                      lambda: tuple(_schema_one(profile, "anthropic:system", system, sdk)))]
     else:
         if not isinstance(payload, list):
             return [Violation(0, WIRE_SCHEMA, f"expected a list, got {type(payload).__name__}")]
         items = payload
     for i, item in enumerate(items):
-        kind = _kind(profile, item)
-        if kind is None:
-            what = item.get("role", item.get("type")) if isinstance(item, dict) else type(item).__name__
-            out.append(Violation(i, WIRE_SCHEMA, f"{what!r} is not a {profile.title} message or item"))
-            continue
-        out += [Violation(i, WIRE_SCHEMA, p) for p in _schema_one(profile, kind, item, sdk)]
+        found = (_sourced(src[i], profile, "wire/schema", functools.partial(_entry_problems, profile, item, sdk))
+                 if src else _entry_problems(profile, item, sdk))
+        if found:
+            out += [Violation(i, WIRE_SCHEMA, p) for p in found]
     return out
 
 
@@ -461,12 +490,14 @@ def _signature_violations(items: list[Any], profile: ProviderProfile) -> list[Vi
             for i, c in steps if not signed(c)]
 
 
-def rule_violations(payload: Any, provider: str | ProviderProfile) -> list[Violation]:
+def rule_violations(payload: Any, provider: str | ProviderProfile,
+                    sources: Sequence[tuple[Message, ...]] | None = None) -> list[Violation]:
     """The provider rules on a rendered ``payload``: tool call ids (``duplicate-tool-call-id``,
     ``call-id-too-long``, ``call-id-charset``), ``first-message-role``,
     ``image-not-supported``, ``tool-message-name``, ``thought-signature-missing`` (index =
     payload position), then :func:`ctxwise.providers.check` and ``system-not-first`` on the
-    payload read back (index = position in the read-back list)."""
+    payload read back (index = position in the read-back list). ``sources``: as for
+    :func:`schema_violations` (the read-back of each entry is kept in its messages' memo)."""
     from ..formats import from_anthropic, from_openai, from_responses
     from .checker import check
     from .rules import check_system_position
@@ -474,19 +505,24 @@ def rule_violations(payload: Any, provider: str | ProviderProfile) -> list[Viola
     profile = get_profile(provider)
     out = _id_violations(payload, profile) + _shape_violations(payload, profile)
     try:
-        back = (from_anthropic(payload, strict=False, memo=True) if profile.wire == "anthropic"
+        back = (from_anthropic(payload, strict=False, memo=True, sources=sources) if profile.wire == "anthropic"
                 else (from_responses if profile.wire == "responses" else from_openai)(payload, strict=False))
     except (FormatError, ValueError, TypeError, AttributeError) as e:
         return out + [Violation(0, WIRE_SCHEMA, f"the payload cannot be read back: {e}")]
     return out + sorted(check(back, profile) + check_system_position(back, profile), key=lambda v: v.index)
 
 
-def check_wire(payload: Any, provider: str | ProviderProfile) -> list[Violation]:
+def check_wire(payload: Any, provider: str | ProviderProfile,
+               sources: Sequence[tuple[Message, ...]] | None = None) -> list[Violation]:
     """Every problem the provider would reject in the rendered ``payload``: schema violations
     first, then rule violations (see the module docstring). Empty for a payload the API
-    accepts. Raises :class:`~ctxwise.errors.PolicyError` for an unknown provider."""
-    schema = schema_violations(payload, provider)
-    return schema + rule_violations(payload, provider)
+    accepts. ``sources`` (optional): the messages each payload entry was rendered from, as
+    :func:`ctxwise.providers.render_converted` filled it for this very payload; each entry's
+    verdict and read-back are then kept in those messages' memo (the same result, without
+    re-reading entries a session sends call after call). Raises
+    :class:`~ctxwise.errors.PolicyError` for an unknown provider."""
+    schema = schema_violations(payload, provider, sources)
+    return schema + rule_violations(payload, provider, sources)
 
 
 def validate_wire(payload: Any, provider: str | ProviderProfile) -> None:

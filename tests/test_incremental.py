@@ -1,0 +1,164 @@
+"""The per-message memos of the call path equal a from-scratch computation.
+
+``prepare()`` keeps per-message results (rule findings, the wire check's verdict and
+read-back of each rendered entry, the bound-reasoning digest chain, cleared copies) in
+``Message.memo()`` so a call re-checks only what is new. Here every result computed on
+messages whose memos are warm (the same objects, call after call, as a session's prefix grows,
+with edits and faults mixed in) is compared with the same function on fresh copies (empty
+memos): rules, the rendered payload and its wire check, the read-back, the digest chain, and
+a compaction. And a recorded long session, driven through ``prepare()``, sends at every call
+what a from-scratch render and check of its context give.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from test_compaction_properties import budgeting, sessions
+
+from ctxwise import ContextManager, Policy
+from ctxwise.compaction import compact
+from ctxwise.errors import ContextBudgetExceeded, PayloadInvalid
+from ctxwise.formats import from_anthropic, load
+from ctxwise.messages import Message, TextBlock, ToolResultBlock
+from ctxwise.providers import check, check_wire, get_profile
+from ctxwise.providers.binding import bound_digests
+from ctxwise.providers.convert import convert
+from ctxwise.providers.render import render_converted
+from ctxwise.summarizers import DigestSummarizer
+
+LONG = Path(__file__).resolve().parents[2] / "shared" / "data" / "long"
+
+
+def fresh(msgs: list[Message]) -> list[Message]:
+    """Deep copies with empty memos: what a from-scratch computation sees."""
+    return [m.model_copy() for m in msgs]
+
+
+def seen(violations: list) -> list[tuple[int, str, str]]:
+    return [(v.index, v.rule, v.message) for v in violations]
+
+
+def wire_of(msgs: list[Message], provider: str, sourced: bool) -> tuple[object, list[tuple[int, str, str]]]:
+    """The rendered payload of ``msgs`` and its wire check, with the per-entry memos
+    (``sourced``) or without them."""
+    profile = get_profile(provider)
+    sources: list[tuple[Message, ...]] = []
+    payload = render_converted(convert(msgs, profile).messages, profile, sources if sourced else None)
+    return payload, seen(check_wire(payload, provider, sources if sourced else None))
+
+
+def _edit(m: Message, how: str) -> Message:
+    """An edited copy of ``m`` (a new object), as a clearing, summary or caller's amend makes."""
+    if how == "blank" and m.role in ("user", "assistant"):
+        return m.model_copy(update={"blocks": [TextBlock(text=" ")]})
+    if how == "empty-result" and m.role == "tool":
+        return m.model_copy(update={"blocks": [b.model_copy(update={"output": [TextBlock(text="")]})
+                                               if isinstance(b, ToolResultBlock) else b for b in m.blocks]})
+    if how == "cache-mark" and m.blocks and isinstance(m.blocks[-1], TextBlock):
+        last = m.blocks[-1].model_copy(update={"extra": {"cache_control": {"type": "ephemeral"}}})
+        return m.model_copy(update={"blocks": [*m.blocks[:-1], last]})
+    return m.model_copy(update={"blocks": [*m.blocks, TextBlock(text="edited")]}) if m.role == "user" else m
+
+
+@st.composite
+def histories(draw):
+    """A generated session and edits to apply between calls: ``(call index, message index,
+    kind)``; ``drop`` removes the message (an unanswered call, an orphan result)."""
+    msgs, provider, thinking_on = draw(sessions())
+    n = len(msgs)
+    edits = draw(st.lists(st.tuples(st.integers(1, max(1, n)), st.integers(0, n - 1),
+                                    st.sampled_from(["blank", "empty-result", "cache-mark", "text", "drop"])),
+                          max_size=4))
+    return msgs, provider, thinking_on, sorted(edits)
+
+
+@settings(max_examples=200)  # each example checks every prefix of its session
+@given(histories())
+def test_memoized_checks_equal_from_scratch(history):
+    msgs, provider, thinking_on, edits = history
+    msgs = list(msgs)
+    for k in range(1, len(msgs) + 1):
+        for at, i, how in edits:
+            if at == k and i < len(msgs):
+                if how == "drop":
+                    del msgs[i]
+                else:
+                    msgs[i] = _edit(msgs[i], how)
+        prefix = msgs[:k]
+        if not prefix:
+            continue
+        scratch = fresh(prefix)
+        assert seen(check(prefix, provider)) == seen(check(scratch, provider))
+        assert bound_digests(prefix) == bound_digests(scratch)
+        payload, found = wire_of(prefix, provider, sourced=True)
+        payload0, found0 = wire_of(scratch, provider, sourced=False)
+        assert payload == payload0
+        assert found == found0
+        if provider == "anthropic":
+            sources: list[tuple[Message, ...]] = []
+            profile = get_profile(provider)
+            again = render_converted(convert(prefix, profile).messages, profile, sources)
+            back = from_anthropic(again, strict=False, memo=True, sources=sources)
+            assert [m.model_dump() for m in back] == [m.model_dump() for m in from_anthropic(payload0, strict=False)]
+
+
+@settings(max_examples=200)
+@given(histories(), st.sampled_from([300, 1_000, 3_000]))
+def test_memoized_compaction_equals_from_scratch(history, budget):
+    msgs, provider, thinking_on, _ = history
+    b = budgeting(budget, "chars", "default", provider)
+    for k in range(2, len(msgs) + 1):
+        outcome = []
+        for ctx in (msgs[:k], fresh(msgs[:k])):
+            try:
+                r = compact(ctx, b, DigestSummarizer())
+            except (ContextBudgetExceeded, PayloadInvalid) as e:
+                outcome.append(type(e).__name__)
+                continue
+            outcome.append(([m.model_dump() for m in r.messages], r.size_before, r.size_after,
+                            [(e.stage, e.affected_ids, e.size_after) for e in r.events]))
+        assert outcome[0] == outcome[1]
+
+
+def _drive(path: Path, provider: str, budget: int) -> tuple[int, int]:
+    """Drive a recording as bench/long.py does; at every call, the payload sent equals a
+    from-scratch render of the context sent, and neither check finds anything. Returns
+    ``(calls, calls that edited the context)``."""
+    conv = load(str(path))
+    conv = conv[0] if isinstance(conv, list) else conv
+    policy = Policy.preset("default", budget=budget, unit="tokens", provider=provider)
+    calls = edited = 0
+    with ContextManager("memory://", policy) as cm:
+        s = cm.session("long", "incremental")
+        pending: list[Message] = []
+        started = False
+        for m in conv.messages:
+            started = started or (m.role == "user" and not m.tool_results)
+            if m.role == "assistant" and started:
+                if pending:
+                    s.append(pending)
+                    pending = []
+                p = s.prepare()
+                payload0, found0 = wire_of(fresh(list(p.messages)), provider, sourced=False)
+                assert p.payload == payload0
+                assert found0 == []
+                assert check(fresh(list(p.messages)), provider) == []
+                calls += 1
+                edited += bool(p.events)
+                s.append([m])
+            else:
+                pending.append(m)
+    return calls, edited
+
+
+def test_recorded_long_sessions_send_what_a_from_scratch_render_gives():
+    cc = LONG / "claude-code_spotter" / "cc_8463c716-a2ea-4c14-9efa-87158ebd9f20.json"
+    msa = LONG / "mini-swe-agent_gemini-3-pro" / "msa_django__django-11087.json"
+    calls, edited = _drive(cc, "anthropic", 32_000)
+    assert calls > 100 and edited > 5
+    calls, edited = _drive(msa, "openai", 32_000)
+    assert calls > 10 and edited >= 1
