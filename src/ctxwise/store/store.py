@@ -223,7 +223,7 @@ class SqlStore(BaseStore):
                                          C.state.in_(VISIBLE_STATES)).values(state="reset"))
         _insert_transcript(conn, sess, write.transcript)
         if write.events:
-            conn.execute(insert(CompactionEventRow), [
+            conn.execute(_INSERT_EVENTS, [
                 dict(_event_columns(d), session_pk=sess.id, user_id=sess.user_id, version=write.head.version)
                 for d in write.events])
         _bump(conn, sess, write)
@@ -501,18 +501,23 @@ _ORIGINALS = select(O.seq, O.body).where(O.session_pk == bindparam("pk"), O.user
 """The originals of some rows of one session (``seqs``), built once."""
 
 
+_INSERT_CONTEXT, _INSERT_ORIGINALS, _INSERT_TOOL_RESULTS, _INSERT_TRANSCRIPT, _INSERT_EVENTS = (
+    insert(C), insert(O), insert(ToolResultRow), insert(TranscriptRowModel), insert(CompactionEventRow))
+"""The INSERTs of a commit (executemany over their rows), built once."""
+
+
 def _insert_rows(conn: Connection, sess: Any, inserts: Sequence[StoredRow], version: int) -> None:
     """New context rows, their originals and their tool-result index entries."""
     if not inserts:
         return
     mine = dict(session_pk=sess.id, user_id=sess.user_id)
-    conn.execute(insert(C), [dict(mine, seq=r.seq, anchor_seq=r.anchor_seq, generation=r.generation,
+    conn.execute(_INSERT_CONTEXT, [dict(mine, seq=r.seq, anchor_seq=r.anchor_seq, generation=r.generation,
                                   version=version, message_id=r.message_id, role=r.role, state=r.state,
                                   current=r.current, size=r.size) for r in inserts])
-    conn.execute(insert(O), [dict(mine, seq=r.seq, body=r.original) for r in inserts])
+    conn.execute(_INSERT_ORIGINALS, [dict(mine, seq=r.seq, body=r.original) for r in inserts])
     results = [dict(mine, tool_use_id=t, seq=r.seq) for r in inserts for t in r.tool_use_ids]
     if results:
-        conn.execute(insert(ToolResultRow), results)
+        conn.execute(_INSERT_TOOL_RESULTS, results)
 
 
 def _update_rows(conn: Connection, sess: Any, updates: Sequence[RowUpdate]) -> None:
@@ -541,7 +546,7 @@ def _update_rows(conn: Connection, sess: Any, updates: Sequence[RowUpdate]) -> N
 
 def _insert_transcript(conn: Connection, sess: Any, rows: Sequence[TranscriptRow]) -> None:
     if rows:
-        conn.execute(insert(TranscriptRowModel), [
+        conn.execute(_INSERT_TRANSCRIPT, [
             dict(session_pk=sess.id, user_id=sess.user_id, seq=r.seq, role=r.role, text=r.text, blocks=r.blocks,
                  status=r.status, message_ids=r.message_ids, created_at=r.created_at) for r in rows])
 
