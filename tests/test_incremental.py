@@ -106,6 +106,25 @@ def test_memoized_checks_equal_from_scratch(history):
             assert [m.model_dump() for m in back] == [m.model_dump() for m in from_anthropic(payload0, strict=False)]
 
 
+@settings(max_examples=100)
+@given(histories(), st.sampled_from(["anthropic", "openai", "deepseek", "openai_responses", "gemini"]))
+def test_repeated_checks_of_one_list_equal_from_scratch(history, other):
+    """A call checks its list more than once (the pipeline with itself as the reference and
+    no binding rule, then as the payload): the memoized list rules answer each run as a
+    from-scratch check with the same arguments, and a check under another provider meets no
+    stale answer."""
+    msgs, provider, thinking_on, _ = history
+    prefix = list(msgs)
+    scratch = fresh(prefix)
+    runs = [(provider, {"reference": prefix, "binding": False, "thinking": thinking_on}), (provider, {}),
+            (other, {}), (provider, {"binding": False})]
+    for name, kw in runs:
+        ref = kw.get("reference")
+        kw0 = {**kw, "reference": scratch} if ref is not None else kw
+        assert seen(check(prefix, name, **kw)) == seen(check(fresh(prefix), name, **kw0)), (name, kw)
+    assert seen(check(prefix, provider)) == seen(check(scratch, provider))
+
+
 @settings(max_examples=200)
 @given(histories(), st.sampled_from([300, 1_000, 3_000]))
 def test_memoized_compaction_equals_from_scratch(history, budget):
