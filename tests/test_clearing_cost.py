@@ -297,3 +297,23 @@ def test_the_last_resort_clears_every_completed_cycle_of_the_current_turn_so_the
         again = compact(ctx, b, DigestSummarizer())
         assert again.events == [], k
         ctx = again.messages
+
+
+def test_over_the_hard_limit_a_parallel_batch_is_cleared_whole_once_its_first_result_is():
+    # One model call fetched three orders at once (three tool messages, one cycle). Clearing
+    # the first result is enough to get under the hard limit; the other two are cleared in the
+    # same batch: they come after the first edit, so they re-bill nothing more, and a batch
+    # stopped just under the limit makes the next call cut the cache again.
+    a = assistant(calls=[("lookup", {"order": k}) for k in range(3)])
+    msgs = [system(), user("Where are my three orders?"), a,
+            *results(a, [f"order {k} " + "x" * 1_000 for k in range(3)]),
+            assistant("All three are on their way."), user("Thanks, and the refund?")]
+    size = CHARS.count(msgs)
+    b = budgeting(budget=size - 200, keep_recent_cycles=1)
+    hard = b.level(b.policy.hard_limit)
+    assert hard < size < hard + 900  # one result's saving is enough
+    out = clear_tool_results(msgs, b, size, over_hard=True)
+    cleared = [m for m in out.messages if m.role == "tool" and "x" * 1_000 not in m.blocks[0].text]
+    assert len(cleared) == 3
+    assert out.events[0].size_after < hard - 1_500
+

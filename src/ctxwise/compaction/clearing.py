@@ -170,9 +170,9 @@ def clear_tool_results(
 
     With ``over_hard=True`` (used by the pipeline above the hard limit, before whole turns
     are dropped) the old turns' recent cycles that ``keep_recent_cycles`` protects are
-    cleared too, down to the hard limit: a placeholder keeps the call and the way back to its
-    result, a dropped turn keeps nothing (case B10). With ``last_resort=True`` (used only when
-    nothing else makes the call fit) it also clears completed cycles of the current turn,
+    cleared too, down to the hard limit, each cycle it starts whole: a placeholder keeps the
+    call and the way back to its result, a dropped turn keeps nothing (case B10). With
+    ``last_resort=True`` (when nothing else makes it fit) it also clears completed cycles of the current turn,
     except the in-flight one, regardless of ``keep_recent_cycles`` and ``min_clear_chars``:
     all of them, not just down to the hard limit (the batch starts at the oldest either way,
     so clearing them all re-bills no more and leaves the most room for the calls ahead; at
@@ -194,7 +194,7 @@ def clear_tool_results(
     cycles = [c for c in tool_cycles(messages) if c.complete]
     batch = _Batch(list(messages), size, len(messages))
     batch.clear_cycles(cycles, _protected_from(messages, cycles, p, last_resort, over_hard), target, b, last_resort,
-                       working_target=max(target, min(low, hard)))
+                       working_target=max(target, min(low, hard)), finish_cycles=over_hard)
     if optional and batch.now > hard:
         # Above the hard limit the old turns' protected cycles go too, in the same batch
         # (as the pipeline's over_hard pass would, after the summary had decided on a
@@ -246,35 +246,37 @@ class _Batch:
     affected: list[str] = field(default_factory=list)
     edited: list[int] = field(default_factory=list)
 
-    def edit(self, i: int, new: Message | None, b: Budgeting) -> None:
-        """Put ``new`` at ``i`` when it saves (edit only when it saves)."""
-        if new is not None and b.size_of(new) < b.size_of(self.out[i]):
-            self.now += b.size_of(new) - b.size_of(self.out[i])
-            self.out[i] = new
-            self.affected.append(new.id)
-            self.edited.append(i)
-            self.first = min(self.first, i)
+    def edit(self, i: int, new: Message | None, b: Budgeting) -> bool:
+        """Put ``new`` at ``i`` when it saves (edit only when it saves); whether it did."""
+        if new is None or b.size_of(new) >= b.size_of(self.out[i]):
+            return False
+        self.now += b.size_of(new) - b.size_of(self.out[i])
+        self.out[i] = new
+        self.affected.append(new.id)
+        self.edited.append(i)
+        self.first = min(self.first, i)
+        return True
 
     def clear_cycles(self, cycles: list[ToolCycle], protected_from: int, target: int, b: Budgeting, last_resort: bool,
-                     working_target: int | None = None) -> None:
+                     working_target: int | None = None, finish_cycles: bool = False) -> None:
         """Clear the results (and, with ``clear_tool_inputs``, the inputs) of the cycles before
         ``protected_from`` until the size is at ``target``, in order of expected re-use
         (:func:`~ctxwise.resources.reuse_ranks`: superseded views and repeated runs
         first, the latest views of the files being worked on last), oldest first within a rank;
-        those last only down to ``working_target`` (default ``target``)."""
+        those last only down to ``working_target`` (default ``target``). With ``finish_cycles``
+        (the pass above the hard limit) a cycle the batch has started is cleared whole past the
+        target: its other results (not the working files' views) after the batch's first edit
+        re-bill nothing more, and a batch stopped just under the hard limit makes the next call
+        cut the prompt cache again."""
         p = b.policy
         open_ = [c for c in cycles if c.end <= protected_from]
         if not open_ or self.now <= target:
             return
-        reused = reused_ids(self.out)
         ranks = reuse_ranks(self.out, p.tool_rules)
         order = sorted(((max((ranks.get(r.tool_use_id, COLD) for r in self.out[i].tool_results), default=COLD), i, c)
                         for c in open_ for i in range(c.start + 1, c.end)), key=lambda x: (x[0], x[1]))
-        for rank, i, c in order:
-            if self.now <= (target if rank < WORKING or working_target is None else working_target):
-                break
-            uses = {u.id: u for u in self.out[c.start].tool_uses}
-            self.edit(i, _clear_message(self.out[i], uses, p, last_resort, reused), b)
+        floor = {rank: target if rank < WORKING or working_target is None else working_target for rank, _, _ in order}
+        self._clear_results(order, floor, b, last_resort, finish_cycles)
         if p.clear_tool_inputs or last_resort:
             # then the large inputs (edits' old and new text, written files), by the same ranks
             calls = sorted(((max((ranks.get(u.id, COLD) for u in self.out[c.start].tool_uses), default=COLD), c.start)
@@ -283,6 +285,21 @@ class _Batch:
                 if self.now <= target:
                     break
                 self.edit(i, _clear_inputs(self.out[i], p), b)
+
+    def _clear_results(self, order: list[tuple[int, int, ToolCycle]], floor: dict[int, int], b: Budgeting,
+                       last_resort: bool, finish_cycles: bool) -> None:
+        """Clear the tool messages ``order`` lists (``(rank, index, cycle)``) while the size is
+        above ``floor[rank]``; with ``finish_cycles``, also the rest of a cycle already edited
+        (ranks under ``WORKING``, after the batch's first edit)."""
+        reused = reused_ids(self.out)
+        started: set[int] = set()
+        for rank, i, c in order:
+            finishing = c.start in started and rank < WORKING and i > self.first
+            if self.now <= floor[rank] and not finishing:
+                continue
+            uses = {u.id: u for u in self.out[c.start].tool_uses}
+            if self.edit(i, _clear_message(self.out[i], uses, b.policy, last_resort, reused), b) and finish_cycles:
+                started.add(c.start)
 
     def take(self, more: StageResult) -> None:
         """Add what a further clearing of :attr:`out` edited to this batch."""
