@@ -1,0 +1,115 @@
+"""Defects a fresh-user check of issue 25 found (reproductions from that check, run on real
+sessions, real SDK types and the ``estimate`` tokenizer)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter
+
+from ctxwise import ContextManager, Policy
+from ctxwise.errors import PayloadInvalid
+from ctxwise.formats import from_responses
+from ctxwise.providers import check_wire
+
+URL_CITATION = {"type": "url_citation", "url": "https://a", "title": "A", "start_index": 0, "end_index": 5}
+CHAR_LOCATION = {"type": "char_location", "cited_text": "Sky is blue.", "document_index": 0,
+                 "document_title": None, "start_char_index": 0, "end_char_index": 12}
+_N = [0]
+
+
+def sess(provider: str, **kw: Any) -> Any:
+    _N[0] += 1
+    pol = Policy(budget=kw.pop("budget", 60000), unit="tokens", tokenizer="estimate", reserve_output=1000,
+                 provider=provider, **kw)
+    return ContextManager("memory://", pol).session("u", f"s{_N[0]}")
+
+
+def sdk_ok(provider: str, payload: Any) -> None:
+    """Raises when the SDK's request type refuses ``payload``."""
+    if provider == "anthropic":
+        import anthropic.types as at
+        TypeAdapter(at.MessageCreateParams).validate_python({**payload, "model": "m", "max_tokens": 10})
+    elif provider == "openai_responses":
+        from openai.types.responses import ResponseCreateParams
+        TypeAdapter(ResponseCreateParams).validate_python({"model": "m", "input": payload})
+    else:
+        from openai.types.chat import CompletionCreateParams
+        TypeAdapter(CompletionCreateParams).validate_python({"model": "m", "messages": payload})
+
+
+def _responses_items() -> list[dict[str, Any]]:
+    return [{"role": "user", "content": "q"},
+            {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+             "content": [{"type": "output_text", "text": "It says X.", "annotations": [URL_CITATION]}]}]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "openai_responses"])
+def test_responses_annotations_sent_where_they_have_a_form(provider: str) -> None:
+    s = sess(provider)
+    s.append(from_responses(_responses_items()))
+    for k in range(2):  # the session keeps working turn after turn
+        s.append([{"id": f"u{k}", "role": "user", "blocks": [{"type": "text", "text": f"next {k}"}]}])
+        p = s.prepare()
+        assert check_wire(p.payload, provider) == []
+        sdk_ok(provider, p.payload)
+    text = json.dumps(p.payload)
+    assert "It says X." in text
+    if provider == "anthropic":
+        assert "url_citation" not in text and "citations" not in text
+        assert [(c.rule, c.index) for c in p.conversions] == [("block-not-sendable", 1)]
+        assert "url_citation" in p.conversions[0].detail
+    elif provider == "openai_responses":
+        assert "url_citation" in text  # its own kind: kept verbatim
+        assert p.conversions == []
+    # the stored message keeps what the application sent
+    assert s.messages[1].blocks[0].citations == [URL_CITATION]
+
+
+def test_anthropic_citations_left_out_on_responses() -> None:
+    ant = [{"role": "user", "content": [
+               {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="},
+                "citations": {"enabled": True}}, {"type": "text", "text": "color?"}]},
+           {"role": "assistant", "content": [{"type": "text", "text": "Blue.", "citations": [CHAR_LOCATION]}]},
+           {"role": "user", "content": "thanks"}]
+    s = sess("openai_responses")
+    s.append_anthropic({"system": "s", "messages": ant})
+    p = s.prepare()
+    assert check_wire(p.payload, "openai_responses") == []
+    sdk_ok("openai_responses", p.payload)
+    assert "char_location" not in json.dumps(p.payload) and "Blue." in json.dumps(p.payload)
+    assert any(c.rule == "block-not-sendable" and "char_location" in c.detail for c in p.conversions)
+    # on Anthropic the same citation is its own kind: sent as read
+    s2 = sess("anthropic")
+    s2.append_anthropic({"system": "s", "messages": ant})
+    p2 = s2.prepare()
+    assert "char_location" in json.dumps(p2.payload) and p2.conversions == []
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai_responses"])
+def test_chat_annotations_do_not_break_other_targets(provider: str) -> None:
+    chat = [{"role": "user", "content": "q"},
+            {"role": "assistant", "content": "It says X.",
+             "annotations": [{"type": "url_citation", "url_citation": {"url": "https://a", "title": "A",
+                                                                       "start_index": 0, "end_index": 5}}]},
+            {"role": "user", "content": "ok"}]
+    s = sess(provider)
+    s.append_openai(chat)
+    p = s.prepare()
+    assert check_wire(p.payload, provider) == []
+    sdk_ok(provider, p.payload)
+
+
+def test_wire_schema_message_is_readable() -> None:
+    from ctxwise.providers.wire import schema_violations
+    payload = {"messages": [{"role": "user", "content": "q"},
+                            {"role": "assistant", "content": [{"type": "text", "text": "x",
+                                                                "citations": [{"type": "char_location"}]}]}]}
+    found = schema_violations(payload, "anthropic")
+    assert found and all(v.index == 1 and v.rule == "wire-schema" for v in found)
+    msg = str(PayloadInvalid("anthropic", found))
+    assert msg.startswith(f"{len(found)} anthropic rule violation(s): message 1: [wire-schema]")
+    assert "union[" not in msg and "ImageBlockParam" not in msg
+    assert "cited_text" in msg
