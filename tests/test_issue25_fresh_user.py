@@ -113,3 +113,42 @@ def test_wire_schema_message_is_readable() -> None:
     assert msg.startswith(f"{len(found)} anthropic rule violation(s): message 1: [wire-schema]")
     assert "union[" not in msg and "ImageBlockParam" not in msg
     assert "cited_text" in msg
+
+
+TEXT_DOC = [{"role": "user", "content": [
+    {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "Sky is blue."}},
+    {"type": "text", "text": "color?"}]}]
+
+
+def test_unsendable_block_refused_at_append_not_at_every_prepare() -> None:
+    s = sess("openai_responses")
+    s.append([{"id": "u0", "role": "user", "blocks": [{"type": "text", "text": "hi"}]}])
+    before = len(s.messages)
+    with pytest.raises(PayloadInvalid) as e:
+        s.append_anthropic({"messages": TEXT_DOC})
+    v = e.value.violations
+    assert [(x.index, x.rule) for x in v] == [(1, "block-not-sendable")]
+    assert str(e.value).startswith("1 openai_responses rule violation(s): message 1")
+    assert len(s.messages) == before  # nothing stored
+    s.append([{"id": "u1", "role": "user", "blocks": [{"type": "text", "text": "again"}]}])
+    s.prepare()  # the session still prepares
+    # the same block is fine where the wire has a form for it
+    a = sess("anthropic")
+    a.append_anthropic({"messages": TEXT_DOC})
+    assert "Sky is blue." in json.dumps(a.prepare().payload)
+
+
+def test_foreign_provider_block_refused_at_append() -> None:
+    msgs = [{"role": "user", "content": "search"},
+            {"role": "assistant", "content": [
+                {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x"}},
+                {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+                {"type": "text", "text": "found"}]}]
+    s = sess("openai")
+    with pytest.raises(PayloadInvalid) as e:
+        s.append_anthropic({"messages": msgs})
+    assert {(x.index, x.rule) for x in e.value.violations} == {(1, "foreign-provider-block")}
+    assert len(s.messages) == 0
+    a = sess("anthropic")
+    a.append_anthropic({"messages": msgs})
+    assert check_wire(a.prepare().payload, "anthropic") == []
