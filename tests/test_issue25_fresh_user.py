@@ -152,3 +152,40 @@ def test_foreign_provider_block_refused_at_append() -> None:
     a = sess("anthropic")
     a.append_anthropic({"messages": msgs})
     assert check_wire(a.prepare().payload, "anthropic") == []
+
+
+def _cache_usage_events(s: Any) -> list[dict[str, Any]]:
+    return [e for e in s.events() if e["stage"] == "cache_usage"]
+
+
+def test_anthropic_sdk_reply_usage_is_recorded() -> None:
+    """Source: anthropic/types/usage.py (``cache_creation_input_tokens``)."""
+    import anthropic.types as at
+    s = sess("anthropic")
+    s.append_anthropic({"system": "s", "messages": [{"role": "user", "content": "hi"}]})
+    s.prepare()
+    reply = at.Message(id="msg_01", type="message", role="assistant", model="claude-opus-5",
+                       content=[at.TextBlock(type="text", text="hello")], stop_reason="end_turn", stop_sequence=None,
+                       usage=at.Usage(input_tokens=10, output_tokens=2, cache_read_input_tokens=0,
+                                      cache_creation_input_tokens=300))
+    s.append_anthropic(reply)
+    assert s.messages[-1].metadata["usage"]["cache_creation_input_tokens"] == 300
+    events = _cache_usage_events(s)
+    assert len(events) == 1
+    assert events[0]["detail"]["reported"]["cache_write_tokens"] == 300
+    s.append_anthropic([{"role": "user", "content": "more"}])
+    assert "cache_creation_input_tokens" not in json.dumps(s.prepare().payload)  # not sent back
+
+
+def test_openai_chat_reply_usage_is_recorded() -> None:
+    """Source: openai/types/completion_usage.py (``prompt_tokens_details.cached_tokens``)."""
+    s = sess("openai")
+    s.append_openai([{"role": "system", "content": "s"}, {"role": "user", "content": "hi"}])
+    s.prepare()
+    u = {"prompt_tokens": 20, "prompt_tokens_details": {"cached_tokens": 16}, "completion_tokens": 1}
+    s.append_openai([{"role": "assistant", "content": "x", "usage": u}])
+    assert s.messages[-1].metadata["usage"] == u
+    events = _cache_usage_events(s)
+    assert len(events) == 1 and events[0]["detail"]["reported"]["cached_tokens"] == 16
+    s.append_openai([{"role": "user", "content": "more"}])  # no usage: nothing more recorded
+    assert len(_cache_usage_events(s)) == 1
