@@ -189,3 +189,47 @@ def test_openai_chat_reply_usage_is_recorded() -> None:
     assert len(events) == 1 and events[0]["detail"]["reported"]["cached_tokens"] == 16
     s.append_openai([{"role": "user", "content": "more"}])  # no usage: nothing more recorded
     assert len(_cache_usage_events(s)) == 1
+
+
+def test_responses_clearing_reports_the_reasoning_it_invalidates() -> None:
+    """Source: https://platform.openai.com/docs/guides/reasoning (all_turns: reasoning items
+    after a changed prefix are dropped by the API). A last-resort clearing inside one tool
+    loop edits the first result: every later reasoning item is invalidated."""
+    from ctxwise.compaction.cost import invalidated_reasoning, invalidated_reasoning_items
+
+    s = sess("openai_responses", budget=6000, price_model="openai_gpt56", bound_reasoning="on")
+    hist: list[dict[str, Any]] = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"}]
+
+    def add(items: list[dict[str, Any]]) -> None:
+        n = len(from_responses(hist))
+        hist.extend(items)
+        s.append(from_responses(hist)[n:])
+
+    s.append(from_responses(hist))
+    s.prepare()
+    before = None
+    for i in range(30):
+        add([{"type": "reasoning", "id": f"rs_{i}", "summary": [{"type": "summary_text", "text": f"think {i} " * 20}],
+              "encrypted_content": f"ENC{i}"},
+             {"type": "function_call", "call_id": f"call_{i}", "name": "Read",
+              "arguments": json.dumps({"path": f"/f{i % 5}.py"}), "id": f"fc_{i}"}])
+        add([{"type": "function_call_output", "call_id": f"call_{i}", "output": f"def g{i}(): return {i}\n" * 80}])
+        before = list(s.messages)
+        p = s.prepare()
+        if any(e.stage == "clearing" for e in p.events):
+            break
+    else:
+        pytest.fail("no clearing in 30 calls")
+    ev = next(e for e in p.events if e.stage == "clearing")
+    first = min(k for k, m in enumerate(before) if m.id in ev.affected_ids)
+    got = ev.detail["reasoning_invalidated"]
+    later = [m for m in before[first + 1:] if m.role == "assistant" and m.thinking]
+    assert got["items"] == len(later) > 0
+    assert got["size"] > 0
+    # the cost model (clearing's re-billed suffix, compaction.cost.invalidated_reasoning)
+    # counts the same reasoning
+    def size_of(m: Any) -> int:
+        return len(m.model_dump_json())
+
+    blocks, size = invalidated_reasoning_items(before, first, size_of)
+    assert blocks == got["items"] and size == invalidated_reasoning(before, first, size_of) > 0

@@ -31,7 +31,8 @@ from ..units import ToolCycle, tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, head_end, in_flight_start
 from ..resources import COLD, WORKING, reuse_ranks
 from .placeholder import placeholder_text, recall_key, render_input, reused_ids  # noqa: F401  (render_input: re-exported)
-from .cost import calls_ahead, cold_cache, cut_cost, edit_pays, invalidated_reasoning, limit_ahead
+from .cost import (calls_ahead, cold_cache, cut_cost, edit_pays, invalidated_reasoning, invalidated_reasoning_items,
+                   limit_ahead)
 from .stage import StageInput
 
 
@@ -218,6 +219,11 @@ def clear_tool_results(
                 # the target as reached: clear_target, or all that could be cleared when that lies lower
                 "target": max(target, batch.now)},
     )
+    items, lost = invalidated_reasoning_items(messages, batch.first, b.size_of)
+    if items:
+        # bound reasoning after the first edit: the provider drops (Responses) or ctxwise
+        # leaves out (Anthropic) each of these; the model re-does it
+        ev.detail["reasoning_invalidated"] = {"items": items, "size": lost}
     out = batch.out
     return StageResult(messages, [ev], [Replace(out[i].id, out[i], "cleared") for i in sorted(set(batch.edited))])
 
