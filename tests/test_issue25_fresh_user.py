@@ -233,3 +233,19 @@ def test_responses_clearing_reports_the_reasoning_it_invalidates() -> None:
 
     blocks, size = invalidated_reasoning_items(before, first, size_of)
     assert blocks == got["items"] and size == invalidated_reasoning(before, first, size_of) > 0
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf"), -5, True, "yesterday"])
+def test_prepare_now_refuses_a_time_that_is_not_one(bad: object) -> None:
+    from datetime import datetime, timezone
+
+    from ctxwise.errors import FormatError
+    s = sess("anthropic")
+    s.append_anthropic({"system": "s", "messages": [{"role": "user", "content": "hi"}]})
+    version = s.version
+    with pytest.raises(FormatError, match=r"prepare\(now=\.\.\.\)"):
+        s.prepare(now=bad)  # type: ignore[arg-type]
+    assert s.version == version and s.events() == []
+    with pytest.raises(FormatError, match="1970"):
+        s.prepare(now=datetime(1969, 12, 31, tzinfo=timezone.utc))
+    assert s.prepare(now=0).payload and s.prepare(now=1_780_000_000.5).payload
