@@ -249,3 +249,24 @@ def test_prepare_now_refuses_a_time_that_is_not_one(bad: object) -> None:
     with pytest.raises(FormatError, match="1970"):
         s.prepare(now=datetime(1969, 12, 31, tzinfo=timezone.utc))
     assert s.prepare(now=0).payload and s.prepare(now=1_780_000_000.5).payload
+
+
+def test_unsigned_thinking_left_out_on_anthropic_is_reported() -> None:
+    """Source: anthropic/types/thinking_block_param.py (``signature: Required[str]``)."""
+    msgs = [{"role": "user", "content": "a"},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "t"}, {"type": "text", "text": "b"}]},
+            {"role": "user", "content": "c"}]
+    s = sess("anthropic")
+    s.append_anthropic({"system": "s", "messages": msgs})
+    p = s.prepare()
+    assert p.payload["messages"][1]["content"] == [{"type": "text", "text": "b"}]
+    assert [(c.rule, c.index) for c in p.conversions] == [("block-not-sendable", 2)]
+    assert "without a signature" in p.conversions[0].detail
+    # a signed block is sent and not reported
+    signed = [dict(m) for m in msgs]
+    signed[1] = {"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "sig"},
+                                                 {"type": "text", "text": "b"}]}
+    s2 = sess("anthropic")
+    s2.append_anthropic({"system": "s", "messages": signed})
+    p2 = s2.prepare()
+    assert p2.conversions == [] and p2.payload["messages"][1]["content"][0]["signature"] == "sig"

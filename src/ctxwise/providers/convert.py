@@ -36,6 +36,12 @@ done in silence. A provider is never refused input it or ctxwise can make valid:
   ``file_citation``, ``container_file_citation``, ``file_path``) has no Anthropic form. Chat
   Completions takes no citations on a request message
   (``openai/types/chat/chat_completion_assistant_message_param.py``), so none are sent there.
+* ``block-not-sendable`` (unsigned thinking) — on Anthropic, a thinking block without its
+  ``signature`` (reasoning read from another provider, or a reply stored without it) is left
+  out of the request: ``ThinkingBlockParam.signature`` is required
+  (``anthropic/types/thinking_block_param.py``) and only Anthropic can sign. The renderer
+  leaves it out; the conversion reports it (the message is not changed, so what is counted is
+  what it was).
 * ``first-message-role`` — a history that starts with an assistant message (an app that
   stores its greeting first) gets a minimal user turn,
   :data:`~ctxwise.providers.profiles.LEAD_USER_TEXT`, before it on a provider whose first
@@ -52,7 +58,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..messages import Block, ImageBlock, Message, RefusalBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from ..messages import (Block, ImageBlock, Message, RefusalBlock, TextBlock, ThinkingBlock, ToolResultBlock,
+                        ToolUseBlock)
 from ..units import is_user_input
 from .rules import opens_with_compaction
 from .profiles import (
@@ -144,6 +151,7 @@ def convert(messages: list[Message], provider: str | ProviderProfile) -> Convert
         _lead_user_turn(out)
     if profile.wire == "anthropic":
         _refusals_to_text(out)
+        _unsigned_thinking(out)
     _drop_foreign_citations(out, profile)
     if out.conversions:
         at = {m.id: i for i, m in enumerate(messages)}
@@ -312,6 +320,17 @@ def _drop_foreign_citations(out: Converted, profile: ProviderProfile) -> None:
         out.conversions.append(Conversion(BLOCK_NOT_SENDABLE, i, m.id,
                                           f"{len(dropped)} citation{'s' if len(dropped) > 1 else ''} ({kinds}) "
                                           f"left out: {profile.title} has no form for them"))
+
+
+def _unsigned_thinking(out: Converted) -> None:
+    for i, m in enumerate(out.messages):
+        if m.role != "assistant":
+            continue
+        n = sum(1 for b in m.blocks if isinstance(b, ThinkingBlock) and not b.redacted and b.signature is None)
+        if n:
+            out.conversions.append(Conversion(BLOCK_NOT_SENDABLE, i, m.id,
+                                              f"{n} thinking block{'s' if n > 1 else ''} without a signature left "
+                                              "out (Anthropic takes thinking only with its signature)"))
 
 
 def _lead_user_turn(out: Converted) -> None:
