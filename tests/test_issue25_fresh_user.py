@@ -64,6 +64,9 @@ def test_responses_annotations_sent_where_they_have_a_form(provider: str) -> Non
     elif provider == "openai_responses":
         assert "url_citation" in text  # its own kind: kept verbatim
         assert p.conversions == []
+    else:  # Chat Completions: no citations on a request message
+        assert "url_citation" not in text
+        assert [(c.rule, c.index) for c in p.conversions] == [("block-not-sendable", 1)]
     # the stored message keeps what the application sent
     assert s.messages[1].blocks[0].citations == [URL_CITATION]
 

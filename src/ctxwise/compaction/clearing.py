@@ -215,17 +215,27 @@ def clear_tool_results(
         batch.now,
         batch.affected,
         t0,
-        detail={"cleared": len(batch.affected), "last_resort": last_resort, "over_hard": over_hard,
-                # the target as reached: clear_target, or all that could be cleared when that lies lower
-                "target": max(target, batch.now)},
+        detail=_detail(messages, batch, b, last_resort, over_hard, target),
     )
-    items, lost = invalidated_reasoning_items(messages, batch.first, b.size_of)
-    if items:
-        # bound reasoning after the first edit: the provider drops (Responses) or ctxwise
-        # leaves out (Anthropic) each of these; the model re-does it
-        ev.detail["reasoning_invalidated"] = {"items": items, "size": lost}
     out = batch.out
     return StageResult(messages, [ev], [Replace(out[i].id, out[i], "cleared") for i in sorted(set(batch.edited))])
+
+
+def _detail(messages: list[Message], batch: "_Batch", b: Budgeting, last_resort: bool, over_hard: bool,
+            target: int) -> dict[str, Any]:
+    """The ``clearing`` event's detail: ``cleared`` (messages edited), ``last_resort``,
+    ``over_hard``, ``target`` (as reached: clear_target, or all that could be cleared when
+    that lies lower) and, when the edit invalidates bound reasoning after it,
+    ``reasoning_invalidated``: ``{"items": reasoning blocks / items, "size": their size in the
+    policy unit}`` (:func:`~ctxwise.compaction.cost.invalidated_reasoning_items`: the
+    provider drops them (Responses all_turns) or ctxwise leaves them out (Anthropic); the
+    model re-does that reasoning)."""
+    detail: dict[str, Any] = {"cleared": len(batch.affected), "last_resort": last_resort, "over_hard": over_hard,
+                              "target": max(target, batch.now)}
+    items, lost = invalidated_reasoning_items(messages, batch.first, b.size_of)
+    if items:
+        detail["reasoning_invalidated"] = {"items": items, "size": lost}
+    return detail
 
 
 def _protected_from(messages: list[Message], cycles: list[ToolCycle], p: Policy, last_resort: bool, over_hard: bool) -> int:

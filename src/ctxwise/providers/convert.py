@@ -35,7 +35,8 @@ done in silence. A provider is never refused input it or ctxwise can make valid:
   (``openai/types/responses/response_output_text_param.py``: ``url_citation``,
   ``file_citation``, ``container_file_citation``, ``file_path``) has no Anthropic form. Chat
   Completions takes no citations on a request message
-  (``openai/types/chat/chat_completion_assistant_message_param.py``), so none are sent there.
+  (``openai/types/chat/chat_completion_assistant_message_param.py``): all are left out there,
+  reported the same way.
 * ``block-not-sendable`` (unsigned thinking) — on Anthropic, a thinking block without its
   ``signature`` (reasoning read from another provider, or a reply stored without it) is left
   out of the request: ``ThinkingBlockParam.signature`` is required
@@ -287,9 +288,8 @@ def _citations_kept(b: TextBlock, wire: str) -> list[dict[str, Any]] | None:
     """The citations of ``b`` that ``wire`` has a form for (None: all kept)."""
     if not b.citations:
         return None
-    allowed = {"anthropic": ANTHROPIC_CITATION_TYPES, "responses": RESPONSES_ANNOTATION_TYPES}.get(wire)
-    if allowed is None:
-        return None  # chat: citations are not rendered at all
+    # chat: a request message takes no citations at all
+    allowed = {"anthropic": ANTHROPIC_CITATION_TYPES, "responses": RESPONSES_ANNOTATION_TYPES}.get(wire, frozenset())
     kept = [c for c in b.citations if isinstance(c, dict) and c.get("type") in allowed]
     return None if len(kept) == len(b.citations) else kept
 
