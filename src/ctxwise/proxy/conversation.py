@@ -18,12 +18,13 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, TypeVar
 
 from .. import Message, Prepared, Session, SessionConflict, SessionNotFound, ToolResultBlock, ToolUseBlock
 from ..formats import from_responses
 from ..server.core import Server
-from .heads import Found, HeadStore
+from .heads import Found, HeadStore, heads_rows
 from .replies import Pending, Replies
 from .wire import Route, WireError, heads, history, reply_items, response_head
 
@@ -127,32 +128,48 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
     if pending is not None:
         first, suffix = pending.items, suffix[len(pending.items):]
 
-    def op(s: Session, _checked: int | None) -> Prepared:
+    def op(s: Session, checked: int | None) -> Prepared:
+        before = s.version
         append_items(s, route, first, suffix)
         if call.branched_from is not None:
             s.record_branch(call.branched_from, BRANCH_TRIGGER)
-        prepared = s.prepare()
+        prepared = s.prepare(checked_version=_confirmed(s, before, checked))
         call.version = s.version
         return prepared
 
+    rows = heads_rows(call.tenant, call.name or "", call.user_id, call.session_id, call.chain, call.start,
+                      call.branched_from, pending.extra if pending is not None else None)
     try:
-        if call.start == 0:
-            policy = server.policy.model_copy(update={"provider": route.provider})
-            s = server.manager.session(server.store_user(call.tenant, call.user_id), call.session_id,
-                                       policy=policy, create=True)
-            call.prepared = op(s, None)
-        else:
-            call.prepared = _run(server, call, op, expected=pending.version if pending is not None else None)
+        with _alongside(server, store, call, rows) as rider:
+            if call.start == 0:
+                policy = server.policy.model_copy(update={"provider": route.provider})
+                s = server.manager.session(server.store_user(call.tenant, call.user_id), call.session_id,
+                                           policy=policy, create=True)
+                call.prepared = op(s, None)
+            else:
+                call.prepared = _run(server, call, op, expected=pending.version if pending is not None else None)
     except BaseException:
         if pending is not None and replies is not None:
             replies.put_back(pending)
         raise
-    store.record(call.tenant, call.name or "", call.user_id, call.session_id, call.chain, call.start,
-                 call.branched_from)
-    if pending is not None:
-        store.record_at(call.tenant, call.name or "", call.user_id, call.session_id, pending.extra,
-                        call.branched_from)
+    if rider is None or not rider.done:
+        store.write(rows)
     return call
+
+
+@contextmanager
+def _alongside(server: Server, store: HeadStore, call: Call, rows: list[dict[str, Any]]) -> Iterator[Any]:
+    """The heads ``rows`` written in the transaction of the call's session write when the
+    store and the heads table share one engine (:meth:`ctxwise.SqlStore.alongside`); yields
+    its rider (``done`` once stored), or None when they cannot share it."""
+    sql = server.manager.store
+    joinable = rows and callable(getattr(sql, "alongside", None)) and getattr(sql, "engine", None) is store.engine
+    if not joinable:
+        yield None
+        return
+    with sql.alongside(server.store_user(call.tenant, call.user_id), call.session_id,
+                       lambda conn: store.write(rows, conn)) as rider:
+        yield rider
 
 
 class UnmanagedResponse(Exception):
@@ -214,16 +231,25 @@ def _carries(call: Call, found: Found | None, pending: Pending) -> bool:
     return call.chain[found.count:found.count + len(pending.chain)] == pending.chain
 
 
+def _confirmed(s: Session, before: int, checked: int | None) -> int | None:
+    """The stored version of ``s`` as this call knows it without a read: the one its own write
+    just committed (the store accepts a write only on the version the object held, so at that
+    moment the object was the stored session), else the one the session cache read (``checked``);
+    None (``prepare()`` reads it) when neither."""
+    return s.version if s.version != before else checked
+
+
 def recall_round(server: Server, call: Call, reply: dict[str, Any]) -> None:
     """Append a reply that called only the recall tool and the answers to its calls, then prepare
     again: ``call.prepared`` is the next payload (:mod:`.recall`). The heads are not touched: the
     client never sees this round."""
     from .recall import results
 
-    def op(s: Session, _checked: int | None) -> Prepared:
+    def op(s: Session, checked: int | None) -> Prepared:
+        before = s.version
         append_items(s, call.route, reply_items(call.route.kind, reply))
         append_items(s, call.route, results(call.route.kind, s, reply))
-        prepared = s.prepare()
+        prepared = s.prepare(checked_version=_confirmed(s, before, checked))
         call.version = s.version
         return prepared
 
