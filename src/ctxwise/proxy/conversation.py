@@ -114,7 +114,10 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
     is appended with the suffix, in one write; one it does not carry (the client retried or
     edited that turn) is stored first, and the call maps as a branch. Raises
     :class:`~ctxwise.proxy.wire.WireError` for a body of another shape and the library's errors
-    for messages it refuses (nothing of the call stored then; a taken reply is stored alone)."""
+    for messages it refuses (nothing of the call stored then; a taken reply is stored alone).
+    The call's heads are written in its append's transaction when the store allows it
+    (:meth:`ctxwise.SqlStore.alongside`), else right after it; the ``prepare()`` takes the
+    version that append committed instead of reading it again."""
     route = call.route
     previous = call.body.get("previous_response_id") if route.kind == "responses" else None
     if previous is not None:
@@ -146,6 +149,8 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
                 s = server.manager.session(server.store_user(call.tenant, call.user_id), call.session_id,
                                            policy=policy, create=True)
                 call.prepared = op(s, None)
+                if call.request is not None and server.sessions is not None:
+                    server.sessions.keep(call.tenant, call.user_id, call.session_id, s)
             else:
                 call.prepared = _run(server, call, op, expected=pending.version if pending is not None else None)
     except BaseException:
@@ -271,8 +276,9 @@ def _run(server: Server, call: Call, op: Callable[[Session, int | None], T], exp
 
 
 def _exists(server: Server, call: Call) -> bool:
+    """Whether the store holds the call's session (one indexed read of its version)."""
     try:
-        server.open(call.tenant, call.user_id, call.session_id)
+        server.manager.store.version(server.store_user(call.tenant, call.user_id), call.session_id)
     except SessionNotFound:
         return False
     return True
@@ -294,9 +300,12 @@ def finish(server: Server, store: HeadStore, p: Pending) -> None:
     heads. Raises what the append raises (the caller logs it): SessionConflict when another
     process served the session's next call meanwhile (that call carried the reply and stored it);
     the session then holds the call without the reply, and the client's next call, which
-    carries the reply, appends it as part of its suffix."""
+    carries the reply, appends it as part of its suffix. The heads are written in the append's
+    transaction when the store allows it (:meth:`ctxwise.SqlStore.alongside`)."""
     call = p.call
-    _run(server, call, lambda s, _checked: append_items(s, call.route, p.items), expected=p.version)
-    store.record(call.tenant, call.name or "", call.user_id, call.session_id, [*call.chain, *p.chain],
-                 len(call.chain), call.branched_from)
-    store.record_at(call.tenant, call.name or "", call.user_id, call.session_id, p.extra, call.branched_from)
+    rows = heads_rows(call.tenant, call.name or "", call.user_id, call.session_id, [*call.chain, *p.chain],
+                      len(call.chain), call.branched_from, p.extra)
+    with _alongside(server, store, call, rows) as rider:
+        _run(server, call, lambda s, _checked: append_items(s, call.route, p.items), expected=p.version)
+    if rider is None or not rider.done:
+        store.write(rows)

@@ -137,17 +137,6 @@ class HeadStore:
         with self.engine.begin() as own:
             own.execute(insert(proxy_heads), rows)
 
-    def record_at(self, tenant: str, name: str, user_id: str, session_id: str, rows: list[tuple[str, int]],
-                  branched_from: str | None = None) -> None:
-        """Store heads with their counts, ``(head, count)`` (a Responses reply's id,
-        :func:`ctxwise.proxy.wire.response_head`), for the session."""
-        if rows:
-            now = datetime.now(timezone.utc)
-            with self.engine.begin() as conn:
-                conn.execute(insert(proxy_heads), [
-                    {"tenant": tenant, "name": name, "head": h, "count": n, "user_id": user_id,
-                     "session_id": session_id, "branched_from": branched_from, "created_at": now} for h, n in rows])
-
     def branches(self, tenant: str, user_id: str, session_id: str) -> list[str]:
         """The sessions that branched from ``(user_id, session_id)`` of ``tenant``, oldest first."""
         t = proxy_heads.c
