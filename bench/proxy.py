@@ -191,8 +191,9 @@ def main() -> None:
         f"**{'met' if met else 'not met'}** (added p50 {pct(added, 0.5):.2f} ms).",
         "",
         "The added time is the key check, the mapping (one indexed read of the heads table), one append (the "
-        "client's new messages, with the previous reply when it was still held), prepare() (the session kept "
-        "open in the server's session cache), the heads written, and one more HTTP hop on loopback. The reply "
+        "client's new messages, with the previous reply when it was still held, and the call's heads rows, in "
+        "one transaction), prepare() (the session kept open in the server's session cache from the call that "
+        "created it; no version read: the append just committed it), and one more HTTP hop on loopback. The reply "
         "is stored after the client has it (src/ctxwise/proxy/replies.py): in the same write as its session's "
         "next call, or by a writer thread half a second later when no call comes; it is stored before the "
         "session's next call is served. The library's append is one transaction (the session row locked, "

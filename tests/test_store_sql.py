@@ -159,6 +159,32 @@ def test_an_append_is_one_transaction_reading_its_session_row_once(store: Store)
     assert [r.message_id for r in store.load("u1", "s1").rows][-3:] == ["u99", *(m.id for m in tool_cycle(99))]
 
 
+def test_statements_alongside_a_session_write_share_its_transaction(store: Store) -> None:
+    """``alongside`` (the proxy's heads rows): the first write to the named session runs the
+    extra statement inside its transaction, so both are stored or neither; later writes and a
+    write to another session do not carry it."""
+    v = fill(store, turns=1)
+    fill(store, session="s2", turns=1)
+    seen: list[tuple[bool, str]] = []
+
+    def boom(conn) -> None:  # noqa: ANN001
+        raise RuntimeError("the riding statement failed")
+
+    with store.alongside("u1", "s1", boom) as rider:
+        with pytest.raises(RuntimeError, match="riding statement"):
+            store.append("u1", "s1", [text_message("n1", "user", "one")], expected_version=v)
+    assert not rider.done and store.load("u1", "s1").version == v  # neither stored
+
+    with store.alongside("u1", "s1", lambda conn: seen.append((conn.in_transaction(), "s1"))) as rider:
+        v2 = store.append("u1", "s1", [text_message("n1", "user", "one")], expected_version=v)
+        store.append("u1", "s1", [text_message("n2", "user", "two")], expected_version=v2)
+    assert rider.done and seen == [(True, "s1")]  # once, inside the first write's transaction
+    assert [r.message_id for r in store.load("u1", "s1").rows][-2:] == ["n1", "n2"]
+    with store.alongside("u1", "s1", lambda conn: seen.append((True, "wrong"))) as rider:
+        store.append("u1", "s2", [text_message("n3", "user", "three")], expected_version=store.version("u1", "s2"))
+    assert not rider.done and seen == [(True, "s1")]
+
+
 def test_stale_version_conflicts_and_wait_rebases_appends(store_url: str) -> None:
     a, b = Store(store_url), Store(store_url, wait=True)
     try:

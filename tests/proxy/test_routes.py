@@ -297,3 +297,45 @@ def test_responses_previous_response_id_continues_the_session(live: Live) -> Non
                                                           "input": "again"}
     assert [m.role for m in session_messages(live, "acme", "proxy", sid)][-1] == "assistant"  # unchanged
     assert live.stub.invalid == []
+
+
+def test_a_continuing_call_is_one_write_from_the_held_session(live: Live) -> None:
+    """The first call's new session stays open in the server's session cache, and the next
+    call writes its messages, the held reply and its heads in one transaction, reading no
+    session from the store first (the proxy's per-call overhead, issue 27)."""
+    from sqlalchemy import event
+
+    live.stub.queue("chat", Reply(text="Hello."), Reply(text="Bye."))
+    client = openai_client(live, **{"X-Ctxwise-Session": "held"})
+    msgs: list[Any] = [{"role": "user", "content": "Hi"}]
+    r1 = client.chat.completions.create(model="gpt-4o", messages=msgs)
+    cache = live.app.proxy.server.sessions
+    assert len(cache) == 1  # the session the first call created
+    msgs += [r1.choices[0].message.model_dump(exclude_none=True), {"role": "user", "content": "Bye"}]
+    spans: list[list[str]] = [[]]
+
+    def on_begin(conn) -> None:  # noqa: ANN001
+        spans.append([])
+
+    def on_execute(conn, cursor, statement, params, context, executemany) -> None:  # noqa: ANN001
+        words = " ".join(statement.split()).replace('"', "")
+        if words.startswith("INSERT INTO"):
+            spans[-1].append(words.split()[2])
+        elif words.startswith("SELECT") and " FROM context_messages" in words:
+            spans[-1].append("read rows")
+
+    engine = live.app.proxy.heads.engine
+    event.listen(engine, "begin", on_begin)
+    event.listen(engine, "before_cursor_execute", on_execute)
+    try:
+        r2 = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs)
+    finally:
+        event.remove(engine, "begin", on_begin)
+        event.remove(engine, "before_cursor_execute", on_execute)
+    assert r2.headers["x-ctxwise-session"] == "held"
+    writes = [s for s in spans if set(s) - {"read rows"}]
+    assert len(writes) == 1, spans  # messages, originals, transcript and heads together
+    assert {"context_messages", "ctxwise_proxy_heads"} <= set(writes[0])
+    assert [s for s in spans if s == ["read rows"]] == []  # no session loaded from the store
+    assert [m.blocks[0].text for m in session_messages(live, "acme", "proxy", "held")] == ["Hi", "Hello.", "Bye",
+                                                                                             "Bye."]

@@ -18,12 +18,13 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, TypeVar
 
 from .. import Message, Prepared, Session, SessionConflict, SessionNotFound, ToolResultBlock, ToolUseBlock
 from ..formats import from_responses
 from ..server.core import Server
-from .heads import Found, HeadStore
+from .heads import Found, HeadStore, heads_rows
 from .replies import Pending, Replies
 from .wire import Route, WireError, heads, history, reply_items, response_head
 
@@ -113,7 +114,10 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
     is appended with the suffix, in one write; one it does not carry (the client retried or
     edited that turn) is stored first, and the call maps as a branch. Raises
     :class:`~ctxwise.proxy.wire.WireError` for a body of another shape and the library's errors
-    for messages it refuses (nothing of the call stored then; a taken reply is stored alone)."""
+    for messages it refuses (nothing of the call stored then; a taken reply is stored alone).
+    The call's heads are written in its append's transaction when the store allows it
+    (:meth:`ctxwise.SqlStore.alongside`), else right after it; the ``prepare()`` takes the
+    version that append committed instead of reading it again."""
     route = call.route
     previous = call.body.get("previous_response_id") if route.kind == "responses" else None
     if previous is not None:
@@ -127,32 +131,50 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
     if pending is not None:
         first, suffix = pending.items, suffix[len(pending.items):]
 
-    def op(s: Session, _checked: int | None) -> Prepared:
+    def op(s: Session, checked: int | None) -> Prepared:
+        before = s.version
         append_items(s, route, first, suffix)
         if call.branched_from is not None:
             s.record_branch(call.branched_from, BRANCH_TRIGGER)
-        prepared = s.prepare()
+        prepared = s.prepare(checked_version=_confirmed(s, before, checked))
         call.version = s.version
         return prepared
 
+    rows = heads_rows(call.tenant, call.name or "", call.user_id, call.session_id, call.chain, call.start,
+                      call.branched_from, pending.extra if pending is not None else None)
     try:
-        if call.start == 0:
-            policy = server.policy.model_copy(update={"provider": route.provider})
-            s = server.manager.session(server.store_user(call.tenant, call.user_id), call.session_id,
-                                       policy=policy, create=True)
-            call.prepared = op(s, None)
-        else:
-            call.prepared = _run(server, call, op, expected=pending.version if pending is not None else None)
+        with _alongside(server, store, call, rows) as rider:
+            if call.start == 0:
+                policy = server.policy.model_copy(update={"provider": route.provider})
+                s = server.manager.session(server.store_user(call.tenant, call.user_id), call.session_id,
+                                           policy=policy, create=True)
+                call.prepared = op(s, None)
+                if call.request is not None and server.sessions is not None:
+                    server.sessions.keep(call.tenant, call.user_id, call.session_id, s)
+            else:
+                call.prepared = _run(server, call, op, expected=pending.version if pending is not None else None)
     except BaseException:
         if pending is not None and replies is not None:
             replies.put_back(pending)
         raise
-    store.record(call.tenant, call.name or "", call.user_id, call.session_id, call.chain, call.start,
-                 call.branched_from)
-    if pending is not None:
-        store.record_at(call.tenant, call.name or "", call.user_id, call.session_id, pending.extra,
-                        call.branched_from)
+    if rider is None or not rider.done:
+        store.write(rows)
     return call
+
+
+@contextmanager
+def _alongside(server: Server, store: HeadStore, call: Call, rows: list[dict[str, Any]]) -> Iterator[Any]:
+    """The heads ``rows`` written in the transaction of the call's session write when the
+    store and the heads table share one engine (:meth:`ctxwise.SqlStore.alongside`); yields
+    its rider (``done`` once stored), or None when they cannot share it."""
+    sql = server.manager.store
+    joinable = rows and callable(getattr(sql, "alongside", None)) and getattr(sql, "engine", None) is store.engine
+    if not joinable:
+        yield None
+        return
+    with sql.alongside(server.store_user(call.tenant, call.user_id), call.session_id,
+                       lambda conn: store.write(rows, conn)) as rider:
+        yield rider
 
 
 class UnmanagedResponse(Exception):
@@ -214,16 +236,25 @@ def _carries(call: Call, found: Found | None, pending: Pending) -> bool:
     return call.chain[found.count:found.count + len(pending.chain)] == pending.chain
 
 
+def _confirmed(s: Session, before: int, checked: int | None) -> int | None:
+    """The stored version of ``s`` as this call knows it without a read: the one its own write
+    just committed (the store accepts a write only on the version the object held, so at that
+    moment the object was the stored session), else the one the session cache read (``checked``);
+    None (``prepare()`` reads it) when neither."""
+    return s.version if s.version != before else checked
+
+
 def recall_round(server: Server, call: Call, reply: dict[str, Any]) -> None:
     """Append a reply that called only the recall tool and the answers to its calls, then prepare
     again: ``call.prepared`` is the next payload (:mod:`.recall`). The heads are not touched: the
     client never sees this round."""
     from .recall import results
 
-    def op(s: Session, _checked: int | None) -> Prepared:
+    def op(s: Session, checked: int | None) -> Prepared:
+        before = s.version
         append_items(s, call.route, reply_items(call.route.kind, reply))
         append_items(s, call.route, results(call.route.kind, s, reply))
-        prepared = s.prepare()
+        prepared = s.prepare(checked_version=_confirmed(s, before, checked))
         call.version = s.version
         return prepared
 
@@ -245,8 +276,9 @@ def _run(server: Server, call: Call, op: Callable[[Session, int | None], T], exp
 
 
 def _exists(server: Server, call: Call) -> bool:
+    """Whether the store holds the call's session (one indexed read of its version)."""
     try:
-        server.open(call.tenant, call.user_id, call.session_id)
+        server.manager.store.version(server.store_user(call.tenant, call.user_id), call.session_id)
     except SessionNotFound:
         return False
     return True
@@ -268,9 +300,12 @@ def finish(server: Server, store: HeadStore, p: Pending) -> None:
     heads. Raises what the append raises (the caller logs it): SessionConflict when another
     process served the session's next call meanwhile (that call carried the reply and stored it);
     the session then holds the call without the reply, and the client's next call, which
-    carries the reply, appends it as part of its suffix."""
+    carries the reply, appends it as part of its suffix. The heads are written in the append's
+    transaction when the store allows it (:meth:`ctxwise.SqlStore.alongside`)."""
     call = p.call
-    _run(server, call, lambda s, _checked: append_items(s, call.route, p.items), expected=p.version)
-    store.record(call.tenant, call.name or "", call.user_id, call.session_id, [*call.chain, *p.chain],
-                 len(call.chain), call.branched_from)
-    store.record_at(call.tenant, call.name or "", call.user_id, call.session_id, p.extra, call.branched_from)
+    rows = heads_rows(call.tenant, call.name or "", call.user_id, call.session_id, [*call.chain, *p.chain],
+                      len(call.chain), call.branched_from, p.extra)
+    with _alongside(server, store, call, rows) as rider:
+        _run(server, call, lambda s, _checked: append_items(s, call.route, p.items), expected=p.version)
+    if rider is None or not rider.done:
+        store.write(rows)

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import (Column, DateTime, Integer, MetaData, String, Table, bindparam, create_engine, func, insert,
                         select)
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 
 metadata = MetaData()
 proxy_heads = Table(
@@ -68,6 +68,16 @@ def _lookup_statement(named: bool) -> Any:
     return q.order_by(t.count.desc(), t.id.desc()).limit(1)
 
 
+def heads_rows(tenant: str, name: str, user_id: str, session_id: str, chain: list[str], start: int,
+               branched_from: str | None = None, at: list[tuple[str, int]] | None = None) -> list[dict[str, Any]]:
+    """The table rows of ``chain[start:]`` (heads of counts ``start+1 ..``) and of ``at``
+    (``(head, count)`` pairs) for the session; ``branched_from``: the session it branched from."""
+    now = datetime.now(timezone.utc)
+    pairs = [*((h, start + i + 1) for i, h in enumerate(chain[start:])), *(at or [])]
+    return [{"tenant": tenant, "name": name, "head": h, "count": n, "user_id": user_id, "session_id": session_id,
+             "branched_from": branched_from, "created_at": now} for h, n in pairs]
+
+
 class HeadStore:
     """The heads table in the ctxwise database at ``url`` (the store's own SQLAlchemy URL; open
     a store on it first: its migrations create the table). ``engine``: the store's own engine
@@ -114,23 +124,18 @@ class HeadStore:
                branched_from: str | None = None) -> None:
         """Store ``chain[start:]`` (heads of counts ``start+1 ..``) for the session;
         ``branched_from``: the session it branched from (the client rewrote its history)."""
-        rows = [{"tenant": tenant, "name": name, "head": h, "count": start + i + 1, "user_id": user_id,
-                 "session_id": session_id, "branched_from": branched_from, "created_at": datetime.now(timezone.utc)}
-                for i, h in enumerate(chain[start:])]
-        if rows:
-            with self.engine.begin() as conn:
-                conn.execute(insert(proxy_heads), rows)
+        self.write(heads_rows(tenant, name, user_id, session_id, chain, start, branched_from))
 
-    def record_at(self, tenant: str, name: str, user_id: str, session_id: str, rows: list[tuple[str, int]],
-                  branched_from: str | None = None) -> None:
-        """Store heads with their counts, ``(head, count)`` (a Responses reply's id,
-        :func:`ctxwise.proxy.wire.response_head`), for the session."""
-        if rows:
-            now = datetime.now(timezone.utc)
-            with self.engine.begin() as conn:
-                conn.execute(insert(proxy_heads), [
-                    {"tenant": tenant, "name": name, "head": h, "count": n, "user_id": user_id,
-                     "session_id": session_id, "branched_from": branched_from, "created_at": now} for h, n in rows])
+    def write(self, rows: list[dict[str, Any]], conn: Connection | None = None) -> None:
+        """Insert ``rows`` (:func:`heads_rows`) in ``conn``'s transaction (a connection of
+        :attr:`engine`), or in a transaction of their own when None."""
+        if not rows:
+            return
+        if conn is not None:
+            conn.execute(insert(proxy_heads), rows)
+            return
+        with self.engine.begin() as own:
+            own.execute(insert(proxy_heads), rows)
 
     def branches(self, tenant: str, user_id: str, session_id: str) -> list[str]:
         """The sessions that branched from ``(user_id, session_id)`` of ``tenant``, oldest first."""

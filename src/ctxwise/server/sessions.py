@@ -178,6 +178,14 @@ class SessionCache:
         s = self.server.open(tenant, user_id, session_id, tools=tools, create=create)
         return _Entry(s, found.memory if found is not None else (0, 0)), found
 
+    def keep(self, tenant: str, user_id: str, session_id: str, session: Session) -> None:
+        """Hold ``session`` (no tools), just created and written by this process, as :meth:`run`
+        holds one it opened with ``create``: the next request of that session starts from it
+        instead of reading it again. Its memory fingerprint is not known yet ((0, 0), as for a
+        session :meth:`run` creates): at worst one reopen later. Nothing when the cache is off."""
+        if self.size:
+            self._put((tenant, user_id, session_id, _tools_key(None)), _Entry(session, (0, 0)))
+
     def _take(self, key: tuple[Any, ...]) -> _Entry | None:
         return self.pool.take(key)
 

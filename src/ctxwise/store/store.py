@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import functools
 import re
+from contextvars import ContextVar
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
@@ -61,6 +63,23 @@ def _locked(exc: BaseException) -> bool:
     text = str(getattr(exc, "orig", exc)).lower()
     return "database is locked" in text or "lock timeout" in text or "could not obtain lock" in text \
         or "lock_timeout" in text
+
+
+@dataclass
+class Rider:
+    """Statements riding on one session write (:meth:`SqlStore.alongside`): ``fn(connection)``,
+    run in the transaction of the first write to ``(user_id, session_id)``; ``done`` once that
+    transaction committed."""
+
+    store: Any
+    user_id: str
+    session_id: str
+    fn: Callable[[Connection], None]
+    ran: bool = False
+    done: bool = False
+
+
+_RIDER: ContextVar[Rider | None] = ContextVar("ctxwise_store_rider", default=None)
 
 
 class SqlStore(BaseStore):
@@ -138,9 +157,12 @@ class SqlStore(BaseStore):
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:
+        rider = _RIDER.get()
         try:
             with self.engine.begin() as conn:
                 yield conn
+            if rider is not None and rider.ran:
+                rider.done = True
         except OperationalError as exc:
             if _locked(exc):
                 first = str(exc.orig).splitlines()[0]
@@ -153,6 +175,23 @@ class SqlStore(BaseStore):
             if refused is not None:
                 raise refused from exc
             raise
+        finally:
+            if rider is not None:
+                rider.ran = False
+
+    @contextmanager
+    def alongside(self, user_id: str, session_id: str, fn: Callable[[Connection], None]) -> Iterator["Rider"]:
+        """Within the block, the first write to session ``(user_id, session_id)`` this thread
+        makes through this store (an append, a commit) also runs ``fn(connection)`` in its
+        transaction: both are stored or neither. The yielded :class:`Rider`'s ``done`` tells
+        whether such a write committed (False: ``fn`` stored nothing; the caller writes it
+        itself). ``fn`` raising aborts that write."""
+        rider = Rider(self, user_id, session_id, fn)
+        token = _RIDER.set(rider)
+        try:
+            yield rider
+        finally:
+            _RIDER.reset(token)
 
     def _session_row(self, conn: Connection, user_id: str, session_id: str, *, lock: bool = False) -> Any:
         if not checks.holdable(user_id, session_id):  # no stored session can have it
@@ -227,6 +266,11 @@ class SqlStore(BaseStore):
                 dict(_event_columns(d), session_pk=sess.id, user_id=sess.user_id, version=write.head.version)
                 for d in write.events])
         _bump(conn, sess, write)
+        rider = _RIDER.get()
+        if rider is not None and rider.store is self and not rider.done and \
+                (rider.user_id, rider.session_id) == (sess.user_id, sess.session_id):
+            rider.fn(conn)
+            rider.ran = True
 
     def _create(self, user_id: str, session_id: str, head: Head) -> None:
         try:
