@@ -109,6 +109,8 @@ from ctxwise.errors import CtxwiseError, FormatError, MissingExtra, PolicyError
 from ctxwise.formats import from_responses, plain, to_responses
 from ctxwise.providers import render
 
+from ._record import retry_races
+
 if TYPE_CHECKING:
     from ctxwise import Prepared, Session
 
@@ -483,17 +485,20 @@ class CtxwiseSession:
         process): one indexed version read, and a reload when it moved. Without it the object
         that did not write last raised SessionConflict on every call until reloaded by hand
         (found by a fresh-user check); the LangChain middleware does the same. A write that
-        loses a race (SessionConflict: nothing was stored) is tried once more after a reload."""
-        from ctxwise import SessionConflict
-
+        loses a race (SessionConflict: nothing was stored) is tried again after a reload, with a
+        jittered backoff, up to :data:`._record.RACE_ATTEMPTS` times in all
+        (:func:`._record.retry_races`); then the SessionConflict is raised."""
         ctx = self.ctx
-        if ctx.version != ctx.manager.store.version(ctx.user_id, ctx.session_id):
-            ctx.reload()
-        try:
+
+        def attempt() -> Any:
+            if ctx.version != ctx.manager.store.version(ctx.user_id, ctx.session_id):
+                ctx.reload()
             return fn(*args)
-        except SessionConflict:  # another writer got in between the read and the write: once more
-            ctx.reload()
-            return fn(*args)
+
+        def moved() -> bool:
+            return bool(ctx.version != ctx.manager.store.version(ctx.user_id, ctx.session_id))
+
+        return retry_races(attempt, moved)
 
     def _open_calls(self) -> set[str]:
         """Call ids still waiting for an output, paired in order: a call id a model reuses
