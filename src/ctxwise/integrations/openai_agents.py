@@ -177,8 +177,8 @@ def hosted(item: dict[str, Any]) -> bool:
     ``compaction``, ...): any input item type of the installed ``openai`` package other than
     :data:`CORE_TYPES`; and any other dict the SDK stores (an ``EncryptedSession`` envelope, an
     item type newer than the installed ``openai``), carried verbatim like a hosted item: kept
-    in the record and sent as written while its message is unedited, never counted or re-rendered
-    (it does not validate as an input item, :func:`accepted`). A ``message`` item without a
+    in the record and sent as written while its message is unedited (counted: ``Message.beside``),
+    never re-rendered (it does not validate as an input item, :func:`accepted`). A ``message`` item without a
     ``role`` (the SDK stores what it is given; its own tests write ``{"type": "message", "id":
     ...}``) is carried the same way; one with a role ctxwise does not know raises (add_items)."""
     if not isinstance(item, dict):
@@ -563,6 +563,13 @@ class CtxwiseSession:
         holder = (m.metadata.get(KEY) or {}).get("holder")
         if holder:  # a message standing for hosted items only: unedited while it holds its own text
             return [b.model_dump() for b in m.blocks] == [TextBlock(text=holder).model_dump()]
+        if m.role == "user" and any(_item_type(i) == "function_call_output" for i in written):
+            # an orphan function_call_output (no call waiting for it) is read as a user note; sent as
+            # written, the Responses API rejects it (400: no tool call found for the output): the
+            # note is sent instead (the record keeps the item as written)
+            log.warning(json.dumps({"event": "ctxwise.openai_agents.orphan_output_sent_as_note",
+                                    "session": self.session_id, "message": m.id}))
+            return False
         core = [readable(i, opens_session=first and k == 0, orphan=m.role == "user")
                 for k, i in enumerate(x for x in written if not hosted(x))]
         try:
@@ -583,16 +590,26 @@ class CtxwiseSession:
 
     @staticmethod
     def _stored(m: Message, items: list[dict[str, Any]], holder: str | None = None) -> Message:
-        """``m`` holding ``items`` as written: each hosted item the view sends (:func:`accepted`)
-        goes to ``m.beside`` (counted in its size) and is referenced from the items."""
+        """``m`` holding ``items`` as written: each :func:`hosted` item goes to ``m.beside``
+        (counted in its size: the view sends it as written while ``m`` is unedited) and is
+        referenced from the items; each content part of a message item that ctxwise reads only
+        as a placeholder text (:func:`readable`: an unknown part type, ``input_file``,
+        ``input_audio``) is also put in ``m.beside`` (counted, not referenced: it is sent inside
+        its item as written), so what is sent is what is counted."""
         beside: list[dict[str, Any]] = []
         kept: list[dict[str, Any]] = []
+        unread: list[Any] = []
         for item in items:
-            if hosted(item) and accepted(item):
+            if hosted(item):
                 kept.append({REF: len(beside)})
                 beside.append(copy.deepcopy(item))
             else:
                 kept.append(copy.deepcopy(item))
+                content = item.get("content") if _item_type(item) == "message" else None
+                if isinstance(content, list):
+                    unread += [copy.deepcopy(p) for p in content if not (isinstance(p, dict) and (
+                        p.get("type") in READ_PARTS or (p.get("type") == "refusal" and isinstance(p.get("refusal"), str))))]
+        beside += unread
         mark = {k: v for k, v in Marker.stored(m).items() if k != "beside"}
         if beside:
             mark["beside"] = beside
