@@ -49,3 +49,28 @@ def test_an_orphan_output_is_sent_as_a_user_note_and_kept_as_written(tmp_path: P
     assert all(i.get("type") != "function_call_output" for i in view)
     assert {"type": "message", "role": "user", "content": "[function_call_output nope] x"} in view
     assert orphan in asyncio.run(s.get_items(limit=10))  # the record keeps it
+
+
+def test_limit_reads_every_item_written_after_a_summary(tmp_path: Path) -> None:
+    """Kind (issue 29): ``get_items(limit=N)`` read the compacted view's rows, so after a summary
+    the items it took out of the view were gone; limit reads come from the record."""
+    from ctxwise.integrations.openai_agents import CtxwiseSession
+
+    cm = ContextManager(f"sqlite:///{tmp_path}/c.db", Policy(budget=2000, unit="tokens", provider="openai_responses"))
+    s = CtxwiseSession(cm.session("u", "small"))
+    written: list[dict[str, Any]] = []
+
+    async def go() -> None:
+        for i in range(12):
+            turn = [{"role": "user", "content": f"question {i}: " + "please look at this. " * 20},
+                    {"role": "assistant", "content": f"answer {i}: " + "lorem ipsum dolor sit amet. " * 20}]
+            await s.add_items(turn)
+            written.extend(turn)
+            await s.get_items()  # prepared: compaction fires and is persisted
+        assert any(m.kind == "summary" for m in s.last_prepared.messages), "the budget made no summary"
+        assert await s.get_items(limit=-1) == written
+        assert await s.get_items(limit=1000) == written
+        assert await s.get_items(limit=3) == written[-3:]
+        assert len(await s.get_items()) < len(written)  # the view is compacted
+
+    asyncio.run(go())

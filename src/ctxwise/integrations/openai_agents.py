@@ -622,13 +622,16 @@ class CtxwiseSession:
         return m.model_copy(update={"metadata": meta})
 
     def _tail(self, limit: int) -> list[dict[str, Any]]:
-        """The newest ``limit`` items of the record as written, from the stored rows (a reply
-        left out of the context, such as a batch holding only a reasoning item, included: it is
-        what ``pop_item`` would return; ctxwise's own summary rows are not items)."""
+        """The newest ``limit`` items of the record as written, from the stored rows, hidden ones
+        included (everything written: rows a summary or a trim took out of the context view
+        too, as ``SQLiteSession`` reads its table; a reply left out of the context, such as a
+        batch holding only a reasoning item, included: it is what ``pop_item`` would return;
+        ctxwise's own summary rows are not items; popped and reset rows are gone)."""
         if limit <= 0 or self.ctx.version == 0:  # nothing stored yet (the session is created by its first write)
             return []
-        rows = sorted((r for r in self.ctx.manager.store.load(self.ctx.user_id, self.session_id).rows
-                       if r.current.kind is None and r.state not in ("popped", "reset")), key=lambda r: r.seq)
+        rows = sorted((r for r in self.ctx.manager.store.load(self.ctx.user_id, self.session_id, include_hidden=True).rows
+                       if (r.original or r.current).kind is None and r.state not in ("popped", "reset")),
+                      key=lambda r: r.seq)
         out: list[dict[str, Any]] = []
         for r in reversed(rows):
             msg = r.original or r.current
