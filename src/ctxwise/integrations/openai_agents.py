@@ -769,7 +769,7 @@ class CtxwiseSession:
 
     def _newest(self) -> Message:
         """The newest stored message: the context's last one, or a reply left out of the
-        context stored after it (an empty or refusal-only reply: not in ``ctx.messages``)."""
+        context stored after it (an empty reply: not in ``ctx.messages``)."""
         rows = [r for r in self.ctx.manager.store.load(self.ctx.user_id, self.session_id).rows
                 if r.current.kind is None]  # appended rows (a summary row is ctxwise's own)
         return max(rows, key=lambda r: r.seq).current if rows else self.ctx.messages[-1]
