@@ -195,9 +195,10 @@ def main() -> None:
         "open in the server's session cache), the heads written, and one more HTTP hop on loopback. The reply "
         "is stored after the client has it (src/ctxwise/proxy/replies.py): in the same write as its session's "
         "next call, or by a writer thread half a second later when no call comes; it is stored before the "
-        "session's next call is served. The library's append is most of the rest: reading what the write "
-        "builds on and the commit (SQLite, WAL, synchronous=NORMAL, as the store sets it), and for a user "
-        "message the user-memory update (a claim, a heartbeat thread, a release).",
+        "session's next call is served. The library's append is one transaction (the session row locked, "
+        "the ids and the open turn read under the lock, the rows and the header written; SQLite, WAL, "
+        "synchronous=NORMAL, as the store sets it) and, for a user message, one read of the user's memory "
+        "entries (the claim is taken only when the input changes an entry).",
         "",
     ]
     args.out.write_text("\n".join(lines), encoding="utf-8")

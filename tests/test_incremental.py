@@ -106,6 +106,25 @@ def test_memoized_checks_equal_from_scratch(history):
             assert [m.model_dump() for m in back] == [m.model_dump() for m in from_anthropic(payload0, strict=False)]
 
 
+@settings(max_examples=100)
+@given(histories(), st.sampled_from(["anthropic", "openai", "deepseek", "openai_responses", "gemini"]))
+def test_repeated_checks_of_one_list_equal_from_scratch(history, other):
+    """A call checks its list more than once (the pipeline with itself as the reference and
+    no binding rule, then as the payload): the memoized list rules answer each run as a
+    from-scratch check with the same arguments, and a check under another provider meets no
+    stale answer."""
+    msgs, provider, thinking_on, _ = history
+    prefix = list(msgs)
+    scratch = fresh(prefix)
+    runs = [(provider, {"reference": prefix, "binding": False, "thinking": thinking_on}), (provider, {}),
+            (other, {}), (provider, {"binding": False})]
+    for name, kw in runs:
+        ref = kw.get("reference")
+        kw0 = {**kw, "reference": scratch} if ref is not None else kw
+        assert seen(check(prefix, name, **kw)) == seen(check(fresh(prefix), name, **kw0)), (name, kw)
+    assert seen(check(prefix, provider)) == seen(check(scratch, provider))
+
+
 @settings(max_examples=200)
 @given(histories(), st.sampled_from([300, 1_000, 3_000]))
 def test_memoized_compaction_equals_from_scratch(history, budget):
@@ -162,3 +181,43 @@ def test_recorded_long_sessions_send_what_a_from_scratch_render_gives():
     assert calls > 100 and edited > 5
     calls, edited = _drive(msa, "openai", 32_000)
     assert calls > 10 and edited >= 1
+
+
+def test_a_frozen_loop_runs_with_one_derived_policy_object():
+    """While bound reasoning freezes the open loop, each call runs with the policy minus the
+    in-flight cut and the summary: the same object for the same policy, so the memos that
+    compare policies (cleared copies) find it by identity."""
+    from ctxwise.core.prepare import _unfrozen
+
+    p = Policy.preset("default", budget=32_000, provider="anthropic")
+    once = _unfrozen(p)
+    assert once is _unfrozen(p)
+    assert once == p.with_(truncate_in_flight=False, summarize=False)
+    assert not once.truncate_in_flight and not once.summarize
+    other = p.with_(budget=64_000)
+    assert _unfrozen(other) is not once and _unfrozen(other).budget == 64_000
+
+
+@settings(max_examples=200)
+@given(histories())
+def test_in_flight_start_equals_the_forward_scan(history):
+    """``in_flight_start`` reads the list's tail only; on every prefix of a session (with
+    dropped messages: orphan results, unanswered calls) it names the start of the last tool
+    cycle when that cycle is the tail (loop-closing notes aside), as a scan of every cycle
+    does, else the list's length."""
+    from ctxwise.compaction.context import in_flight_start
+    from ctxwise.units import tool_cycles
+
+    msgs, _, _, edits = history
+    msgs = list(msgs)
+    for _, i, how in edits:
+        if how == "drop" and i < len(msgs):
+            del msgs[i]
+    for k in range(len(msgs) + 1):
+        prefix = msgs[:k]
+        end = len(prefix)
+        while end and prefix[end - 1].kind == "loop_close":
+            end -= 1
+        cycles = tool_cycles(prefix[:end])
+        want = cycles[-1].start if cycles and cycles[-1].end == end else len(prefix)
+        assert in_flight_start(prefix) == want

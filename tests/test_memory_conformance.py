@@ -158,6 +158,47 @@ def test_busy_claim_times_out_and_is_left_alone(store) -> None:
     release(store, "u1", "other")
 
 
+def test_optimistic_extraction_claims_only_to_write(store) -> None:
+    """Kind: every user turn of a session took the claim, started a heartbeat thread and
+    released it, though almost no turn changes an entry (the proxy's append paid ~2 ms for it).
+    Optimistic: a turn that changes nothing takes no claim (it goes through while another
+    owner holds one, and writes nothing); a turn that changes an entry still writes under the
+    claim, deciding once when the entries did not move in between."""
+    from ctxwise.memory.user import decide
+
+    assert claim(store, "u1", "other")
+    out = extract_and_store(store, "u1", ["Can you check my reservation?", "Thanks!"], optimistic=True, wait_s=0.2)
+    assert (out.owner, out.applied, [o.op for o in out.ops]) == ("", [], ["NOOP", "NOOP"])
+    assert claim(store, "u1", "third") is False  # the other owner's claim is untouched
+    with pytest.raises(MemoryBusy):  # a turn that would write still waits for the claim
+        extract_and_store(store, "u1", ["I prefer tea."], optimistic=True, wait_s=0.2)
+    assert texts(store, "u1") == []
+    release(store, "u1", "other")
+
+    calls: list[str] = []
+
+    def counting(text, entries, **kw):
+        calls.append(text)
+        return decide(text, entries, **kw)
+
+    out = extract_and_store(store, "u1", ["Hello.", "I prefer tea.", "Call me Sam."], optimistic=True,
+                            decider=counting)
+    assert [o.op for o in out.applied] == ["ADD", "ADD"] and out.owner
+    assert calls == ["Hello.", "I prefer tea.", "Call me Sam."]  # nothing decided twice
+    assert texts(store, "u1") == ["I prefer tea.", "Call me Sam."]
+    assert claim(store, "u1", "someone-else") is True  # released
+    release(store, "u1", "someone-else")
+
+
+def test_optimistic_extraction_decides_again_when_entries_moved(store) -> None:
+    """Kind: a decision made on a read the claim did not cover, applied after another
+    extraction stored the same preference, would store it twice. The entries are read again
+    under the claim; when they moved, the decision is made again on them."""
+    out = extract_and_store(store, "u1", ["I prefer tea."], optimistic=True,
+                            on_claimed=lambda: add_memory(store, "u1", "I prefer tea."))
+    assert out.applied == [] and texts(store, "u1") == ["I prefer tea."]
+
+
 def test_new_session_block(store) -> None:
     assert user_memory_block(store, "u1", 1000) is None
     extract_and_store(store, "u1", ["Call me Sam.", "I'm vegetarian."])

@@ -133,6 +133,32 @@ def test_writes_are_proportional_to_what_changed(store: Store) -> None:
     assert all(r.current == r.original for r in st.rows if r.message_id not in targets)
 
 
+def test_an_append_is_one_transaction_reading_its_session_row_once(store: Store) -> None:
+    """Kind: an append read what it builds on in one transaction and wrote in a second, reading
+    the session row in each (the proxy's per-call overhead). It locks the row, reads under the
+    lock and writes, in one transaction."""
+    v = fill(store, turns=3)
+    begins: list[int] = []
+    session_reads: list[str] = []
+
+    def on_begin(conn) -> None:  # noqa: ANN001
+        begins.append(1)
+
+    def on_execute(conn, cursor, statement, params, context, executemany) -> None:  # noqa: ANN001
+        if statement.lstrip().upper().startswith("SELECT") and "FROM sessions" in statement.replace('"', ""):
+            session_reads.append(statement)
+
+    event.listen(store.engine, "begin", on_begin)
+    event.listen(store.engine, "before_cursor_execute", on_execute)
+    try:
+        v2 = store.append("u1", "s1", [text_message("u99", "user", "next")] + tool_cycle(99), expected_version=v)
+    finally:
+        event.remove(store.engine, "begin", on_begin)
+        event.remove(store.engine, "before_cursor_execute", on_execute)
+    assert v2 == v + 1 and len(begins) == 1 and len(session_reads) == 1
+    assert [r.message_id for r in store.load("u1", "s1").rows][-3:] == ["u99", *(m.id for m in tool_cycle(99))]
+
+
 def test_stale_version_conflicts_and_wait_rebases_appends(store_url: str) -> None:
     a, b = Store(store_url), Store(store_url, wait=True)
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ctxwise import ContextManager, Policy
-from ctxwise.resources import COLD, STALE, WORKING, access_of, reuse_ranks, shell_access
+from ctxwise.resources import COLD, STALE, WORKING, Access, access_of, reuse_ranks, run_named, shell_access, working_views
 from ctxwise.formats import load
 from ctxwise.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, text_message
 from ctxwise.replay import metrics
@@ -138,3 +138,47 @@ def test_a_loop_summary_lists_every_file_edited_with_its_whole_path_and_commands
     assert "exit 1; 1 failed, 9 passed; FAILED tests/test_a.py::test_b" in s
     assert "Explore the parser: The parser lives in src/parse.py." in s
     assert "src/parse.py:40" in s and "src/lex.py:12" in s and "filler" not in s
+
+
+def test_a_file_a_recent_command_names_is_being_worked_on():
+    """A script written long ago and run again lately (``python3 repro.py``), or a test file a
+    recent ``pytest`` names, is a working view when commands count (``by_commands``: what a
+    summary keeps verbatim); not named lately, neither is. The latest whole write of a file
+    ranks WORKING either way (its input is the file); a later whole write supersedes it."""
+    def msgs(run: str) -> list[Message]:
+        return [text_message("u", "user", "Fix it."),
+                call("1", "bash", command="cat <<'EOF' > repro.py\nprint(1)\nEOF"), out("1", ""),
+                call("2", "bash", command="cat tests/test_x.py"), out("2", "def test_x(): pass"),
+                call("3", "bash", command="sed -i 's/pass/1/' tests/test_x.py"), out("3", ""),
+                call("4", "bash", command="ls -la"), out("4", "b"),
+                call("5", "bash", command=run), out("5", "1 passed")]
+    named = msgs("cd /w && python3 repro.py && pytest -q tests/test_x.py")
+    assert "1" in working_views(named, recent=2, by_commands=True)
+    assert "1" not in working_views(named, recent=2)
+    assert reuse_ranks(named, recent=2)["1"] == WORKING
+    other = msgs("python3 other.py")
+    assert "1" not in working_views(other, recent=2, by_commands=True)
+    rewritten = other[:5] + [call("1b", "bash", command="cat <<'EOF' > repro.py\nprint(2)\nEOF"), out("1b", "")]
+    assert reuse_ranks(rewritten, recent=2)["1"] == STALE
+    # a relative word names the absolute key that ends with it, and only commands since the index count
+    acc = {"v": (0, Access("path:/testbed/src/a.py", "view")), "r": (2, Access("command:pytest src/a.py", "run"))}
+    assert run_named(acc, 1) == {"path:/testbed/src/a.py"} and run_named(acc, 3) == set()
+
+
+def test_a_batch_of_views_mostly_edited_since_keeps_its_other_files_working():
+    """Files read together in one call are read to be worked on together: once at least half
+    of the batch's files are edited, its other latest views rank WORKING; a batch with fewer
+    edited stays COLD."""
+    def batch(edits: int) -> list[Message]:
+        reads = Message(id="a1", role="assistant", blocks=[
+            ToolUseBlock(id=f"r{k}", name="Read", input={"file_path": f"/p/f{k}.py"}) for k in range(4)])
+        results = Message(id="t1", role="tool", blocks=[
+            ToolResultBlock(tool_use_id=f"r{k}", name="Read", output=[TextBlock(text=f"body {k}")]) for k in range(4)])
+        later = [m for k in range(edits) for m in (call(f"e{k}", "Edit", file_path=f"/p/f{k}.py", old_string="body",
+                                                        new_string="x"), out(f"e{k}", "ok"))]
+        fill = [m for k in range(3) for m in (call(f"l{k}", "bash", command=f"ls {k}"), out(f"l{k}", "x"))]
+        return [text_message("u", "user", "Change f0-f3."), reads, results, *later, *fill]
+    ranks = reuse_ranks(batch(2), recent=2)
+    assert ranks["r0"] == WORKING and ranks["r3"] == WORKING
+    ranks = reuse_ranks(batch(1), recent=2)
+    assert ranks["r0"] == WORKING and ranks["r3"] == COLD

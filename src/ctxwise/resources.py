@@ -12,7 +12,9 @@ need its body again (ARCHITECTURE.md, "Words": working set):
   edit followed by a later edit or view of the same file. Cleared first.
 * ``COLD`` (1): everything else outside the working set.
 * ``WORKING`` (2): the latest views of a resource the agent is working on (edited in this
-  context, or viewed within the last :data:`RECENT_CALLS` model calls). Kept longest.
+  context, or viewed within the last :data:`RECENT_CALLS` model calls, or read in one call with
+  other files at least half of which were edited since), and the latest whole write of a file
+  (its input is the file). Kept longest.
 
 Which argument names the resource comes from:
 
@@ -312,6 +314,30 @@ def accesses(messages: Sequence[Message], rules: Mapping[str, str] | None = None
     return {k: (i, Access(names[a.key], a.action, a.lines) if names[a.key] != a.key else a) for k, (i, a) in raw.items()}
 
 
+def run_named(acc: Mapping[str, tuple[int, Access]], since: int) -> set[str]:
+    """The ``path:`` keys of ``acc`` (:func:`accesses`) that a run or search made at message
+    index ``since`` or later names as a word of its command's first line (``python3 repro.py``,
+    ``pytest tests/test_x.py``, ``grep -n f src/a.py``; a leading ``cd DIR &&`` resolves
+    relative paths; a word and a key name one file when one ends with ``/`` + the other). Pure."""
+    paths = {a.key[5:] for _, a in acc.values() if a.key.startswith("path:")}
+    out: set[str] = set()
+    for i, a in acc.values():
+        if i < since or a.action not in ("run", "search") or not a.key.startswith("command:"):
+            continue
+        line = a.key[8:].split("\n", 1)[0]
+        cwd = None
+        m = _CD.match(line)
+        if m:
+            cwd, line = m.group(1).strip("'\""), line[m.end():]
+        for w in _words(line):
+            if w.startswith("-") or not _FILE.match(w):
+                continue
+            named = _path(w, cwd)
+            out.update(p for p in paths if p == named or p.endswith("/" + named.lstrip("./"))
+                       or named.endswith("/" + p.lstrip("./")))
+    return {"path:" + p for p in out}
+
+
 def reuse_ranks(messages: Sequence[Message], rules: Mapping[str, str] | None = None,
                 recent: int = RECENT_CALLS) -> dict[str, int]:
     """``tool_use_id -> rank`` (:data:`STALE`, :data:`COLD`, :data:`WORKING`; see the module
@@ -323,8 +349,13 @@ def reuse_ranks(messages: Sequence[Message], rules: Mapping[str, str] | None = N
     edited = {a.key for _, (_, a) in order if a.action == "edit"}
     out: dict[str, int] = {}
     later: dict[str, list[tuple[str, Access]]] = {}
-    whole = {u.id: u.name == "Write" or u.input.get("command") == "create"
-             for m in messages if m.role == "assistant" for u in m.tool_uses}
+    whole = {u.id: _whole_write(u) for m in messages if m.role == "assistant" for u in m.tool_uses}
+    batch: dict[int, set[str]] = {}
+    for _, (i, a) in order:
+        if a.action == "view" and a.key.startswith("path:"):
+            batch.setdefault(i, set()).add(a.key)
+    # a batch of views mostly edited since: the agent read those files to work on them together
+    worked = {i for i, keys in batch.items() if len(keys) > 1 and 2 * len(keys & edited) >= len(keys)}
     for uid, (i, a) in reversed(order):
         nxt = later.setdefault(a.key, [])
         if a.action == "view":
@@ -332,12 +363,14 @@ def reuse_ranks(messages: Sequence[Message], rules: Mapping[str, str] | None = N
                 b.action == "edit" and whole[j] for j, b in nxt)
             if superseded:
                 out[uid] = STALE
-            elif a.key in edited or i >= recent_from:
+            elif a.key in edited or i >= recent_from or i in worked:
                 out[uid] = WORKING
             else:
                 out[uid] = COLD
         elif a.action in ("run", "search"):
             out[uid] = STALE if any(b.action == a.action for _, b in nxt) else COLD
+        elif whole[uid] and not any(b.action == "view" and b.whole or b.action == "edit" and whole[j] for j, b in nxt):
+            out[uid] = WORKING  # the latest whole write of a file: its input is the file, as a view would be
         else:  # an edit's own result: its echo matters until the file is touched again
             out[uid] = STALE if nxt else COLD
         nxt.append((uid, a))
@@ -348,13 +381,14 @@ def reuse_ranks(messages: Sequence[Message], rules: Mapping[str, str] | None = N
 
 
 def working_views(messages: Sequence[Message], rules: Mapping[str, str] | None = None,
-                  recent: int = RECENT_CALLS) -> set[str]:
+                  recent: int = RECENT_CALLS, *, by_commands: bool = False) -> set[str]:
     """The ``tool_use_id`` s of the views the agent is working with: each a latest view of a
     resource being worked on (:data:`WORKING`, :func:`reuse_ranks`), or a write of a whole file
     (``Write``, a ``create`` command, a shell here-document) that no later view or write
     superseded (its input is then the file), that the agent edited after that view or write,
-    or made within the last ``recent`` model calls. What a summary's cut keeps verbatim,
-    within its bounds."""
+    or made within the last ``recent`` model calls; with ``by_commands`` also one of a file a
+    command of those calls names (:func:`run_named`: ``python3 repro.py``). What a summary's
+    cut keeps verbatim, within its bounds."""
     ranks = reuse_ranks(messages, rules, recent)
     acc = accesses(messages, rules)
     order = sorted(acc.items(), key=lambda kv: kv[1][0])
@@ -364,9 +398,10 @@ def working_views(messages: Sequence[Message], rules: Mapping[str, str] | None =
     latest = {a.key: uid for uid, (_, a) in order if a.action == "view" or uid in wrote}
     calls = [i for i, m in enumerate(messages) if m.role == "assistant"]
     recent_from = calls[-recent] if len(calls) >= recent else 0
+    named = run_named(acc, recent_from) if by_commands else set()
     return {uid for uid, (i, a) in acc.items()
             if (ranks.get(uid) == WORKING and a.action == "view" or uid in wrote and latest.get(a.key) == uid)
-            and (i >= recent_from or last_edit.get(a.key, -1) > i)}
+            and (i >= recent_from or last_edit.get(a.key, -1) > i or a.key in named)}
 
 
 def _whole_write(use: ToolUseBlock) -> bool:

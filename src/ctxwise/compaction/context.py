@@ -16,7 +16,7 @@ from ..messages import Message, ThinkingBlock
 from ..policy import Policy
 from ..tokens import Counter
 from ..task import latest_instruction_run
-from ..units import Turn, cycle_boundaries, last_user_index, tool_cycles, turns
+from ..units import Turn, cycle_boundaries, last_user_index, turns
 from .events import CompactionEvent
 from .events import Stage as StageName
 
@@ -171,9 +171,14 @@ def in_flight_start(messages: list[Message]) -> int:
     end = len(messages)
     while end and messages[end - 1].kind == "loop_close":
         end -= 1
-    cycles = tool_cycles(messages[:end])
-    if cycles and cycles[-1].end == end:
-        return cycles[-1].start
+    # The last cycle of messages[:end] ends at ``end`` only when it starts at the message
+    # before the trailing run of tool messages (cycles consume tool messages alone, so that
+    # message opens one when it is an assistant message with calls): O(tail), not O(n).
+    start = end - 1
+    while start >= 0 and messages[start].role == "tool":
+        start -= 1
+    if start >= 0 and messages[start].role == "assistant" and messages[start].tool_uses:
+        return start
     return len(messages)
 
 

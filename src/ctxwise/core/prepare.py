@@ -165,7 +165,7 @@ class _Run:
         d, v = self.deps, self.view
         policy = policy or v.policy
         if self.frozen and (policy.truncate_in_flight or policy.summarize):
-            policy = policy.with_(truncate_in_flight=False, summarize=False)
+            policy = _unfrozen(policy)
         b = Budgeting(policy, d.counter, self.extra(), parts={  # named in a ContextBudgetExceeded
             "user memory": sum(d.sz(m) for m in d.head), "pinned facts": d.sz(self.block) if self.block else 0},
             idle=self.idle)
@@ -174,6 +174,25 @@ class _Run:
         self.failed = self.failed | {e.detail["key"] for e in result.events
                                      if e.stage == "summarizer_failed" and "key" in e.detail}
         return result
+
+
+_UNFROZEN: dict[int, tuple[Policy, Policy]] = {}
+"""``id(policy) -> (policy, derived)`` for :func:`_unfrozen` (the policy held, so its id is not reused)."""
+
+
+def _unfrozen(policy: Policy) -> Policy:
+    """``policy`` without the in-flight cut and the summary (what a call runs with while bound
+    reasoning freezes the open loop), the same object for the same ``policy`` object: the
+    per-message memos that compare policies (cleared copies) then find it by identity, call
+    after call, instead of comparing every field. Bounded (the oldest 64 entries go)."""
+    hit = _UNFROZEN.get(id(policy))
+    if hit is not None and hit[0] is policy:
+        return hit[1]
+    derived = policy.with_(truncate_in_flight=False, summarize=False)
+    if len(_UNFROZEN) >= 64:
+        _UNFROZEN.pop(next(iter(_UNFROZEN)), None)
+    _UNFROZEN[id(policy)] = (policy, derived)
+    return derived
 
 
 def conversion_size(sent: Sequence[Message], converted: Converted, size_of: Callable[[Message], int],

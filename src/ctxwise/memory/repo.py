@@ -161,7 +161,9 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._run, name=f"ctxwise-memory-claim-{owner}", daemon=True)
 
     def start(self) -> "Heartbeat":
-        self._thread.start()
+        """Start renewing (once: a second call does nothing)."""
+        if self._thread.ident is None and not self._stop.is_set():
+            self._thread.start()
         return self
 
     def _run(self) -> None:
@@ -194,6 +196,30 @@ class StoredExtraction:
     waited_s: float = 0.0
 
 
+def _readable(u: str | Message) -> tuple[str, str | None] | None:
+    """``(text, source message id)`` of one utterance, None for a message that is not user input."""
+    if isinstance(u, Message):
+        if not is_user_input(u) or u.kind is not None:
+            return None
+        return u.text, u.id
+    return str(u), None
+
+
+def _read_ahead(store: Any, user_id: str, texts: list[tuple[str, str | None]], decide_one: Callable[..., list[Op]],
+                ) -> tuple[list[MemoryEntry], list[list[Op]]]:
+    """The optimistic read of :func:`extract_and_store`: the user's entries as one read shows
+    them, and the ops decided on them for ``texts`` in order, up to and including the first
+    utterance whose ops would write (all of them when none would)."""
+    entries = store.list_memory(user_id)
+    decided: list[list[Op]] = []
+    for text, _mid in texts:
+        ops = decide_one(text, entries)
+        decided.append(ops)
+        if any(op.op != "NOOP" for op in ops):
+            break
+    return entries, decided
+
+
 def extract_and_store(
     db: Any,
     user_id: str,
@@ -207,6 +233,7 @@ def extract_and_store(
     threshold: float | None = None,
     on_claimed: Callable[[], None] | None = None,
     decider: Callable[..., list[Op]] | None = None,
+    optimistic: bool = False,
 ) -> StoredExtraction:
     """Decide and store the memory ops implied by ``utterances`` for ``user_id``.
 
@@ -224,43 +251,76 @@ def extract_and_store(
     :func:`ctxwise.memory.user.decide` (same call: ``decider(text, entries, threshold=...)``;
     e.g. an :class:`ctxwise.memory.llm.LLMMemoryDecider`). The claim is released on every
     exit path.
+
+    ``optimistic``: decide first on the entries as one read shows them, without the claim.
+    When no op would write (the usual user turn), nothing is written and no claim is taken:
+    the same result as this extraction run alone at that read (``owner`` is then ``""``).
+    Otherwise the claim is taken and the entries read again under it; the decisions already
+    made are kept when the entries are unchanged (the decider is not called twice), else made
+    again. The heartbeat runs only while a decider is called under the claim.
     """
+    kw = {} if threshold is None else {"threshold": threshold}
+    chosen = decider or decide
+
+    def decide_one(text: str, entries: list[MemoryEntry]) -> list[Op]:
+        return chosen(text, entries, **kw)
+
+    texts = [t for t in map(_readable, utterances) if t is not None]
     with _store(db) as store:
+        ahead: tuple[list[MemoryEntry], list[list[Op]]] | None = None
+        if optimistic:
+            ahead = _read_ahead(store, user_id, texts, decide_one)
+            if all(op.op == "NOOP" for ops in ahead[1] for op in ops):
+                return StoredExtraction(ops=[op for ops in ahead[1] for op in ops], entries=ahead[0])
         owner = owner or default_owner()
-        start = time.monotonic()
-        while not store.claim_memory(user_id, owner, stale_after_s=ttl_s):
-            if time.monotonic() - start > wait_s:
-                raise MemoryBusy(f"memory of user {user_id!r} is being extracted by another process; "
-                                 f"waited {wait_s:g}s")
-            time.sleep(poll_s)
-        out = StoredExtraction(owner=owner, waited_s=time.monotonic() - start)
-        beat = Heartbeat(store, user_id, owner, ttl_s / 3).start()
+        out = StoredExtraction(owner=owner, waited_s=_await_claim(store, user_id, owner, ttl_s, wait_s, poll_s))
+        beat = Heartbeat(store, user_id, owner, ttl_s / 3)
+        if not optimistic:
+            beat.start()
         try:
             if on_claimed is not None:
                 on_claimed()
-            kw = {} if threshold is None else {"threshold": threshold}
             entries = store.list_memory(user_id)
-            for u in utterances:
-                if isinstance(u, Message):
-                    if not is_user_input(u) or u.kind is not None:
-                        continue
-                    text, mid = u.text, u.id
-                else:
-                    text, mid = str(u), None
-                if beat.lost:  # taken over while this call stalled: decide nothing more
-                    raise MemoryBusy(f"memory claim of user {user_id!r} was taken over from {owner!r} "
-                                     f"(its lease of {ttl_s:g}s ran out)")
-                ops = (decider or decide)(text, entries, **kw)
-                out.ops.extend(ops)
-                if any(op.op != "NOOP" for op in ops):
-                    out.applied.extend(store.apply_memory(user_id, ops, source_session_id=session_id,
-                                                          source_message_id=mid, owner=owner))
-                    entries = store.list_memory(user_id)
-            out.entries = entries
+            reuse = ahead[1] if ahead is not None and ahead[0] == entries else []
+            _claimed(store, user_id, texts, reuse, decide_one, entries, beat, session_id, out, ttl_s)
         finally:
             beat.stop()
             store.release_memory(user_id, owner)
         return out
+
+
+def _await_claim(store: Any, user_id: str, owner: str, ttl_s: float, wait_s: float, poll_s: float) -> float:
+    """Take the user's claim for ``owner``, polling every ``poll_s``; the seconds waited.
+    Raises MemoryBusy after ``wait_s``."""
+    start = time.monotonic()
+    while not store.claim_memory(user_id, owner, stale_after_s=ttl_s):
+        if time.monotonic() - start > wait_s:
+            raise MemoryBusy(f"memory of user {user_id!r} is being extracted by another process; "
+                             f"waited {wait_s:g}s")
+        time.sleep(poll_s)
+    return time.monotonic() - start
+
+
+def _claimed(store: Any, user_id: str, texts: list[tuple[str, str | None]], reuse: list[list[Op]],
+             decide_one: Callable[..., list[Op]], entries: list[MemoryEntry], beat: Heartbeat,
+             session_id: str | None, out: StoredExtraction, ttl_s: float) -> None:
+    """:func:`extract_and_store` under the claim: each utterance's ops (``reuse``'s when given,
+    else decided on ``entries`` with the heartbeat running) applied in one write; fills ``out``."""
+    for k, (text, mid) in enumerate(texts):
+        if beat.lost:  # taken over while this call stalled: decide nothing more
+            raise MemoryBusy(f"memory claim of user {user_id!r} was taken over from {beat.owner!r} "
+                             f"(its lease of {ttl_s:g}s ran out)")
+        if k < len(reuse):
+            ops = reuse[k]
+        else:
+            beat.start()
+            ops = decide_one(text, entries)
+        out.ops.extend(ops)
+        if any(op.op != "NOOP" for op in ops):
+            out.applied.extend(store.apply_memory(user_id, ops, source_session_id=session_id,
+                                                  source_message_id=mid, owner=beat.owner))
+            entries = store.list_memory(user_id)
+    out.entries = entries
 
 
 __all__ = [

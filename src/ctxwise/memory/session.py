@@ -17,8 +17,10 @@ messages are appended, so neither breaks the cache on its own.
 Facts come from user input only. The fact book is persisted with the session (the engine
 hands :meth:`SessionMemory.state` to the store with each write that changed it) and restored
 on reopen without reading the history; a session stored before that is rebuilt once from its
-original messages. Long-term memory is updated from each new user input under the store's
-claim (two extractions for one user never run at once), after the append has committed.
+original messages. Long-term memory is updated from each new user input after the append has
+committed: decided first on one read of the user's entries; an input that changes an entry is
+written under the store's claim (two extractions for one user never write at once), one that
+changes none (most turns) takes no claim and writes nothing.
 """
 
 from __future__ import annotations
@@ -219,13 +221,15 @@ class SessionMemory:
     def observe_memory(self, batch: Sequence[Message]) -> Any:
         """Update the user's long-term memory from new user input (after the append committed).
         Returns what :func:`~ctxwise.memory.repo.extract_and_store` did (None when nothing to
-        do); raises what it raises (e.g. :class:`~ctxwise.memory.repo.MemoryBusy`)."""
+        do); raises what it raises (e.g. :class:`~ctxwise.memory.repo.MemoryBusy`). Optimistic: a
+        batch whose user input changes no entry takes no claim and writes nothing (one read)."""
         users = user_authored(batch)
         if not users or not self.policy.user_memory:
             return None
         from .repo import extract_and_store
 
-        return extract_and_store(self.store, self.user_id, users, session_id=self.session_id, decider=self.decider)
+        return extract_and_store(self.store, self.user_id, users, session_id=self.session_id, decider=self.decider,
+                                optimistic=True)
 
     def remember(self, batch: Sequence[Message]) -> dict[str, Any] | None:
         """Update the user's long-term memory from a committed batch (:meth:`observe_memory`);

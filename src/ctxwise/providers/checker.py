@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import PayloadInvalid, Violation
-from ..messages import Message
+from ..messages import Message, memo_on
 from . import binding as bound_rules
 from . import reasoning, rules
 from .profiles import ProviderProfile, get_profile
@@ -35,6 +35,30 @@ def check(
     for an unknown provider name.
     """
     profile = get_profile(provider)
+    out = list(_list_rules(messages, profile))
+    if profile.reasoning_passback == "tool_spans":
+        out += reasoning.check_deepseek_reasoning(messages, profile, reference, thinking)
+    if profile.reasoning_passback == "reasoning_items":
+        out += reasoning.check_responses_reasoning(messages, profile, reference)
+    if profile.reasoning_passback == "signed_blocks" or profile.thinking_first_in_open_tool_turn:
+        out += reasoning.check_anthropic_thinking(messages, profile, reference, thinking)
+    if binding and profile.binds_reasoning:
+        out += bound_rules.check_bound_reasoning(messages, profile)
+    return sorted(out, key=lambda v: v.index)
+
+
+def _list_rules(messages: list[Message], profile: ProviderProfile) -> tuple[Violation, ...]:
+    """The findings of the rules of :func:`check` that read ``messages`` alone (neither the
+    reference, the thinking mode nor the binding flag), in rule order. Kept in the first
+    message's memo for the same profile and the same message objects: a call checks its
+    canonical list in the pipeline and again as the payload, with the same answer."""
+    if not messages:
+        return tuple(_scan_list_rules(messages, profile))
+    return memo_on(messages, "checker/list-rules", profile, lambda: tuple(_scan_list_rules(messages, profile)))
+
+
+def _scan_list_rules(messages: list[Message], profile: ProviderProfile) -> list[Violation]:
+    """:func:`_list_rules`, computed."""
     out: list[Violation] = []
     if profile.tool_pairing:
         out += rules.check_tool_pairing(messages, profile)
@@ -46,15 +70,7 @@ def check(
         out += rules.check_call_order(messages, profile)
     out += rules.check_provider_blocks(messages, profile)
     out += rules.check_compaction_placement(messages, profile)
-    if profile.reasoning_passback == "tool_spans":
-        out += reasoning.check_deepseek_reasoning(messages, profile, reference, thinking)
-    if profile.reasoning_passback == "reasoning_items":
-        out += reasoning.check_responses_reasoning(messages, profile, reference)
-    if profile.reasoning_passback == "signed_blocks" or profile.thinking_first_in_open_tool_turn:
-        out += reasoning.check_anthropic_thinking(messages, profile, reference, thinking)
-    if binding and profile.binds_reasoning:
-        out += bound_rules.check_bound_reasoning(messages, profile)
-    return sorted(out, key=lambda v: v.index)
+    return out
 
 
 def validate(

@@ -29,7 +29,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from ..changes import Change, Hide, InsertSummary, Replace
 from ..errors import MemoryBusy, MemoryEntryNotFound, MessageNotStorable, NotNewestMessage, SessionConflict, \
@@ -93,6 +93,18 @@ class BaseStore(ABC):
         """Apply ``write`` whole or not at all (see :class:`~ctxwise.store.contract.Write`).
         Raises :class:`~ctxwise.errors.SessionConflict` when the stored version is not
         ``write.expected_version`` (nothing stored), SessionNotFound when there is no session."""
+
+    def update_session(self, user_id: str, session_id: str, queries: Sequence[RowQuery],
+                       build: Callable[[Snapshot], Write]) -> Write:
+        """Read ``queries`` (one snapshot) and commit the write ``build`` makes of what they saw,
+        whole or not at all; returns that write. ``build`` raises (SessionConflict for a stale
+        expected version, MessageNotStorable, ...) to commit nothing. Here: :meth:`read_session`
+        then :meth:`commit` under the snapshot's version, so a writer in between makes the commit
+        raise SessionConflict. A backend that can hold the session's lock across the read and
+        the write (SqlStore) overrides it to do both in one transaction. Raises SessionNotFound."""
+        write = build(self.read_session(user_id, session_id, *queries))
+        self.commit(user_id, session_id, write)
+        return write
 
     @abstractmethod
     def read_events(self, user_id: str, session_id: str) -> list[dict[str, Any]]:
@@ -263,18 +275,21 @@ class BaseStore(ABC):
         _check_sizes(sizes, len(messages), "append")
         state_doc = _state_doc(state)
         _known(user_id, session_id)
-        for attempt in range(MAX_REBASES + 1):
-            snap, new = _read_for_write(self, user_id, session_id, _taken(messages), _OPEN_TURN)
-            base = _base_version(snap.head, expected_version, session_id, rebase=self.wait)
+        built_on = [expected_version]  # the version the last build wrote on
+
+        def build(snap: Snapshot) -> Write:
+            base = built_on[0] = _base_version(snap.head, expected_version, session_id, rebase=self.wait)
             _refuse_taken(snap.rows[0], messages, session_id)
             inserts, head, changed, entries = _appended(snap.head, list(snap.rows[1]), messages, bodies, sizes)
-            write = _write(base, head, changed | _state_changed(state_doc), state_doc, inserts=inserts,
-                           transcript=entries)
+            return _write(base, head, changed | _state_changed(state_doc), state_doc, inserts=inserts,
+                          transcript=entries)
+
+        for attempt in range(MAX_REBASES + 1):
             try:
-                _commit(self, user_id, session_id, write, new)
-                return base + 1
+                write = _read_commit(self, user_id, session_id, (_taken(messages), _OPEN_TURN), build)
+                return write.head.version
             except SessionConflict:  # with wait: retried only when another write moved the version
-                if not self.wait or attempt == MAX_REBASES or self.version(user_id, session_id) == base:
+                if not self.wait or attempt == MAX_REBASES or self.version(user_id, session_id) == built_on[0]:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -535,6 +550,18 @@ def _read_for_write(store: BaseStore, user_id: str, session_id: str,
         if head is None:
             raise
         return Snapshot(head, tuple(() for _ in queries)), head
+
+
+def _read_commit(store: BaseStore, user_id: str, session_id: str, queries: Sequence[RowQuery],
+                 build: Callable[[Snapshot], Write]) -> Write:
+    """:meth:`BaseStore.update_session`, or for a session opened with ``defer`` and not yet
+    written, the read of :func:`_read_for_write` and the commit that creates it."""
+    if (user_id, session_id) not in _deferred(store):
+        return store.update_session(user_id, session_id, queries, build)
+    snap, new = _read_for_write(store, user_id, session_id, *queries)
+    write = build(snap)
+    _commit(store, user_id, session_id, write, new)
+    return write
 
 
 def _commit(store: BaseStore, user_id: str, session_id: str, write: Write, new: Head | None) -> None:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Callable
 
 from sqlalchemy import Connection, and_, bindparam, create_engine, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -157,10 +157,7 @@ class SqlStore(BaseStore):
     def _session_row(self, conn: Connection, user_id: str, session_id: str, *, lock: bool = False) -> Any:
         if not checks.holdable(user_id, session_id):  # no stored session can have it
             raise SessionNotFound(f"no session {session_id!r} for user {user_id!r}")
-        q = select(S).where(S.user_id == user_id, S.session_id == session_id)
-        if lock:
-            q = q.with_for_update(nowait=not self.wait)
-        row = conn.execute(q).first()
+        row = conn.execute(_session_query(lock, not self.wait), {"u": user_id, "s": session_id}).first()
         if row is None:
             raise SessionNotFound(f"no session {session_id!r} for user {user_id!r}")
         return row
@@ -196,11 +193,28 @@ class SqlStore(BaseStore):
                     pass  # created by another process in between: the version check below decides
             self._commit_in(conn, user_id, session_id, write)
 
+    def update_session(self, user_id: str, session_id: str, queries: Sequence[RowQuery],
+                       build: Callable[[Snapshot], Write]) -> Write:
+        """One transaction: lock the session row, read ``queries``' rows under the lock (no
+        other writer can commit to the session in between, so the read is one snapshot of the
+        version the write builds on), write what ``build`` makes of them and the new header.
+        Returns that write; raises what ``build`` raises, SessionConflict (the lock not had in
+        time), SessionNotFound, StoreUnavailable, having written nothing then."""
+        with self._write() as conn:
+            sess = self._session_row(conn, user_id, session_id, lock=True)
+            write = build(Snapshot(_head(sess), tuple(_rows(conn, sess, q) for q in queries)))
+            self._write_locked(conn, sess, write)
+        return write
+
     def _commit_in(self, conn: Connection, user_id: str, session_id: str, write: Write) -> None:
         """:meth:`commit`'s body in ``conn``'s transaction."""
-        sess = self._session_row(conn, user_id, session_id, lock=True)
+        self._write_locked(conn, self._session_row(conn, user_id, session_id, lock=True), write)
+
+    def _write_locked(self, conn: Connection, sess: Any, write: Write) -> None:
+        """``write`` on the session row ``sess``, locked in ``conn``'s transaction, under its
+        expected version (else SessionConflict)."""
         if sess.version != write.expected_version:
-            raise SessionConflict(f"session {session_id!r} is at version {sess.version}, not "
+            raise SessionConflict(f"session {sess.session_id!r} is at version {sess.version}, not "
                                   f"{write.expected_version}: another writer got in first; reload and retry")
         _insert_rows(conn, sess, write.inserts, write.head.version)
         _update_rows(conn, sess, write.updates)
@@ -209,7 +223,7 @@ class SqlStore(BaseStore):
                                          C.state.in_(VISIBLE_STATES)).values(state="reset"))
         _insert_transcript(conn, sess, write.transcript)
         if write.events:
-            conn.execute(insert(CompactionEventRow), [
+            conn.execute(_INSERT_EVENTS, [
                 dict(_event_columns(d), session_pk=sess.id, user_id=sess.user_id, version=write.head.version)
                 for d in write.events])
         _bump(conn, sess, write)
@@ -255,17 +269,12 @@ class SqlStore(BaseStore):
             return [SessionInfo(u, s, p, v, _aware(c), _aware(t)) for u, s, p, v, c, t in conn.execute(q)]
 
     def read_memory(self, user_id: str, query: MemoryQuery) -> list[Any]:
-        """The user's entries ``query`` selects, filtered in SQL, oldest first."""
-        M = UserMemoryRow
-        q = select(M).where(M.user_id == user_id)
-        if not query.include_inactive:
-            q = q.where(M.status == "active")
-        if query.exclude_session is not None:
-            q = q.where(or_(M.source_session_id.is_(None), M.source_session_id != query.exclude_session))
-        if query.created_before is not None:
-            q = q.where(or_(M.created_at.is_(None), M.created_at <= query.created_before))
-        with self._read() as conn:
-            return [_memory_entry(r) for r in conn.execute(q.order_by(M.id))]
+        """The user's entries ``query`` selects, filtered in SQL, oldest first (one statement, in
+        autocommit: it is its own snapshot, with no ``BEGIN`` / ``COMMIT`` round trips)."""
+        q = _memory_query(query.include_inactive, query.exclude_session is not None, query.created_before is not None)
+        params = {"u": user_id, "ex": query.exclude_session, "before": query.created_before}
+        with self.engine.connect() as conn:
+            return [_memory_entry(r) for r in conn.execution_options(isolation_level="AUTOCOMMIT").execute(q, params)]
 
     def write_memory(self, user_id: str, changes: Sequence[MemoryChange], owner: str | None) -> list[object]:
         """One transaction. With ``owner``, it first locks the user's claim row and renews it
@@ -430,32 +439,71 @@ def _rows(conn: Connection, sess: Any, q: RowQuery) -> tuple[StoredRow, ...]:
     """The rows of ``sess`` that ``q`` selects (one SELECT, plus one per 500 originals)."""
     if (q.open_turn and sess.open_from_seq is None) or (q.message_ids is not None and not q.message_ids):
         return ()
-    cols = [C.message_id, C.seq, C.anchor_seq, C.generation, C.state, C.role, C.size]
-    stmt = select(*cols, *([C.current] if q.bodies else [])).where(C.session_pk == sess.id,
-                                                                   C.user_id == sess.user_id)
-    if q.states is not None:
-        stmt = stmt.where(C.state.in_(q.states))
+    joined = q.bodies and q.originals  # every original wanted: read beside its row, in the same SELECT
+    stmt = _rows_query(q.bodies, q.states, q.message_ids is not None, q.tool_use_id is not None, q.open_turn,
+                       q.appended, q.newest, joined)
+    params: dict[str, Any] = {"pk": sess.id, "uid": sess.user_id}
     if q.message_ids is not None:
-        stmt = stmt.where(C.message_id.in_(q.message_ids))
+        params["ids"] = list(q.message_ids)
     if q.tool_use_id is not None:
-        T = ToolResultRow
-        stmt = stmt.join(T, (T.session_pk == C.session_pk) & (T.seq == C.seq)).where(
-            T.user_id == sess.user_id, T.tool_use_id == q.tool_use_id)
+        params["tool"] = q.tool_use_id
     if q.open_turn:
-        stmt = stmt.where(C.seq >= sess.open_from_seq)
-    if q.appended:
-        stmt = stmt.where(C.generation == 0)
-    if q.newest:
-        stmt = stmt.order_by(C.seq.desc()).limit(1)
-    listed = conn.execute(stmt).all()
-    originals: dict[int, Any] = {}
-    if q.bodies:
+        params["open_from"] = sess.open_from_seq
+    listed = conn.execute(stmt, params).all()
+    originals: dict[int, Any] = {r.seq: r.original for r in listed} if joined else {}
+    if q.bodies and not joined:
         wanted = [r.seq for r in listed if q.originals or r.current is None]
         for chunk in range(0, len(wanted), 500):
-            originals.update(conn.execute(select(O.seq, O.body).where(
-                O.session_pk == sess.id, O.user_id == sess.user_id, O.seq.in_(wanted[chunk:chunk + 500]))).all())
+            originals.update(conn.execute(_ORIGINALS, {"pk": sess.id, "uid": sess.user_id,
+                                                       "seqs": wanted[chunk:chunk + 500]}).all())
     return tuple(StoredRow(r.message_id, r.seq, r.anchor_seq, r.generation, r.state, r.role,
                            r.current if q.bodies else None, originals.get(r.seq), r.size) for r in listed)
+
+
+@functools.lru_cache(maxsize=4)
+def _session_query(lock: bool, nowait: bool) -> Any:
+    """The session row by ``u`` and ``s`` (locked ``FOR UPDATE`` when ``lock``), built once per
+    shape: SQLAlchemy then reuses its compiled form instead of building the expression per call."""
+    q = select(S).where(S.user_id == bindparam("u"), S.session_id == bindparam("s"))
+    return q.with_for_update(nowait=nowait) if lock else q
+
+
+@functools.lru_cache(maxsize=64)
+def _rows_query(bodies: bool, states: tuple[str, ...] | None, by_ids: bool, by_tool: bool, open_turn: bool,
+                appended: bool, newest: bool, originals: bool = False) -> Any:
+    """:func:`_rows`' statement for one :class:`RowQuery` shape, built once (parameters ``pk``,
+    ``uid``, and ``ids`` / ``tool`` / ``open_from`` as the shape needs them); with
+    ``originals``, each row's original body beside it (column ``original``, an outer join)."""
+    cols = [C.message_id, C.seq, C.anchor_seq, C.generation, C.state, C.role, C.size]
+    extra = ([C.current] if bodies else []) + ([O.body.label("original")] if originals else [])
+    stmt = select(*cols, *extra).where(C.session_pk == bindparam("pk"), C.user_id == bindparam("uid"))
+    if originals:
+        stmt = stmt.outerjoin(O, (O.session_pk == C.session_pk) & (O.seq == C.seq))
+    if states is not None:
+        stmt = stmt.where(C.state.in_(states))
+    if by_ids:
+        stmt = stmt.where(C.message_id.in_(bindparam("ids", expanding=True)))
+    if by_tool:
+        T = ToolResultRow
+        stmt = stmt.join(T, (T.session_pk == C.session_pk) & (T.seq == C.seq)).where(
+            T.user_id == bindparam("uid"), T.tool_use_id == bindparam("tool"))
+    if open_turn:
+        stmt = stmt.where(C.seq >= bindparam("open_from"))
+    if appended:
+        stmt = stmt.where(C.generation == 0)
+    if newest:
+        stmt = stmt.order_by(C.seq.desc()).limit(1)
+    return stmt
+
+
+_ORIGINALS = select(O.seq, O.body).where(O.session_pk == bindparam("pk"), O.user_id == bindparam("uid"),
+                                         O.seq.in_(bindparam("seqs", expanding=True)))
+"""The originals of some rows of one session (``seqs``), built once."""
+
+
+_INSERT_CONTEXT, _INSERT_ORIGINALS, _INSERT_TOOL_RESULTS, _INSERT_TRANSCRIPT, _INSERT_EVENTS = (
+    insert(C), insert(O), insert(ToolResultRow), insert(TranscriptRowModel), insert(CompactionEventRow))
+"""The INSERTs of a commit (executemany over their rows), built once."""
 
 
 def _insert_rows(conn: Connection, sess: Any, inserts: Sequence[StoredRow], version: int) -> None:
@@ -463,18 +511,20 @@ def _insert_rows(conn: Connection, sess: Any, inserts: Sequence[StoredRow], vers
     if not inserts:
         return
     mine = dict(session_pk=sess.id, user_id=sess.user_id)
-    conn.execute(insert(C), [dict(mine, seq=r.seq, anchor_seq=r.anchor_seq, generation=r.generation,
+    conn.execute(_INSERT_CONTEXT, [dict(mine, seq=r.seq, anchor_seq=r.anchor_seq, generation=r.generation,
                                   version=version, message_id=r.message_id, role=r.role, state=r.state,
                                   current=r.current, size=r.size) for r in inserts])
-    conn.execute(insert(O), [dict(mine, seq=r.seq, body=r.original) for r in inserts])
+    conn.execute(_INSERT_ORIGINALS, [dict(mine, seq=r.seq, body=r.original) for r in inserts])
     results = [dict(mine, tool_use_id=t, seq=r.seq) for r in inserts for t in r.tool_use_ids]
     if results:
-        conn.execute(insert(ToolResultRow), results)
+        conn.execute(_INSERT_TOOL_RESULTS, results)
 
 
 def _update_rows(conn: Connection, sess: Any, updates: Sequence[RowUpdate]) -> None:
     """Updates that carry no body are grouped (one UPDATE per distinct state and size); each
     other one is an UPDATE of its row (and of its original when that changes)."""
+    if not updates:
+        return
     mine = (C.session_pk == sess.id, C.user_id == sess.user_id)
     groups: dict[tuple[str | None, int | None], list[str]] = {}
     for u in updates:
@@ -496,19 +546,30 @@ def _update_rows(conn: Connection, sess: Any, updates: Sequence[RowUpdate]) -> N
 
 def _insert_transcript(conn: Connection, sess: Any, rows: Sequence[TranscriptRow]) -> None:
     if rows:
-        conn.execute(insert(TranscriptRowModel), [
+        conn.execute(_INSERT_TRANSCRIPT, [
             dict(session_pk=sess.id, user_id=sess.user_id, seq=r.seq, role=r.role, text=r.text, blocks=r.blocks,
                  status=r.status, message_ids=r.message_ids, created_at=r.created_at) for r in rows])
 
 
 def _bump(conn: Connection, sess: Any, write: Write) -> None:
     """The header's new version, time and changed fields, under the expected version."""
-    values = {f: getattr(write.head, f) for f in write.changed}
-    res = conn.execute(update(S).where(S.id == sess.id, S.user_id == sess.user_id,
-                                       S.version == write.expected_version)
-                       .values(version=write.head.version, updated_at=write.head.updated_at, **values))
+    fields = tuple(sorted(write.changed))
+    params = {f"b_{f}": getattr(write.head, f) for f in fields}
+    res = conn.execute(_bump_query(fields), dict(params, b_pk=sess.id, b_uid=sess.user_id,
+                                                 b_expected=write.expected_version, b_version=write.head.version,
+                                                 b_at=write.head.updated_at))
     if res.rowcount != 1:
         raise SessionConflict(f"session {sess.session_id!r} changed while writing; reload and retry")
+
+
+@functools.lru_cache(maxsize=32)
+def _bump_query(fields: tuple[str, ...]) -> Any:
+    """:func:`_bump`'s UPDATE for one set of changed header fields, built once."""
+    Sc = SessionRow.__table__.c
+    return (update(SessionRow)
+            .where(Sc.id == bindparam("b_pk"), Sc.user_id == bindparam("b_uid"), Sc.version == bindparam("b_expected"))
+            .values(version=bindparam("b_version"), updated_at=bindparam("b_at"),
+                    **{f: bindparam(f"b_{f}", type_=Sc[f].type) for f in fields}))
 
 
 def _event_columns(data: dict[str, Any]) -> dict[str, Any]:
@@ -535,6 +596,21 @@ def _event_columns(data: dict[str, Any]) -> dict[str, Any]:
                 affected_ids=ids if isinstance(ids, list) else None, summary_id=text("summary_id", 255),
                 duration_ms=num("duration_ms"), usage=usage if isinstance(usage, dict) else None,
                 data=data, created_at=utcnow())
+
+
+@functools.lru_cache(maxsize=8)
+def _memory_query(include_inactive: bool, exclude: bool, before: bool) -> Any:
+    """:meth:`SqlStore.read_memory`'s statement for one :class:`MemoryQuery` shape, built once
+    (parameters ``u``, ``ex``, ``before``)."""
+    M = UserMemoryRow
+    q = select(M).where(M.user_id == bindparam("u"))
+    if not include_inactive:
+        q = q.where(M.status == "active")
+    if exclude:
+        q = q.where(or_(M.source_session_id.is_(None), M.source_session_id != bindparam("ex")))
+    if before:
+        q = q.where(or_(M.created_at.is_(None), M.created_at <= bindparam("before", type_=M.created_at.type)))
+    return q.order_by(M.id)
 
 
 def _memory_entry(r: Any) -> Any:
