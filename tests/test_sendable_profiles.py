@@ -92,16 +92,19 @@ def test_every_unsendable_rule_names_its_source() -> None:
         assert PROFILES[name].sources.get(BLOCK_NOT_SENDABLE), name
 
 
-def test_prepare_refuses_an_unsendable_block_naming_its_index(tmp_path) -> None:
+def test_append_refuses_an_unsendable_block_naming_its_index(tmp_path) -> None:
     """Source: DeepSeek create-chat-completion (above). A DeepSeek session whose user sent an
-    audio clip: prepare() raises PayloadInvalid naming message 1 and the rule, a user mistake
-    (no stack trace needed), and nothing stored is lost."""
+    audio clip: append() raises PayloadInvalid naming message 1 and the rule, a user mistake
+    (no stack trace needed), and nothing is stored (stored, the block would make every later
+    prepare() fail: issue 25); the session still prepares."""
     with ContextManager(f"sqlite:///{tmp_path / 's.db'}", Policy.preset("default", provider="deepseek")) as cm:
         s = cm.session("u", "s")
-        s.append(_conv(AUDIO)[:2])
+        s.append(_conv(AUDIO)[:1])
         version = s.version
         with pytest.raises(PayloadInvalid) as err:
-            s.prepare()
+            s.append(_conv(AUDIO)[1:2])
         assert [(v.index, v.rule) for v in err.value.violations] == [(1, BLOCK_NOT_SENDABLE)]
-        assert "message 1" in str(err.value) or "[1]" in str(err.value)
-        assert s.version == version and any(isinstance(b, AudioBlock) for m in s.messages for b in m.blocks)
+        assert "message 1" in str(err.value)
+        assert s.version == version and not any(isinstance(b, AudioBlock) for m in s.messages for b in m.blocks)
+        s.append(_conv()[1:2])
+        s.prepare()

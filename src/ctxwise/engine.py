@@ -188,13 +188,20 @@ class Session(SessionRecords, AsyncCalls):
         batch = as_message_list(messages, "append")
         before = len(self.view.messages)
         self._run(plan_append(self.view, self._deps, batch))
+        self._record_reply_usage(before)
+        return self.version
+
+    def _record_reply_usage(self, before: int) -> None:
+        """One ``cache_usage`` event for the newest reply among the messages that joined the
+        context after index ``before`` whose ``metadata["usage"]`` holds a known usage shape
+        (:func:`ctxwise.usage.reported_usage`), when a ``prepare()`` on this object sent the
+        call it answers; nothing otherwise."""
         added = self.view.messages[before:]  # what joined the context (a reply left out is not there)
         reply = next((m for m in reversed(added) if m.role == "assistant" and m.metadata.get(USAGE_KEY)), None)
         reported = reported_usage(reply.metadata[USAGE_KEY], reply.metadata.get(DIAGNOSTICS_KEY)) if reply else None
         if reply is not None and reported is not None and self._sent is not None:
             self._record(usage_event(self._sent, self.policy, get_counter(self.policy.tokenizer), reported, reply.id,
                                      self.view.size + self.overhead))
-        return self.version
 
     def record_usage(self, response: object, diagnostics: object = None) -> CompactionEvent:
         """Record the provider's cache usage of the latest model call: one ``cache_usage``
@@ -280,8 +287,10 @@ class Session(SessionRecords, AsyncCalls):
         batch than their call. Returns the version. Raises
         :class:`~ctxwise.errors.FormatError` naming the message for another shape, and what
         :meth:`append` raises."""
+        before = len(self.view.messages)
         read, keep, notes = read_openai(self.view.messages, messages)
         self._run(plan_append_numbered(self.view, self._deps, read, keep, notes))
+        self._record_reply_usage(before)
         return self.version
 
     @refuse_deep_input
@@ -292,11 +301,16 @@ class Session(SessionRecords, AsyncCalls):
         SDK's ``Message`` objects, a ``reply.content`` list (one assistant message), or a
         ``{"system"?, "messages"}`` payload. A user message of ``tool_result`` blocks becomes
         ``tool`` messages (its text a user message after). Ids continue the session's numbering;
-        tool results may come in a later batch than their call. Returns the version. Raises
+        tool results may come in a later batch than their call. An SDK ``Message``'s ``usage``
+        (``anthropic/types/usage.py``) and ``diagnostics`` are kept as ``metadata["usage"]`` /
+        ``metadata["cache_diagnostics"]`` and recorded as :meth:`append` records them (one
+        ``cache_usage`` event after a ``prepare()``). Returns the version. Raises
         :class:`~ctxwise.errors.FormatError` naming the message for another shape (e.g. a
         tool_result answering no tool_use before it), and what :meth:`append` raises."""
+        before = len(self.view.messages)
         read, keep = read_anthropic(self.view.messages, messages)
         self._run(plan_append_numbered(self.view, self._deps, read, keep))
+        self._record_reply_usage(before)
         return self.version
 
     def close_pending(self, reason: str = "the turn was interrupted") -> int:

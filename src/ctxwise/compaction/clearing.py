@@ -31,7 +31,8 @@ from ..units import ToolCycle, tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, head_end, in_flight_start
 from ..resources import COLD, WORKING, reuse_ranks
 from .placeholder import placeholder_text, recall_key, render_input, reused_ids  # noqa: F401  (render_input: re-exported)
-from .cost import calls_ahead, cold_cache, cut_cost, edit_pays, invalidated_reasoning, limit_ahead
+from .cost import (calls_ahead, cold_cache, cut_cost, edit_pays, invalidated_reasoning, invalidated_reasoning_items,
+                   limit_ahead)
 from .stage import StageInput
 
 
@@ -214,12 +215,27 @@ def clear_tool_results(
         batch.now,
         batch.affected,
         t0,
-        detail={"cleared": len(batch.affected), "last_resort": last_resort, "over_hard": over_hard,
-                # the target as reached: clear_target, or all that could be cleared when that lies lower
-                "target": max(target, batch.now)},
+        detail=_detail(messages, batch, b, last_resort, over_hard, target),
     )
     out = batch.out
     return StageResult(messages, [ev], [Replace(out[i].id, out[i], "cleared") for i in sorted(set(batch.edited))])
+
+
+def _detail(messages: list[Message], batch: "_Batch", b: Budgeting, last_resort: bool, over_hard: bool,
+            target: int) -> dict[str, Any]:
+    """The ``clearing`` event's detail: ``cleared`` (messages edited), ``last_resort``,
+    ``over_hard``, ``target`` (as reached: clear_target, or all that could be cleared when
+    that lies lower) and, when the edit invalidates bound reasoning after it,
+    ``reasoning_invalidated``: ``{"items": reasoning blocks / items, "size": their size in the
+    policy unit}`` (:func:`~ctxwise.compaction.cost.invalidated_reasoning_items`: the
+    provider drops them (Responses all_turns) or ctxwise leaves them out (Anthropic); the
+    model re-does that reasoning)."""
+    detail: dict[str, Any] = {"cleared": len(batch.affected), "last_resort": last_resort, "over_hard": over_hard,
+                              "target": max(target, batch.now)}
+    items, lost = invalidated_reasoning_items(messages, batch.first, b.size_of)
+    if items:
+        detail["reasoning_invalidated"] = {"items": items, "size": lost}
+    return detail
 
 
 def _protected_from(messages: list[Message], cycles: list[ToolCycle], p: Policy, last_resort: bool, over_hard: bool) -> int:

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..messages import Marker, Message
+from ..messages import Marker, Message, ThinkingBlock
 from ..prices import FLAT, TIMESTAMP_KEY, idle_seconds, message_time, prices_of, time_of
 
 __all__ = ["FLAT_READ", "TIMESTAMP_KEY", "cache_prices", "calls_ahead", "cold_cache", "cut_cost", "edit_pays",
-           "idle_seconds", "invalidated_reasoning", "limit_ahead", "message_time", "time_of"]
+           "idle_seconds", "invalidated_reasoning", "invalidated_reasoning_items", "limit_ahead", "message_time", "time_of"]
 
 def cold_cache(policy: Any, idle: float | None) -> str | None:
     """Why an edit costs nothing on this call, or None: the cache has gone unused for ``idle``
@@ -100,10 +100,21 @@ def invalidated_reasoning(messages: Sequence[Message], first: int, size_of: Any)
     provider binds reasoning). That reasoning is then dropped
     (:mod:`ctxwise.compaction.bound`): the model re-does it, so an edit counts it as re-billed,
     never as saved. 0 on providers that do not bind."""
+    return invalidated_reasoning_items(messages, first, size_of)[1]
+
+
+def invalidated_reasoning_items(messages: Sequence[Message], first: int, size_of: Any) -> tuple[int, int]:
+    """``(blocks, size)``: how many reasoning blocks (Anthropic thinking blocks, Responses
+    reasoning items) :func:`invalidated_reasoning` counts for an edit at index ``first``, and
+    their size (policy unit, by ``size_of``). The provider drops or refuses each of them
+    (Responses: "reasoning items ... are dropped" when the prefix before them changed,
+    https://platform.openai.com/docs/guides/reasoning; Anthropic: thinking bound to a changed
+    prefix, which :mod:`ctxwise.compaction.bound` leaves out)."""
     from .context import sent_view
 
-    total = 0
+    blocks = total = 0
     for m in messages[first + 1:]:
         if m.role == "assistant" and m.thinking and Marker.read(m).bound_prefix:
+            blocks += sum(1 for x in m.blocks if isinstance(x, ThinkingBlock))
             total += size_of(m) - size_of(sent_view(m))
-    return total
+    return blocks, total

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Callable, Sequence
@@ -75,14 +77,18 @@ def rendered_event(converted: Converted, provider: str, unit: str, size: int) ->
 
 
 def now_arg(now: object) -> float | None:
-    """``prepare(now=...)`` as epoch seconds: None, a number of epoch seconds, or a
-    ``datetime`` (read as UTC when it names no zone). Raises
-    :class:`~ctxwise.errors.FormatError` for anything else."""
+    """``prepare(now=...)`` as epoch seconds: None, a finite number of epoch seconds, 0 or
+    more, or a ``datetime`` (read as UTC when it names no zone) from 1970 on. Raises
+    :class:`~ctxwise.errors.FormatError` for anything else (a string, a bool, NaN, an
+    infinity, a time before the epoch)."""
     if now is None:
         return None
-    t = time_of(now) if isinstance(now, (int, float, datetime)) else None
+    t = time_of(now) if isinstance(now, (int, float, datetime)) and not isinstance(now, bool) else None
     if t is None:
         raise FormatError("prepare(now=...)", f"takes epoch seconds or a datetime, not {type(now).__name__}",
+                          hint="pass the time of the request, e.g. time.time(), or leave it out")
+    if not math.isfinite(t) or t < 0:
+        raise FormatError("prepare(now=...)", f"takes a finite time from 1970 on (epoch seconds >= 0), not {t!r}",
                           hint="pass the time of the request, e.g. time.time(), or leave it out")
     return t
 

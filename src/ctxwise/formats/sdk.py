@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import nesting
 from ..errors import FormatError
+from ..usage import DIAGNOSTICS_KEY, USAGE_KEY
 
 MESSAGE_DEPTH = nesting.MAX_DEPTH + 8
 """The deepest nesting read from one message object: its values nest at most
@@ -59,8 +60,10 @@ def openai_dicts(messages: Any) -> list[dict[str, Any]]:
 
 def anthropic_dicts(messages: Any) -> list[dict[str, Any]]:
     """Anthropic message dicts from any of: a list of message dicts (``content`` may hold SDK
-    block objects), SDK ``Message`` objects (only ``role`` and ``content`` are kept: the
-    response's id, model, usage and stop reason are not part of the conversation), a
+    block objects), SDK ``Message`` objects (``role`` and ``content`` are kept, and its ``usage`` /
+    ``diagnostics`` as the message's ``usage`` / ``cache_diagnostics`` keys, which the reader
+    keeps in ``metadata``: the response's id, model and stop reason are not part of the
+    conversation), a
     ``reply.content`` list of blocks (read as one assistant message), or a ``{"system"?,
     "messages"}`` payload. Raises :class:`~ctxwise.errors.FormatError` naming the message."""
     if isinstance(messages, dict) and "messages" in messages and "role" not in messages:
@@ -74,6 +77,11 @@ def anthropic_dicts(messages: Any) -> list[dict[str, Any]]:
         if not isinstance(d, dict):
             raise FormatError(f"message {i}", f"expected a message object, got {type(raw).__name__}")
         if d.get("type") == "message" and "content" in d and "role" in d:  # an SDK Message
-            d = {"role": d["role"], "content": d["content"]}
+            kept = {"role": d["role"], "content": d["content"]}
+            if d.get("usage"):  # anthropic/types/usage.py: the call's billing, ctxwise.usage reads it
+                kept[USAGE_KEY] = d["usage"]
+            if d.get("diagnostics"):
+                kept[DIAGNOSTICS_KEY] = d["diagnostics"]
+            d = kept
         out.append(d)
     return out

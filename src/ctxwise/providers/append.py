@@ -19,7 +19,8 @@ from ..errors import FormatError, PayloadInvalid, Violation
 from ..messages import Message, ToolUseBlock
 from ..units import last_user_index, tool_cycles
 from . import rules as provider_rules
-from .profiles import EMPTY_CONTENT, UNANSWERED_TOOL_CALL, get_profile
+from .profiles import (BLOCK_NOT_SENDABLE, EMPTY_CONTENT, FOREIGN_PROVIDER_BLOCK, UNANSWERED_TOOL_CALL, ProviderProfile,
+                       get_profile)
 
 WINDOW = 64
 """How many messages at the tail are searched for the tool cycle a batch may continue."""
@@ -144,6 +145,7 @@ def check_append(context: Sequence[Message], ids: frozenset[str], batch: list[Me
         if v.rule == EMPTY_CONTENT and v.index < base - start:
             continue  # an earlier final assistant message is no longer final: not the batch's fault
         problems.append(Violation(v.index + start, v.rule, v.message, v.provider_error))
+    problems += unsendable_blocks(batch, base, profile)
     seen, missing = missing_reasoning(context, batch, provider, thinking)
     problems += missing
     if problems:
@@ -153,6 +155,18 @@ def check_append(context: Sequence[Message], ids: frozenset[str], batch: list[Me
                  for v in problems]
         raise PayloadInvalid(provider, sorted(named, key=lambda v: v.index))
     return seen
+
+
+def unsendable_blocks(batch: list[Message], base: int, profile: ProviderProfile) -> list[Violation]:
+    """The blocks of ``batch`` that ``profile``'s wire can never send, whatever the session
+    holds: another provider family's block (``foreign-provider-block``) and a block the wire
+    has no form for (``block-not-sendable``, :func:`ctxwise.providers.rules.not_sendable`),
+    indexed by place in the session (``base + k``). Refused at append: stored, such a block
+    would be refused by every later ``prepare()``. Sources: those of
+    :func:`ctxwise.providers.rules.check_provider_blocks`."""
+    keep = (BLOCK_NOT_SENDABLE, FOREIGN_PROVIDER_BLOCK)
+    return [dataclasses.replace(v, index=v.index + base)
+            for v in provider_rules.check_provider_blocks(batch, profile) if v.rule in keep]
 
 
 def _duplicates(ids: frozenset[str], batch: list[Message], base: int) -> list[Violation]:

@@ -26,6 +26,23 @@ done in silence. A provider is never refused input it or ctxwise can make valid:
 * ``block-not-sendable`` (refusals) — an assistant refusal (OpenAI's ``refusal``) on a
   provider with no refusal block (Anthropic, ``anthropic/types/message_content_param.py``)
   is sent as assistant text of the same words.
+* ``block-not-sendable`` (citations) — a text block's citations read from one provider
+  family that the target has no form for are left out of the rendered text (the text is
+  sent): an Anthropic citation (``anthropic/types/text_citation_param.py``: ``char_location``,
+  ``page_location``, ``content_block_location``, ``web_search_result_location``,
+  ``search_result_location``; each needs ``cited_text`` and a document / search-result
+  location) has no Responses form, and a Responses annotation
+  (``openai/types/responses/response_output_text_param.py``: ``url_citation``,
+  ``file_citation``, ``container_file_citation``, ``file_path``) has no Anthropic form. Chat
+  Completions takes no citations on a request message
+  (``openai/types/chat/chat_completion_assistant_message_param.py``): all are left out there,
+  reported the same way.
+* ``block-not-sendable`` (unsigned thinking) — on Anthropic, a thinking block without its
+  ``signature`` (reasoning read from another provider, or a reply stored without it) is left
+  out of the request: ``ThinkingBlockParam.signature`` is required
+  (``anthropic/types/thinking_block_param.py``) and only Anthropic can sign. The renderer
+  leaves it out; the conversion reports it (the message is not changed, so what is counted is
+  what it was).
 * ``first-message-role`` — a history that starts with an assistant message (an app that
   stores its greeting first) gets a minimal user turn,
   :data:`~ctxwise.providers.profiles.LEAD_USER_TEXT`, before it on a provider whose first
@@ -42,7 +59,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..messages import Block, ImageBlock, Message, RefusalBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from ..messages import (Block, ImageBlock, Message, RefusalBlock, TextBlock, ThinkingBlock, ToolResultBlock,
+                        ToolUseBlock)
 from ..units import is_user_input
 from .rules import opens_with_compaction
 from .profiles import (
@@ -134,6 +152,8 @@ def convert(messages: list[Message], provider: str | ProviderProfile) -> Convert
         _lead_user_turn(out)
     if profile.wire == "anthropic":
         _refusals_to_text(out)
+        _unsigned_thinking(out)
+    _drop_foreign_citations(out, profile)
     if out.conversions:
         at = {m.id: i for i, m in enumerate(messages)}
         out.conversions = [c if at.get(c.message_id, c.index) == c.index else replace(c, index=at[c.message_id])
@@ -253,6 +273,64 @@ def _refusals_to_text(out: Converted) -> None:
         out.conversions.append(Conversion(BLOCK_NOT_SENDABLE, i, m.id,
                                           f"{n} refusal{'s' if n > 1 else ''} sent as assistant text "
                                           "(Anthropic has no refusal block)"))
+
+
+ANTHROPIC_CITATION_TYPES = frozenset({"char_location", "page_location", "content_block_location",
+                                      "web_search_result_location", "search_result_location"})
+"""``type`` values of Anthropic's ``TextCitationParam`` (``anthropic/types/text_citation_param.py``)."""
+
+RESPONSES_ANNOTATION_TYPES = frozenset({"url_citation", "file_citation", "container_file_citation", "file_path"})
+"""``type`` values of the Responses ``output_text`` annotations
+(``openai/types/responses/response_output_text_param.py``: ``Annotation``)."""
+
+
+def _citations_kept(b: TextBlock, wire: str) -> list[dict[str, Any]] | None:
+    """The citations of ``b`` that ``wire`` has a form for (None: all kept)."""
+    if not b.citations:
+        return None
+    # chat: a request message takes no citations at all
+    allowed = {"anthropic": ANTHROPIC_CITATION_TYPES, "responses": RESPONSES_ANNOTATION_TYPES}.get(wire, frozenset())
+    kept = [c for c in b.citations if isinstance(c, dict) and c.get("type") in allowed]
+    return None if len(kept) == len(b.citations) else kept
+
+
+def _strip_text(b: Any, wire: str, dropped: list[str]) -> Any:
+    if isinstance(b, TextBlock):
+        kept = _citations_kept(b, wire)
+        if kept is None:
+            return b
+        dropped += [str(c.get("type")) if isinstance(c, dict) else type(c).__name__
+                    for c in b.citations or [] if c not in kept]
+        return b.model_copy(update={"citations": kept or None})
+    if isinstance(b, ToolResultBlock) and any(isinstance(x, TextBlock) and x.citations for x in b.output):
+        output = [_strip_text(x, wire, dropped) for x in b.output]
+        return b.model_copy(update={"output": output}) if any(x is not y for x, y in zip(output, b.output)) else b
+    return b
+
+
+def _drop_foreign_citations(out: Converted, profile: ProviderProfile) -> None:
+    """Leave out the citations the target has no form for (module docstring)."""
+    for i, m in enumerate(out.messages):
+        dropped: list[str] = []
+        blocks = [_strip_text(b, profile.wire, dropped) for b in m.blocks]
+        if not dropped:
+            continue
+        out.messages[i] = m.model_copy(update={"blocks": blocks})
+        kinds = ", ".join(sorted(set(dropped)))
+        out.conversions.append(Conversion(BLOCK_NOT_SENDABLE, i, m.id,
+                                          f"{len(dropped)} citation{'s' if len(dropped) > 1 else ''} ({kinds}) "
+                                          f"left out: {profile.title} has no form for them"))
+
+
+def _unsigned_thinking(out: Converted) -> None:
+    for i, m in enumerate(out.messages):
+        if m.role != "assistant":
+            continue
+        n = sum(1 for b in m.blocks if isinstance(b, ThinkingBlock) and not b.redacted and b.signature is None)
+        if n:
+            out.conversions.append(Conversion(BLOCK_NOT_SENDABLE, i, m.id,
+                                              f"{n} thinking block{'s' if n > 1 else ''} without a signature left "
+                                              "out (Anthropic takes thinking only with its signature)"))
 
 
 def _lead_user_turn(out: Converted) -> None:

@@ -211,13 +211,22 @@ def _provider_items() -> frozenset[str]:
     return frozenset(PROVIDER_ITEMS)
 
 
+def _loc_part(x: object) -> str:
+    """One step of a pydantic error location, readable: a union or generic step
+    (``list[union[TextBlockParam,...]]``) is named by its head (``list``)."""
+    s = str(x)
+    return s.split("[", 1)[0] or s if "[" in s else s
+
+
 def _errors(e: Exception) -> list[str]:
+    """Up to 5 errors of a pydantic ``ValidationError`` as ``loc: msg [type]`` (``loc`` with
+    its union / generic steps named by their head), else ``str(e)``."""
     errs = getattr(e, "errors", None)
     if errs is None:
         return [str(e)]
     out = []
     for err in errs()[:5]:
-        loc = ".".join(str(x) for x in err.get("loc", ()))
+        loc = ".".join(_loc_part(x) for x in err.get("loc", ()))
         out.append(f"{loc or '(root)'}: {err.get('msg')} [{err.get('type')}]")
     return out
 
