@@ -959,12 +959,13 @@ def test_a_compaction_item_alone_can_open_the_session(tmp_path):
     asyncio.run(go())
 
 
-def test_outputs_answering_no_waiting_call_are_stored_and_sent_as_written(tmp_path):
+def test_outputs_answering_no_waiting_call_are_stored_as_written_and_sent_as_notes(tmp_path):
     """Kind (issue 29, the SDK's own suite: ``prepare_input_with_session`` / ``save_result_to_session``
     tests): a ``function_call_output`` whose call is not in the session, or was answered already,
-    made add_items raise PayloadInvalid [orphan-tool-result]; the SDK stores such outputs and sends
-    them. ctxwise stores them as written, reads each as a user note (the context stays valid) and,
-    unedited, gives it back as written."""
+    made add_items raise PayloadInvalid [orphan-tool-result]; the SDK stores such outputs. ctxwise
+    stores them as written (the record, ``get_items(limit=...)``), reads each as a user note (the
+    context stays valid) and sends the note, not the output (the Responses API rejects an output
+    that answers no call: 400)."""
     cm = _quiet_cm(tmp_path)
     s = CtxwiseSession(cm.session("u", "orphan"))
     orphan = {"type": "function_call_output", "call_id": "call_gone", "output": "ok"}
@@ -977,14 +978,19 @@ def test_outputs_answering_no_waiting_call_are_stored_and_sent_as_written(tmp_pa
         await s.add_items([{"role": "user", "content": "hi"}, copy.deepcopy(call), copy.deepcopy(first)])
         await s.add_items([copy.deepcopy(again)])  # a second output for an answered call
         written = [orphan, {"role": "user", "content": "hi"}, call, first, again]
-        assert await s.get_items() == written
+
+        def note(o):
+            return {"type": "message", "role": "user", "content": f"[function_call_output {o['call_id']}] {o['output']}"}
+
+        sent = [note(orphan), {"role": "user", "content": "hi"}, call, first, note(again)]
+        assert await s.get_items() == sent
         assert await s.get_items(limit=-1) == written  # SQLiteSession's LIMIT -1: everything
         assert await s.get_items(limit=0) == []
         notes = [m for m in s.ctx.messages if m.role == "user" and m.text.startswith("[function_call_output")]
         assert [m.text for m in notes] == ["[function_call_output call_gone] ok", "[function_call_output c1] new"]
         assert check_wire(s.last_prepared.payload, "openai_responses") == []
         assert await s.pop_item() == again
-        assert await s.get_items() == written[:-1]
+        assert await s.get_items() == sent[:-1]
 
     asyncio.run(go())
 

@@ -68,6 +68,29 @@ def _init(self: Agent, *args: Any, middlewares: Any = None, **kwargs: Any) -> No
 Agent.__init__ = _init  # type: ignore[method-assign]
 
 
+def warm_up() -> None:
+    """Build a stand-in and prepare one request with it, on a manager of its own (so the
+    suite's events and counts stay the tests'): ctxwise's one-time loading (imports, the
+    tokenizer, the provider's rules) then happens here, before the first test, not inside a
+    test that times its agent (an interrupt test cancels the reply after 0.05 s)."""
+    from types import SimpleNamespace
+
+    from agentscope.message import Msg, TextBlock, UserMsg
+    from agentscope.state import AgentState
+
+    manager = ContextManager("memory://", Policy(budget=BUDGET, unit="chars", provider="openai", user_memory=False))
+    mw = CtxwiseMiddleware(manager, user_id="suite-warm-up")
+    user = UserMsg("user", "Warm up.")
+    agent = SimpleNamespace(name="warm-up", state=AgentState(session_id="warm-up", context=[user]))
+    system = Msg(name="system", role="system", content=[TextBlock(text="You are a warm-up.")])
+    mw._prepare(agent, [system, user], [])
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Warm ctxwise up before the first test (:func:`warm_up`)."""
+    warm_up()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Start counting the agents this test builds."""

@@ -48,7 +48,10 @@ ctxwise and is counted "n/a", not a defect; a test without the property counts a
 The runner parses pytest's JUnit XML and prints one line per non-passing test and a summary
 ``<suite>: through=N passed=N defect=N accepted=N n/a=N skipped=N wall=Ns`` (``through``: the
 tests that ran through ctxwise, passing or not). A test listed in ACCEPTED that
-now passes is reported as "stale-accept" (a warning, not a failure).
+now passes is reported as "stale-accept" (a warning, not a failure). The defects of the first
+pytest run are run once more, on their own, in a second pytest run with the plugin: a test that
+fails in the first run and passes in the second is reported "flaky" (listed, not a defect, so it
+does not fail the run); one that fails both times stays a defect.
 """
 
 from __future__ import annotations
@@ -92,6 +95,8 @@ class Outcome:
     invalid, records, incomplete, problems)."""
     failed: int = 0
     """Small-budget mode only: the tests that failed (not classified)."""
+    flaky: list[str] = field(default_factory=list)
+    """Defects of the first pytest run that passed when run again (not defects)."""
 
 
 PROVIDER_KEYS = frozenset({"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY",
@@ -162,6 +167,19 @@ def classify(xml_path: Path, accepted: dict[str, str], out: Outcome, baseline: s
                 out.stale_accepts.append(nid)
 
 
+def passing(xml_path: Path) -> set[str]:
+    """The node ids that ran and passed (neither failed, errored nor skipped) in the JUnit XML at ``xml_path``."""
+    return {node_id(c) for c in ET.parse(xml_path).getroot().iter("testcase")
+            if all(c.find(tag) is None for tag in ("failure", "error", "skipped"))}
+
+
+def reclassify(out: Outcome, passed_again: set[str]) -> None:
+    """Move each defect of ``out`` that is in ``passed_again`` (it passed when run a second time)
+    from ``out.defects`` to ``out.flaky``, keeping their order."""
+    out.flaky += [nid for nid in out.defects if nid in passed_again]
+    out.defects = [nid for nid in out.defects if nid not in passed_again]
+
+
 def run(name: str, keep: Path | None = None, kexpr: str | None = None, budget: int | None = None) -> Outcome:
     """Run suite ``name`` end to end and return its Outcome; raises CalledProcessError on pip
     failure. ``budget``: the small-budget mode (see the module docstring): ``Outcome.checks``
@@ -212,6 +230,14 @@ def run(name: str, keep: Path | None = None, kexpr: str | None = None, budget: i
         out.through = sum(1 for c in ET.parse(xml).getroot().iter("testcase") if c.find("skipped") is None)
         return out
     classify(xml, accepted, out, baseline)
+    if out.defects:
+        again = work / "junit-again.xml"
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", suite.PLUGIN, f"--junitxml={again}",
+                        "-o", "junit_family=xunit1", *getattr(suite, "PYTEST_ARGS", []), *out.defects],
+                       cwd=root, env=env, timeout=timeout, check=False)
+        if again.exists():
+            reclassify(out, passing(again))
+        out.wall_s = time.monotonic() - start
     return out
 
 
@@ -253,8 +279,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"accepted {nid}")
     for nid in out.stale_accepts:
         print(f"stale-accept {nid}")
+    for nid in out.flaky:
+        print(f"flaky    {nid} (failed, then passed when run again)")
     print(f"{args.suite}: through={out.through} passed={out.passed} defect={len(out.defects)} accepted={len(out.accepted)} "
-          f"n/a={out.not_applicable} skipped={out.skipped} wall={out.wall_s:.0f}s")
+          f"flaky={len(out.flaky)} n/a={out.not_applicable} skipped={out.skipped} wall={out.wall_s:.0f}s")
     return 1 if out.defects else 0
 
 

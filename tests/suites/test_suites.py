@@ -53,6 +53,28 @@ def test_classify_counts_each_outcome(tmp_path: Path) -> None:
                                    "tests/test_other.py::test_env"}
 
 
+AGAIN = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest">
+ <testcase classname="tests.memory.test_session.TestCls" name="test_bad[x]"/>
+ <testcase classname="tests.test_other" name="test_inside"><error message="ours again"/></testcase>
+ <testcase classname="tests.test_other" name="test_skip"><skipped message="s"/></testcase>
+</testsuite></testsuites>
+"""
+
+
+def test_a_defect_that_passes_when_run_again_is_flaky_not_a_defect(tmp_path: Path) -> None:
+    xml, again = tmp_path / "junit.xml", tmp_path / "junit-again.xml"
+    xml.write_text(JUNIT)
+    again.write_text(AGAIN)
+    out = runner.Outcome()
+    runner.classify(xml, {}, out)
+    assert runner.passing(again) == {"tests/memory/test_session.py::TestCls::test_bad[x]"}
+    runner.reclassify(out, runner.passing(again))
+    assert out.flaky == ["tests/memory/test_session.py::TestCls::test_bad[x]"]
+    assert "tests/test_other.py::test_inside" in out.defects
+    assert "tests/memory/test_session.py::TestCls::test_bad[x]" not in out.defects
+
+
 def test_unknown_suite_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as e:
         runner.main(["no_such_framework"])

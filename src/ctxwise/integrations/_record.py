@@ -5,10 +5,39 @@ framework's own state), and when it no longer can (the framework's record change
 from __future__ import annotations
 
 import hashlib
+import random
+import time
 import uuid
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from .. import Marker, SessionConflict
+
+
+T = TypeVar("T")
+
+RACE_ATTEMPTS = 8
+"""How many times in all a write that lost a race to another writer is tried."""
+RACE_BACKOFF_S = 0.004
+"""The first retry waits up to this many seconds (uniformly jittered); each later one up to twice the one before."""
+
+
+def retry_races(fn: Callable[[], T], moved: Callable[[], bool], *, attempts: int = RACE_ATTEMPTS,
+                backoff_s: float = RACE_BACKOFF_S) -> T:
+    """``fn()``, tried again while it raises :class:`~ctxwise.SessionConflict` because another
+    writer got in between its read and its write (``moved()`` is True: the store's version of the
+    session is past the one read; nothing of the failed write was stored), after a jittered
+    exponential backoff (up to ``backoff_s * 2**k`` seconds before retry ``k``), at most
+    ``attempts`` times in all. ``fn`` must reload the session before it writes (the middlewares'
+    session lookup does). A conflict that is not a race (``moved()`` False, e.g. a saved record
+    newer than the store), or the last attempt's, is raised."""
+    for k in range(attempts):
+        try:
+            return fn()
+        except SessionConflict:
+            if k == attempts - 1 or not moved():
+                raise
+            time.sleep(random.uniform(0, backoff_s * 2 ** k))
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def digest(items: Iterable[str]) -> str:

@@ -69,7 +69,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised by tests/integr
 from .. import (RECALL_TOOL_NAME, ContextManager, Message, Session, SessionPool, ThinkingBlock, ToolResultBlock,
                 recall_tool_output, recall_tool_schema)
 from ..formats import from_openai
-from ._record import branch_id, digest, follow
+from ._record import branch_id, digest, follow, retry_races
 from ..providers import render
 
 __all__ = ["CtxwiseMiddleware", "CtxwiseState", "STATE_FIELD"]
@@ -77,6 +77,8 @@ __all__ = ["CtxwiseMiddleware", "CtxwiseState", "STATE_FIELD"]
 STATE_FIELD = "ctxwise"
 """The private agent-state field: ``{middleware key: record}``, one record per middleware
 instance (see :meth:`CtxwiseMiddleware.record`)."""
+_STRIPES = 64
+"""How many locks the model calls of a middleware spread their thread_ids over."""
 
 
 def _merge_records(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
@@ -305,6 +307,9 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
         self.sessions: SessionPool[tuple[str, str, str], Session] = SessionPool() if sessions is None else sessions
         """The open sessions, bounded by count and by the bytes their contexts hold."""
         self._lock = threading.Lock()
+        self._threads = [threading.Lock() for _ in range(_STRIPES)]
+        """Model calls on one thread_id take one of these (by the id's hash), so two concurrent
+        invokes on a thread do not write the same pooled session at once."""
         self.tools = [self._recall_tool()] if recall else []
         self.last_prepared: Any = None
         """The :class:`ctxwise.Prepared` of the latest model call (its ``size``, ``events``, ...)."""
@@ -364,6 +369,21 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
             return s
 
     def _prepare(self, request: ModelRequest) -> tuple[list[Any], dict[str, Any]]:
+        """:meth:`_prepare_once`, one model call per thread_id at a time in this middleware, tried
+        again (reloaded, after a jittered backoff: :func:`._record.retry_races`) when its write
+        lost a race to another writer of the session (another middleware or process): nothing
+        of a lost write is stored, and the retry resumes from what the store holds."""
+        seen: list[Session] = []
+
+        def moved() -> bool:
+            s = seen[-1] if seen else None
+            return s is not None and s.version != self.manager.store.version(s.user_id, s.session_id)
+
+        thread = str(_configurable().get("thread_id"))
+        with self._threads[hash(thread) % _STRIPES]:
+            return retry_races(lambda: self._prepare_once(request, seen), moved)
+
+    def _prepare_once(self, request: ModelRequest, seen: list[Session]) -> tuple[list[Any], dict[str, Any]]:
         configurable = _configurable()
         rec = self.record(dict(request.state or {}))
         thread = configurable.get("thread_id")
@@ -371,6 +391,7 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
         session_id = rec["session_id"] if rec else f"{thread if thread else uuid.uuid4()}:{self.key}"
         tools = [t for t in (_tool_schema(t) for t in request.tools) if t is not None]
         session = self._session(user_id, session_id, tools)
+        seen.append(session)
 
         history = list(request.messages)
         start, why = self._start(history, rec, session)
@@ -380,6 +401,7 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
             # truth, so it goes to a new branch of the session, recorded there
             parent, session_id = session.session_id, branch_id(session.session_id)
             session = self._session(user_id, session_id, tools)
+            seen.append(session)
             session.record_branch(parent, why)
         if request.system_message is not None and request.system_message.content and not session.messages:
             # the system prompt opens the session, under an id of ours (it is not in the state);

@@ -109,6 +109,8 @@ from ctxwise.errors import CtxwiseError, FormatError, MissingExtra, PolicyError
 from ctxwise.formats import from_responses, plain, to_responses
 from ctxwise.providers import render
 
+from ._record import retry_races
+
 if TYPE_CHECKING:
     from ctxwise import Prepared, Session
 
@@ -175,8 +177,8 @@ def hosted(item: dict[str, Any]) -> bool:
     ``compaction``, ...): any input item type of the installed ``openai`` package other than
     :data:`CORE_TYPES`; and any other dict the SDK stores (an ``EncryptedSession`` envelope, an
     item type newer than the installed ``openai``), carried verbatim like a hosted item: kept
-    in the record and sent as written while its message is unedited, never counted or re-rendered
-    (it does not validate as an input item, :func:`accepted`). A ``message`` item without a
+    in the record and sent as written while its message is unedited (counted: ``Message.beside``),
+    never re-rendered (it does not validate as an input item, :func:`accepted`). A ``message`` item without a
     ``role`` (the SDK stores what it is given; its own tests write ``{"type": "message", "id":
     ...}``) is carried the same way; one with a role ctxwise does not know raises (add_items)."""
     if not isinstance(item, dict):
@@ -483,17 +485,20 @@ class CtxwiseSession:
         process): one indexed version read, and a reload when it moved. Without it the object
         that did not write last raised SessionConflict on every call until reloaded by hand
         (found by a fresh-user check); the LangChain middleware does the same. A write that
-        loses a race (SessionConflict: nothing was stored) is tried once more after a reload."""
-        from ctxwise import SessionConflict
-
+        loses a race (SessionConflict: nothing was stored) is tried again after a reload, with a
+        jittered backoff, up to :data:`._record.RACE_ATTEMPTS` times in all
+        (:func:`._record.retry_races`); then the SessionConflict is raised."""
         ctx = self.ctx
-        if ctx.version != ctx.manager.store.version(ctx.user_id, ctx.session_id):
-            ctx.reload()
-        try:
+
+        def attempt() -> Any:
+            if ctx.version != ctx.manager.store.version(ctx.user_id, ctx.session_id):
+                ctx.reload()
             return fn(*args)
-        except SessionConflict:  # another writer got in between the read and the write: once more
-            ctx.reload()
-            return fn(*args)
+
+        def moved() -> bool:
+            return bool(ctx.version != ctx.manager.store.version(ctx.user_id, ctx.session_id))
+
+        return retry_races(attempt, moved)
 
     def _open_calls(self) -> set[str]:
         """Call ids still waiting for an output, paired in order: a call id a model reuses
@@ -558,6 +563,13 @@ class CtxwiseSession:
         holder = (m.metadata.get(KEY) or {}).get("holder")
         if holder:  # a message standing for hosted items only: unedited while it holds its own text
             return [b.model_dump() for b in m.blocks] == [TextBlock(text=holder).model_dump()]
+        if m.role == "user" and any(_item_type(i) == "function_call_output" for i in written):
+            # an orphan function_call_output (no call waiting for it) is read as a user note; sent as
+            # written, the Responses API rejects it (400: no tool call found for the output): the
+            # note is sent instead (the record keeps the item as written)
+            log.warning(json.dumps({"event": "ctxwise.openai_agents.orphan_output_sent_as_note",
+                                    "session": self.session_id, "message": m.id}))
+            return False
         core = [readable(i, opens_session=first and k == 0, orphan=m.role == "user")
                 for k, i in enumerate(x for x in written if not hosted(x))]
         try:
@@ -578,16 +590,26 @@ class CtxwiseSession:
 
     @staticmethod
     def _stored(m: Message, items: list[dict[str, Any]], holder: str | None = None) -> Message:
-        """``m`` holding ``items`` as written: each hosted item the view sends (:func:`accepted`)
-        goes to ``m.beside`` (counted in its size) and is referenced from the items."""
+        """``m`` holding ``items`` as written: each :func:`hosted` item goes to ``m.beside``
+        (counted in its size: the view sends it as written while ``m`` is unedited) and is
+        referenced from the items; each content part of a message item that ctxwise reads only
+        as a placeholder text (:func:`readable`: an unknown part type, ``input_file``,
+        ``input_audio``) is also put in ``m.beside`` (counted, not referenced: it is sent inside
+        its item as written), so what is sent is what is counted."""
         beside: list[dict[str, Any]] = []
         kept: list[dict[str, Any]] = []
+        unread: list[Any] = []
         for item in items:
-            if hosted(item) and accepted(item):
+            if hosted(item):
                 kept.append({REF: len(beside)})
                 beside.append(copy.deepcopy(item))
             else:
                 kept.append(copy.deepcopy(item))
+                content = item.get("content") if _item_type(item) == "message" else None
+                if isinstance(content, list):
+                    unread += [copy.deepcopy(p) for p in content if not (isinstance(p, dict) and (
+                        p.get("type") in READ_PARTS or (p.get("type") == "refusal" and isinstance(p.get("refusal"), str))))]
+        beside += unread
         mark = {k: v for k, v in Marker.stored(m).items() if k != "beside"}
         if beside:
             mark["beside"] = beside
@@ -600,13 +622,16 @@ class CtxwiseSession:
         return m.model_copy(update={"metadata": meta})
 
     def _tail(self, limit: int) -> list[dict[str, Any]]:
-        """The newest ``limit`` items of the record as written, from the stored rows (a reply
-        left out of the context, such as a batch holding only a reasoning item, included: it is
-        what ``pop_item`` would return; ctxwise's own summary rows are not items)."""
+        """The newest ``limit`` items of the record as written, from the stored rows, hidden ones
+        included (everything written: rows a summary or a trim took out of the context view
+        too, as ``SQLiteSession`` reads its table; a reply left out of the context, such as a
+        batch holding only a reasoning item, included: it is what ``pop_item`` would return;
+        ctxwise's own summary rows are not items; popped and reset rows are gone)."""
         if limit <= 0 or self.ctx.version == 0:  # nothing stored yet (the session is created by its first write)
             return []
-        rows = sorted((r for r in self.ctx.manager.store.load(self.ctx.user_id, self.session_id).rows
-                       if r.current.kind is None and r.state not in ("popped", "reset")), key=lambda r: r.seq)
+        rows = sorted((r for r in self.ctx.manager.store.load(self.ctx.user_id, self.session_id, include_hidden=True).rows
+                       if (r.original or r.current).kind is None and r.state not in ("popped", "reset")),
+                      key=lambda r: r.seq)
         out: list[dict[str, Any]] = []
         for r in reversed(rows):
             msg = r.original or r.current
@@ -744,7 +769,7 @@ class CtxwiseSession:
 
     def _newest(self) -> Message:
         """The newest stored message: the context's last one, or a reply left out of the
-        context stored after it (an empty or refusal-only reply: not in ``ctx.messages``)."""
+        context stored after it (an empty reply: not in ``ctx.messages``)."""
         rows = [r for r in self.ctx.manager.store.load(self.ctx.user_id, self.session_id).rows
                 if r.current.kind is None]  # appended rows (a summary row is ctxwise's own)
         return max(rows, key=lambda r: r.seq).current if rows else self.ctx.messages[-1]

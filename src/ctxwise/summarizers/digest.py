@@ -198,10 +198,10 @@ class DigestSummarizer:
         pinned = list(facts)
         req = sec[REQUIREMENTS]
         req[:] = [e for e in (_elide(q, pinned) for q in req) if e]  # an earlier pass's, pinned since
-        last_answer = _read_material(material, sec, pinned)
+        speaker, last_answer = _read_material(material, sec, pinned)
         if last_answer:
             sec["Open tasks and next step"] = [
-                f'Where the conversation stood: the assistant last said "{_first_sentence(last_answer, 300)}"'
+                f'Where the conversation stood: {speaker} last said "{_first_sentence(last_answer, 300)}"'
             ]
         values = [v for line in sec[VALUES] for v in line.split(VALUE_SEP) if v]
         sec[VALUES] = []
@@ -211,14 +211,24 @@ class DigestSummarizer:
         return SummaryResult(text=text, usage=None, detail={"sections": {k: len(v) for k, v in sec.items()}})
 
 
-def _read_material(material: Sequence[Message], sec: dict[str, list[str]], pinned: Sequence[str]) -> str:
+def _named(m: Message) -> str | None:
+    """The message's author when it names one other than its role (``name``: a multi-agent
+    conversation's other agent, a named participant), else None."""
+    name = (m.name or "").strip()
+    return name if name and name.lower() != m.role else None
+
+
+def _read_material(material: Sequence[Message], sec: dict[str, list[str]], pinned: Sequence[str]) -> tuple[str, str]:
     """Add what ``material`` holds to the sections ``sec``: the user's requirements (less what
     the pinned facts quote), what the assistant told the user, tool findings, dead ends and
-    completed actions. Returns what the assistant said last ("" when it said nothing)."""
+    completed actions. Words are credited to the message's author when it names one
+    (:func:`_named`: ``The user (host) said: "..."``, ``Bob said: "..."``), else to "the user" /
+    "the assistant". Returns ``(who said it, what was said last by an assistant)`` (``""``
+    when no assistant said anything)."""
     req = sec[REQUIREMENTS]
     uses: dict[str, ToolUseBlock] = {}
     said_by_user: list[str] = []
-    last_answer = ""
+    last_answer, speaker = "", "the assistant"
     for m in material:
         if m.kind == "summary":
             continue
@@ -229,7 +239,8 @@ def _read_material(material: Sequence[Message], sec: dict[str, list[str]], pinne
                 continue
             for r in _requirements(m.text):
                 # what the pinned facts block quotes already (engine) is elided: once, not twice
-                q = _elide(f'The user said: "{r}"', pinned)
+                who = f"The user ({_named(m)})" if _named(m) else "The user"
+                q = _elide(f'{who} said: "{r}"', pinned)
                 if q and q not in req:
                     req.append(q)
         elif m.role == "assistant":
@@ -237,12 +248,13 @@ def _read_material(material: Sequence[Message], sec: dict[str, list[str]], pinne
                 uses[u.id] = u
             said = stated(m.text) if m.text.strip() else ""
             if said:
-                last_answer = said
-                sec["Progress"].append(f'The assistant told the user: "{said}"')
+                name = _named(m)
+                last_answer, speaker = said, name or "the assistant"
+                sec["Progress"].append(f'{name} said: "{said}"' if name else f'The assistant told the user: "{said}"')
         for b in m.blocks:
             if isinstance(b, ToolResultBlock):
                 _read_result(b, uses, sec)
-    return last_answer
+    return speaker, last_answer
 
 
 def _read_result(b: ToolResultBlock, uses: dict[str, ToolUseBlock], sec: dict[str, list[str]]) -> None:
@@ -432,21 +444,22 @@ def _elide(quote: str, pinned: Sequence[str]) -> str:
     characters) replaced by "…", the engine sending the pinned facts verbatim in their own block
     beside the summary: ``The user said: "Book me a flight to Lisbon, …, …, and no red-eye."``.
     The words no fact holds stay verbatim. "" when nothing of substance is left."""
-    body = quote.removeprefix('The user said: "').removesuffix('"')
+    head, _, rest = quote.partition(': "')
+    body = rest.removesuffix('"')
     out = body
     for f in sorted({f.strip() for f in pinned}, key=len, reverse=True):
         if len(f) >= 6 and f in out:
             out = out.replace(f, "…")
     if out == body:
         return quote
-    return f'The user said: "{out}"' if _FILLER.sub("", out.replace("…", "")) else ""
+    return f'{head}: "{out}"' if _FILLER.sub("", out.replace("…", "")) else ""
 
 
 def _covered(quote: str, pinned: Sequence[str]) -> bool:
     """Whether a requirement quote (``The user said: "..."``) and a pinned fact share text, one
     inside the other: the order in which quotes go when the requirements alone are over the cap
     (the pinned facts block beside the summary still quotes that text)."""
-    body = quote.removeprefix('The user said: "').removesuffix('"')
+    body = quote.partition(': "')[2].removesuffix('"')
     return any(body in f or f in body for f in pinned)
 
 
