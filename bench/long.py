@@ -113,30 +113,21 @@ def drive(msgs: Sequence[Message], budget: int, provider: str,
     payloads: list[list[Message]] = []
     outputs: list[Message] = []
     latencies: list[float] = []
-    history: list[Message] = []
     with ContextManager("memory://", policy) as cm:
         s = cm.session("long", "run")
-        pending: list[Message] = []
-        seen = False
         try:
-            for m in msgs:
-                seen = seen or (m.role == "user" and not m.tool_results)
-                if m.role == "assistant" and seen:
-                    if pending:
-                        s.append(pending)
-                        pending = []
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    p = s.prepare()
-                    latencies.append((time.perf_counter() - t0) * 1000)
-                    if cpu is not None:
-                        cpu.append((time.process_time() - c0) * 1000)
-                    histories.append(list(history))
-                    payloads.append(metrics.as_sent(list(p.messages), provider))
-                    outputs.append(m)
-                    s.append([m])
-                else:
-                    pending.append(m)
-                history.append(m)
+            for new, history, m in metrics.model_calls(msgs):
+                if new:
+                    s.append(new)
+                t0, c0 = time.perf_counter(), time.process_time()
+                p = s.prepare()
+                latencies.append((time.perf_counter() - t0) * 1000)
+                if cpu is not None:
+                    cpu.append((time.process_time() - c0) * 1000)
+                histories.append(history)
+                payloads.append(metrics.as_sent(list(p.messages), provider))
+                outputs.append(m)
+                s.append([m])
         except Exception as e:  # a failed call ends the session; reported, never hidden
             return histories, payloads, outputs, latencies, f"{type(e).__name__}: {e}"[:200]
     return histories, payloads, outputs, latencies, ""

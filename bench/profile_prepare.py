@@ -47,26 +47,19 @@ def main() -> int:
     lat: list[tuple[float, int, int]] = []
     with ContextManager("memory://", policy) as cm:
         s = cm.session("long", "run")
-        pending: list = []
-        seen = False
-        for m in conv.messages:
-            seen = seen or (m.role == "user" and not m.tool_results)
-            if m.role == "assistant" and seen:
-                if pending:
-                    s.append(pending)
-                    pending = []
-                on = not a.no_profile and len(lat) >= a.from_call
-                if on:
-                    prof.enable()
-                t0 = clock()
-                p = s.prepare()
-                dt = (clock() - t0) * 1000
-                if on:
-                    prof.disable()
-                lat.append((dt, len(lat), len(p.events)))
-                s.append([m])
-            else:
-                pending.append(m)
+        for new, _, m in metrics.model_calls(conv.messages):
+            if new:
+                s.append(new)
+            on = not a.no_profile and len(lat) >= a.from_call
+            if on:
+                prof.enable()
+            t0 = clock()
+            p = s.prepare()
+            dt = (clock() - t0) * 1000
+            if on:
+                prof.disable()
+            lat.append((dt, len(lat), len(p.events)))
+            s.append([m])
     ms = [x[0] for x in lat]
     print(f"{path.name} budget {a.budget:,}: {len(ms)} calls, p50 {metrics.percentile(ms, 50):.2f} "
           f"p95 {metrics.percentile(ms, 95):.2f} max {max(ms):.2f} ms")

@@ -28,6 +28,7 @@ from ctxwise.providers import check, check_wire, get_profile
 from ctxwise.providers.binding import bound_digests
 from ctxwise.providers.convert import convert
 from ctxwise.providers.render import render_converted
+from ctxwise.replay import metrics
 from ctxwise.summarizers import DigestSummarizer
 
 LONG = Path(__file__).resolve().parents[2] / "shared" / "data" / "long"
@@ -153,24 +154,17 @@ def _drive(path: Path, provider: str, budget: int) -> tuple[int, int]:
     calls = edited = 0
     with ContextManager("memory://", policy) as cm:
         s = cm.session("long", "incremental")
-        pending: list[Message] = []
-        started = False
-        for m in conv.messages:
-            started = started or (m.role == "user" and not m.tool_results)
-            if m.role == "assistant" and started:
-                if pending:
-                    s.append(pending)
-                    pending = []
-                p = s.prepare()
-                payload0, found0 = wire_of(fresh(list(p.messages)), provider, sourced=False)
-                assert p.payload == payload0
-                assert found0 == []
-                assert check(fresh(list(p.messages)), provider) == []
-                calls += 1
-                edited += bool(p.events)
-                s.append([m])
-            else:
-                pending.append(m)
+        for new, _, m in metrics.model_calls(conv.messages):
+            if new:
+                s.append(new)
+            p = s.prepare()
+            payload0, found0 = wire_of(fresh(list(p.messages)), provider, sourced=False)
+            assert p.payload == payload0
+            assert found0 == []
+            assert check(fresh(list(p.messages)), provider) == []
+            calls += 1
+            edited += bool(p.events)
+            s.append([m])
     return calls, edited
 
 

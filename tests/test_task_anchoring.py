@@ -85,25 +85,17 @@ def replay(path: Path, provider: str, budget: int) -> tuple[list, list, list]:
     # preserved thinking nothing in it may be edited until the turn ends (the loop raises
     # ContextBudgetExceeded at 32k; tests/test_bound_reasoning.py); task anchoring is the subject here.
     policy = Policy.preset("default", budget=budget, unit="tokens", provider=provider, bound_reasoning="off")
-    histories, payloads, outputs, history = [], [], [], []
+    histories, payloads, outputs = [], [], []
     with ContextManager("memory://", policy) as cm:
         s = cm.session("t", "r")
-        pending: list[Message] = []
-        seen = False
-        for m in messages(path):
-            seen = seen or (m.role == "user" and not m.tool_results)
-            if m.role == "assistant" and seen:
-                if pending:
-                    s.append(pending)
-                    pending = []
-                p = s.prepare()
-                histories.append(list(history))
-                payloads.append(list(p.messages))
-                outputs.append(m)
-                s.append([m])
-            else:
-                pending.append(m)
-            history.append(m)
+        for new, history, m in metrics.model_calls(messages(path)):
+            if new:
+                s.append(new)
+            p = s.prepare()
+            histories.append(history)
+            payloads.append(list(p.messages))
+            outputs.append(m)
+            s.append([m])
     return histories, payloads, outputs
 
 

@@ -74,26 +74,17 @@ def drive(path, budget: int, **policy) -> tuple[list, list, list, list]:
     conv = conv[0] if isinstance(conv, list) else conv
     pol = Policy.preset("default", budget=budget, unit="tokens", provider="openai", **policy)
     histories, payloads, outputs, events = [], [], [], []
-    history: list[Message] = []
     with ContextManager("memory://", pol) as cm:
         s = cm.session("u", "s")
-        pending: list[Message] = []
-        seen = False
-        for m in conv.messages:
-            seen = seen or (m.role == "user" and not m.tool_results)
-            if m.role == "assistant" and seen:
-                if pending:
-                    s.append(pending)
-                    pending = []
-                p = s.prepare()
-                events += p.events
-                histories.append(list(history))
-                payloads.append(metrics.as_sent(list(p.messages), "openai"))
-                outputs.append(m)
-                s.append([m])
-            else:
-                pending.append(m)
-            history.append(m)
+        for new, history, m in metrics.model_calls(conv.messages):
+            if new:
+                s.append(new)
+            p = s.prepare()
+            events += p.events
+            histories.append(history)
+            payloads.append(metrics.as_sent(list(p.messages), "openai"))
+            outputs.append(m)
+            s.append([m])
     return histories, payloads, outputs, events
 
 

@@ -42,7 +42,7 @@ import json
 import math
 import re
 from collections import Counter as Tally
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +71,26 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- tokens and cost
+
+
+def model_calls(messages: Iterable[Message]) -> Iterator[tuple[list[Message], list[Message], Message]]:
+    """The recorded model calls of a conversation, in order, as a replay drives them: per call
+    ``(new, history, reply)``: ``new`` the messages recorded since the previous call (appended
+    before the call is prepared), ``history`` a copy of every message before the reply, ``reply``
+    the recorded assistant message (appended after). A call is an assistant message once a user
+    message that is not only tool results has been seen; messages after the last call are not
+    yielded."""
+    history: list[Message] = []
+    pending: list[Message] = []
+    seen = False
+    for m in messages:
+        seen = seen or (m.role == "user" and not m.tool_results)
+        if m.role == "assistant" and seen:
+            yield pending, list(history), m
+            pending = []
+        else:
+            pending.append(m)
+        history.append(m)
 
 
 def as_sent(messages: Sequence[Message], provider: str) -> list[Message]:
