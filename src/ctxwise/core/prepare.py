@@ -302,15 +302,15 @@ def plan_prepare(view: SessionView, deps: Deps, thinking: bool | None = None, id
 
 
 def _recount_conversions(run: _Run, result: PipelineResult, events: list[CompactionEvent]) -> None:
-    """After the stages: the conversions of what they left may add more than those of the list
-    they started from (counted in :attr:`_Run.conv`); then that is the size counted, and when
-    it puts the context over the hard limit the stages run once more."""
+    """After the stages: the conversions of what they left are counted (:attr:`_Run.conv`), so the
+    size the last event reports is the size sent; when they add more than those of the list the
+    stages started from and that puts the context over the hard limit, the stages run once more."""
     if not result.changes:
         return
     conv = run.conversion_size(result.messages)
-    if conv <= run.conv:
+    grew, run.conv = conv > run.conv, conv
+    if not grew:  # smaller (a summary took the message a lead user turn stood before): counted as is
         return
-    run.conv = conv
     p = run.view.policy
     size = run.measure(result.messages) + run.extra()
     if size > p.level(p.hard_limit):

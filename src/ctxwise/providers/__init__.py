@@ -12,6 +12,7 @@ chat template on vLLM & co.), ``gemini``. Rule slugs are in :data:`RULES`.
 """
 
 from .checker import check, droppable_thinking, validate
+from .convert import Converted, convert
 from .profiles import PROFILES, RULES, ProviderProfile, bound_profile, get_profile
 from .reasoning import open_tool_turn, thinking_mode
 from .render import render, unique_call_ids
@@ -20,10 +21,12 @@ from .wire import check_wire, validate_wire
 __all__ = [
     "PROFILES",
     "RULES",
+    "Converted",
     "ProviderProfile",
     "bound_profile",
     "check",
     "check_wire",
+    "convert",
     "droppable_thinking",
     "get_profile",
     "open_tool_turn",

@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 from .. import ContextRow, Message, Policy, SessionState, TranscriptRow, get_counter
+from ..providers import convert
 from ..replay.breakdown import CATEGORIES, message_breakdown
 from ..replay.runner import RoundRecord
 from ..tokens import Counter
@@ -280,6 +281,20 @@ def _size_calls(calls: list[CallView], rs: _Rows, at_call: dict[int, list[list[d
         c.full = base + full
 
 
+def _conversion_gap(rows: list[ContextRow], calls: list[CallView], counter: Counter, policy: Policy) -> int:
+    """What the render-time conversions (:func:`ctxwise.providers.convert`: the lead user turn,
+    a folded system message, image notes, renamed call ids) add to the first call's context,
+    by ``counter``: ``Prepared.size`` counts what is sent, so a session where no event
+    measured the gap still draws the size sent. 0 when nothing is converted."""
+    if not calls:
+        return 0
+    msgs = [_Rows.body(r, False) for r in rows if r.seq < calls[0].seq]
+    done = convert(msgs, policy.profile)
+    if not done.conversions:
+        return 0
+    return sum(counter.count_message(m) for m in done.messages) - sum(counter.count_message(m) for m in msgs)
+
+
 def session_calls(state: SessionState, events: list[dict[str, Any]],
                   transcript: list[TranscriptRow]) -> list[CallView]:
     """Every model call of the session with its rebuilt sizes (see the module docstring).
@@ -306,12 +321,13 @@ def session_calls(state: SessionState, events: list[dict[str, Any]],
     turn_times = [(_turn_of(turn_starts, r.seq), _when(asked_at.get(r.message_id))) for r in user_rows]
     groups = _groups(events)
     owner, gap_before = _assign(groups, calls, rs, turn_times, priming)
-    next_gap = _next_gaps(len(calls), owner, gap_before, priming)
+    conv = _conversion_gap(rows, calls, counter, policy)  # counted where no event measured the gap
+    next_gap = _next_gaps(len(calls), owner, gap_before, priming + conv)
     rs.reset()
     at_call: dict[int, list[list[dict[str, Any]]]] = {}
     for o, group in zip(owner, groups):
         at_call.setdefault(o, []).append(group)
-    _size_calls(calls, rs, at_call, next_gap, gap_before[0] if gap_before else priming)
+    _size_calls(calls, rs, at_call, next_gap, gap_before[0] if gap_before else priming + conv)
     return calls
 
 
