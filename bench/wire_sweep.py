@@ -7,7 +7,8 @@
 For each recording file under ``../shared/data/`` (``--sets``: the tau recordings of
 ``trajectories/`` and the coding-agent sessions of ``long/``, both by default; read with
 ``ctxwise.formats.load``) x provider (every name in ``ctxwise.providers.PROFILES``) x budget (3,000 / 6,000 / 12,000
-tokens, the ``default`` preset otherwise), each conversation is replayed through the engine
+tokens, the ``default`` preset otherwise), each conversation is replayed as a user of its own
+(no long-term memory carried between recordings, as in ``bench/golden.py``) through the engine
 (the loop of ``ctxwise replay``: append what arrived, ``prepare()`` before each recorded model
 call, then append the recorded output). Counted per cell:
 
@@ -142,8 +143,8 @@ def replay(cm: ContextManager, ref: ContextManager, sid: str, messages: list[Mes
     model call, then append the recorded output), scoring each request as it is sent, beside
     the same replay under ``ref`` (no management made valid). Raises :class:`Refused` when an
     append is refused."""
-    s = cm.session("sweep", sid)
-    r = ref.session("sweep", sid)
+    s = cm.session(sid, sid)  # a user of its own: no long-term memory carried from another recording
+    r = ref.session(sid, sid)
     provider = cm.policy.provider
     recorded = {m.id: m for m in messages}
     history: list[Message] = []
