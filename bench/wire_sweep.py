@@ -68,7 +68,7 @@ from ctxwise.units import is_user_input  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("CTXWISE_SHARED", REPO.parent / "shared")) / "data"
-SETS = ("trajectories", "long")
+SETS = ("long", "trajectories")
 BUDGETS = (3000, 6000, 12000)
 REFERENCE_BUDGET = 10**9
 """The budget of the no-management reference replay: no recording comes near it."""
