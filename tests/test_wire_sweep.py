@@ -51,3 +51,22 @@ def test_first_conversation_of_every_recording_on_every_provider_and_budget(tmp_
                 assert m.calls > 0
                 checked += 1
     assert checked >= 10
+
+
+def test_sweep_covers_the_long_recordings_and_checks_no_edit_where_everything_fits(shared_dir, tmp_path):
+    """bench/wire_sweep.py's cell on a short coding-agent session (data/long/): every call
+    checked, and at calls where no management made valid fits the budget default sends exactly
+    that payload (issue 25: "where no management fits the budget, default sends exactly what no
+    management made valid sends")."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import wire_sweep
+
+    assert "long" in wire_sweep.SETS
+    path = shared_dir / "data" / "long" / "swe-agent" / "sa_ctf_flash.json"
+    name, provider, budget, cell = wire_sweep.sweep_cell((str(path), "openai", 6000, None, str(tmp_path)))
+    assert name == "long/swe-agent/sa_ctf_flash.json" and (provider, budget) == ("openai", 6000)
+    assert cell.calls > 0 and cell.fit_calls > 0, cell
+    assert cell.ok and cell.edited_fit == 0, cell.examples
