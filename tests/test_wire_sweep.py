@@ -55,9 +55,9 @@ def test_first_conversation_of_every_recording_on_every_provider_and_budget(tmp_
 
 def test_sweep_covers_the_long_recordings_and_checks_no_edit_where_everything_fits(shared_dir, tmp_path):
     """bench/wire_sweep.py's cell on a short coding-agent session (data/long/): every call
-    checked, and at calls where no management made valid fits the budget default sends exactly
-    that payload (issue 25: "where no management fits the budget, default sends exactly what no
-    management made valid sends")."""
+    checked, and in a session where no management made valid fits the budget (every call)
+    default sends exactly that payload at every call (issue 25: "where no management fits the
+    budget, default sends exactly what no management made valid sends")."""
     import sys
     from pathlib import Path
 
@@ -66,7 +66,7 @@ def test_sweep_covers_the_long_recordings_and_checks_no_edit_where_everything_fi
 
     assert "long" in wire_sweep.SETS
     path = shared_dir / "data" / "long" / "swe-agent" / "sa_ctf_flash.json"
-    name, provider, budget, cell = wire_sweep.sweep_cell((str(path), "openai", 6000, None, str(tmp_path)))
-    assert name == "long/swe-agent/sa_ctf_flash.json" and (provider, budget) == ("openai", 6000)
-    assert cell.calls > 0 and cell.fit_calls > 0, cell
+    name, provider, budget, cell = wire_sweep.sweep_cell((str(path), "openai", 12000, None, str(tmp_path)))
+    assert name == "long/swe-agent/sa_ctf_flash.json" and (provider, budget) == ("openai", 12000)
+    assert cell.calls > 0 and cell.fit_sessions == 1 and cell.fit_calls == cell.calls, cell
     assert cell.ok and cell.edited_fit == 0, cell.examples
