@@ -152,8 +152,12 @@ class Policy(BaseModel):
     """Resource keys per tool name, over the defaults (``ctxwise.resources``): the
     argument a tool's results are keyed by (``{"fetch_doc": "doc_id"}``, a view), with its
     action (``"sql:run"``; actions ``view``, ``edit``, ``search``, ``run``), or ``""`` for no
-    key. Clearing takes superseded views and repeated runs first and keeps the latest views
-    of the files being worked on longest."""
+    key. A rule's value is keyed in the defaults' one namespace (a path as ``path:`` with its
+    line range, a URL, a query, a shell command), so one file's views and edits match whichever
+    tool names them. Clearing takes superseded views and repeated runs first and keeps the
+    latest views of the files being worked on longest. From the environment:
+    ``CTXWISE_TOOL_RULES`` as a JSON object. Raises PolicyError for an empty tool name or a
+    rule not of that shape."""
     shrink_calls: int = Field(15, ge=0, le=1_000)
     """When the context must shrink inside a turn (a last-resort clearing of a tool loop), it
     frees room for this many more calls at the rate the context has grown so far (a low

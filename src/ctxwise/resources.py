@@ -24,16 +24,31 @@ Which argument names the resource comes from:
   ``Bash`` (the shell rules below), ``Task`` (run, by ``description``);
 * SWE-agent / OpenHands ``str_replace_editor``: ``command`` ``view`` is a view of ``path``
   (``view_range`` its lines), ``str_replace`` / ``insert`` / ``create`` / ``undo_edit`` edit it;
-* a shell command (mini-swe-agent's ``bash``, any ``command`` / ``cmd`` argument): ``cat``,
-  ``nl``, ``head``, ``tail``, ``sed -n 'A,Bp'`` of one file are views of it (with lines where the
-  command names them), ``sed -i`` and ``cat > FILE`` / ``tee FILE`` edit it, anything else is
-  a run of that command (a leading ``cd DIR &&`` resolves relative paths);
-* any other tool: the first of ``file_path``, ``path``, ``filename``, ``url`` (views) or
-  ``query`` (a search) it has, else no key.
+* OpenCode ``read`` / ``edit`` / ``write`` (``filePath``; ``write`` a whole write), ``grep`` /
+  ``glob`` (search ``pattern``), ``bash`` (``command``);
+* Codex ``shell``: ``command`` is an argv list (``["bash", "-lc", S]`` is the script ``S``, any
+  other list its words joined as a shell quotes them) run in ``workdir``; ``apply_patch``: an
+  edit of every file its patch text names (``*** Update File: P``, ``*** Add File: P``,
+  ``*** Delete File: P``, ``*** Move to: P``), also as ``apply_patch <<EOF`` in a shell;
+* a shell command (mini-swe-agent's ``bash``, any ``command`` / ``cmd`` / ``script``
+  argument): ``cat``, ``nl``, ``head``, ``tail``, ``sed -n 'A,Bp'`` of one file are views of it
+  (with lines where the command names them), ``sed -i`` and ``cat > FILE`` / ``tee FILE`` edit
+  it, anything else is a run of that command (a leading ``cd DIR &&`` resolves relative paths);
+* any other tool: the first of ``file_path``, ``filePath``, ``path``, ``filename``,
+  ``notebook_path``, ``target_file``, ``file``, ``absolute_path`` (a file: an edit when the
+  tool's name says it writes, :func:`writes_files`, else a view with the lines of
+  ``view_range`` / ``offset`` and ``limit``), ``url`` (a view) or ``query`` (a search) it has,
+  else no key. An MCP ``mcp__server__`` prefix is dropped from the name first.
 
-``Policy.tool_rules`` overrides the defaults per tool name: ``{"fetch_doc": "doc_id"}`` keys a
+One namespace: a file is ``path:`` + its normalized path whichever tool or rule names it, and a
+relative path is the one absolute path ending with it (:func:`unify_paths`).
+``Policy.tool_rules`` overrides the defaults per tool name: ``{"open_file": "path"}`` keys a
 tool's results by that argument (a view), ``"argument:action"`` names the action too
-(``"sql:run"``), and ``""`` gives the tool no key.
+(``"path:edit"``, ``"sql:run"``), and ``""`` gives the tool no key. A rule's value is keyed as
+the defaults key it: a path (a path-like argument name or a file name) as ``path:`` with the
+call's lines, a URL as ``url:``, a search as ``query:``, a run (or a ``command`` / ``cmd`` /
+``script`` argument, or an argv list) as the shell command's access; another value as
+``arg:NAME=VALUE``.
 
 What a view or a run showed, for placeholders and summaries (:func:`shown_values`,
 :func:`log_verdicts`): a view of a file keeps its path, the lines it showed and the symbols it
@@ -114,7 +129,8 @@ _FILE = re.compile(r"^[\w.~/+@-]{0,1024}[\w-]\.[A-Za-z0-9_]{1,12}$|^[\w.~+@-]{0,
 @dataclass(frozen=True)
 class Access:
     """What one tool call does to one resource: its ``key`` (``path:…``, ``url:…``,
-    ``query:…``, ``command:…``, or ``arg:NAME=…`` from a tool rule), the ``action``, and for a
+    ``query:…``, ``command:…``, ``task:…``, or ``arg:NAME=…`` from a tool rule whose value is no
+    path, URL, query or command), the ``action``, and for a
     partial view of a file the 1-based inclusive ``lines`` (None: whole or unknown)."""
 
     key: str
