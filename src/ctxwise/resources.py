@@ -194,7 +194,29 @@ def accesses_of(use: ToolUseBlock, rules: Mapping[str, str] | None = None) -> tu
             return ()
         got = _rule_access(rule[0], rule[1], inp)
         return (got,) if got is not None else ()
-    name = _MCP.sub("", use.name)
+    known = _known_tool_accesses(_MCP.sub("", use.name), inp)
+    if known is not None:
+        return known
+    patched = _patch_edits(inp)
+    if patched:
+        return patched
+    for arg in _SHELL_ARGS:
+        cmd = _command_text(inp.get(arg))
+        if cmd:
+            return _shell_accesses(cmd, _workdir(inp))
+    writes = writes_files(use.name)
+    for arg, action in _DEFAULT_ARGS:
+        v = inp.get(arg)
+        if isinstance(v, str) and v:
+            if arg in _PATH_ARGS:
+                return (Access(f"path:{_path(v)}", "edit") if writes else Access(f"path:{_path(v)}", "view", _lines_of(inp)),)
+            return (Access(f"url:{v}" if arg == "url" else f"query:{v}", action),)
+    return ()
+
+
+def _known_tool_accesses(name: str, inp: Mapping[str, Any]) -> tuple[Access, ...] | None:
+    """The accesses of a built-in tool (Claude Code, OpenCode search, a ``str_replace_editor``
+    command), or None when ``name`` / ``inp`` is none of them."""
     for table, action in ((_VIEW_TOOLS, "view"), (_EDIT_TOOLS, "edit")):
         arg = table.get(name)
         if arg and isinstance(inp.get(arg), str) and inp[arg]:
@@ -213,21 +235,7 @@ def accesses_of(use: ToolUseBlock, rules: Mapping[str, str] | None = None) -> tu
         if editor == "view":
             return (Access(key, "view", _range(inp.get("view_range"))),)
         return (Access(key, "edit"),)
-    patched = _patch_edits(inp)
-    if patched:
-        return patched
-    for arg in _SHELL_ARGS:
-        cmd = _command_text(inp.get(arg))
-        if cmd:
-            return _shell_accesses(cmd, _workdir(inp))
-    writes = writes_files(use.name)
-    for arg, action in _DEFAULT_ARGS:
-        v = inp.get(arg)
-        if isinstance(v, str) and v:
-            if arg in _PATH_ARGS:
-                return (Access(f"path:{_path(v)}", "edit") if writes else Access(f"path:{_path(v)}", "view", _lines_of(inp)),)
-            return (Access(f"url:{v}" if arg == "url" else f"query:{v}", action),)
-    return ()
+    return None
 
 
 def writes_files(tool: str) -> bool:
