@@ -146,6 +146,10 @@ def test_codex_shell_takes_an_argv_list_run_in_its_workdir():
     assert acc("shell", command=["pytest", "-q", "tests/test a.py"]) == ("command:pytest -q 'tests/test a.py'", "run", None)
     assert acc("shell", {"shell": "command"}, command=["bash", "-lc", "cat src/app.py"]) == ("path:src/app.py", "view", None)
     assert acc("shell", command=[1, 2]) is None
+    # the string-command tools of newer Codex versions: shell_command (command), exec_command (cmd)
+    assert acc("shell_command", command="nl -ba src/app.py | sed -n '5,9p'", workdir="/repo") == \
+        ("path:/repo/src/app.py", "view", (5, 9))
+    assert acc("exec_command", cmd="python -m pytest -q", workdir="/repo") == ("command:python -m pytest -q", "run", None)
 
 
 PATCH = """*** Begin Patch
@@ -172,6 +176,11 @@ def test_codex_apply_patch_edits_every_file_its_patch_names():
     heredoc = ToolUseBlock(id="h", name="shell", input={"command": ["bash", "-lc", f"apply_patch <<'EOF'\n{PATCH}\nEOF"],
                                                         "workdir": "/repo"})
     assert [a.key for a in accesses_of(heredoc)][:2] == ["path:/repo/src/app.py", "path:/repo/src/new.py"]
+    argv = ToolUseBlock(id="v", name="shell", input={"command": ["apply_patch", PATCH]})
+    assert [a.key for a in accesses_of(argv)][:2] == ["path:src/app.py", "path:src/new.py"]
+    # a file whose text merely mentions a patch is a whole write of that file, not a patch
+    doc = ToolUseBlock(id="d", name="mcp__fs__write_file", input={"path": "NOTES.md", "content": "See:\n" + PATCH})
+    assert [(a.key, a.action) for a in accesses_of(doc)] == [("path:NOTES.md", "edit")]
     msgs = [text_message("u", "user", "go"),
             call("1", "shell", command=["bash", "-lc", "cat src/app.py"]), out("1", "def f():\n    return 1\n"),
             call("2", "shell", command=["bash", "-lc", "cat src/mv.py"]), out("2", "a\n"),

@@ -105,6 +105,7 @@ _CONTENT_ARGS = ("content", "contents", "file_text", "text", "data")
 _MCP = re.compile(r"^mcp__.+?__(?=.)")
 _NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
+_PATCH_STARTS = ("*** Begin Patch", "*** Update File:", "*** Add File:", "*** Delete File:")
 _SHELL_ARGS = ("command", "cmd", "script")
 _CD = re.compile(r"^\s{0,16}cd\s{1,8}(\S{1,512})\s{0,8}(?:&&|;)\s{0,8}")
 _VIEWERS = ("cat", "nl", "head", "tail", "less", "more", "bat")
@@ -299,11 +300,12 @@ def _workdir(inp: Mapping[str, Any]) -> str | None:
 def _patch_edits(inp: Mapping[str, Any]) -> tuple[Access, ...]:
     """One edit per file a patch text among the call's string arguments names (Codex
     ``apply_patch``'s ``input``, OpenCode ``patch``'s ``patchText``, or a shell
-    ``apply_patch <<EOF``): ``*** Update File: P``, ``*** Add File: P``, ``*** Delete File:
+    ``apply_patch <<EOF``, the text starting with the patch or with ``apply_patch``):
+    ``*** Update File: P``, ``*** Add File: P``, ``*** Delete File:
     P``, ``*** Move to: P`` (https://github.com/openai/codex codex-rs/apply-patch)."""
     for v in inp.values():
-        text = _command_text(v)
-        if "*** Begin Patch" in text or text.lstrip().startswith(("*** Update File:", "*** Add File:", "*** Delete File:")):
+        text = _command_text(v).lstrip()
+        if text.startswith(_PATCH_STARTS) or text.startswith("apply_patch") and "*** Begin Patch" in text:
             paths = [m.group(1) or m.group(2) for m in _PATCH_FILE.finditer(text)]
             cwd = _workdir(inp)
             return tuple(Access(f"path:{_path(p, cwd)}", "edit") for p in dict.fromkeys(paths))
