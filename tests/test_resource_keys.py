@@ -176,6 +176,9 @@ def test_codex_apply_patch_edits_every_file_its_patch_names():
     heredoc = ToolUseBlock(id="h", name="shell", input={"command": ["bash", "-lc", f"apply_patch <<'EOF'\n{PATCH}\nEOF"],
                                                         "workdir": "/repo"})
     assert [a.key for a in accesses_of(heredoc)][:2] == ["path:/repo/src/app.py", "path:/repo/src/new.py"]
+    # OpenCode's apply_patch takes the same patch as patchText (sst/opencode packages/opencode/src/tool/apply_patch.ts)
+    opencode = ToolUseBlock(id="o", name="apply_patch", input={"patchText": PATCH})
+    assert [a.key for a in accesses_of(opencode)] == [a.key for a in got]
     argv = ToolUseBlock(id="v", name="shell", input={"command": ["apply_patch", PATCH]})
     assert [a.key for a in accesses_of(argv)][:2] == ["path:src/app.py", "path:src/new.py"]
     # a file whose text merely mentions a patch is a whole write of that file, not a patch
