@@ -12,6 +12,7 @@ import pytest
 from ctxwise import ContextManager, InMemoryStore, Policy
 from ctxwise.errors import PolicyError
 from ctxwise.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, text_message
+from ctxwise.summarizers import DigestSummarizer
 from ctxwise.resources import COLD, STALE, WORKING, access_of, accesses_of, reuse_ranks, working_views, writes_files
 
 
@@ -219,3 +220,12 @@ def test_a_rules_value_of_the_wrong_shape_names_the_expected_shape():
     for bad in (["open_file"], "path", {"open_file": None}):
         with pytest.raises(PolicyError, match='"tool name": "argument" or "argument:action"'):
             Policy(tool_rules=bad)  # type: ignore[arg-type]
+
+
+def test_a_loop_summary_names_every_file_a_patch_edits():
+    msgs = [text_message("u", "user", "go"),
+            call("1", "apply_patch", input=PATCH), out("1", "Success. Updated the following files: ..."),
+            call("2", "shell", command=["bash", "-lc", "pytest -q"]), out("2", "1 passed\n<returncode>0</returncode>")]
+    text = DigestSummarizer().summarize(msgs, None, 4000).text
+    for path in ("src/app.py", "src/new.py", "old/gone.py", "src/mv.py", "src/moved.py"):
+        assert path in text, (path, text)
