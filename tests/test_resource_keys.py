@@ -137,6 +137,13 @@ def test_opencode_read_edit_write_and_bash():
     assert reuse_ranks(msgs, recent=1) == {"1": STALE, "2": WORKING}  # write is a whole write: its input is the file
 
 
+@pytest.mark.parametrize("arg", ["file_path", "filePath", "FilePath", "filepath", "file_name", "fileName", "target_file",
+                                 "absolute_path", "relative_path", "notebook_path"])
+def test_a_file_argument_is_read_whatever_its_spelling(arg):
+    assert acc("view_it", **{arg: "./a/b.py", "offset": 3, "limit": 2}) == ("path:a/b.py", "view", (3, 4))
+    assert acc("replace", **{arg: "a/b.py", "old_string": "x", "new_string": "y"}) == ("path:a/b.py", "edit", None)
+
+
 def test_codex_shell_takes_an_argv_list_run_in_its_workdir():
     # openai/codex codex-rs/core: the shell tool's "command" is an array of strings, "workdir" a string
     assert acc("shell", command=["bash", "-lc", "sed -n '1,80p' src/app.py"], workdir="/repo") == \

@@ -34,8 +34,9 @@ Which argument names the resource comes from:
   argument): ``cat``, ``nl``, ``head``, ``tail``, ``sed -n 'A,Bp'`` of one file are views of it
   (with lines where the command names them), ``sed -i`` and ``cat > FILE`` / ``tee FILE`` edit
   it, anything else is a run of that command (a leading ``cd DIR &&`` resolves relative paths);
-* any other tool: the first of ``file_path``, ``filePath``, ``path``, ``filename``,
-  ``notebook_path``, ``target_file``, ``file``, ``absolute_path`` (a file: an edit when the
+* any other tool: the first of ``file_path``, ``path``, ``filename``, ``notebook_path``,
+  ``target_file``, ``file``, ``absolute_path``, ``relative_path``, ``target_path`` in any
+  spelling (``filePath``, ``file_name``; :data:`_PATH_ARGS`) (a file: an edit when the
   tool's name says it writes, :func:`writes_files`, else a view with the lines of
   ``view_range`` / ``offset`` and ``limit``), ``url`` (a view) or ``query`` (a search) it has,
   else no key. An MCP ``mcp__server__`` prefix is dropped from the name first.
@@ -88,11 +89,13 @@ _EDIT_TOOLS = {"Edit": "file_path", "MultiEdit": "file_path", "Write": "file_pat
 _SEARCH_TOOLS = {"Grep": "pattern", "Glob": "pattern", "WebSearch": "query", "web_search": "query",
                  "search": "query", "grep": "pattern", "glob": "pattern"}
 _EDITOR_EDITS = ("str_replace", "insert", "create", "undo_edit", "write")
-_PATH_ARGS = ("file_path", "filePath", "path", "filename", "notebook_path", "target_file", "file", "absolute_path")
-"""Argument names a tool's file comes from, first present wins: Claude Code ``file_path`` /
-``notebook_path``, OpenCode ``filePath`` (``read`` / ``edit`` / ``write``,
-https://github.com/sst/opencode packages/opencode/src/tool), SWE-agent / MCP filesystem ``path``,
-Cursor ``target_file``."""
+_PATH_ARGS = ("filepath", "path", "filename", "notebookpath", "targetfile", "file", "absolutepath", "relativepath",
+              "targetpath")
+"""Argument names a tool's file comes from, first present wins, compared without ``_`` / ``-``
+and case (:func:`_arg_name`): Claude Code ``file_path`` / ``notebook_path``, OpenCode
+``filePath`` (``read`` / ``edit`` / ``write``, https://github.com/sst/opencode
+packages/opencode/src/tool), SWE-agent / MCP filesystem / Cline ``path``, Cursor
+``target_file``, Gemini CLI ``absolute_path``, ``file_name``."""
 _DEFAULT_ARGS: tuple[tuple[str, Action], ...] = (*((a, "view") for a in _PATH_ARGS),
                                                  ("url", "view"), ("query", "search"))
 _WRITE_WORDS = ("write", "edit", "replace", "patch", "create", "insert", "append", "overwrite", "save",
@@ -206,8 +209,9 @@ def accesses_of(use: ToolUseBlock, rules: Mapping[str, str] | None = None) -> tu
         if cmd:
             return _shell_accesses(cmd, _workdir(inp))
     writes = writes_files(use.name)
+    named = {_arg_name(k): v for k, v in reversed(list(inp.items()))}  # the first spelling wins
     for arg, action in _DEFAULT_ARGS:
-        v = inp.get(arg)
+        v = named.get(arg)
         if isinstance(v, str) and v:
             if arg in _PATH_ARGS:
                 return (Access(f"path:{_path(v)}", "edit") if writes else Access(f"path:{_path(v)}", "view", _lines_of(inp)),)
@@ -237,6 +241,12 @@ def _known_tool_accesses(name: str, inp: Mapping[str, Any]) -> tuple[Access, ...
             return (Access(key, "view", _range(inp.get("view_range"))),)
         return (Access(key, "edit"),)
     return None
+
+
+def _arg_name(name: str) -> str:
+    """An argument name as :data:`_PATH_ARGS` spells it: ``filePath``, ``file_path`` and
+    ``file-path`` are ``filepath``."""
+    return name.replace("_", "").replace("-", "").lower()
 
 
 def writes_files(tool: str) -> bool:
