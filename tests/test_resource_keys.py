@@ -184,6 +184,8 @@ def test_codex_apply_patch_edits_every_file_its_patch_names():
     heredoc = ToolUseBlock(id="h", name="shell", input={"command": ["bash", "-lc", f"apply_patch <<'EOF'\n{PATCH}\nEOF"],
                                                         "workdir": "/repo"})
     assert [a.key for a in accesses_of(heredoc)][:2] == ["path:/repo/src/app.py", "path:/repo/src/new.py"]
+    ruled = accesses_of(ToolUseBlock(id="r", name="apply_patch", input={"input": PATCH}), {"apply_patch": "input:edit"})
+    assert ruled == got  # a rule naming the patch argument keys the files, not the patch text
     # OpenCode's apply_patch takes the same patch as patchText (sst/opencode packages/opencode/src/tool/apply_patch.ts)
     opencode = ToolUseBlock(id="o", name="apply_patch", input={"patchText": PATCH})
     assert [a.key for a in accesses_of(opencode)] == [a.key for a in got]

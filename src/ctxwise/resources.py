@@ -196,6 +196,9 @@ def accesses_of(use: ToolUseBlock, rules: Mapping[str, str] | None = None) -> tu
         rule = parse_rule(rules[use.name])
         if rule is None:
             return ()
+        patched = _patch_edits({rule[0]: inp.get(rule[0])}) if rule[1] != "search" else ()
+        if patched:  # a rule naming a patch argument: the files the patch edits
+            return patched
         got = _rule_access(rule[0], rule[1], inp)
         return (got,) if got is not None else ()
     known = _known_tool_accesses(_MCP.sub("", use.name), inp)
