@@ -238,3 +238,10 @@ def test_a_loop_summary_names_every_file_a_patch_edits():
     text = DigestSummarizer().summarize(msgs, None, 4000).text
     for path in ("src/app.py", "src/new.py", "old/gone.py", "src/mv.py", "src/moved.py"):
         assert path in text, (path, text)
+
+
+def test_a_path_longer_than_the_limit_keeps_its_head_not_an_empty_item():
+    from ctxwise.resources import Access, shown_values
+
+    got = shown_values("def f():\n  pass\n", Access("path:" + "d/" * 400 + "x.py", "view"), 120)
+    assert got.startswith("d/d/d/") and got.endswith("…") and len(got) <= 120
