@@ -144,6 +144,11 @@ def test_a_file_argument_is_read_whatever_its_spelling(arg):
     assert acc("replace", **{arg: "a/b.py", "old_string": "x", "new_string": "y"}) == ("path:a/b.py", "edit", None)
 
 
+@pytest.mark.parametrize("name", ["grep_files", "mcp__filesystem__search_files", "find_in_files", "ripgrep", "globFiles"])
+def test_a_tool_whose_name_says_it_searches_for_a_pattern_is_a_search_not_a_view_of_its_directory(name):
+    assert acc(name, pattern="def divide", path="src") == ("query:def divide@src", "search", None)
+
+
 def test_codex_shell_takes_an_argv_list_run_in_its_workdir():
     # openai/codex codex-rs/core: the shell tool's "command" is an array of strings, "workdir" a string
     assert acc("shell", command=["bash", "-lc", "sed -n '1,80p' src/app.py"], workdir="/repo") == \

@@ -39,7 +39,9 @@ Which argument names the resource comes from:
   spelling (``filePath``, ``file_name``; :data:`_PATH_ARGS`) (a file: an edit when the
   tool's name says it writes, :func:`writes_files`, else a view with the lines of
   ``view_range`` / ``offset`` and ``limit``), ``url`` (a view) or ``query`` (a search) it has,
-  else no key. An MCP ``mcp__server__`` prefix is dropped from the name first.
+  else no key; a tool whose name says it searches (grep, glob, search, find) given a
+  ``pattern`` is a search, as ``Grep``. An MCP ``mcp__server__`` prefix is dropped from the
+  name first.
 
 One namespace: a file is ``path:`` + its normalized path whichever tool or rule names it, and a
 relative path is the one absolute path ending with it (:func:`unify_paths`).
@@ -211,6 +213,9 @@ def accesses_of(use: ToolUseBlock, rules: Mapping[str, str] | None = None) -> tu
         cmd = _command_text(inp.get(arg))
         if cmd:
             return _shell_accesses(cmd, _workdir(inp))
+    searched = _search_of(use.name, inp)
+    if searched is not None:
+        return (searched,)
     writes = writes_files(use.name)
     named = {_arg_name(k): v for k, v in reversed(list(inp.items()))}  # the first spelling wins
     for arg, action in _DEFAULT_ARGS:
@@ -244,6 +249,20 @@ def _known_tool_accesses(name: str, inp: Mapping[str, Any]) -> tuple[Access, ...
             return (Access(key, "view", _range(inp.get("view_range"))),)
         return (Access(key, "edit"),)
     return None
+
+
+def _search_of(tool: str, inp: Mapping[str, Any]) -> Access | None:
+    """A search by a tool whose name says it searches (a word part grep, glob, search or find:
+    Codex ``grep_files``, MCP ``search_files``) given a ``pattern`` / ``regex``: keyed
+    ``query:PATTERN@WHERE`` as ``Grep`` is; None otherwise."""
+    what = next((inp[k] for k in ("pattern", "regex") if isinstance(inp.get(k), str) and inp[k]), None)
+    if what is None:
+        return None
+    parts = [w.lower() for w in _NAME_PARTS.findall(_MCP.sub("", tool))]
+    if not any(p.startswith(w) or p.endswith(w) for p in parts for w in ("grep", "glob", "search", "find")):
+        return None
+    where = inp.get("path") or inp.get("glob") or inp.get("include") or ""
+    return Access(f"query:{what}@{where}", "search")
 
 
 def _arg_name(name: str) -> str:
