@@ -47,8 +47,10 @@ while it fit, no other error, ``ContextBudgetExceeded`` only when irreducible.
 from __future__ import annotations
 
 import argparse
+import ast
 import multiprocessing
 import os
+import re
 import sys
 import tempfile
 import time
@@ -238,6 +240,47 @@ def sweep_cell(job: tuple[str, str, int, int | None, str]) -> tuple[str, str, in
     return str(path.relative_to(path.parents[2])), provider, budget, cell
 
 
+_LINE = re.compile(
+    r"^(?P<name>\S+)\s+(?P<provider>\S+)\s+(?P<budget>\d+)\s+sessions\s+(?P<sessions>\d+) calls\s+(?P<calls>\d+) "
+    r"wire (?P<wire>\d+) rules (?P<rules>\d+) over (?P<over>\d+) cbe (?P<cbe_irreducible>\d+)/(?P<cbe_reducible>\d+) "
+    r"other (?P<other>\{.*?\}) thinking (?P<thinking_changed>\d+)/(?P<thinking_calls>\d+) "
+    r"edited-fit (?P<edited>\d+)/(?P<edited_of>\d+)(?: \((?P<fit_sessions>\d+) sessions\) paid (?P<paid>\d+))? "
+    r"refused (?P<refused>\{.*?\})\s+(?P<seconds>\d+)s$")
+
+
+def cells_from_log(path: str) -> list[tuple[str, str, int, Cell]]:
+    """The cells a run printed, one line each (a run stopped before its table was written),
+    read back from its output. A line printed before the per-session rule (``edited-fit E/F``
+    counted per call, no session count) is read by that rule for a one-session cell (a
+    coding-agent recording): the session fit when all its calls did and it ran to its end,
+    its edits are then failures, else paid edits below the budget; such a line of a cell of
+    several sessions cannot be read so and raises ValueError, as does a line of another shape."""
+    rows = []
+    for k, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines()):
+        if not line.strip() or line.startswith("wrote "):
+            continue
+        m = _LINE.match(line)
+        if m is None:
+            raise ValueError(f"{path}:{k + 1}: not a cell line: {line[:80]!r}")
+        g = m.groupdict()
+        cell = Cell(**{f: int(g[f]) for f in ("sessions", "calls", "wire", "rules", "over", "cbe_irreducible",
+                                               "cbe_reducible", "thinking_changed", "thinking_calls")},
+                    other=Counter(ast.literal_eval(g["other"])), refused=Counter(ast.literal_eval(g["refused"])),
+                    seconds=float(g["seconds"]))
+        edited, of = int(g["edited"]), int(g["edited_of"])
+        if g["fit_sessions"] is not None:
+            cell.fit_sessions, cell.fit_calls, cell.edited_fit, cell.paid_edits = (
+                int(g["fit_sessions"]), of, edited, int(g["paid"]))
+        elif cell.sessions != 1:
+            raise ValueError(f"{path}:{k + 1}: a per-call count of {cell.sessions} sessions cannot be read per session")
+        elif of == cell.calls and not (cell.cbe_irreducible or cell.cbe_reducible or cell.refused or cell.other):
+            cell.fit_sessions, cell.fit_calls, cell.edited_fit = 1, of, edited
+        else:
+            cell.paid_edits = edited
+        rows.append((g["name"], g["provider"], int(g["budget"]), cell))
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(DATA), help="the shared data directory (holding trajectories/ and long/)")
@@ -248,6 +291,9 @@ def main() -> int:
     ap.add_argument("--budgets", default=",".join(str(b) for b in BUDGETS))
     ap.add_argument("--jobs", type=int, default=2, help="worker processes")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "wire_sweep.md"))
+    ap.add_argument("--from-log", default=None, metavar="LOG",
+                    help="write the table of the cells a run printed (its stdout saved in LOG) instead of running")
+    ap.add_argument("--log-note", default="", help="with --from-log: which run printed the cells (a line of the report)")
     a = ap.parse_args()
     limit = 3 if a.quick else a.limit
     sets = a.sets.split(",")
@@ -257,10 +303,13 @@ def main() -> int:
         return 2
     providers = a.providers.split(",")
     budgets = [int(b) for b in a.budgets.split(",")]
-    rows: list[tuple[str, str, int, Cell]] = []
+    rows: list[tuple[str, str, int, Cell]] = cells_from_log(a.from_log) if a.from_log else []
     started = time.perf_counter()
+    if a.from_log:
+        done = {n for n, *_ in rows}
+        files = [f for f in files if str(f.relative_to(f.parents[2])) in done]
     with tempfile.TemporaryDirectory() as tmp:
-        jobs = [(str(f), p, b, limit, tmp) for f in files for p in providers for b in budgets]
+        jobs = [] if a.from_log else [(str(f), p, b, limit, tmp) for f in files for p in providers for b in budgets]
         with multiprocessing.Pool(a.jobs) as pool:
             for name, provider, budget, cell in pool.imap(sweep_cell, jobs):
                 rows.append((name, provider, budget, cell))
@@ -286,7 +335,9 @@ def main() -> int:
         f"{f' --sets {a.sets}' if a.sets != ','.join(SETS) else ''}"
         f"{f' --providers {a.providers}' if a.providers != ','.join(PROFILES) else ''}"
         f"{f' --budgets {a.budgets}' if a.budgets != ','.join(str(b) for b in BUDGETS) else ''}"
+        f"{f' --from-log {Path(a.from_log).name}' if a.from_log else ''}"
         f"{f' --limit {a.limit}' if a.limit else ''}` ({time.perf_counter() - started:.0f} s)",
+        *([f"- cells: {a.log_note or 'read from ' + a.from_log}"] if a.from_log else []),
         f"- data: {', '.join(f.name for f in files)}" + (f" (first {limit} conversations of each)" if limit else ""),
         "- policy: `default` preset, unit tokens, budget as shown; see the docstring of bench/wire_sweep.py",
         "",
