@@ -21,12 +21,15 @@ from dataclasses import dataclass, field
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, TypeVar
 
-from .. import Message, Prepared, Session, SessionConflict, SessionNotFound, ToolResultBlock, ToolUseBlock
-from ..formats import from_responses
+from datetime import datetime, timezone
+
+from .. import Message, Prepared, Replace, Session, SessionConflict, SessionNotFound, ToolResultBlock, ToolUseBlock
+from ..compaction import Budgeting
+from ..formats import from_anthropic, from_openai, from_responses
 from ..server.core import Server
 from .heads import Found, HeadStore, heads_rows
 from .replies import Pending, Replies
-from .wire import Route, WireError, heads, history, reply_items, response_head
+from .wire import Route, WireError, heads, history, leading_system, reply_items, response_head
 
 log = logging.getLogger("ctxwise.proxy")
 T = TypeVar("T")
@@ -133,6 +136,8 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
 
     def op(s: Session, checked: int | None) -> Prepared:
         before = s.version
+        if call.start:
+            replace_system(s, route, call.items[:min(call.start, leading_system(route.kind, call.items))])
         append_items(s, route, first, suffix)
         if call.branched_from is not None:
             s.record_branch(call.branched_from, BRANCH_TRIGGER)
@@ -160,6 +165,57 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
     if rider is None or not rider.done:
         store.write(rows)
     return call
+
+
+SYSTEM_TRIGGER = "system_prompt_changed"
+"""The ``trigger`` of the ``system_replaced`` event a proxied call records when its client's
+system prompt differs from the stored one."""
+
+
+def _system_messages(route: Route, items: list[dict[str, Any]]) -> list[Message]:
+    """The client's leading system prompts ``items`` (wire dicts) as messages."""
+    if route.kind == "chat":
+        return list(from_openai(items))
+    if route.kind in ("messages", "count_tokens"):
+        return list(from_anthropic({"system": items[0]["content"], "messages": []})) if items else []
+    return list(from_responses(items, strict=False)) if items else []
+
+
+def _same(a: Message, b: Message) -> bool:
+    """Whether two system prompts read the same (texts and blocks; marks such as cache_control aside)."""
+    return [x.model_dump(exclude={"extra"}) for x in a.blocks] == [x.model_dump(exclude={"extra"}) for x in b.blocks]
+
+
+def replace_system(s: Session, route: Route, items: list[dict[str, Any]]) -> int:
+    """Make the session's leading system prompts the client's ``items`` (its leading system
+    messages, wire dicts): a stored prompt whose text differs is replaced in place (the store
+    keeps the old one as its original, :class:`ctxwise.Replace`), with one ``system_replaced``
+    event (trigger :data:`SYSTEM_TRIGGER`, ``affected_ids``, sizes before and after) in the
+    same write. An agent that puts the time or its working state in its system prompt keeps
+    one session, and the context holds the prompt the client sent last. Returns how many were
+    replaced (0: nothing written, no store round trip). Raises what ``SqlStore.apply`` raises
+    (SessionConflict)."""
+    new = _system_messages(route, items)
+    stored = s.messages
+    changes: list[Replace] = []
+    for i, m in enumerate(new):
+        if i >= len(stored) or stored[i].role != "system":
+            break
+        if not _same(stored[i], m):
+            changes.append(Replace(stored[i].id, stored[i].model_copy(update={"blocks": m.blocks})))
+    if not changes:
+        return 0
+    sizer = Budgeting(s.policy, s.counter)
+    sizes = {c.message_id: sizer.size_of(c.current) for c in changes}
+    old = {m.id: sizer.size_of(m) for m in stored if m.id in sizes}
+    before = s.size
+    after = before + sum(sizes.values()) - sum(old.values())
+    event = {"stage": "system_replaced", "trigger": SYSTEM_TRIGGER, "at": datetime.now(timezone.utc).isoformat(),
+             "affected_ids": [c.message_id for c in changes], "size_before": before, "size_after": after,
+             "unit": s.policy.unit, "detail": {"replaced": len(changes)}}
+    s.manager.store.apply(s.user_id, s.session_id, list(changes), [event], expected_version=s.version, sizes=sizes)
+    s.reload()
+    return len(changes)
 
 
 @contextmanager

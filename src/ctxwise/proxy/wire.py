@@ -11,7 +11,9 @@ Three routes (:data:`ROUTES`): OpenAI Chat Completions (``messages``), OpenAI Re
   clients add or drop when they send a reply back (``cache_control``, item ``id``/``status``,
   ``annotations``, ``None`` fields, a string vs a list of one text part);
 * :func:`heads` -- the SHA-256 chain over those fingerprints: ``heads(...)[k-1]`` names the
-  first ``k`` messages;
+  first ``k`` messages; the leading system prompts count by their role only (an agent that
+  puts the time or its working state in its system prompt keeps one conversation; the
+  proxy replaces the stored prompt, :func:`ctxwise.proxy.conversation.begin`);
 * :func:`managed_body` -- the request with ctxwise's payload (:attr:`ctxwise.Prepared.payload`)
   in place of the client's history, every other parameter as sent;
 * :func:`reply_items` -- the reply as the client will send it back next call.
@@ -159,11 +161,11 @@ def fingerprint(kind: Kind, message: dict[str, Any]) -> bytes:
 
 
 def seed(kind: Kind, body: dict[str, Any]) -> str:
-    """The head of the empty conversation: the route kind and, for Responses, ``instructions``
-    (passed through, not stored, so a change of it starts another conversation)."""
+    """The head of the empty conversation: the route kind (Responses ``instructions`` are passed
+    through as sent and not stored: like a system prompt, a change of them continues the
+    conversation)."""
     k = "messages" if kind == "count_tokens" else kind
-    extra = body.get("instructions") if kind == "responses" else None
-    return hashlib.sha256(json.dumps([k, extra], default=str).encode("utf-8")).hexdigest()
+    return hashlib.sha256(json.dumps([k, None], default=str).encode("utf-8")).hexdigest()
 
 
 def response_head(response_id: str) -> str:
@@ -177,10 +179,27 @@ def heads(kind: Kind, body: dict[str, Any], messages: list[dict[str, Any]], star
     :func:`seed` of the body): element ``k-1`` names the first ``k`` messages."""
     out: list[str] = []
     h = start if start is not None else seed(kind, body)
+    lead = start is None
     for m in messages:
-        h = hashlib.sha256(h.encode("ascii") + b"\x00" + fingerprint(kind, m)).hexdigest()
+        lead = lead and is_system(kind, m)
+        mark = json.dumps(["system", m.get("role")]).encode("utf-8") if lead else fingerprint(kind, m)
+        h = hashlib.sha256(h.encode("ascii") + b"\x00" + mark).hexdigest()
         out.append(h)
     return out
+
+
+def is_system(kind: Kind, message: dict[str, Any]) -> bool:
+    """Whether ``message`` is a system prompt (role ``system`` or ``developer``; Anthropic's
+    ``system`` parameter reads as one, :func:`history`)."""
+    return message.get("role") in ("system", "developer") and message.get("type") in (None, "message")
+
+
+def leading_system(kind: Kind, messages: list[dict[str, Any]]) -> int:
+    """How many messages at the start of ``messages`` are system prompts (:func:`is_system`)."""
+    n = 0
+    while n < len(messages) and is_system(kind, messages[n]):
+        n += 1
+    return n
 
 
 def managed_body(kind: Kind, body: dict[str, Any], payload: Any) -> dict[str, Any]:

@@ -1,0 +1,78 @@
+"""What a fresh user of the drop-in endpoint meets (issue 27's review): a system prompt that
+changes between calls, the default budget, paths the proxy does not manage, the header values
+it reads. Real uvicorn, the official SDKs, the stub upstream."""
+from __future__ import annotations
+
+from typing import Any
+
+from ctxwise import ContextManager
+
+from .conftest import Live
+from .stub import Reply
+from .test_routes import anthropic_client, openai_client, session_messages
+
+
+def _events(live: Live, tenant: str, user: str, sid: str) -> list[dict[str, Any]]:
+    live.settle()
+    cm = ContextManager(live.store_url)
+    try:
+        return cm.session(f"{tenant}:{user}", sid, create=False).events()
+    finally:
+        cm.close()
+
+
+def test_chat_system_prompt_that_changes_keeps_the_session(live: Live) -> None:
+    live.stub.queue("chat", Reply(text="a"), Reply(text="b"), Reply(text="c"))
+    client = openai_client(live)
+    hist: list[Any] = [{"role": "user", "content": "plan the trip"}]
+    sids = []
+    for t in range(3):
+        msgs = [{"role": "system", "content": f"You are helpful. Current time: 12:0{t}:00"}, *hist]
+        raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs)
+        assert raw.headers.get("x-ctxwise-branched-from") is None
+        sids.append(raw.headers["x-ctxwise-session"])
+        hist += [{"role": "assistant", "content": raw.parse().choices[0].message.content},
+                 {"role": "user", "content": f"step {t}"}]
+    assert len(set(sids)) == 1
+    seen = live.stub.of("chat")
+    assert [s.json["messages"][0]["content"] for s in seen] == [f"You are helpful. Current time: 12:0{t}:00"
+                                                                for t in range(3)]
+    assert [m["role"] for m in seen[2].json["messages"]] == ["system", "user", "assistant", "user", "assistant", "user"]
+    stored = session_messages(live, "acme", "proxy", sids[0])
+    assert stored[0].blocks[0].text == "You are helpful. Current time: 12:02:00"
+    assert sum(1 for m in stored if m.role == "system") == 1
+    replaced = [e for e in _events(live, "acme", "proxy", sids[0]) if e["stage"] == "system_replaced"]
+    assert len(replaced) == 2 and replaced[0]["affected_ids"] == [stored[0].id]
+
+
+def test_named_session_with_changing_system_does_not_branch(live: Live) -> None:
+    live.stub.queue("chat", Reply(text="a"), Reply(text="b"))
+    client = openai_client(live, **{"X-Ctxwise-Session": "drift"})
+    hist: list[Any] = [{"role": "user", "content": "go"}]
+    sids = []
+    for t in range(2):
+        raw = client.chat.completions.with_raw_response.create(
+            model="gpt-4o", messages=[{"role": "system", "content": f"cwd #{t}"}, *hist])
+        sids.append(raw.headers["x-ctxwise-session"])
+        hist += [{"role": "assistant", "content": raw.parse().choices[0].message.content},
+                 {"role": "user", "content": "next"}]
+    assert sids == ["drift", "drift"]
+
+
+def test_anthropic_system_param_that_changes_keeps_the_session(live: Live) -> None:
+    live.stub.queue("messages", Reply(text="a"), Reply(text="b"), Reply(text="c"))
+    client = anthropic_client(live)
+    hist: list[Any] = [{"role": "user", "content": "status?"}]
+    sids = []
+    for t in range(3):
+        raw = client.messages.with_raw_response.create(model="claude-sonnet-4-5", max_tokens=50,
+                                                       system=f"system, cwd status #{t}", messages=hist)
+        assert raw.headers.get("x-ctxwise-branched-from") is None
+        sids.append(raw.headers["x-ctxwise-session"])
+        hist += [{"role": "assistant", "content": raw.parse().content[0].text}, {"role": "user", "content": f"step {t}"}]
+    assert len(set(sids)) == 1
+    seen = live.stub.of("messages")
+    systems = [s.json["system"] if isinstance(s.json["system"], str) else s.json["system"][0]["text"] for s in seen]
+    assert systems == [f"system, cwd status #{t}" for t in range(3)]
+    stored = session_messages(live, "acme", "proxy", sids[0])
+    assert stored[0].role == "system" and stored[0].blocks[0].text == "system, cwd status #2"
