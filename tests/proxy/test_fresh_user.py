@@ -3,11 +3,15 @@ changes between calls, the default budget, paths the proxy does not manage, the 
 it reads. Real uvicorn, the official SDKs, the stub upstream."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from ctxwise import ContextManager
+import openai
+import pytest
 
-from .conftest import Live
+from ctxwise import ContextManager, Policy
+
+from .conftest import Live, running
 from .stub import Reply
 from .test_routes import anthropic_client, openai_client, session_messages
 
@@ -76,3 +80,26 @@ def test_anthropic_system_param_that_changes_keeps_the_session(live: Live) -> No
     assert systems == [f"system, cwd status #{t}" for t in range(3)]
     stored = session_messages(live, "acme", "proxy", sids[0])
     assert stored[0].role == "system" and stored[0].blocks[0].text == "system, cwd status #2"
+
+
+def test_default_budget_is_in_tokens_and_the_error_names_the_setting(tmp_path: Path) -> None:
+    from ctxwise.proxy.conversation import DEFAULT_BUDGET_TOKENS
+
+    with running(tmp_path, Policy.from_env({})) as lv:  # no budget configured
+        lv.stub.queue("chat", Reply(text="read it"))
+        client = openai_client(lv)
+        big = "word " * 24_000  # 120,000 characters, about 24,000 tokens
+        raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=[{"role": "user", "content": big}])
+        assert raw.status_code == 200 and lv.stub.of("chat")[0].json["messages"][0]["content"] == big
+        sid = raw.headers["x-ctxwise-session"]
+        lv.settle()
+        cm = ContextManager(lv.store_url)
+        try:
+            s = cm.session("acme:proxy", sid, create=False)
+            assert (s.policy.budget, s.policy.unit) == (DEFAULT_BUDGET_TOKENS, "tokens")
+        finally:
+            cm.close()
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "word " * 120_000}])
+        assert "CTXWISE_BUDGET" in str(e.value) and "--config" in str(e.value)
+        assert len(lv.stub.of("chat")) == 1

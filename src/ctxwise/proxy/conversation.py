@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from datetime import datetime, timezone
 
-from .. import Message, Prepared, Replace, Session, SessionConflict, SessionNotFound, ToolResultBlock, ToolUseBlock
+from .. import Message, Policy, Prepared, Replace, Session, SessionConflict, SessionNotFound, ToolResultBlock, ToolUseBlock
 from ..compaction import Budgeting
 from ..formats import from_anthropic, from_openai, from_responses
 from ..server.core import Server
@@ -36,6 +36,20 @@ T = TypeVar("T")
 
 BRANCH_TRIGGER = "history_rewritten"
 """The ``trigger`` of the ``branched`` event a proxied branch records (:meth:`ctxwise.Session.record_branch`)."""
+
+DEFAULT_BUDGET_TOKENS = 100_000
+"""The budget of a proxied session, in tokens, when the server's policy sets none (no
+``CTXWISE_BUDGET``, no ``budget`` in the ``--config`` file, no preset that sets one): the
+library's own default (100,000 characters) would refuse requests every current model takes.
+ctxwise keeps no table of model context windows, so one default serves every model; it fits
+inside the window of every current OpenAI and Anthropic chat model (128,000 tokens and more).
+With ``CTXWISE_UNIT=chars`` set and no budget: :data:`DEFAULT_BUDGET_CHARS`."""
+
+DEFAULT_BUDGET_CHARS = 400_000
+"""The budget of a proxied session, in characters, when the unit is set to ``chars`` and the budget is not."""
+
+BUDGET_SETTING = "CTXWISE_BUDGET (and CTXWISE_UNIT), or budget in the ctxwise serve --config file"
+"""Where a proxied session's budget is set (named by the error a request over it gets)."""
 
 DEFAULT_USER = "proxy"
 """The user id of a proxied session whose client sent no ``X-Ctxwise-User``."""
@@ -150,7 +164,7 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
     try:
         with _alongside(server, store, call, rows) as rider:
             if call.start == 0:
-                policy = server.policy.model_copy(update={"provider": route.provider})
+                policy = session_policy(server.policy, route.provider)
                 s = server.manager.session(server.store_user(call.tenant, call.user_id), call.session_id,
                                            policy=policy, create=True)
                 call.prepared = op(s, None)
@@ -165,6 +179,19 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
     if rider is None or not rider.done:
         store.write(rows)
     return call
+
+
+def session_policy(policy: Policy, provider: str) -> Policy:
+    """The policy a new proxied session of ``provider`` gets: the server's ``policy`` with that
+    provider, and, when the policy sets no budget (``budget`` not among its set fields),
+    :data:`DEFAULT_BUDGET_TOKENS` tokens (:data:`DEFAULT_BUDGET_CHARS` when the unit is set to
+    characters)."""
+    update: dict[str, Any] = {"provider": provider}
+    if "budget" not in policy.model_fields_set:
+        chars = "unit" in policy.model_fields_set and policy.unit == "chars"
+        update.update(budget=DEFAULT_BUDGET_CHARS if chars else DEFAULT_BUDGET_TOKENS,
+                      unit="chars" if chars else "tokens")
+    return policy.model_copy(update=update)
 
 
 SYSTEM_TRIGGER = "system_prompt_changed"

@@ -37,11 +37,11 @@ from starlette.requests import Request
 from starlette.types import Message as AsgiMessage
 from starlette.types import Receive, Scope, Send
 
-from .. import CtxwiseError, PolicyError, SessionConflict
+from .. import ContextBudgetExceeded, CtxwiseError, PolicyError, SessionConflict
 from ..server.core import Server
 from . import recall, telemetry
 from .auth import split_key_path, tenant_key, unauthorized_body
-from .conversation import Call, UnmanagedResponse, begin, finish, pending, recall_round
+from .conversation import BUDGET_SETTING, Call, UnmanagedResponse, begin, finish, pending, recall_round
 from .heads import HeadStore
 from .replies import DEFAULT_DELAY, Pending, Replies
 from .stream import Assembler
@@ -215,7 +215,8 @@ class Proxy:
             await self._forward(send, route, raw, out, None, body.get("stream") is True, receive)
             return
         except (WireError, CtxwiseError) as e:
-            await _json(send, 400, error_body(route.family, 400, f"ctxwise: {e}"))
+            hint = f" (the budget is set by {BUDGET_SETTING})" if isinstance(e, ContextBudgetExceeded) else ""
+            await _json(send, 400, error_body(route.family, 400, f"ctxwise: {e}{hint}"))
             return
         if found is None:
             await _json(send, 401, unauthorized_body(route.family, _NO_KEY))
