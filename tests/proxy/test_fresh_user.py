@@ -3,15 +3,18 @@ changes between calls, the default budget, paths the proxy does not manage, the 
 it reads. Real uvicorn, the official SDKs, the stub upstream."""
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
+import anthropic
+import httpx
 import openai
 import pytest
 
 from ctxwise import ContextManager, Policy
 
-from .conftest import Live, running
+from .conftest import PROVIDER_KEY, Live, running
 from .stub import Reply
 from .test_routes import anthropic_client, openai_client, session_messages
 
@@ -103,3 +106,58 @@ def test_default_budget_is_in_tokens_and_the_error_names_the_setting(tmp_path: P
             client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "word " * 120_000}])
         assert "CTXWISE_BUDGET" in str(e.value) and "--config" in str(e.value)
         assert len(lv.stub.of("chat")) == 1
+
+
+def test_unmanaged_paths_pass_through_under_the_key_segment(live: Live) -> None:
+    key = live.keys["a"]
+    oc = openai.OpenAI(base_url=f"{live.url}/k/{key}/v1", api_key=PROVIDER_KEY, max_retries=0)
+    assert [m.id for m in oc.models.list()] == ["stub-model"]
+    assert oc.embeddings.create(model="e", input="hi").data[0].embedding == [0.25, 0.5]
+    ac = anthropic.Anthropic(base_url=f"{live.url}/k/{key}", api_key=PROVIDER_KEY, max_retries=0)
+    assert ac.messages.batches.list(limit=5).data == []
+    # a trailing slash on a managed route is that route
+    r = httpx.post(f"{live.url}/k/{key}/v1/chat/completions/", json={"model": "m", "messages": [
+        {"role": "user", "content": "hi"}]}, headers={"authorization": f"Bearer {PROVIDER_KEY}"})
+    assert r.status_code == 200 and r.headers["x-ctxwise-session"]
+    paths = [(m, p, q) for m, p, q, _ in live.stub.other]
+    assert paths == [("GET", "/v1/models", ""), ("POST", "/v1/embeddings", ""), ("GET", "/v1/messages/batches", "limit=5")]
+    for _, _, _, h in live.stub.other:
+        assert not any(k.startswith("x-ctxwise") for k in h) and key not in str(h)
+    assert live.stub.other[0][3]["authorization"] == f"Bearer {PROVIDER_KEY}"
+    assert PROVIDER_KEY in (live.stub.other[2][3].get("x-api-key") or live.stub.other[2][3]["authorization"])
+    assert live.stub.other[2][3]["anthropic-version"]
+
+
+def test_unmanaged_paths_with_the_header_and_without_a_key(live: Live) -> None:
+    oc = openai_client(live)
+    assert [m.id for m in oc.models.list()] == ["stub-model"]
+    bad = openai.OpenAI(base_url=f"{live.url}/k/wrong-key/v1", api_key=PROVIDER_KEY, max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        bad.models.list()
+    r = httpx.get(f"{live.url}/k/{live.keys['a']}")
+    assert r.status_code == 404 and "/k/<key>/v1" in r.json()["error"]["message"]
+    assert len(live.stub.other) == 1  # neither reached the upstream
+
+
+def test_key_segment_masked_in_every_uvicorn_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    import logging.config
+
+    from ctxwise.proxy.auth import uvicorn_log_config
+
+    config = uvicorn_log_config()
+    logging.config.dictConfig(config)
+    stream = io.StringIO()
+    for name in ("default", "access"):
+        handler = logging.getLogger("uvicorn" if name == "default" else "uvicorn.access").handlers[0]
+        handler.setStream(stream)  # type: ignore[attr-defined]
+    secret = "ctxw_SECRETKEY123"
+    logging.getLogger("uvicorn.access").info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:1", "GET",
+                                             f"/k/{secret}/v1/models?x=1", "1.1", 200)
+    logging.getLogger("uvicorn.asgi").log(5, "%s ASGI [%d] Started scope=%s", "127.0.0.1:1", 1,
+                                          {"path": f"/k/{secret}/nope", "raw_path": f"/k/{secret}/nope".encode()})
+    logging.getLogger("uvicorn.error").warning(f"Invalid HTTP request at /k/{secret}/")
+    logging.getLogger("uvicorn.asgi").setLevel(1)
+    logging.getLogger("uvicorn.asgi").log(5, "%s ASGI [%d] Started scope=%s", "127.0.0.1:1", 2,
+                                          {"path": f"/k/{secret}/nope", "raw_path": f"/k/{secret}/nope".encode()})
+    out = stream.getvalue()
+    assert secret not in out and out.count("/k/***") >= 3
