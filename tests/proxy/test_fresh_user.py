@@ -161,3 +161,39 @@ def test_key_segment_masked_in_every_uvicorn_log_line(caplog: pytest.LogCaptureF
                                           {"path": f"/k/{secret}/nope", "raw_path": f"/k/{secret}/nope".encode()})
     out = stream.getvalue()
     assert secret not in out and out.count("/k/***") >= 3
+
+
+def _marks(body: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(where, cache_control) of every mark in a Messages request, in request order."""
+    out: list[tuple[str, Any]] = []
+    system = body.get("system")
+    for b in system if isinstance(system, list) else []:
+        if "cache_control" in b:
+            out.append(("system:" + b["text"], b["cache_control"]))
+    for m in body["messages"]:
+        for b in m["content"] if isinstance(m["content"], list) else []:
+            if "cache_control" in b:
+                out.append((f"{m['role']}:{b.get('text')}", b["cache_control"]))
+    return out
+
+
+def test_anthropic_marks_are_the_clients_marks_of_this_request(live: Live) -> None:
+    live.stub.queue("messages", *[Reply(text=f"ok {t}") for t in range(5)])
+    client = anthropic_client(live)
+    system = [{"type": "text", "text": "You are a coding agent.", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
+    hist: list[Any] = []
+    for turn in range(5):
+        hist.append({"role": "user", "content": [{"type": "text", "text": f"turn {turn}"}]})
+        sent = [{**m, "content": [dict(b) for b in m["content"]]} for m in hist]
+        sent[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}  # the moving breakpoint
+        # the system mark is dropped by the client on its last call
+        sys_now = system if turn < 4 else [{"type": "text", "text": "You are a coding agent."}]
+        r = client.messages.create(model="claude-sonnet-4-5", max_tokens=20, system=sys_now,  # type: ignore[arg-type]
+                                   messages=sent)
+        hist.append({"role": "assistant", "content": [{"type": "text", "text": r.content[0].text}]})  # type: ignore[union-attr]
+    seen = [s.json for s in live.stub.of("messages")]
+    assert live.stub.invalid == []
+    for turn in range(4):
+        assert _marks(seen[turn]) == [("system:You are a coding agent.", {"type": "ephemeral", "ttl": "1h"}),
+                                      (f"user:turn {turn}", {"type": "ephemeral"})]
+    assert _marks(seen[4]) == [("user:turn 4", {"type": "ephemeral"})]
