@@ -197,3 +197,34 @@ def test_anthropic_marks_are_the_clients_marks_of_this_request(live: Live) -> No
         assert _marks(seen[turn]) == [("system:You are a coding agent.", {"type": "ephemeral", "ttl": "1h"}),
                                       (f"user:turn {turn}", {"type": "ephemeral"})]
     assert _marks(seen[4]) == [("user:turn 4", {"type": "ephemeral"})]
+
+
+def test_header_values_are_checked_and_read_as_utf8(live: Live) -> None:
+    url = live.openai_base + "/chat/completions"
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    base = {"x-ctxwise-key": live.keys["a"], "authorization": f"Bearer {PROVIDER_KEY}"}
+    for header, value, rule in (("X-Ctxwise-Session", b"a/b", "X-Ctxwise-Session 'a/b'"),
+                                ("X-Ctxwise-User", b"x" * 191, "1-190 characters"),
+                                ("X-Ctxwise-Session", b"\xff\xfe", "not UTF-8"),
+                                ("X-Ctxwise-Recall", b"garbage", "X-Ctxwise-Recall 'garbage'")):
+        r = httpx.post(url, json=body, headers={**base, header: value})  # type: ignore[dict-item]
+        assert r.status_code == 400 and rule in r.json()["error"]["message"], (header, r.text)
+    assert live.stub.of("chat") == []
+    live.stub.queue("chat", Reply(text="ok"))
+    r = httpx.post(url, json=body, headers={**base, "X-Ctxwise-Session": "café-1".encode(),  # type: ignore[dict-item]
+                                            "X-Ctxwise-Recall": "TRUE"})
+    assert r.status_code == 200
+    assert r.headers.raw[[k.lower() for k, _ in r.headers.raw].index(b"x-ctxwise-session")][1] == "café-1".encode()
+    tools = live.stub.of("chat")[0].json.get("tools") or []
+    assert any(t["function"]["name"] == "recall_tool_result" for t in tools)  # TRUE means on
+    assert [m.role for m in session_messages(live, "acme", "proxy", "café-1")] == ["user", "assistant"]
+
+
+def test_empty_messages_get_an_http_shaped_message(live: Live) -> None:
+    with pytest.raises(openai.BadRequestError) as e:
+        openai_client(live).chat.completions.create(model="gpt-4o", messages=[])
+    assert "messages: no message to answer" in str(e.value) and "append()" not in str(e.value)
+    with pytest.raises(anthropic.BadRequestError) as e2:
+        anthropic_client(live).messages.create(model="claude-sonnet-4-5", max_tokens=5, system="s", messages=[])
+    assert "messages: no message to answer" in str(e2.value)
+    assert live.stub.requests == []

@@ -29,7 +29,7 @@ from ..formats import from_anthropic, from_openai, from_responses
 from ..server.core import Server
 from .heads import Found, HeadStore, heads_rows
 from .replies import Pending, Replies
-from .wire import Route, WireError, heads, history, leading_system, reply_items, response_head
+from .wire import Route, WireError, heads, history, is_system, leading_system, reply_items, response_head
 
 log = logging.getLogger("ctxwise.proxy")
 T = TypeVar("T")
@@ -141,6 +141,9 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
         _after_response(store, call, replies, previous)
     else:
         call.items = history(route.kind, call.body)
+        if not any(not is_system(route.kind, m) for m in call.items):
+            field = "input" if route.kind == "responses" else "messages"
+            raise WireError(f"{field}: no message to answer (the request needs at least one user message)")
         call.chain = heads(route.kind, call.body, call.items)
     found, pending = _map(server, store, call, replies)
     suffix = call.items[call.start:]

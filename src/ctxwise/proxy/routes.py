@@ -207,11 +207,17 @@ class Proxy:
                 await self._forward(send, route, raw, out, None, body.get("stream") is True, receive)
             return
         assert isinstance(body, dict)
-        call = Call(route, "", headers.get(SESSION_HEADER), headers.get(USER_HEADER), body, request=Request(scope))
-        await self._managed(send, receive, call, key, headers, out, raw)
+        try:
+            name, user = (header_id(scope["headers"], h) for h in (SESSION_HEADER, USER_HEADER))
+            recall_on = recall_flag(headers.get(recall.HEADER))
+        except ValueError as e:
+            await _json(send, 400, error_body(route.family, 400, f"ctxwise: {e}"))
+            return
+        call = Call(route, "", name, user, body, request=Request(scope))
+        await self._managed(send, receive, call, key, headers, out, raw, recall_on)
 
     async def _managed(self, send: Send, receive: Receive, call: Call, key: str | None, headers: dict[str, str],
-                       out: dict[str, str], raw: bytes) -> None:
+                       out: dict[str, str], raw: bytes, recall_on: bool = False) -> None:
         """A call ctxwise manages: the key check, mapping, append and prepare in one worker-thread
         hop; then the managed payload upstream and the answer back."""
         route, body = call.route, call.body
@@ -240,7 +246,7 @@ class Proxy:
         span = telemetry.start(self.tracer, call)
         status, reply = 500, None
         try:
-            if headers.get(recall.HEADER, "").lower() == "on":
+            if recall_on:
                 status, reply = await self._recall_rounds(send, route, call, body, out, extra)
             else:
                 status, reply = await self._forward(send, route, managed, out, call, body.get("stream") is True,
@@ -453,6 +459,43 @@ class Proxy:
         except (WireError, CtxwiseError) as e:
             log.warning("proxy: the reply could not be recorded in session %s (%s)", p.call.session_id,
                         type(e).__name__)
+
+
+_ID_MAX = 190
+
+
+def header_id(raw: list[tuple[bytes, bytes]], name: str) -> str | None:
+    """The value of header ``name`` (lower case) among the ASGI ``raw`` headers, read as UTF-8,
+    checked as a session or user id: 1-190 characters, no control characters, no ``/`` (the
+    REST API's id rule, :data:`ctxwise.server.core.ID_PATTERN`, and a session id is a path
+    segment of ``/v1/sessions/<id>``). None when absent. Raises ValueError naming the header
+    and the rule."""
+    value = next((v for k, v in raw if k.decode("latin-1").lower() == name), None)
+    if value is None:
+        return None
+    title = "-".join(p.capitalize() for p in name.split("-"))
+    try:
+        text = value.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise ValueError(f"{title}: not UTF-8 text") from None
+    if not 1 <= len(text) <= _ID_MAX or any(ord(c) < 32 or ord(c) == 127 for c in text) or "/" in text:
+        raise ValueError(f"{title} {text[:40]!r}: an id is 1-{_ID_MAX} characters, without control characters "
+                         f"or '/'")
+    return text
+
+
+_FLAG = {"on": True, "true": True, "1": True, "yes": True, "off": False, "false": False, "0": False, "no": False}
+
+
+def recall_flag(value: str | None) -> bool:
+    """``X-Ctxwise-Recall`` as a switch: on / true / 1 / yes or off / false / 0 / no (any case;
+    absent: off). Raises ValueError naming the header for another value."""
+    if value is None or not value.strip():
+        return False
+    flag = _FLAG.get(value.strip().lower())
+    if flag is None:
+        raise ValueError(f"X-Ctxwise-Recall {value[:20]!r}: expected on or off (also true/false, 1/0, yes/no)")
+    return flag
 
 
 _OWN = ("/v1/sessions", "/v1/users")
