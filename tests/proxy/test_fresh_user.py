@@ -228,3 +228,25 @@ def test_empty_messages_get_an_http_shaped_message(live: Live) -> None:
         anthropic_client(live).messages.create(model="claude-sonnet-4-5", max_tokens=5, system="s", messages=[])
     assert "messages: no message to answer" in str(e2.value)
     assert live.stub.requests == []
+
+
+def test_an_exact_retry_reuses_the_session_and_a_continued_reply_branches(live: Live) -> None:
+    live.stub.queue("chat", Reply(text="first try"), Reply(text="second try"), Reply(text="third"),
+                    Reply(text="fork"))
+    client = openai_client(live)
+    msgs: list[Any] = [{"role": "user", "content": "write a haiku"}]
+    r1 = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs)
+    r2 = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs)  # regenerate
+    sid = r1.headers["x-ctxwise-session"]
+    assert r2.headers["x-ctxwise-session"] == sid and r2.headers.get("x-ctxwise-branched-from") is None
+    stored = session_messages(live, "acme", "proxy", sid)
+    assert [(m.role, m.blocks[0].text) for m in stored] == [("user", "write a haiku"), ("assistant", "second try")]
+    assert [e["stage"] for e in _events(live, "acme", "proxy", sid)].count("popped") == 1
+    # the client goes on from the second reply: same session
+    msgs2 = [*msgs, {"role": "assistant", "content": "second try"}, {"role": "user", "content": "another"}]
+    r3 = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs2)
+    assert r3.headers["x-ctxwise-session"] == sid
+    # the first reply, continued now, is no longer that session's: a branch
+    msgs3 = [*msgs, {"role": "assistant", "content": "first try"}, {"role": "user", "content": "another"}]
+    r4 = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs3)
+    assert r4.headers["x-ctxwise-session"] != sid and r4.headers["x-ctxwise-branched-from"] == sid

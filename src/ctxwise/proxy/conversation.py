@@ -78,6 +78,9 @@ class Call:
     """The session's version after the call's append and prepare (its reply is stored on it)."""
     request: Any = None
     """The starlette Request of the call (the session cache records its timings there)."""
+    retried: bool = False
+    """The call repeats the session's previous call exactly (:func:`_regenerates`): the reply
+    it got is popped and the call continues the session."""
 
 
 def append_items(s: Session, route: Route, items: list[dict[str, Any]],
@@ -153,6 +156,8 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
 
     def op(s: Session, checked: int | None) -> Prepared:
         before = s.version
+        if call.retried and s.messages and s.messages[-1].role == "assistant":
+            s.pop()
         if call.start:
             replace_system(s, route, call.items[:min(call.start, leading_system(route.kind, call.items))])
         append_items(s, route, first, suffix)
@@ -304,6 +309,11 @@ def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None) 
     if found is not None and found.continues:
         call.user_id, call.session_id, call.start = found.user_id, found.session_id, found.count
         return found, pending
+    if found is not None and _regenerates(call, found):
+        store.forget(call.tenant, found.user_id, found.session_id, found.count)
+        call.user_id, call.session_id, call.start, call.retried = found.user_id, found.session_id, found.count, True
+        log.info("proxy: call repeated in session %s: its previous reply is popped", call.session_id)
+        return found, None
     call.user_id = call.user or (found.user_id if found is not None else DEFAULT_USER)
     taken = store.named(call.tenant, call.name) if call.name is not None else 0
     call.session_id = _new_id(call.name, taken)
@@ -314,6 +324,14 @@ def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None) 
         log.info("proxy: history rewritten (shares %d of %d messages with %s): new session %s",
                  found.count, found.latest, found.session_id, call.session_id)
     return found, None
+
+
+def _regenerates(call: Call, found: Found) -> bool:
+    """Whether ``call`` repeats the previous call of ``found``'s session exactly (a regenerate,
+    an SDK retry after the reply was made): its whole history is the session's but for the
+    session's newest head, one reply (Chat, Messages) that no call continued."""
+    return call.route.kind in ("chat", "messages") and len(call.chain) == found.count \
+        and found.latest == found.count + 1
 
 
 def _carries(call: Call, found: Found | None, pending: Pending) -> bool:
