@@ -233,11 +233,12 @@ def test_empty_messages_get_an_http_shaped_message(live: Live) -> None:
 def test_an_exact_retry_reuses_the_session_and_a_continued_reply_branches(live: Live) -> None:
     live.stub.queue("chat", Reply(text="first try"), Reply(text="second try"), Reply(text="third"),
                     Reply(text="fork"))
-    client = openai_client(live)
+    client = openai_client(live, **{"X-Ctxwise-Session": "haiku"})
     msgs: list[Any] = [{"role": "user", "content": "write a haiku"}]
     r1 = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs)
     r2 = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs)  # regenerate
     sid = r1.headers["x-ctxwise-session"]
+    assert sid == "haiku"
     assert r2.headers["x-ctxwise-session"] == sid and r2.headers.get("x-ctxwise-branched-from") is None
     stored = session_messages(live, "acme", "proxy", sid)
     assert [(m.role, m.blocks[0].text) for m in stored] == [("user", "write a haiku"), ("assistant", "second try")]
@@ -250,3 +251,57 @@ def test_an_exact_retry_reuses_the_session_and_a_continued_reply_branches(live: 
     msgs3 = [*msgs, {"role": "assistant", "content": "first try"}, {"role": "user", "content": "another"}]
     r4 = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs3)
     assert r4.headers["x-ctxwise-session"] != sid and r4.headers["x-ctxwise-branched-from"] == sid
+
+
+def test_an_unnamed_exact_repeat_is_another_conversation(live: Live) -> None:
+    live.stub.queue("chat", Reply(text="one"), Reply(text="two"))
+    client = openai_client(live)
+    msgs: list[Any] = [{"role": "user", "content": "hello"}]
+    r1 = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs)
+    r2 = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs)
+    assert r1.headers["x-ctxwise-session"] != r2.headers["x-ctxwise-session"]
+    assert r2.headers.get("x-ctxwise-branched-from") is None
+    for r, text in ((r1, "one"), (r2, "two")):
+        stored = session_messages(live, "acme", "proxy", r.headers["x-ctxwise-session"])
+        assert [(m.role, m.blocks[0].text) for m in stored] == [("user", "hello"), ("assistant", text)]
+
+
+def test_parallel_conversations_that_start_the_same_way_keep_their_own_sessions(live: Live) -> None:
+    import itertools
+    import threading
+
+    counter = itertools.count()
+    live.stub.responder = lambda kind, body: Reply(text=f"reply {next(counter)}")
+    start = threading.Barrier(4)
+    results: dict[int, list[tuple[str, str | None]]] = {}
+    errors: list[BaseException] = []
+
+    def worker(k: int) -> None:
+        try:
+            client = openai_client(live)
+            msgs: list[Any] = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "same start"}]
+            got = []
+            start.wait()
+            for step in range(3):
+                raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs)
+                got.append((raw.headers["x-ctxwise-session"], raw.headers.get("x-ctxwise-branched-from")))
+                msgs += [{"role": "assistant", "content": raw.parse().choices[0].message.content},
+                         {"role": "user", "content": f"worker {k} step {step}"}]
+            results[k] = got
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    assert all(len({sid for sid, _ in results[k]}) == 1 for k in range(4)), results
+    assert len({results[k][0][0] for k in range(4)}) == 4
+    assert all(branched is None for k in range(4) for _, branched in results[k])
+    for k in range(4):
+        stored = session_messages(live, "acme", "proxy", results[k][0][0])
+        users = [m.blocks[0].text for m in stored if m.role == "user"]
+        assert users == ["same start", f"worker {k} step 0", f"worker {k} step 1"]
+        assert [m.role for m in stored] == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]

@@ -149,6 +149,8 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
             raise WireError(f"{field}: no message to answer (the request needs at least one user message)")
         call.chain = heads(route.kind, call.body, call.items)
     found, pending = _map(server, store, call, replies)
+    if replies is not None:  # the route counts it down when the upstream's answer is over
+        replies.flying((call.tenant, call.user_id, call.session_id), 1)
     suffix = call.items[call.start:]
     first: list[dict[str, Any]] = []
     if pending is not None:
@@ -181,6 +183,8 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
             else:
                 call.prepared = _run(server, call, op, expected=pending.version if pending is not None else None)
     except BaseException:
+        if replies is not None:
+            replies.flying((call.tenant, call.user_id, call.session_id), -1)
         if pending is not None and replies is not None:
             replies.put_back(pending)
         raise
@@ -298,7 +302,7 @@ def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None) 
     """Set the call's session (``user_id``, ``session_id``, ``start``, ``branched_from``) and
     take the session's waiting reply when the call carries it (:func:`begin`)."""
     for _ in range(3):
-        found = store.lookup(call.tenant, call.name, call.chain)
+        found = _carried(store.lookup(call.tenant, call.name, call.chain), call, replies)
         pending = replies.take((call.tenant, found.user_id, found.session_id)) \
             if replies is not None and found is not None and found.continues else None
         if pending is None or _carries(call, found, pending):
@@ -306,10 +310,12 @@ def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None) 
         replies.put_back(pending)  # type: ignore[union-attr]  # stored now: the call is a rewrite of that turn
     else:
         pending = None
-    if found is not None and found.continues:
+    if found is not None and found.continues and not (
+            call.name is None and pending is None and len(call.chain) == found.count and replies is not None
+            and replies.flying((call.tenant, found.user_id, found.session_id), 0)):
         call.user_id, call.session_id, call.start = found.user_id, found.session_id, found.count
         return found, pending
-    if found is not None and _regenerates(call, found):
+    if found is not None and call.name is not None and _regenerates(call, found):
         store.forget(call.tenant, found.user_id, found.session_id, found.count)
         call.user_id, call.session_id, call.start, call.retried = found.user_id, found.session_id, found.count, True
         log.info("proxy: call repeated in session %s: its previous reply is popped", call.session_id)
@@ -319,11 +325,29 @@ def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None) 
     call.session_id = _new_id(call.name, taken)
     if call.name is not None and taken == 0 and _exists(server, call):
         call.session_id = _new_id(call.name, 1)  # a session of that name made outside the proxy
+    if found is not None and call.name is None and len(call.chain) == found.count:
+        # the whole history is a prefix another conversation holds (parallel conversations that
+        # start the same way): another conversation, not a rewrite of that one
+        return None, None
     if found is not None:
         call.branched_from = found.session_id
         log.info("proxy: history rewritten (shares %d of %d messages with %s): new session %s",
                  found.count, found.latest, found.session_id, call.session_id)
     return found, None
+
+
+def _carried(found: Found | None, call: Call, replies: Replies | None) -> Found | None:
+    """``found``, or the session of a reply still waiting in ``replies`` that the call's history
+    carries when that is a longer prefix: several sessions may hold the same prefix (parallel
+    conversations that start the same way), and the reply the call carries says which one it
+    continues before the reply is stored."""
+    p = replies.carried(call.tenant, call.name, call.chain) if replies is not None else None
+    if p is None:
+        return found
+    n = len(p.call.chain)
+    if found is not None and found.count >= n + len(p.chain):
+        return found
+    return Found(n, p.call.user_id, p.call.session_id, p.call.name or "", n)
 
 
 def _regenerates(call: Call, found: Found) -> bool:

@@ -245,6 +245,7 @@ class Proxy:
         extra.append((b"server-timing", f"ctxwise;dur={took:.2f}, prepare;dur={call.prepared.latency_ms:.2f}".encode()))
         span = telemetry.start(self.tracer, call)
         status, reply = 500, None
+        flying = (call.tenant, call.user_id, call.session_id)  # counted in flight by begin()
         try:
             if recall_on:
                 status, reply = await self._recall_rounds(send, route, call, body, out, extra)
@@ -252,6 +253,7 @@ class Proxy:
                 status, reply = await self._forward(send, route, managed, out, call, body.get("stream") is True,
                                                     receive, extra)
         finally:
+            self.replies.flying(flying, -1)
             telemetry.end(span, status, reply)
 
     async def passthrough(self, scope: Scope, receive: Receive, send: Send, path: str, rest: str) -> None:
