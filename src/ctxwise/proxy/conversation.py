@@ -12,6 +12,13 @@ came from: a ``branched`` event in the new session (trigger :data:`BRANCH_TRIGGE
 of the heads table (:meth:`HeadStore.branches`), the ``X-Ctxwise-Branched-From`` response
 header and one INFO log line. The session it left is kept
 as it was. It is never refused for that.
+
+Not rewrites: a system prompt that changed (the stored one is replaced,
+:func:`replace_system`); with ``X-Ctxwise-Session``, an exact repeat of the session's previous
+call (its reply is popped, :func:`_regenerates`); without it, a history that is exactly a
+prefix another session holds, or that repeats a call still in flight, is another conversation
+(a new session, no branch link), and a prefix several sessions hold maps to the one whose
+waiting reply the call carries (:meth:`~ctxwise.proxy.replies.Replies.carried`).
 """
 from __future__ import annotations
 

@@ -17,8 +17,10 @@ A Responses call that sends only its new input after ``previous_response_id`` co
 session whose newest reply that is (:func:`~ctxwise.proxy.conversation.begin`): the upstream
 gets the whole managed context, without ``previous_response_id``. Passed through unmanaged
 (forwarded as sent, nothing stored): ``count_tokens``, and a ``previous_response_id`` that is
-not the newest reply of a session of the tenant (made elsewhere, or an earlier one).
+not the newest reply of a session of the tenant (made elsewhere, or an earlier one), and
+every other path under ``/k/<key>/`` or sent with ``X-Ctxwise-Key`` (:meth:`Proxy.passthrough`).
 """
+
 from __future__ import annotations
 
 import json
