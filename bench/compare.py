@@ -341,7 +341,7 @@ class Ctxwise:
         elif result is not None:  # the replay's own measures must agree with ours
             m = result.measures
             if m.input_tokens != s.tokens or abs(m.cost - s.cost) > 1e-6 * max(1.0, s.cost) \
-                    or abs(m.floor - s.floors["flat 0.1"]) > 1e-6 * max(1.0, m.floor):
+                    or abs(m.reference_fb - s.floors["flat 0.1"]) > 1e-6 * max(1.0, m.reference_fb):
                 self.mismatches.append(f"{conv.name}: replay {m.as_dict()} vs bench tokens={s.tokens} cost={s.cost}")
         return s
 

@@ -157,7 +157,9 @@ class _Replay:
             self.session.append(self.pending)
         m = self.res.measures
         flat = PriceModel("flat", read=self.cache_ratio)
-        m.floor, m.floor_priced = (floor_of(self.floor_calls, model) for model in (flat, self.prices))
+        m.reference_fb, m.reference_fb_priced = (floor_of(self.floor_calls, model) for model in (flat, self.prices))
+        breaks = [i for i, c in enumerate(self.res.calls) if c.rebilled is not None]
+        m.bought = list(metrics.calls_bought(breaks, len(self.res.calls)))
         return self.res
 
     def take(self, m: Message) -> None:
@@ -236,6 +238,7 @@ class _Replay:
         idle = idle_seconds(self.history)
         served = 0 if idle is not None and self.prices.is_cold(idle) else cached
         support, violations, wire = self._checks(p, sent, view, output)
+        loop = self._loop(view, output)
         full_view = metrics.as_sent(self.history, self.policy.provider)
         call = CallRecord(
             round=round_, size_before=p.size_before, size=p.size, chars=p.chars,
@@ -245,10 +248,21 @@ class _Replay:
             priced=self.prices.call_cost(tokens, served), full_tokens=self.tok.count(full_view),
             needed_norm=len(support.needed_norm), missing_norm=support.missing_norm,
             recoverable=support.recoverable, idle=idle, predicted_cached=self.prices.cached_tokens(tokens, served),
-            reported=_reported(output),
+            reported=_reported(output), task=loop[0], anchors=loop[1], fresh=loop[2],
+            rebilled=metrics.call_break(self.previous, view, self.tok),
         )
         self.floor_calls.append((call.full_tokens, self._floor_budget(call, full_view)))
         return call, view
+
+    def _loop(self, view: list[Message], output: Message) -> tuple[tuple[int, int], ...]:
+        """The long-loop measures of one call, each ``(supported, needed)``: task recall,
+        edit-anchor recall, working-file freshness (:mod:`ctxwise.replay.metrics`; all
+        ``(0, 0)`` when not measuring)."""
+        if not self.measure:
+            return (0, 0), (0, 0), (0, 0)
+        h, p, o = [self.history], [view], [output]
+        got = (metrics.task_recall(h, p), metrics.edit_anchor_recall(h, p, o), metrics.working_file_freshness(h, p, o))
+        return tuple((r.supported, r.needed) for r in got)
 
     def _floor_budget(self, call: CallRecord, full_view: list[Message]) -> float:
         """B_t of the floor: the budget for a tokens budget; for a chars budget, the tokens
