@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 from ..distill import distill
 from ..messages import Message, ToolResultBlock, ToolUseBlock
 from ..nesting import loads
-from ..resources import access_of, log_verdicts, shell_access, shown_values
+from ..resources import Access, access_of, log_verdicts, shell_access, shown_values
 from ..salient import salient_values
 from ..task import is_harness_text
 from .base import SummaryResult
@@ -295,29 +295,36 @@ def _read_loop_action(b: ToolResultBlock, use: ToolUseBlock, sec: dict[str, list
     acc = access_of(use)
     if acc is None or acc.key.startswith(("query:", "url:", "arg:", "task:")):
         return False
+    failed = " (failed)" if b.state == "error" else ""
     if acc.key.startswith("path:"):
-        path = acc.key[5:]
-        failed = " (failed)" if b.state == "error" else ""
-        if acc.action == "view":
-            shown = shown_values(b.text, acc, VIEW_CHARS) or path
-            _put(sec["Files read"], path, shown + failed)
-        elif use.name == "Write" or use.input.get("command") == "create" or (
-                "<<" in str(use.input.get("command", "")) and acc.action == "edit"):
-            _put(sec["Files created or rewritten"], path, path + failed)
-        else:
-            _edited(sec, path, failed, edit_text(use))
-            for other in shell_edits(use):  # `sed -i ... a.py && sed -i ... b.py`: b.py is edited too
-                if other != path:
-                    _edited(sec, other, failed, "")
+        _file_action(b, use, acc, sec, failed)
         return True
     for other in shell_edits(use):  # a command run that also edits files (`cd r && make && sed -i ...`)
-        _edited(sec, other, " (failed)" if b.state == "error" else "", "")
+        _edited(sec, other, failed, "")
     cmd = acc.key[len("command:"):]
     cmd = cmd if len(cmd) <= COMMAND_CHARS else cmd[:COMMAND_CHARS - 1] + "…"
     found = findings(b.text, {b.tool_use_id})
     outcome = "; ".join(log_verdicts(b.text) + ([found] if found else [])) or _first_sentence(b.text, 120) or "no output"
-    sec["Commands run and outcomes"].append(f"`{cmd}` -> {'failed: ' if b.state == 'error' else ''}{outcome}")
+    sec["Commands run and outcomes"].append(f"`{cmd}` -> {'failed: ' if failed else ''}{outcome}")
     return True
+
+
+def _file_action(b: ToolResultBlock, use: ToolUseBlock, acc: Access, sec: dict[str, list[str]], failed: str) -> None:
+    """Record a call on a file (``acc`` keyed ``path:``) in ``sec``: a view under "Files read",
+    a whole write under "Files created or rewritten", else an edit of that file and of every
+    other file a chained shell command edits."""
+    path = acc.key[5:]
+    if acc.action == "view":
+        shown = shown_values(b.text, acc, VIEW_CHARS) or path
+        _put(sec["Files read"], path, shown + failed)
+    elif use.name == "Write" or use.input.get("command") == "create" or (
+            "<<" in str(use.input.get("command", "")) and acc.action == "edit"):
+        _put(sec["Files created or rewritten"], path, path + failed)
+    else:
+        _edited(sec, path, failed, edit_text(use))
+        for other in shell_edits(use):  # `sed -i ... a.py && sed -i ... b.py`: b.py is edited too
+            if other != path:
+                _edited(sec, other, failed, "")
 
 
 def _edited(sec: dict[str, list[str]], path: str, failed: str, written: str) -> None:
