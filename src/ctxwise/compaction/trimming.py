@@ -178,7 +178,8 @@ RECALLED_NOTE = (
 characters are then one recall away, from a later offset, so no call is sent back for the same
 body); else :data:`RECALLED_AGAIN`."""
 RECALLED_FROM = '; they start at character {offset} of the original: {name}("{key}", offset={offset})'
-RECALLED_AGAIN = "; recalling the same page again returns the same page, cut the same way while the context is this full"
+RECALLED_AGAIN = ("; recalling the same page again returns the same page, cut the same way while the context is "
+                  "this full")
 PAGE_NOTE_RX = re.compile(r'\[ctxwise: characters (\d+)\u2013\d+ of \d+ of this result; the next page: '
                           r'(\w+)\("(.*)", offset=\d+\)\]\s*$')
 """The note that ends a recalled page that is not the last (:data:`ctxwise.recall.PAGE_NOTE`):

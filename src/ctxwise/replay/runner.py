@@ -27,7 +27,7 @@ from . import metrics
 from .breakdown import breakdown
 from .records import CallRecord, Measures, RoundRecord, SessionResult
 
-__all__ = ["MEASURE_TOKENIZER", "CallRecord", "Measures", "RoundRecord", "SessionResult", "describe", "floor_of",
+__all__ = ["MEASURE_TOKENIZER", "CallRecord", "Measures", "RoundRecord", "SessionResult", "describe", "reference_fb_of",
            "replay_conversation", "rounds_text"]
 
 MEASURE_TOKENIZER = "o200k_base"
@@ -134,7 +134,7 @@ class _Replay:
         self.full_size = 0
         self.seen_user = False
         self.call_slot: dict[str, tuple[RoundRecord, int]] = {}
-        self.floor_calls: list[tuple[int, float]] = []
+        self.reference_calls: list[tuple[int, float]] = []
         result.measures.prices = self.prices.name
 
     def feed(self, m: Message) -> None:
@@ -157,7 +157,8 @@ class _Replay:
             self.session.append(self.pending)
         m = self.res.measures
         flat = PriceModel("flat", read=self.cache_ratio)
-        m.reference_fb, m.reference_fb_priced = (floor_of(self.floor_calls, model) for model in (flat, self.prices))
+        m.reference_fb, m.reference_fb_priced = (reference_fb_of(self.reference_calls, model)
+                                                 for model in (flat, self.prices))
         breaks = [i for i, c in enumerate(self.res.calls) if c.rebilled is not None]
         m.bought = list(metrics.calls_bought(breaks, len(self.res.calls)))
         return self.res
@@ -251,7 +252,7 @@ class _Replay:
             reported=_reported(output), task=loop[0], anchors=loop[1], fresh=loop[2],
             rebilled=metrics.call_break(self.previous, view, self.tok),
         )
-        self.floor_calls.append((call.full_tokens, self._floor_budget(call, full_view)))
+        self.reference_calls.append((call.full_tokens, self._reference_budget(call, full_view)))
         return call, view
 
     def _loop(self, view: list[Message], output: Message) -> tuple[tuple[int, int], ...]:
@@ -264,8 +265,8 @@ class _Replay:
         got = (metrics.task_recall(h, p), metrics.edit_anchor_recall(h, p, o), metrics.working_file_freshness(h, p, o))
         return tuple((r.supported, r.needed) for r in got)
 
-    def _floor_budget(self, call: CallRecord, full_view: list[Message]) -> float:
-        """B_t of the floor: the budget for a tokens budget; for a chars budget, the tokens
+    def _reference_budget(self, call: CallRecord, full_view: list[Message]) -> float:
+        """B_t of the reference F(B): the budget for a tokens budget; for a chars budget, the tokens
         share of the history the budget holds."""
         if self.policy.unit == "tokens":
             return float(self.policy.effective_budget)
@@ -310,7 +311,7 @@ def replay_conversation(
     return driver.finish()
 
 
-def floor_of(calls: Sequence[tuple[int, float]], prices: PriceModel) -> float:
+def reference_fb_of(calls: Sequence[tuple[int, float]], prices: PriceModel) -> float:
     """F(B) of one conversation from its calls' ``(H_t, B_t)`` (B is constant for a tokens
     budget; for a chars budget it is the tokens share of the history the budget holds)."""
     return metrics.floor_cost([h for h, _ in calls], [b for _, b in calls], prices)
