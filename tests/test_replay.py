@@ -294,3 +294,29 @@ def test_a_run_with_no_edit_shows_no_anchor_recall():
                                 unit="tokens", title="t"))
     row = next(ln for ln in text.splitlines() if "edit-anchor recall" in ln)
     assert "– (none)" in row and "100.0%  (2/2)" in text
+
+
+def test_bench_long_puts_every_budgets_rows_under_a_table_header(tmp_path):
+    """Kind (fresh report, item 11): the 64k and 128k rows of bench/results/long.md had no
+    header row, so markdown did not render them as tables."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("long_bench", REPO / "bench" / "long.py")
+    assert spec is not None and spec.loader is not None
+    long = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = long
+    spec.loader.exec_module(long)
+    files = [Path("a/x.json"), Path("a/y.json")]
+    results = {b: {f"a/{f.name}": {s: long.Score(calls=3, tokens=10, cost=5.0) for s in long.STRATEGIES}
+                   for f in files} for b in (32_000, 64_000, 128_000)}
+    lines = long.report(results, files, tmp_path, "auto").splitlines()
+    totals = lines[lines.index("## Totals"):lines.index("## Per session (ctxwise)")]
+    for k, line in enumerate(totals):
+        if line.startswith("| ") and not line.startswith(("| budget", "| ---")):
+            above = totals[k - 1]
+            assert above.startswith("| "), f"a row outside a table: {line[:40]}"
+    assert sum(1 for ln in totals if ln.startswith("| budget | strategy")) == 3
