@@ -213,3 +213,13 @@ def test_a_shell_command_chaining_edits_names_each_file_edited():
     assert shell_steps("a 'b && c' && d; e || f") == ["a 'b && c'", "d", "e", "f"]
     run = assistant(calls=[("bash", {"command": "make && tee out/log.txt < x"})])
     assert shell_edits(run.tool_uses[0]) == ["out/log.txt"]
+
+
+def test_a_dropped_command_keeps_the_values_of_its_outcome_not_of_its_command():
+    calls = []
+    for k in range(30):
+        call = assistant(calls=[("bash", {"command": f"python scripts/run_step_{k}.py --job build_{k}"})])
+        calls += [call, *results(call, [f"created job JOB-{k:04d}X"])]
+    out = DigestSummarizer().summarize([user("Run every step."), *calls], None, 900).text
+    values = next(ln for ln in out.splitlines() if ln.startswith("- JOB-") or "JOB-0000X" in ln)
+    assert "JOB-0000X" in values and "run_step_0" not in values and "build_0" not in values

@@ -443,6 +443,8 @@ def _fit_sections(sec: dict[str, list[str]], values: list[str], target_chars: in
         item = sec[name].pop(k)
         if name in CODE_SECTIONS:
             return  # paths, line ranges, symbols and code: no value a later answer quotes
+        if name == "Commands run and outcomes":
+            item = item.partition("` -> ")[2]  # the outcome's values, not the command's paths and flags
         said = set(values)
         for v in salient_values(item):
             if _RANGE.fullmatch(v):
