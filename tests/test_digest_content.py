@@ -211,6 +211,11 @@ def test_a_shell_command_chaining_edits_names_each_file_edited():
     assert "/testbed/django/contrib/admin/related_lookups.py" in edited
     assert "/testbed/django/db/models/lookups.py" in edited
     assert shell_steps("a 'b && c' && d; e || f") == ["a 'b && c'", "d", "e", "f"]
+    # the recorded django-14351 command: the second edit on a continued line
+    chained = ("sed -i '/DEBUG: RelatedIn.as_sql/d' django/db/models/fields/related_lookups.py && \\\n"
+               "sed -i '/DEBUG: In.process_rhs/d' django/db/models/lookups.py")
+    assert shell_edits(assistant(calls=[("bash", {"command": chained})]).tool_uses[0]) == [
+        "django/db/models/fields/related_lookups.py", "django/db/models/lookups.py"]
     run = assistant(calls=[("bash", {"command": "make && tee out/log.txt < x"})])
     assert shell_edits(run.tool_uses[0]) == ["out/log.txt"]
 

@@ -341,9 +341,10 @@ def _edited(sec: dict[str, list[str]], path: str, failed: str, written: str) -> 
 
 
 def shell_steps(command: str) -> list[str]:
-    """The steps of a shell command's first line, split at ``&&``, ``||`` and ``;`` outside
-    quotes (a ``sed`` script's own ``;`` stays in its step); blank steps left out."""
-    line = command.strip().split("\n", 1)[0]
+    """The steps of a shell command's first line (with the lines a trailing ``\\`` continues it
+    on), split at ``&&``, ``||`` and ``;`` outside quotes (a ``sed`` script's own ``;`` stays in
+    its step); blank steps left out."""
+    line = re.sub(r"\\\r?\n", " ", command.strip()).split("\n", 1)[0]  # `a && \⏎ b` is one line
     steps, cur, quote, i = [], "", "", 0
     while i < len(line):
         ch = line[i]
