@@ -46,7 +46,8 @@ RECALL_TOOL_NAME = "recall_tool_result"
 RECALL_TOOL_DESCRIPTION = (
     "Fetch the full original output of an earlier tool call whose result was cleared from the "
     "context to save room. Pass the tool_use_id the placeholder names. Use it only when you need "
-    "a detail the placeholder does not show."
+    "a detail the placeholder does not show. A long output comes back in pages: each but the last "
+    "ends with the offset of the next."
 )
 RECALL_PAGE_CHARS = 40_000
 """At most this many characters of an original per recall call: a longer original (a 2 MB
