@@ -294,6 +294,7 @@ def test_a_run_with_no_edit_shows_no_anchor_recall():
                                 unit="tokens", title="t"))
     row = next(ln for ln in text.splitlines() if "edit-anchor recall" in ln)
     assert "– (none)" in row and "100.0%  (2/2)" in text
+    assert change_text("anchor_recall", Measures(), Measures()) == ""  # no edit on either side: no change shown
 
 
 def test_bench_long_puts_every_budgets_rows_under_a_table_header(tmp_path):

@@ -181,6 +181,8 @@ def change_text(key: str, on: Measures, off: Measures) -> str:
     if key in ("input_tokens", "cost", "priced") and getattr(off, key):
         d = round((getattr(on, key) / getattr(off, key) - 1) * 100)
         return f"{d:+d}%" if d else "0%"
+    if key in RATIOS and not (getattr(on, RATIOS[key] + "_needed") or getattr(off, RATIOS[key] + "_needed")):
+        return ""  # nothing to count on either side (no edit): no change to show
     if key in ("recall", "recall_exact", "recall_recoverable", *RATIOS):
         d = round((getattr(on, key) - getattr(off, key)) * 100, 1)
         return f"{d:+.1f} pt" if d else "0 pt"
