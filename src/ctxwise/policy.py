@@ -142,8 +142,10 @@ class Policy(BaseModel):
     """Clearing leaves the current turn alone; only when nothing else makes the call fit are
     its completed cycles (never the in-flight one) cleared as a last resort, with an event."""
     truncate_in_flight: bool = True
-    """Very last resort: cut the in-flight cycle's fresh tool results (head kept, a note says
-    where the full text is) rather than fail, when nothing else is left to remove."""
+    """Very last resort: cut the in-flight cycle's fresh tool results from the middle (their head
+    and their tail kept, where test runners and build tools print their verdicts; a note between
+    them says how much was cut and names the recall call for the full text) rather than fail,
+    when nothing else is left to remove. What is kept is proportional to the result's size."""
     clearable_tools: list[str] = Field(default_factory=lambda: ["*"])
     """Tools whose results may be cleared (``*`` = all)."""
     keep_tools: list[str] = Field(default_factory=list)
