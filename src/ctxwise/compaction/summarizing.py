@@ -33,8 +33,8 @@ from ..summarizers.base import SUMMARY_HEADER, Summarizer
 from ..resources import working_views
 from ..tokens import get_counter
 from ..units import Turn, is_user_input, tool_cycles
-from .context import (Budgeting, StageResult, anchored_indices, body_turns, current_turn_start, inner_cuts,
-                      pinned_indices, task_end)
+from .context import (Budgeting, StageResult, anchored_indices, body_turns, current_turn_start, in_flight_start,
+                      inner_cuts, pinned_indices, splittable, task_end)
 from .events import CompactionEvent
 from .stage import StageInput
 
@@ -132,8 +132,9 @@ class SummaryPlan:
 def plan_summary(messages: list[Message], b: Budgeting, size: int) -> SummaryPlan | None:
     """The cut the summarizing stage would make on ``messages`` (``size`` in the policy unit,
     overhead included), or None when it would not summarize (not due, nothing old enough,
-    too little material). Pure: no summarizer call (see the module doc for the rules)."""
-    p = b.policy
+    too little material). Whole turns before the current one first; when they give no cut, the
+    completed tool cycles of the current turn after its instruction (:func:`loop_span`). Pure:
+    no summarizer call (see the module doc for the rules)."""
     if not summary_due(messages, b, size):
         return None
     spans = body_turns(messages)
@@ -143,8 +144,33 @@ def plan_summary(messages: list[Message], b: Budgeting, size: int) -> SummaryPla
     # anchored instruction is never material (ctxwise.task)
     current = min([current_turn_start(messages)] + [i for i in anchored_indices(messages) if i >= task_end(messages)])
     older = [t for t in spans if t.end <= current]
-    if not older:
+    plan = _plan(messages, b, size, pinned, older) if older else None
+    if plan is None:
+        loop = loop_span(messages, b.policy.provider)
+        plan = None if loop is None else _plan(messages, b, size, pinned, [loop])
+    return plan
+
+
+def loop_span(messages: list[Message], provider: str) -> Turn | None:
+    """The current turn's tool loop as summary material: from right after its latest user-role
+    input that is not a ctxwise summary (the instruction, or a harness notice after it, both
+    kept verbatim; earlier summary segments of the loop stand first in the span) to the
+    in-flight cycle (:func:`~ctxwise.compaction.context.in_flight_start`, never material).
+    Cuts inside it fall between whole tool cycles (:func:`~ctxwise.compaction.context.inner_cuts`).
+    None when the span is empty or the provider binds reasoning to the whole user-to-user span
+    and this one holds some (DeepSeek thinking mode, :func:`~ctxwise.compaction.context.splittable`):
+    summarizing its head would split it."""
+    current = current_turn_start(messages)
+    lo = max(current + 1, task_end(messages))
+    end = in_flight_start(messages)
+    if lo >= end or not splittable(messages, Turn(min(current, lo), len(messages)), provider):
         return None
+    return Turn(lo, end)
+
+
+def _plan(messages: list[Message], b: Budgeting, size: int, pinned: set[int], older: list[Turn]) -> SummaryPlan | None:
+    """:func:`plan_summary` over the candidate spans ``older`` (whole turns, or the current
+    turn's loop alone), oldest first."""
     # Earlier summary segments stand together right after the head; a new pass appends one
     # after them and leaves their text byte-identical (the cached prefix stays warm up to
     # there), unless together they outgrow summary_rollup_share (then all are rolled into one).
