@@ -7,7 +7,11 @@ head and the earlier summary segments up to the cut is the material. The cut
 falls between whole turns; when no such cut works (the keep point is inside the oldest
 turn, one long tool loop), it falls between the tool cycles of that turn, never inside one
 (a parallel batch is one cycle), moving past the one cycle that straddles the keep point
-when keeping it would leave too little to summarize (cases B02, B08). A DeepSeek tool-using
+when keeping it would leave too little to summarize (cases B02, B08). When no turn before the
+current one gives a cut (one instruction, then a long tool loop), the material is the current
+turn's own completed tool cycles after its latest user input (:func:`loop_span`), the
+instruction and the in-flight cycle staying verbatim, cut the same way: one summary buys many
+calls where clearing the loop's results would buy one or two. A DeepSeek tool-using
 span with reasoning is never split. The summary is one user-role message with a header saying it is
 background, not a new instruction (a system message mid-list is rejected by some
 providers); it stands exactly where the material stood. Summaries are incremental (the
