@@ -33,6 +33,7 @@ from typing import Any, Iterable, Sequence
 from ..changes import Hide, InsertSummary
 from ..errors import SummarizerError
 from ..messages import Marker, Message, ProviderBlock, TextBlock
+from ..policy import Policy
 from ..summarizers.base import SUMMARY_HEADER, Summarizer
 from ..resources import working_views
 from ..tokens import get_counter
@@ -150,24 +151,31 @@ def plan_summary(messages: list[Message], b: Budgeting, size: int) -> SummaryPla
     older = [t for t in spans if t.end <= current]
     plan = _plan(messages, b, size, pinned, older) if older else None
     if plan is None:
-        loop = loop_span(messages, b.policy.provider)
+        loop = loop_span(messages, b.policy)
         plan = None if loop is None else _plan(messages, b, size, pinned, [loop])
     return plan
 
 
-def loop_span(messages: list[Message], provider: str) -> Turn | None:
+def loop_span(messages: list[Message], policy: Policy) -> Turn | None:
     """The current turn's tool loop as summary material: from right after its latest user-role
     input that is not a ctxwise summary (the instruction, or a harness notice after it, both
     kept verbatim; earlier summary segments of the loop stand first in the span) to the
     in-flight cycle (:func:`~ctxwise.compaction.context.in_flight_start`, never material).
     Cuts inside it fall between whole tool cycles (:func:`~ctxwise.compaction.context.inner_cuts`).
-    None when the span is empty or the provider binds reasoning to the whole user-to-user span
-    and this one holds some (DeepSeek thinking mode, :func:`~ctxwise.compaction.context.splittable`):
-    summarizing its head would split it."""
+
+    None when the span is empty; when the provider binds reasoning to the whole user-to-user
+    span and this one holds some (DeepSeek thinking mode,
+    :func:`~ctxwise.compaction.context.splittable`): summarizing its head would split it; and
+    when the profile in force binds reasoning to its prefix (``policy.profile.binds_reasoning``:
+    Anthropic preserved thinking, Responses ``all_turns``) and the turn holds some: such a loop
+    is frozen, and closed by a note when it must shrink (:mod:`ctxwise.compaction.loop_close`),
+    its cycles cleared as any old turn's."""
     current = current_turn_start(messages)
     lo = max(current + 1, task_end(messages))
     end = in_flight_start(messages)
-    if lo >= end or not splittable(messages, Turn(min(current, lo), len(messages)), provider):
+    if lo >= end or not splittable(messages, Turn(min(current, lo), len(messages)), policy.provider):
+        return None
+    if policy.profile.binds_reasoning and any(m.role == "assistant" and m.thinking for m in messages[current:]):
         return None
     return Turn(lo, end)
 
