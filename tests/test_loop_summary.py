@@ -65,7 +65,8 @@ def one_turn(provider: str, calls: int, *, thinking: bool = False, tool: str = "
     return out
 
 
-@pytest.mark.parametrize("provider,tool,arg", [("openai", "open_file", "path"), ("anthropic", "Read", "file_path")])
+@pytest.mark.parametrize("provider,tool,arg", [("openai", "open_file", "path"), ("anthropic", "Read", "file_path"),
+                                               ("openai_responses", "open_file", "path"), ("gemini", "open_file", "path")])
 def test_a_one_turn_loop_is_summarized_and_each_break_buys_many_calls(provider, tool, arg):
     run = one_turn(provider, 130, tool=tool, arg=arg)
     stages = metrics.events_by_stage(e for evs in run["events"] for e in evs)
