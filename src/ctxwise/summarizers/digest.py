@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 from ..distill import distill
 from ..messages import Message, ToolResultBlock, ToolUseBlock
 from ..nesting import loads
-from ..resources import access_of, log_verdicts, shown_values
+from ..resources import access_of, accesses_of, is_whole_write, log_verdicts, shown_values
 from ..salient import salient_values
 from ..task import is_harness_text
 from .base import SummaryResult
@@ -298,11 +298,13 @@ def _read_loop_action(b: ToolResultBlock, use: ToolUseBlock, sec: dict[str, list
     if acc.key.startswith("path:"):
         path = acc.key[5:]
         failed = " (failed)" if b.state == "error" else ""
+        for more in accesses_of(use)[1:]:  # a patch of several files: each is edited
+            if more.key.startswith("path:") and more.action == "edit":
+                _put(sec["Files edited"], more.key[5:], more.key[5:] + failed)
         if acc.action == "view":
             shown = shown_values(b.text, acc, VIEW_CHARS) or path
             _put(sec["Files read"], path, shown + failed)
-        elif use.name == "Write" or use.input.get("command") == "create" or (
-                "<<" in str(use.input.get("command", "")) and acc.action == "edit"):
+        elif is_whole_write(use):
             _put(sec["Files created or rewritten"], path, path + failed)
         else:
             old = next((x for x in sec["Files edited"] if x == path or x.startswith(path + " (")), None)
