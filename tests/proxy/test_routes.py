@@ -181,6 +181,21 @@ def test_tenants_are_isolated_and_provider_keys_never_stored_or_logged(live: Liv
     assert live.keys["a"].encode() not in blobs
 
 
+def test_a_cookie_the_upstream_sets_for_one_tenant_is_not_sent_for_another(live: Live) -> None:
+    # a provider's edge sets cookies on its answers (Cloudflare's __cf_bm on api.openai.com); the
+    # proxy's one upstream client must not keep them and send them with other tenants' calls
+    live.stub.set_cookie = "__cf_bm=tenant-a-visit; Path=/"
+    openai_client(live, "a").chat.completions.create(model="m", messages=[{"role": "user", "content": "one"}])
+    live.stub.set_cookie = None
+    openai_client(live, "b").chat.completions.create(model="m", messages=[{"role": "user", "content": "two"}])
+    first, second = live.stub.of("chat")
+    assert first.headers.get("cookie") is None and second.headers.get("cookie") is None
+    # the client's own Cookie header still passes through as sent
+    openai_client(live, "b", Cookie="mine=1").chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "three"}])
+    assert live.stub.of("chat")[2].headers.get("cookie") == "mine=1"
+
+
 def test_count_tokens_passes_through(live: Live) -> None:
     client = anthropic_client(live)
     n = client.messages.count_tokens(model="m", messages=[{"role": "user", "content": "hello there"}])

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 import os
 import time
 import tomllib
@@ -151,7 +152,10 @@ class Proxy:
     @property
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout, connect=30.0))
+            # no cookie jar: a cookie one tenant's upstream answer sets is never sent with
+            # another tenant's call (the client's own Cookie header passes through as sent)
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout, connect=30.0),
+                                             cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])))
         return self._client
 
     async def aclose(self) -> None:
