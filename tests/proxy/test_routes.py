@@ -196,6 +196,28 @@ def test_a_cookie_the_upstream_sets_for_one_tenant_is_not_sent_for_another(live:
     assert live.stub.of("chat")[2].headers.get("cookie") == "mine=1"
 
 
+@pytest.mark.parametrize("bypass", [False, True])
+def test_the_upstream_is_reached_through_the_environments_proxy(live: Live, monkeypatch: pytest.MonkeyPatch,
+                                                                  bypass: bool) -> None:
+    # the upstream host does not resolve: only a forward proxy (the stub, which reads the
+    # absolute-form request target as its path) can reach it; NO_PROXY listing it goes direct
+    from ctxwise.proxy.routes import Upstreams
+
+    for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", live.stub.url)
+    if bypass:
+        monkeypatch.setenv("NO_PROXY", "upstream.invalid")
+    live.app.proxy.upstreams = Upstreams(openai="http://upstream.invalid:9/v1", anthropic="http://upstream.invalid:9")
+    r = httpx.post(live.openai_base + "/chat/completions", json={"model": "m", "messages": [
+        {"role": "user", "content": "via the proxy"}]}, headers={"X-Ctxwise-Key": live.keys["a"]}, timeout=30, trust_env=False)
+    if bypass:
+        assert r.status_code == 502 and live.stub.of("chat") == []
+    else:
+        assert r.status_code == 200, r.text
+        assert json.loads(live.stub.of("chat")[0].body)["messages"][-1]["content"] == "via the proxy"
+
+
 def test_count_tokens_passes_through(live: Live) -> None:
     client = anthropic_client(live)
     n = client.messages.count_tokens(model="m", messages=[{"role": "user", "content": "hello there"}])
