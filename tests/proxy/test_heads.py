@@ -3,8 +3,6 @@ whether it lies among the chain's newest heads (the first, fixed-shape query) or
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
-
 from ctxwise import SqlStore
 from ctxwise.proxy.heads import CHUNK, NEWEST, HeadStore, heads_rows
 
@@ -13,14 +11,14 @@ def chain(tag: str, n: int) -> list[str]:
     return [hashlib.sha256(f"{tag}-{i}".encode()).hexdigest() for i in range(n)]
 
 
-def store(tmp_path: Path) -> tuple[SqlStore, HeadStore]:
-    url = f"sqlite:///{tmp_path / 'heads.db'}"
+def store(url: str) -> tuple[SqlStore, HeadStore]:
+    """The heads table of a store on ``url`` (SQLite, or PostgreSQL under scripts/with-postgres.sh)."""
     sql = SqlStore(url)
     return sql, HeadStore(url, engine=sql.engine)
 
 
-def test_longest_prefix_among_the_newest_heads_and_deeper(tmp_path: Path) -> None:
-    sql, heads = store(tmp_path)
+def test_longest_prefix_among_the_newest_heads_and_deeper(store_url: str) -> None:
+    sql, heads = store(store_url)
     try:
         a = chain("a", 40)
         heads.write(heads_rows("t1", "", "u", "s-a", a, 0))  # counts 1..40 in session s-a
@@ -46,8 +44,8 @@ def test_longest_prefix_among_the_newest_heads_and_deeper(tmp_path: Path) -> Non
         sql.close()
 
 
-def test_a_prefix_past_the_first_chunk_is_found(tmp_path: Path) -> None:
-    sql, heads = store(tmp_path)
+def test_a_prefix_past_the_first_chunk_is_found(store_url: str) -> None:
+    sql, heads = store(store_url)
     try:
         a = chain("a", 3)
         heads.write(heads_rows("t1", "n", "u", "s-a", a, 0))
