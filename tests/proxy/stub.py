@@ -223,7 +223,9 @@ class Stub:
             Route("/v1/responses", self._route("responses"), methods=["POST"]),
             Route("/v1/messages", self._route("messages"), methods=["POST"]),
             Route("/v1/messages/count_tokens", self._count, methods=["POST"]),
+            Route("/{rest:path}", self._other, methods=["GET", "POST", "DELETE"]),
         ])
+        self.other: list[tuple[str, str, str, dict[str, str]]] = []  # (method, path, query, headers)
 
     def queue(self, kind: str, *replies: Reply) -> None:
         self.script[kind].extend(replies)
@@ -261,6 +263,23 @@ class Stub:
         raw = await request.body()
         self.count_tokens.append(Seen("count_tokens", raw, dict(request.headers)))
         return JSONResponse({"input_tokens": len(raw) // 4})
+
+    async def _other(self, request: Request) -> Response:
+        """The endpoints the proxy passes through unmanaged: OpenAI's model list and embeddings,
+        Anthropic's batch list (the SDK response types' shapes); anything else a 404."""
+        await request.body()
+        path = request.url.path
+        self.other.append((request.method, path, request.url.query, dict(request.headers)))
+        if path == "/v1/models" and request.method == "GET":
+            return JSONResponse({"object": "list", "data": [{"id": "stub-model", "object": "model", "created": 0,
+                                                             "owned_by": "stub"}]})
+        if path == "/v1/embeddings" and request.method == "POST":
+            return JSONResponse({"object": "list", "model": "stub-embed",
+                                 "data": [{"object": "embedding", "index": 0, "embedding": [0.25, 0.5]}],
+                                 "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+        if path == "/v1/messages/batches" and request.method == "GET":
+            return JSONResponse({"data": [], "has_more": False, "first_id": None, "last_id": None})
+        return JSONResponse({"error": {"message": f"stub: no route {path}", "type": "invalid_request_error"}}, 404)
 
     def start(self) -> tuple[uvicorn.Server, threading.Thread]:
         return serve(self.app, self)

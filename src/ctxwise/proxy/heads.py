@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import (Column, DateTime, Integer, MetaData, String, Table, bindparam, create_engine, func, insert,
-                        select)
+from sqlalchemy import (Column, DateTime, Integer, MetaData, String, Table, bindparam, create_engine, delete, func,
+                        insert, select)
 from sqlalchemy.engine import Connection, Engine, make_url
 
 metadata = MetaData()
@@ -150,6 +150,15 @@ class HeadStore:
             return
         with self.engine.begin() as own:
             own.execute(insert(proxy_heads), rows)
+
+    def forget(self, tenant: str, user_id: str, session_id: str, above: int) -> int:
+        """Delete the session's heads longer than ``above`` messages (a reply it no longer
+        holds); returns how many rows went."""
+        t = proxy_heads.c
+        with self.engine.begin() as conn:
+            n = conn.execute(delete(proxy_heads).where(t.tenant == tenant, t.user_id == user_id,
+                                                       t.session_id == session_id, t.count > above)).rowcount
+        return int(n or 0)
 
     def branches(self, tenant: str, user_id: str, session_id: str) -> list[str]:
         """The sessions that branched from ``(user_id, session_id)`` of ``tenant``, oldest first."""
