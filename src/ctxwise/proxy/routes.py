@@ -174,10 +174,15 @@ class Proxy:
     async def _send(self, route: Route, content: bytes, headers: dict[str, str]) -> httpx.Response:
         """POST ``content`` to ``route``'s upstream with ``headers`` (and the JSON content type);
         the response's body not read yet. Raises httpx.HTTPError."""
-        url = httpx.URL(self.upstreams.url(route))
-        request = httpx.Request("POST", url, content=content, headers={**headers, "content-type": "application/json"},
-                                extensions={"timeout": self._timeout})
-        return await self._transport(url).handle_async_request(request)
+        return await self._request("POST", self.upstreams.url(route), content,
+                                   {**headers, "content-type": "application/json"})
+
+    async def _request(self, method: str, url: str, content: bytes | None, headers: dict[str, str]) -> httpx.Response:
+        """``method`` ``url`` with ``content`` and ``headers`` as given, on :meth:`_transport`'s
+        pool; the response's body not read yet. Raises httpx.HTTPError."""
+        target = httpx.URL(url)
+        request = httpx.Request(method, target, content=content, headers=headers, extensions={"timeout": self._timeout})
+        return await self._transport(target).handle_async_request(request)
 
     async def aclose(self) -> None:
         """Store the waiting replies, close the upstream client and the heads store."""
@@ -314,10 +319,8 @@ class Proxy:
         query = scope.get("query_string", b"").decode("latin-1")
         out = {k: v for k, v in headers.items() if k not in _HOP and not k.startswith("x-ctxwise-")}
         out["accept-encoding"] = "identity"
-        request = self.client.build_request(scope["method"], url + (f"?{query}" if query else ""),
-                                            content=raw or None, headers=out)
         try:
-            response = await self.client.send(request, stream=True)
+            response = await self._request(scope["method"], url + (f"?{query}" if query else ""), raw or None, out)
         except httpx.HTTPError as e:
             await _json(send, 502, error_body(family, 502, f"ctxwise: the {family} upstream did not answer "
                                                            f"({type(e).__name__})"))
