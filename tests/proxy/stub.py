@@ -217,6 +217,7 @@ class Stub:
         self.status: int | None = None  # answer every request with this error status when set
         self.gate: threading.Event | None = None  # a stream waits after its first event until set
         self.responder: Any = None  # responder(kind, body) -> Reply, instead of the script when set
+        self.set_cookie: str | None = None  # a Set-Cookie header on every non-streamed reply when set
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self._route("chat"), methods=["POST"]),
             Route("/v1/responses", self._route("responses"), methods=["POST"]),
@@ -255,7 +256,7 @@ class Stub:
                                          media_type="text/event-stream")
             made = {"chat": chat_json, "responses": responses_json, "messages": anthropic_json}[kind](reply, model)
             self.replies.append(made)
-            return JSONResponse(made)
+            return JSONResponse(made, headers={"set-cookie": self.set_cookie} if self.set_cookie else None)
         return handle
 
     async def _count(self, request: Request) -> Response:

@@ -102,7 +102,10 @@ class Replies:
                     self._urgent.append(older)
                 self._waiting[pending.key] = pending
                 self._start()
-                self._cond.notify_all()
+                if older is not None or not self.delay:
+                    # else the writer needs no wake-up: it looks again within ``delay`` seconds
+                    # (its idle wait), or at an earlier reply's due time, by this one's due time
+                    self._cond.notify_all()
                 return
         self._store(pending)
 
@@ -200,7 +203,10 @@ class Replies:
             pending.done.set()
 
     def _due(self) -> Pending | None:
-        """The next reply due, marked as being stored; None once closed. Waits under the lock."""
+        """The next reply due, marked as being stored; None once closed. Waits under the lock:
+        until the soonest reply is due, or ``delay`` seconds when none waits (so :meth:`add`
+        need not wake the thread for each reply: a reply added during that wait is due no
+        sooner than it ends)."""
         with self._cond:
             while not self._closed:
                 if self._urgent:
@@ -213,7 +219,7 @@ class Replies:
                     del self._waiting[soonest.key]
                     self._writing[soonest.key] = soonest
                     return soonest
-                self._cond.wait(None if soonest is None else soonest.due - now)
+                self._cond.wait((self.delay or None) if soonest is None else soonest.due - now)
         return None
 
     def _run(self) -> None:
