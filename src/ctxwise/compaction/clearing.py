@@ -188,6 +188,8 @@ def clear_tool_results(
     if size <= b.level(p.clear_at) and not last_resort:
         return StageResult(messages)
     optional = not (last_resort or over_hard)
+    if optional and size <= hard and _held_back(messages, b, size):
+        return StageResult(messages)  # no batch could fire: none is built
     # Inside a turn the last resort frees room for shrink_calls calls (the low watermark) in
     # one batch; the latest views of the files being worked on go only above that watermark.
     low = low_watermark(messages, b, hard)
@@ -356,6 +358,21 @@ def _why(messages: list[Message], b: Budgeting, size: int, batch: _Batch) -> str
             and limit_ahead(size, *growth_so_far(messages, b, hard), calls_ahead(messages, p), hard)):
         return "the saving over the calls ahead exceeds the re-billed suffix"
     return None
+
+
+def _held_back(messages: list[Message], b: Budgeting, size: int) -> bool:
+    """Whether :func:`_why` holds back every optional batch of ``messages`` at ``size`` (under
+    the hard limit), whatever it would clear: the cache is warm, no summary is due, edits are
+    not made at the watermark and the context, growing at its rate so far, stays under the
+    hard limit over the calls ahead. Decided without building the batch (an ordinary call
+    above ``clear_at`` then costs no ranking and no placeholder)."""
+    from .summarizing import summary_due
+
+    p = b.policy
+    hard = b.level(p.hard_limit)
+    if p.edit_when == "watermark" or cold_cache(p, b.idle) or summary_due(messages, b, size):
+        return False
+    return not limit_ahead(size, *growth_so_far(messages, b, hard), calls_ahead(messages, p), hard)
 
 
 def low_watermark(messages: list[Message], b: Budgeting, hard: int) -> int:
