@@ -183,13 +183,9 @@ def clear_tool_results(
     p = b.policy
     t0 = time.perf_counter()
     hard = b.level(p.hard_limit)
-    if (over_hard or last_resort) and size <= hard:
-        return StageResult(messages)
-    if size <= b.level(p.clear_at) and not last_resort:
+    if _skipped(messages, b, size, last_resort, over_hard):
         return StageResult(messages)
     optional = not (last_resort or over_hard)
-    if optional and size <= hard and _held_back(messages, b, size):
-        return StageResult(messages)  # no batch could fire: none is built
     # Inside a turn the last resort frees room for shrink_calls calls (the low watermark) in
     # one batch; the latest views of the files being worked on go only above that watermark.
     low = low_watermark(messages, b, hard)
@@ -358,6 +354,19 @@ def _why(messages: list[Message], b: Budgeting, size: int, batch: _Batch) -> str
             and limit_ahead(size, *growth_so_far(messages, b, hard), calls_ahead(messages, p), hard)):
         return "the saving over the calls ahead exceeds the re-billed suffix"
     return None
+
+
+def _skipped(messages: list[Message], b: Budgeting, size: int, last_resort: bool, over_hard: bool) -> bool:
+    """Whether :func:`clear_tool_results` edits nothing without building a batch: the last
+    resort and the pass above the hard limit under that limit, the optional clearing under
+    ``clear_at`` or when no batch could fire (:func:`_held_back`)."""
+    p = b.policy
+    hard = b.level(p.hard_limit)
+    if (over_hard or last_resort) and size <= hard:
+        return True
+    if last_resort:
+        return False
+    return size <= b.level(p.clear_at) or (not over_hard and size <= hard and _held_back(messages, b, size))
 
 
 def _held_back(messages: list[Message], b: Budgeting, size: int) -> bool:
