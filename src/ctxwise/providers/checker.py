@@ -52,14 +52,16 @@ def check(
 
 @dataclass(frozen=True)
 class _Fold:
-    """The state of the list rules of :func:`check` over ``prefix`` (a list's first messages,
-    ending before a non-tool message past the leading system messages): the findings of each
-    rule there (rule order), whether a user input is among them, the provider-run call ids and
-    the compaction blocks with content they hold. A list that starts with the same message
-    objects resumes from it: what lies before the cut is decided by the prefix alone."""
+    """The state of the list rules of :func:`check` before ``cut`` (a non-tool message past
+    the leading system messages, the last of ``prefix``): the findings of each rule there
+    (rule order), whether a user input is among them, the provider-run call ids and the
+    compaction blocks with content they hold. A list that starts with the same message objects
+    as ``prefix`` (the cut message included: a tool message there would extend the cycle
+    before it) resumes from the cut: what lies before it is decided by the prefix alone."""
 
     profile: ProviderProfile
     prefix: tuple[Message, ...]
+    cut: int
     found: tuple[tuple[Violation, ...], ...]
     user: bool
     calls: frozenset[str]
@@ -83,7 +85,7 @@ def _list_rules(messages: list[Message], profile: ProviderProfile) -> tuple[Viol
         return tuple(v for found in _scan_list_rules(messages, profile) for v in found)
     memo = messages[0].memo()
     folds: list[_Fold] = memo.get("checker/list-folds") or []
-    fold = max((f for f in folds if _extends(messages, f, profile)), key=lambda f: len(f.prefix), default=None)
+    fold = max((f for f in folds if _extends(messages, f, profile)), key=lambda f: f.cut, default=None)
     per, after = _scan_from(messages, profile, fold)
     if after is not None:
         memo["checker/list-folds"] = ([f for f in folds if f is not fold] + [after])[-_FOLDS:]
@@ -91,9 +93,8 @@ def _list_rules(messages: list[Message], profile: ProviderProfile) -> tuple[Viol
 
 
 def _extends(messages: list[Message], fold: _Fold, profile: ProviderProfile) -> bool:
-    """Whether ``messages`` goes on past ``fold``'s prefix with the same objects, same profile."""
-    cut = len(fold.prefix)
-    return (cut < len(messages) and (fold.profile is profile or fold.profile == profile)
+    """Whether ``messages`` starts with ``fold``'s prefix (the same objects), same profile."""
+    return (len(fold.prefix) <= len(messages) and (fold.profile is profile or fold.profile == profile)
             and all(a is b for a, b in zip(fold.prefix, messages)))
 
 
@@ -101,7 +102,7 @@ def _scan_from(messages: list[Message], profile: ProviderProfile,
                fold: _Fold | None) -> tuple[list[list[Violation]], _Fold | None]:
     """Each list rule's findings over ``messages`` (rule order), the messages before ``fold``'s
     cut taken from it; and the fold at this list's last cut (None when it has none)."""
-    c = len(fold.prefix) if fold else 0
+    c = fold.cut if fold else 0
     user = fold.user if fold else False
     calls = set(fold.calls) if fold else set()
     with_content = fold.with_content if fold else 0
@@ -113,7 +114,7 @@ def _scan_from(messages: list[Message], profile: ProviderProfile,
     if cut is None:
         return per, None
     between = messages[c:cut]
-    return per, _Fold(profile, tuple(messages[:cut]), tuple(tuple(v for v in found if v.index < cut) if k != _USER else ()
+    return per, _Fold(profile, tuple(messages[:cut + 1]), cut, tuple(tuple(v for v in found if v.index < cut) if k != _USER else ()
                                                                 for k, found in enumerate(per)),
                       user or any(is_user_input(m) for m in between),
                       frozenset(calls | rules.provider_calls(between, profile)),
