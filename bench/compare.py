@@ -11,8 +11,8 @@ messages it would send. All strategies get the same canonical message lists and 
 the same functions (``ctxwise.replay.metrics``) with the same o200k counter:
 
 * input tokens (sum over calls), cache-adjusted cost (cached prefix at 0.1) and the same calls
-  priced under the Anthropic, DeepSeek and OpenAI gpt-5.6 price models (``ctxwise.prices``), the floor F(B)
-  under each model and cost / F(B), support recall (amounts and dates normalized; the old exact
+  priced under the Anthropic, DeepSeek and OpenAI gpt-5.6 price models (``ctxwise.prices``), the
+  reference F(B) (a context kept full to B, not a floor) under each model and cost / F(B), support recall (amounts and dates normalized; the old exact
   figure beside it), recoverable recall (missing values whose original a placeholder names),
   validator errors (``ctxwise.providers.check``, provider ``openai``, against the full history),
   wire errors (``check_wire`` on the rendered request), calls over budget, calls edited (the
@@ -148,11 +148,11 @@ class Score:
     priced: dict[str, float] = field(default_factory=dict)
     floors: dict[str, float] = field(default_factory=dict)
     rebill: dict[str, float] = field(default_factory=dict)
-    """Flat-price cost above the floor from re-billed prefixes, by cause (see CAUSES)."""
+    """Flat-price cost above F(B) from re-billed prefixes, by cause (see CAUSES)."""
     rebill_calls: dict[str, int] = field(default_factory=dict)
     size_term: float = 0.0
     """0.1 x (tokens sent - S_t) summed: what sending more (summary, placeholders, pinned
-    blocks) or less (trims) than the floor's S_t adds to the cost."""
+    blocks) or less (trims) than F(B)'s S_t adds to the cost."""
 
     def add(self, o: "Score") -> None:
         for k in ("calls", "failed", "unserved", "tokens", "cost", "supported", "needed", "violations", "empty",
@@ -341,7 +341,7 @@ class Ctxwise:
         elif result is not None:  # the replay's own measures must agree with ours
             m = result.measures
             if m.input_tokens != s.tokens or abs(m.cost - s.cost) > 1e-6 * max(1.0, s.cost) \
-                    or abs(m.floor - s.floors["flat 0.1"]) > 1e-6 * max(1.0, m.floor):
+                    or abs(m.reference_fb - s.floors["flat 0.1"]) > 1e-6 * max(1.0, m.reference_fb):
                 self.mismatches.append(f"{conv.name}: replay {m.as_dict()} vs bench tokens={s.tokens} cost={s.cost}")
         return s
 
@@ -377,7 +377,7 @@ def price_table(scores: dict[str, Score]) -> str:
     cols = ["strategy"] + [c for m in PRICES for c in (f"cost, {m}", f"÷ F(B) {m}")]
     rows = [[name] + [c for m in PRICES for c in (f"{s.priced[m]:,.0f}", f"{s.ratio(m):.3f}")]
             for name, s in scores.items()]
-    rows.append(["floor F(B)"] + [c for m in PRICES for c in (f"{next(iter(scores.values())).floors[m]:,.0f}", "1.000")])
+    rows.append(["reference F(B)"] + [c for m in PRICES for c in (f"{next(iter(scores.values())).floors[m]:,.0f}", "1.000")])
     return table(rows, cols)
 
 
@@ -521,9 +521,9 @@ def why(per_budget: dict[int, dict[str, Score]], failed: dict[int, dict[str, int
     """The "why" section: each ctxwise preset's gap to F(B) split by cause, with the numbers of
     this run (see ``gap_table``), then what each cause is and what the peers do differently."""
     out = ["## Why: the gap to F(B), by cause (measured in this run)", "",
-           "Per call, cost − floor = 0.9 × (tokens billed in full − the floor's new tokens m_t) + 0.1 × (tokens "
+           "Per call, cost − F(B) = 0.9 × (tokens billed in full − F(B)'s new tokens m_t) + 0.1 × (tokens "
            "sent − S_t). The first term is charged to what broke the prefix on that call; the second is the "
-           "size term (negative: the payload is smaller than the floor's S_t, e.g. after a trim; positive: "
+           "size term (negative: the payload is smaller than F(B)'s S_t, e.g. after a trim; positive: "
            "summary, placeholders and pinned blocks carried beyond the history). Flat 0.1 prices.", ""]
     for b, sc in per_budget.items():
         for name, s in sc.items():
@@ -703,10 +703,10 @@ def run_budget(budget: int, convs: list[Conversation], results: dict[str, list[S
             table(rows), "",
             "Cost under each price model (same calls; F(B) priced by the same model):", "",
             price_table(scores), "",
-            "ctxwise's gap to F(B) (flat 0.1) by cause: per call, cost − floor = 0.9 × (tokens billed in full − "
-            "the floor's new tokens m_t), charged to the stage that fired on the call (the first of "
+            "ctxwise's gap to F(B) (flat 0.1) by cause: per call, cost − F(B) = 0.9 × (tokens billed in full − "
+            "F(B)'s new tokens m_t), charged to the stage that fired on the call (the first of "
             + ", ".join(CAUSES[:-1]) + "; none fired: pinned blocks or another change of the prefix), "
-            "plus 0.1 × (tokens sent − S_t) (\"size vs S_t\": negative when it sends less than the floor):", "",
+            "plus 0.1 × (tokens sent − S_t) (\"size vs S_t\": negative when it sends less than F(B)'s S_t):", "",
             gap_table(scores), ""]
     fails = [(name, e) for name, rs in results.items() for r in rs for e in r.errors]
     if fails:

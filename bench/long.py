@@ -231,8 +231,9 @@ def report(results: dict[int, dict[str, dict[str, Score]]], files: list[Path], d
     head = ("| budget | strategy | calls | input tokens | cost | ÷ no mgmt | calls over budget | task recall | "
             "edit-anchor recall | working-file freshness | support recall | breaks | calls per break (median) | "
             "re-billed tokens | validator errors | bound-reasoning violations | prepare p50 / p95 ms |")
-    out += ["## Totals", "", head, "|" + " --- |" * 17]
+    out += ["## Totals", ""]
     for budget, per in results.items():
+        out += [head, "|" + " --- |" * 17]  # each budget's rows under their own header (text follows them)
         base = _total([per[f]["no management, valid"] for f in per]).cost
         for strat in [s for s in STRATEGIES if all(s in per[f] for f in per)]:
             tot = _total([per[f][strat] for f in per])

@@ -5,6 +5,7 @@ user's requirements once."""
 from __future__ import annotations
 
 import json
+import re
 
 from builders import assistant, results, user
 from ctxwise.compaction import placeholder_text
@@ -163,3 +164,67 @@ def test_a_date_with_a_comma_stays_one_value_when_the_values_line_is_read_back()
         again = DigestSummarizer().summarize([user("next"), assistant("Noted.")], tight, target).text
         lines = [ln for ln in again.splitlines() if ln.startswith("- May") or ln.startswith("- 2024")]
         assert all(ln.startswith("- May") for ln in lines), (target, lines)
+
+
+def _reads(n: int) -> list:
+    """``n`` file views, each a source file defining 60 functions (``total_<k>_<i>``)."""
+    msgs: list = [user("Refactor the billing package; read every module first.")]
+    for k in range(n):
+        call = assistant(calls=[("open_file", {"path": f"src/pkg/billing_{k}.py"})])
+        msgs += [call, *results(call, ["\n".join(f"{i}\tdef total_{k}_{i}(): return {i}" for i in range(60))])]
+    return msgs
+
+
+def test_files_read_are_all_named_and_code_symbols_are_no_values():
+    """Kinds (fresh report, item 10): "Files read" naming 1 of ~50 files read, and the values
+    line filled with the function names of the dropped views (``total_43_7; total_43_8``)."""
+    out = DigestSummarizer().summarize(_reads(50), None, 1200).text
+    values = next((ln for ln in out.splitlines() if ln.startswith("Values stated")), "")
+    assert "total_" not in out.split("Files read:")[0] + values and "billing_" not in values
+    section = out.split("Files read:\n", 1)[1].split("\n", 1)[0] if "Files read:\n" in out else ""
+    assert section.startswith("- also read: ")
+    listed = {int(x) for x in re.findall(r"billing_(\d+)\.py", out)}
+    more = re.search(r"\(and (\d+) more\)", out)
+    assert len(listed) + (int(more.group(1)) if more else 0) == 50  # every file named or counted
+    assert 49 in listed and len(out) <= 1200
+    # a second pass (rolling) keeps the count: 50 files before, 10 more now
+    again = DigestSummarizer().summarize(_reads(60)[101:], out, 1200).text
+    listed = {int(x) for x in re.findall(r"billing_(\d+)\.py", again)}
+    more = re.search(r"\(and (\d+) more\)", again)
+    assert len(listed) + (int(more.group(1)) if more else 0) == 60 and 59 in listed
+    # with room, each file keeps its lines and symbols
+    roomy = DigestSummarizer().summarize(_reads(3), None, 20_000).text
+    assert "src/pkg/billing_0.py, lines" in roomy and "total_0_0" in roomy
+
+
+def test_a_shell_command_chaining_edits_names_each_file_edited():
+    """Kind: ``sed -i ... related_lookups.py && sed -i ... lookups.py`` listed only under the
+    first file; the second was never named as edited."""
+    from ctxwise.summarizers.digest import shell_edits, shell_steps
+
+    cmd = ("cd /testbed && sed -i 's/old_a/new_a/' django/contrib/admin/related_lookups.py && "
+           "sed -i 's/x;y/z/' django/db/models/lookups.py; python -m pytest tests/lookup -q")
+    call = assistant(calls=[("bash", {"command": cmd})])
+    out = DigestSummarizer().summarize([user("Fix the lookups."), call, *results(call, ["3 passed"])],
+                                       None, 4000).text
+    edited = out.split("Files edited:\n", 1)[1].split(":\n", 1)[0]
+    assert "/testbed/django/contrib/admin/related_lookups.py" in edited
+    assert "/testbed/django/db/models/lookups.py" in edited
+    assert shell_steps("a 'b && c' && d; e || f") == ["a 'b && c'", "d", "e", "f"]
+    # the recorded django-14351 command: the second edit on a continued line
+    chained = ("sed -i '/DEBUG: RelatedIn.as_sql/d' django/db/models/fields/related_lookups.py && \\\n"
+               "sed -i '/DEBUG: In.process_rhs/d' django/db/models/lookups.py")
+    assert shell_edits(assistant(calls=[("bash", {"command": chained})]).tool_uses[0]) == [
+        "django/db/models/fields/related_lookups.py", "django/db/models/lookups.py"]
+    run = assistant(calls=[("bash", {"command": "make && tee out/log.txt < x"})])
+    assert shell_edits(run.tool_uses[0]) == ["out/log.txt"]
+
+
+def test_a_dropped_command_keeps_the_values_of_its_outcome_not_of_its_command():
+    calls = []
+    for k in range(30):
+        call = assistant(calls=[("bash", {"command": f"python scripts/run_step_{k}.py --job build_{k}"})])
+        calls += [call, *results(call, [f"created job JOB-{k:04d}X"])]
+    out = DigestSummarizer().summarize([user("Run every step."), *calls], None, 900).text
+    values = next(ln for ln in out.splitlines() if ln.startswith("- JOB-") or "JOB-0000X" in ln)
+    assert "JOB-0000X" in values and "run_step_0" not in values and "build_0" not in values

@@ -4,40 +4,18 @@ copies, and the latest view of the file it edits, stay in the context it is prod
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from ctxwise import ContextManager, Policy
+from ctxwise import Policy
 from ctxwise.compaction import Budgeting
 from ctxwise.compaction.oversize import REPLY_NOTE, cut_oversized_replies, cut_reply_text
-from ctxwise.formats import load
 from ctxwise.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, text_message
 from ctxwise.replay import metrics
 from ctxwise.tokens import get_counter
 
 from conftest import SHARED
+from longloops import drive
 
 LONG = SHARED / "data" / "long"
 MSA = LONG / "mini-swe-agent_gemini-3-pro"
-
-
-def drive(path: Path, budget: int, provider: str = "openai", **policy) -> tuple[list, list, list, list]:
-    """Replay ``path`` as bench/long.py does: ``(histories, payloads as sent, outputs, events)``."""
-    conv = load(str(path))
-    conv = conv[0] if isinstance(conv, list) else conv
-    pol = Policy.preset("default", budget=budget, unit="tokens", provider=provider, **policy)
-    histories, payloads, outputs, events = [], [], [], []
-    with ContextManager("memory://", pol) as cm:
-        s = cm.session("u", "s")
-        for new, history, m in metrics.model_calls(conv.messages):
-            if new:
-                s.append(new)
-            p = s.prepare()
-            events.append(list(p.events))
-            histories.append(history)
-            payloads.append(metrics.as_sent(list(p.messages), provider))
-            outputs.append(m)
-            s.append([m])
-    return histories, payloads, outputs, events
 
 
 def call(i: str, command: str) -> Message:

@@ -117,3 +117,74 @@ def test_bad_arguments_answer_the_model_with_an_error_not_an_exception(cleared_s
         assert is_error and "tool_use_id" in text
     with pytest.raises(ToolResultNotFound):
         recall_tool_result(s, "call_nope")
+
+
+def _big_log(chars: int) -> str:
+    line = "tests/test_mod.py::test_case_{:07d} PASSED                                  [ 50%]\n"
+    body = "============ test session starts ============\n"
+    while len(body) < chars:
+        body += line.format(len(body))
+    return body + "FAILED tests/test_mod.py::test_the_one - AssertionError: boom\n==== 1 failed ====\n"
+
+
+def test_recall_pages_are_sized_from_the_budget_and_land_whole():
+    """Kind (fresh report, item 9): fixed 40,000-character pages at a 9,000-token budget: the
+    recalled page was itself cut in the middle, characters no call could ever show."""
+    from ctxwise import InMemoryStore
+    from ctxwise.recall import RECALL_PAGE_CHARS, RECALL_PAGE_MIN_CHARS, RECALL_PAGE_SHARE
+    from ctxwise.tokens import get_counter
+
+    policy = Policy(budget=9_000, unit="tokens", tokenizer="o200k_base", provider="openai")
+    cm = ContextManager(InMemoryStore(), policy)
+    s = cm.session("u", "big")
+    body = _big_log(200_000)
+    s.append_openai([{"role": "system", "content": "agent"}, {"role": "user", "content": "Run the tests."},
+                     {"role": "assistant", "content": None, "tool_calls": [{"id": "call_big", "type": "function",
+                      "function": {"name": "run", "arguments": json.dumps({"cmd": "pytest -v"})}}]},
+                     {"role": "tool", "tool_call_id": "call_big", "content": body}])
+    s.prepare()
+    room = policy.effective_budget * RECALL_PAGE_SHARE
+    tok = get_counter("o200k_base")
+    got, offset, pages = "", 0, 0
+    while True:
+        text, err = recall_tool_output(s, {"tool_use_id": "call_big", "offset": offset})
+        assert not err and tok.count_text(text) <= room and RECALL_PAGE_MIN_CHARS <= len(text) < RECALL_PAGE_CHARS
+        pages += 1
+        page, sep, note = text.partition("\n[ctxwise: characters ")
+        got += page
+        if not sep:
+            break
+        offset = int(note.split("offset=")[1].rstrip(")]"))
+    assert got == body and pages > 5
+    # a page recalled into the context lands there whole, its next-page call visible
+    args = json.dumps({"tool_use_id": "call_big", "offset": 80_000})
+    out, _ = recall_tool_output(s, args)
+    s.append_openai([{"role": "assistant", "content": None, "tool_calls": [{"id": "call_r", "type": "function",
+                      "function": {"name": RECALL_TOOL_NAME, "arguments": args}}]},
+                     {"role": "tool", "tool_call_id": "call_r", "content": out}])
+    sent = [m for m in s.prepare().payload if m.get("tool_call_id") == "call_r"][0]["content"]
+    assert sent == out and 'recall_tool_result("call_big", offset=' in sent
+    # without a policy (any RecallSession), pages of RECALL_PAGE_CHARS
+    class Bare:
+        user_id, session_id = s.user_id, s.session_id
+        original = s.original
+    text, _ = recall_tool_output(Bare(), {"tool_use_id": "call_big"})
+    assert RECALL_PAGE_CHARS - 4_000 < len(text) <= RECALL_PAGE_CHARS + 200
+
+
+def test_a_cut_recalled_page_names_where_its_cut_characters_start():
+    """A recalled page cut anyway (a context crowded by what is pinned) says where the cut
+    characters start in the original and the call from there; a page without a next-page note
+    says recalling it again returns the same page."""
+    from ctxwise.compaction.trimming import RECALLED_AGAIN, head_and_tail
+    from ctxwise.recall import page
+
+    original = "".join(f"row {k:05d}\n" for k in range(5_000))
+    text, _ = page(original, 1_000, "call_9", 3_000)
+    cut = head_and_tail(text, 0.3, "call_r", recalled=True)
+    head = cut.split("\n[ctxwise cut ", 1)[0]
+    start = 1_000 + len(head)
+    assert f'they start at character {start} of the original: recall_tool_result("call_9", offset={start})' in cut
+    assert original[1_000:start] == head  # the call resumes exactly where the page was cut
+    last, _ = page(original, len(original) - 2_000, "call_9", 3_000)  # the last page: no note
+    assert RECALLED_AGAIN in head_and_tail(last, 0.3, "call_r", recalled=True)

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from ctxwise import ContextManager, Policy
+from ctxwise import Policy
 from ctxwise.resources import COLD, STALE, WORKING, Access, access_of, reuse_ranks, run_named, shell_access, working_views
 from ctxwise.formats import load
 from ctxwise.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, text_message
 from ctxwise.replay import metrics
 
+from longloops import drive
 from test_task_anchoring import MSA
 
 
@@ -69,25 +70,6 @@ def test_superseded_views_and_repeated_runs_rank_stale_the_working_file_last():
     assert ranks["3"] == COLD and ranks["6"] == COLD
 
 
-def drive(path, budget: int, **policy) -> tuple[list, list, list, list]:
-    conv = load(str(path))
-    conv = conv[0] if isinstance(conv, list) else conv
-    pol = Policy.preset("default", budget=budget, unit="tokens", provider="openai", **policy)
-    histories, payloads, outputs, events = [], [], [], []
-    with ContextManager("memory://", pol) as cm:
-        s = cm.session("u", "s")
-        for new, history, m in metrics.model_calls(conv.messages):
-            if new:
-                s.append(new)
-            p = s.prepare()
-            events += p.events
-            histories.append(history)
-            payloads.append(metrics.as_sent(list(p.messages), "openai"))
-            outputs.append(m)
-            s.append([m])
-    return histories, payloads, outputs, events
-
-
 def test_a_tool_loop_keeps_its_working_files_and_one_break_buys_many_calls():
     """Kind: a real mini-swe-agent loop at 32,000 tokens. With the low watermark the last-resort
     clearing stops once ``shrink_calls`` calls of room are free, ranked by re-use; clearing
@@ -97,7 +79,7 @@ def test_a_tool_loop_keeps_its_working_files_and_one_break_buys_many_calls():
     path = MSA.parent / "msa_sympy__sympy-13091.json"
     h, p, o, ev = drive(path, 32_000)
     fresh = metrics.working_file_freshness(h, p, o)
-    last = [e for e in ev if e.stage == "clearing" and e.detail.get("last_resort")]
+    last = [e for call in ev for e in call if e.stage == "clearing" and e.detail.get("last_resort")]
     assert last and all(e.size_after > 0.5 * 32_000 for e in last)  # stopped at the low watermark
     h0, p0, o0, _ = drive(path, 32_000, shrink_calls=0)
     fresh0 = metrics.working_file_freshness(h0, p0, o0)

@@ -38,6 +38,7 @@ Example::
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import string
 import tomllib
@@ -141,8 +142,10 @@ class Policy(BaseModel):
     """Clearing leaves the current turn alone; only when nothing else makes the call fit are
     its completed cycles (never the in-flight one) cleared as a last resort, with an event."""
     truncate_in_flight: bool = True
-    """Very last resort: cut the in-flight cycle's fresh tool results (head kept, a note says
-    where the full text is) rather than fail, when nothing else is left to remove."""
+    """Very last resort: cut the in-flight cycle's fresh tool results from the middle (their head
+    and their tail kept, where test runners and build tools print their verdicts; a note between
+    them says how much was cut and names the recall call for the full text) rather than fail,
+    when nothing else is left to remove. What is kept is proportional to the result's size."""
     clearable_tools: list[str] = Field(default_factory=lambda: ["*"])
     """Tools whose results may be cleared (``*`` = all)."""
     keep_tools: list[str] = Field(default_factory=list)
@@ -151,8 +154,12 @@ class Policy(BaseModel):
     """Resource keys per tool name, over the defaults (``ctxwise.resources``): the
     argument a tool's results are keyed by (``{"fetch_doc": "doc_id"}``, a view), with its
     action (``"sql:run"``; actions ``view``, ``edit``, ``search``, ``run``), or ``""`` for no
-    key. Clearing takes superseded views and repeated runs first and keeps the latest views
-    of the files being worked on longest."""
+    key. A rule's value is keyed in the defaults' one namespace (a path as ``path:`` with its
+    line range, a URL, a query, a shell command), so one file's views and edits match whichever
+    tool names them. Clearing takes superseded views and repeated runs first and keeps the
+    latest views of the files being worked on longest. From the environment:
+    ``CTXWISE_TOOL_RULES`` as a JSON object. Raises PolicyError for an empty tool name or a
+    rule not of that shape."""
     shrink_calls: int = Field(15, ge=0, le=1_000)
     """When the context must shrink inside a turn (a last-resort clearing of a tool loop), it
     frees room for this many more calls at the rate the context has grown so far (a low
@@ -273,11 +280,24 @@ class Policy(BaseModel):
             raise ValueError(f"unknown price_model {self.price_model!r}; known: {', '.join(PRICE_MODELS)}")
         return self
 
+    @field_validator("tool_rules", mode="before")
+    @classmethod
+    def _tool_rules_shape(cls, rules: Any) -> Any:
+        """A map of tool name to rule; anything else is refused with the expected shape."""
+        if not isinstance(rules, Mapping):
+            raise ValueError(f"expected a map of tool name to rule, {TOOL_RULES_SHAPE}; got {type(rules).__name__} {rules!r:.80}")
+        for tool, rule in rules.items():
+            if not isinstance(rule, str):
+                raise ValueError(f"tool rule {tool!r}: expected a string rule, {TOOL_RULES_SHAPE}; got {rule!r:.80}")
+        return rules
+
     @field_validator("tool_rules")
     @classmethod
     def _tool_rules(cls, rules: dict[str, str]) -> dict[str, str]:
-        """Each rule is ``argument``, ``argument:action`` or ``""``."""
+        """Each key a tool name (not empty), each rule ``argument``, ``argument:action`` or ``""``."""
         for tool, rule in rules.items():
+            if not tool.strip():
+                raise ValueError(f"tool rule {tool!r}: {rule!r}: the tool name is empty; {TOOL_RULES_SHAPE}")
             arg, _, action = rule.partition(":")
             if rule and (not arg or (action or "view") not in ("view", "edit", "search", "run")):
                 raise ValueError(f"tool rule {tool!r}: {rule!r} must be 'argument' or 'argument:action' "
@@ -410,7 +430,8 @@ class Policy(BaseModel):
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **update: Any) -> "Policy":
         """Load from ``CTXWISE_*`` variables (``CTXWISE_PRESET``, ``CTXWISE_BUDGET``, ...).
-        List values are comma-separated; the process settings (``CTXWISE_SUMMARIZER_MODEL``, ...)
+        List values are comma-separated, a map (``CTXWISE_TOOL_RULES``) is a JSON object
+        (``{"open_file": "path", "run": "cmd:run"}``); the process settings (``CTXWISE_SUMMARIZER_MODEL``, ...)
         are left to :meth:`RuntimeSettings.from_env`. Raises PolicyError naming the variable, also
         for a ``CTXWISE_`` variable that is no setting (a typo like ``CTXWISE_BUGDET``)."""
         env = os.environ if environ is None else environ
@@ -425,6 +446,9 @@ class Policy(BaseModel):
             if field is None:
                 known = [*cls.model_fields, *RUNTIME_FIELDS]
                 raise PolicyError(f"{var}: unknown setting (known: {', '.join('CTXWISE_' + k.upper() for k in known)})")
+            if field.annotation == dict[str, str]:  # a map: a JSON object
+                data[key] = _json_map(var, raw)
+                continue
             data[key] = [s.strip() for s in raw.split(",") if s.strip()] if field.annotation == list[str] else raw
         preset = env.get("CTXWISE_PRESET", "default")
         try:
@@ -457,6 +481,22 @@ def setting_name(field: str) -> str:
     """A field's grouped name, ``stage.field`` (``clearing.clear_at``), as errors and the README
     name it; a name that is no Policy field is returned as it is."""
     return f"{GROUP_OF[field]}.{field}" if field in GROUP_OF else field
+
+
+TOOL_RULES_SHAPE = '{"tool name": "argument" or "argument:action" (action view, edit, search or run) or "" (no key)}'
+"""The shape ``Policy.tool_rules`` takes, as errors name it."""
+
+
+def _json_map(var: str, raw: str) -> dict[str, Any]:
+    """A ``CTXWISE_*`` map setting's JSON object; PolicyError naming ``var`` and the shape."""
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise PolicyError(f"{var}: not JSON ({e.msg} at character {e.pos}); expected a JSON object "
+                          f"{TOOL_RULES_SHAPE}") from None
+    if not isinstance(value, dict):
+        raise PolicyError(f"{var}: expected a JSON object {TOOL_RULES_SHAPE}; got a JSON {type(value).__name__}")
+    return value
 
 
 NOT_POLICY_VARIABLES = frozenset({"CTXWISE_PRESET", "CTXWISE_SHARED", "CTXWISE_TEST_PG_URL", "CTXWISE_SCREENSHOTS", "CTXWISE_DB",

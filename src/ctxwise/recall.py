@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import FormatError, ToolResultNotFound
 from .messages import Message
 from .nesting import loads
 from .providers import PROFILES
+from .tokens import get_counter
+
+if TYPE_CHECKING:
+    from .policy import Policy
 
 
 class RecallSession(Protocol):
@@ -42,11 +46,18 @@ RECALL_TOOL_NAME = "recall_tool_result"
 RECALL_TOOL_DESCRIPTION = (
     "Fetch the full original output of an earlier tool call whose result was cleared from the "
     "context to save room. Pass the tool_use_id the placeholder names. Use it only when you need "
-    "a detail the placeholder does not show."
+    "a detail the placeholder does not show. A long output comes back in pages: each but the last "
+    "ends with the offset of the next."
 )
 RECALL_PAGE_CHARS = 40_000
 """At most this many characters of an original per recall call: a longer original (a 2 MB
-log) comes back in pages, each ending with the call that fetches the next one."""
+log) comes back in pages, each ending with the call that fetches the next one. A session with
+a policy gets smaller pages when its budget is small (:func:`recall_page`)."""
+RECALL_PAGE_SHARE = 0.25
+"""Of the policy's effective budget (its unit), the most one recalled page may take, so that
+the page lands in the context whole next to what is pinned there."""
+RECALL_PAGE_MIN_CHARS = 2_000
+"""The fewest characters a page holds, whatever the budget (fewer would take a call per line)."""
 PAGE_NOTE = ('\n[ctxwise: characters {start}–{end} of {total} of this result; the next page: '
              '{name}("{key}", offset={end})]')
 """The line after a page that is not the last."""
@@ -147,8 +158,9 @@ def _only_result(session: RecallSession, message_id: str) -> str | None:
 def recall_tool_output(session: RecallSession, arguments: str | dict[str, Any]) -> tuple[str, bool]:
     """Answer one call of the recall tool: ``arguments`` as the model sent them (a JSON string
     or a dict with ``tool_use_id`` and optionally ``offset``). Returns ``(text, is_error)``: the
-    original body, in pages of :data:`RECALL_PAGE_CHARS` characters when it is longer (each
-    page but the last ends with the call for the next), or a one-line error for the model (bad arguments, unknown id) with ``is_error`` True, so an agent
+    original body, in pages when it is longer than one (:func:`recall_page`: sized from the
+    session's policy when it has one, else :data:`RECALL_PAGE_CHARS` characters; each page but
+    the last ends with the call for the next), or a one-line error for the model (bad arguments, unknown id) with ``is_error`` True, so an agent
     loop can send it back as a failed tool result instead of stopping."""
     try:
         args = loads(arguments) if isinstance(arguments, str) else dict(arguments)
@@ -168,7 +180,28 @@ def recall_tool_output(session: RecallSession, arguments: str | dict[str, Any]) 
         text = recall_tool_result(session, tool_use_id, message_id)
     except ToolResultNotFound as e:
         return str(e), True
-    return page(text, offset, tool_use_id if message_id is None else f"{tool_use_id}, message_id {message_id}")
+    key = tool_use_id if message_id is None else f"{tool_use_id}, message_id {message_id}"
+    return recall_page(text, offset, key, getattr(session, "policy", None))
+
+
+def recall_page(text: str, offset: int, key: str, policy: Policy | None = None) -> tuple[str, bool]:
+    """:func:`page` sized from the context it lands in: at most :data:`RECALL_PAGE_SHARE` of
+    ``policy``'s effective budget, in its unit (tokens counted with its tokenizer, note
+    included), never fewer than :data:`RECALL_PAGE_MIN_CHARS` characters nor more than
+    :data:`RECALL_PAGE_CHARS`; without a policy, pages of :data:`RECALL_PAGE_CHARS`. Returns
+    ``(text, is_error)`` as :func:`page` does."""
+    if policy is None:
+        return page(text, offset, key)
+    room = max(1, int(policy.effective_budget * RECALL_PAGE_SHARE))
+    counter = get_counter(policy.counter_name)
+    size = max(RECALL_PAGE_MIN_CHARS, min(RECALL_PAGE_CHARS, room * (1 if policy.unit == "chars" else 4)))
+    for _ in range(8):  # counts are not linear in characters: shrink until the page fits its share
+        body, error = page(text, offset, key, size)
+        used = counter.count_text(body)
+        if error or used <= room or size <= RECALL_PAGE_MIN_CHARS:
+            return body, error
+        size = max(RECALL_PAGE_MIN_CHARS, min(size - 1, int(size * room / used * 0.95)))
+    return page(text, offset, key, size)
 
 
 def page(text: str, offset: int, key: str, size: int = RECALL_PAGE_CHARS) -> tuple[str, bool]:

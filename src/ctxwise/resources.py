@@ -24,16 +24,34 @@ Which argument names the resource comes from:
   ``Bash`` (the shell rules below), ``Task`` (run, by ``description``);
 * SWE-agent / OpenHands ``str_replace_editor``: ``command`` ``view`` is a view of ``path``
   (``view_range`` its lines), ``str_replace`` / ``insert`` / ``create`` / ``undo_edit`` edit it;
-* a shell command (mini-swe-agent's ``bash``, any ``command`` / ``cmd`` argument): ``cat``,
-  ``nl``, ``head``, ``tail``, ``sed -n 'A,Bp'`` of one file are views of it (with lines where the
-  command names them), ``sed -i`` and ``cat > FILE`` / ``tee FILE`` edit it, anything else is
-  a run of that command (a leading ``cd DIR &&`` resolves relative paths);
-* any other tool: the first of ``file_path``, ``path``, ``filename``, ``url`` (views) or
-  ``query`` (a search) it has, else no key.
+* OpenCode ``read`` / ``edit`` / ``write`` (``filePath``; ``write`` a whole write), ``grep`` /
+  ``glob`` (search ``pattern``), ``bash`` (``command``);
+* Codex ``shell``: ``command`` is an argv list (``["bash", "-lc", S]`` is the script ``S``, any
+  other list its words joined as a shell quotes them) run in ``workdir``; ``apply_patch``: an
+  edit of every file its patch text names (``*** Update File: P``, ``*** Add File: P``,
+  ``*** Delete File: P``, ``*** Move to: P``), also as ``apply_patch <<EOF`` in a shell;
+* a shell command (mini-swe-agent's ``bash``, any ``command`` / ``cmd`` / ``script``
+  argument): ``cat``, ``nl``, ``head``, ``tail``, ``sed -n 'A,Bp'`` of one file are views of it
+  (with lines where the command names them), ``sed -i`` and ``cat > FILE`` / ``tee FILE`` edit
+  it, anything else is a run of that command (a leading ``cd DIR &&`` resolves relative paths);
+* any other tool: the first of ``file_path``, ``path``, ``filename``, ``notebook_path``,
+  ``target_file``, ``file``, ``absolute_path``, ``relative_path``, ``target_path`` in any
+  spelling (``filePath``, ``file_name``; :data:`_PATH_ARGS`) (a file: an edit when the
+  tool's name says it writes, :func:`writes_files`, else a view with the lines of
+  ``view_range`` / ``offset`` and ``limit``), ``url`` (a view) or ``query`` (a search) it has,
+  else no key; a tool whose name says it searches (grep, glob, search, find) given a
+  ``pattern`` is a search, as ``Grep``. An MCP ``mcp__server__`` prefix is dropped from the
+  name first.
 
-``Policy.tool_rules`` overrides the defaults per tool name: ``{"fetch_doc": "doc_id"}`` keys a
+One namespace: a file is ``path:`` + its normalized path whichever tool or rule names it, and a
+relative path is the one absolute path ending with it (:func:`unify_paths`).
+``Policy.tool_rules`` overrides the defaults per tool name: ``{"open_file": "path"}`` keys a
 tool's results by that argument (a view), ``"argument:action"`` names the action too
-(``"sql:run"``), and ``""`` gives the tool no key.
+(``"path:edit"``, ``"sql:run"``), and ``""`` gives the tool no key. A rule's value is keyed as
+the defaults key it: a path (a path-like argument name or a file name) as ``path:`` with the
+call's lines, a URL as ``url:``, a search as ``query:``, a run (or a ``command`` / ``cmd`` /
+``script`` argument, or an argv list) as the shell command's access; another value as
+``arg:NAME=VALUE``.
 
 What a view or a run showed, for placeholders and summaries (:func:`shown_values`,
 :func:`log_verdicts`): a view of a file keeps its path, the lines it showed and the symbols it
@@ -52,7 +70,8 @@ from typing import Any, Literal
 
 from .messages import Message, ToolUseBlock
 
-__all__ = ["ACTIONS", "Access", "Action", "access_of", "parse_rule", "reuse_ranks", "working_views"]
+__all__ = ["ACTIONS", "Access", "Action", "access_of", "accesses_of", "parse_rule", "reuse_ranks", "working_views",
+           "writes_files"]
 """Public: a user checks which resource key a tool call gets under their ``Policy.tool_rules``
 (``access_of(use, rules)``), and how a context's results rank (``reuse_ranks``)."""
 
@@ -70,10 +89,28 @@ _VIEW_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path", "read_file"
 _EDIT_TOOLS = {"Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path",
                "NotebookEdit": "notebook_path", "write_file": "path", "edit_file": "path"}
 _SEARCH_TOOLS = {"Grep": "pattern", "Glob": "pattern", "WebSearch": "query", "web_search": "query",
-                 "search": "query"}
+                 "search": "query", "grep": "pattern", "glob": "pattern"}
 _EDITOR_EDITS = ("str_replace", "insert", "create", "undo_edit", "write")
-_DEFAULT_ARGS: tuple[tuple[str, Action], ...] = (("file_path", "view"), ("path", "view"), ("filename", "view"),
+_PATH_ARGS = ("filepath", "path", "filename", "notebookpath", "targetfile", "file", "absolutepath", "relativepath",
+              "targetpath")
+"""Argument names a tool's file comes from, first present wins, compared without ``_`` / ``-``
+and case (:func:`_arg_name`): Claude Code ``file_path`` / ``notebook_path``, OpenCode
+``filePath`` (``read`` / ``edit`` / ``write``, https://github.com/sst/opencode
+packages/opencode/src/tool), SWE-agent / MCP filesystem / Cline ``path``, Cursor
+``target_file``, Gemini CLI ``absolute_path``, ``file_name``."""
+_DEFAULT_ARGS: tuple[tuple[str, Action], ...] = (*((a, "view") for a in _PATH_ARGS),
                                                  ("url", "view"), ("query", "search"))
+_WRITE_WORDS = ("write", "edit", "replace", "patch", "create", "insert", "append", "overwrite", "save",
+                "update", "modify", "delete")
+"""A tool whose name has one of these as a word part (``write_file``, ``replace_in_file``,
+``multiedit``, ``str_replace_based_edit_tool``, ``mcp__fs__edit_file``) changes the file it names."""
+_WHOLE_WORDS = ("write", "create", "overwrite", "save")
+_CONTENT_ARGS = ("content", "contents", "file_text", "text", "data")
+"""With a :data:`_WHOLE_WORDS` name, an argument holding the file's whole new text (a whole write)."""
+_MCP = re.compile(r"^mcp__.+?__(?=.)")
+_NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
+_PATCH_STARTS = ("*** Begin Patch", "*** Update File:", "*** Add File:", "*** Delete File:")
 _SHELL_ARGS = ("command", "cmd", "script")
 _CD = re.compile(r"^\s{0,16}cd\s{1,8}(\S{1,512})\s{0,8}(?:&&|;)\s{0,8}")
 _VIEWERS = ("cat", "nl", "head", "tail", "less", "more", "bat")
@@ -98,7 +135,8 @@ _FILE = re.compile(r"^[\w.~/+@-]{0,1024}[\w-]\.[A-Za-z0-9_]{1,12}$|^[\w.~+@-]{0,
 @dataclass(frozen=True)
 class Access:
     """What one tool call does to one resource: its ``key`` (``path:…``, ``url:…``,
-    ``query:…``, ``command:…``, or ``arg:NAME=…`` from a tool rule), the ``action``, and for a
+    ``query:…``, ``command:…``, ``task:…``, or ``arg:NAME=…`` from a tool rule whose value is no
+    path, URL, query or command), the ``action``, and for a
     partial view of a file the 1-based inclusive ``lines`` (None: whole or unknown)."""
 
     key: str
@@ -143,41 +181,179 @@ def _path(p: str, cwd: str | None = None) -> str:
 
 def access_of(use: ToolUseBlock, rules: Mapping[str, str] | None = None) -> Access | None:
     """The :class:`Access` of one call (see the module doc for the rules), or None when the
-    call names no resource. ``rules``: ``Policy.tool_rules``."""
+    call names no resource; the first of :func:`accesses_of` for a call that changes several
+    files (a patch). ``rules``: ``Policy.tool_rules``."""
+    got = accesses_of(use, rules)
+    return got[0] if got else None
+
+
+def accesses_of(use: ToolUseBlock, rules: Mapping[str, str] | None = None) -> tuple[Access, ...]:
+    """Every :class:`Access` of one call, in the one key namespace of the module doc: one for
+    most calls, one edit per file a patch names (``*** Update File: P`` / ``Add`` / ``Delete``
+    / ``Move to``), none when the call names no resource. ``rules``: ``Policy.tool_rules``
+    (a rule's argument names the resource; its value is keyed as the defaults key it: a path,
+    a URL, a query or a shell command). Pure."""
     inp: Mapping[str, Any] = use.input if isinstance(use.input, Mapping) else {}
     if rules and use.name in rules:
         rule = parse_rule(rules[use.name])
-        if rule is None or not isinstance(inp.get(rule[0]), (str, int, float)) or inp.get(rule[0]) == "":
-            return None
-        return Access(f"arg:{rule[0]}={inp[rule[0]]}", rule[1])
-    name = use.name
+        if rule is None:
+            return ()
+        patched = _patch_edits({rule[0]: inp.get(rule[0])}) if rule[1] != "search" else ()
+        if patched:  # a rule naming a patch argument: the files the patch edits
+            return patched
+        got = _rule_access(rule[0], rule[1], inp)
+        return (got,) if got is not None else ()
+    known = _known_tool_accesses(_MCP.sub("", use.name), inp)
+    if known is not None:
+        return known
+    patched = _patch_edits(inp)
+    if patched:
+        return patched
+    for arg in _SHELL_ARGS:
+        cmd = _command_text(inp.get(arg))
+        if cmd:
+            return _shell_accesses(cmd, _workdir(inp))
+    searched = _search_of(use.name, inp)
+    if searched is not None:
+        return (searched,)
+    writes = writes_files(use.name)
+    named = {_arg_name(k): v for k, v in reversed(list(inp.items()))}  # the first spelling wins
+    for arg, action in _DEFAULT_ARGS:
+        v = named.get(arg)
+        if isinstance(v, str) and v:
+            if arg in _PATH_ARGS:
+                return (Access(f"path:{_path(v)}", "edit") if writes else Access(f"path:{_path(v)}", "view", _lines_of(inp)),)
+            return (Access(f"url:{v}" if arg == "url" else f"query:{v}", action),)
+    return ()
+
+
+def _known_tool_accesses(name: str, inp: Mapping[str, Any]) -> tuple[Access, ...] | None:
+    """The accesses of a built-in tool (Claude Code, OpenCode search, a ``str_replace_editor``
+    command), or None when ``name`` / ``inp`` is none of them."""
     for table, action in ((_VIEW_TOOLS, "view"), (_EDIT_TOOLS, "edit")):
         arg = table.get(name)
         if arg and isinstance(inp.get(arg), str) and inp[arg]:
             key = f"url:{inp[arg]}" if arg == "url" else f"path:{_path(inp[arg])}"
-            return Access(key, action, _read_lines(inp) if action == "view" else None)  # type: ignore[arg-type]
+            return (Access(key, action, _read_lines(inp) if action == "view" else None),)  # type: ignore[arg-type]
     if name in _SEARCH_TOOLS:
         arg = _SEARCH_TOOLS[name]
-        where = inp.get("path") or inp.get("glob") or ""
-        return Access(f"query:{inp.get(arg, '')}@{where}", "search") if inp.get(arg) else None
+        where = inp.get("path") or inp.get("glob") or inp.get("include") or ""
+        return (Access(f"query:{inp.get(arg, '')}@{where}", "search"),) if inp.get(arg) else ()
     if name == "Task":
         what = inp.get("description") or inp.get("prompt")
-        return Access(f"task:{what}", "run") if isinstance(what, str) and what else None
+        return (Access(f"task:{what}", "run"),) if isinstance(what, str) and what else ()
     editor = inp.get("command")
     if isinstance(editor, str) and isinstance(inp.get("path"), str) and (editor == "view" or editor in _EDITOR_EDITS):
         key = f"path:{_path(inp['path'])}"
         if editor == "view":
-            return Access(key, "view", _range(inp.get("view_range")))
-        return Access(key, "edit")
-    for arg in _SHELL_ARGS:
-        if isinstance(inp.get(arg), str) and inp[arg].strip():
-            return shell_access(inp[arg])
-    for arg, action in _DEFAULT_ARGS:
-        v = inp.get(arg)
-        if isinstance(v, str) and v:
-            key = f"url:{v}" if arg == "url" else f"query:{v}" if arg == "query" else f"path:{_path(v)}"
-            return Access(key, action)
+            return (Access(key, "view", _range(inp.get("view_range"))),)
+        return (Access(key, "edit"),)
     return None
+
+
+def _search_of(tool: str, inp: Mapping[str, Any]) -> Access | None:
+    """A search by a tool whose name says it searches (a word part grep, glob, search or find:
+    Codex ``grep_files``, MCP ``search_files``) given a ``pattern`` / ``regex``: keyed
+    ``query:PATTERN@WHERE`` as ``Grep`` is; None otherwise."""
+    what = next((inp[k] for k in ("pattern", "regex") if isinstance(inp.get(k), str) and inp[k]), None)
+    if what is None:
+        return None
+    parts = [w.lower() for w in _NAME_PARTS.findall(_MCP.sub("", tool))]
+    if not any(p.startswith(w) or p.endswith(w) for p in parts for w in ("grep", "glob", "search", "find")):
+        return None
+    where = inp.get("path") or inp.get("glob") or inp.get("include") or ""
+    return Access(f"query:{what}@{where}", "search")
+
+
+def _arg_name(name: str) -> str:
+    """An argument name as :data:`_PATH_ARGS` spells it: ``filePath``, ``file_path`` and
+    ``file-path`` are ``filepath``."""
+    return name.replace("_", "").replace("-", "").lower()
+
+
+def writes_files(tool: str) -> bool:
+    """Whether a tool's name says it changes the file it names: one of its word parts (split
+    at ``_``, ``-``, ``.`` and case changes, an MCP ``mcp__server__`` prefix dropped) is,
+    starts or ends with write, edit, replace, patch, create, insert, append, overwrite, save,
+    update, modify or delete (``write_file``, ``replace_in_file``, ``multiedit``,
+    ``mcp__filesystem__edit_file``, ``apply_patch``). Pure."""
+    parts = [w.lower() for w in _NAME_PARTS.findall(_MCP.sub("", tool))]
+    return any(p == w or p.startswith(w) or p.endswith(w) for p in parts for w in _WRITE_WORDS)
+
+
+def _rule_access(arg: str, action: Action, inp: Mapping[str, Any]) -> Access | None:
+    """A tool rule's :class:`Access`: a value that is a path (a path-like argument name, or a
+    file name) is ``path:`` with the call's lines, a URL ``url:``, a search ``query:V@where``,
+    a run, or a ``command`` / ``cmd`` / ``script`` argument or an argv list, the shell
+    command's access (``cat F`` a view of F, ``sed -i`` an edit, else ``command:``); other
+    values ``arg:NAME=V``."""
+    raw = inp.get(arg)
+    if action == "run" or action != "search" and (arg in _SHELL_ARGS or isinstance(raw, (list, tuple))):
+        cmd = _command_text(raw)
+        if cmd:
+            got = _shell_accesses(cmd, _workdir(inp))
+            return got[0] if got else None
+    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)) or raw == "":
+        return None
+    v = str(raw)
+    if action == "search":
+        where = inp.get("path") or inp.get("glob") or inp.get("include") or ""
+        return Access(f"query:{v}@{where}", "search")
+    if re.match(r"^[a-z][a-z0-9+.-]{1,16}://", v):
+        return Access(f"url:{v}", action)
+    if isinstance(raw, str) and action in ("view", "edit") and (
+            "path" in arg.lower() or "file" in arg.lower() or _FILE.match(v.strip())):
+        return Access(f"path:{_path(v)}", action, _lines_of(inp) if action == "view" else None)
+    return Access(f"arg:{arg}={v}", action)
+
+
+def _command_text(v: Any) -> str:
+    """A shell argument as one command line: a string as is; an argv list (Codex ``shell``'s
+    ``command``) as the script of ``bash -lc S`` / ``sh -c S``, else its words joined as a
+    shell would quote them; ``""`` for anything else."""
+    if isinstance(v, str):
+        return v if v.strip() else ""
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, str) for x in v):
+        if len(v) >= 3 and posixpath.basename(v[0]) in ("bash", "sh", "zsh", "dash") and v[1] in ("-c", "-lc", "-cl", "-ic"):
+            return str(v[2])
+        return shlex.join(v)
+    return ""
+
+
+def _workdir(inp: Mapping[str, Any]) -> str | None:
+    """The directory a shell call runs in (Codex ``workdir``, ``cwd``), or None."""
+    for arg in ("workdir", "cwd"):
+        v = inp.get(arg)
+        if isinstance(v, str) and v.strip():
+            return v.strip()
+    return None
+
+
+def _patch_edits(inp: Mapping[str, Any]) -> tuple[Access, ...]:
+    """One edit per file a patch text among the call's string arguments names (Codex
+    ``apply_patch``'s ``input``, OpenCode ``patch``'s ``patchText``, or a shell
+    ``apply_patch <<EOF``, the text starting with the patch or with ``apply_patch``):
+    ``*** Update File: P``, ``*** Add File: P``, ``*** Delete File:
+    P``, ``*** Move to: P`` (https://github.com/openai/codex codex-rs/apply-patch)."""
+    for v in inp.values():
+        text = _command_text(v).lstrip()
+        if text.startswith(_PATCH_STARTS) or text.startswith("apply_patch") and "*** Begin Patch" in text:
+            paths = [m.group(1) or m.group(2) for m in _PATCH_FILE.finditer(text)]
+            cwd = _workdir(inp)
+            return tuple(Access(f"path:{_path(p, cwd)}", "edit") for p in dict.fromkeys(paths))
+    return ()
+
+
+def _lines_of(inp: Mapping[str, Any]) -> tuple[int, int] | None:
+    """A view's line range from the common argument shapes: ``view_range`` ``[A, B]``, Cursor
+    ``start_line_one_indexed`` / ``end_line_one_indexed_inclusive``, ``offset`` / ``limit``."""
+    rng = _range(inp.get("view_range"))
+    if rng is not None:
+        return rng
+    lo, hi = inp.get("start_line_one_indexed"), inp.get("end_line_one_indexed_inclusive")
+    if isinstance(lo, int) and isinstance(hi, int):
+        return (lo, hi)
+    return _read_lines(inp)
 
 
 def _read_lines(inp: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -196,16 +372,23 @@ def _range(v: Any) -> tuple[int, int] | None:
     return None
 
 
-def shell_access(command: str) -> Access:
+def _shell_accesses(command: str, cwd: str | None = None) -> tuple[Access, ...]:
+    """A shell command's accesses: the patch edits of ``apply_patch <<EOF`` (:func:`_patch_edits`),
+    else :func:`shell_access` (``cwd``: the directory it runs in)."""
+    patched = _patch_edits({"command": command, "workdir": cwd} if cwd else {"command": command})
+    return patched or (shell_access(command, cwd),)
+
+
+def shell_access(command: str, cwd: str | None = None) -> Access:
     """The :class:`Access` of one shell command (see the module doc): a view or an edit of one
     file, or a run keyed by the command itself (whitespace collapsed). Only the first line is
     read (a here-document's body is data), and a view piped through ``head`` / ``tail`` /
-    ``sed -n`` has the lines that pipeline prints; through anything else it is a run."""
-    cwd = None
+    ``sed -n`` has the lines that pipeline prints; through anything else it is a run.
+    ``cwd``: the directory it runs in (relative paths resolve against it)."""
     rest = command.strip().split("\n", 1)[0]
     m = _CD.match(rest)
     if m:
-        cwd, rest = m.group(1).strip("'\""), rest[m.end():]
+        cwd, rest = posixpath.join(cwd or "", m.group(1).strip("'\"")) or None, rest[m.end():]
     stages = [_words(x) for x in re.split(r"\s*(?:\|\||&&|;)\s*", rest.strip(), maxsplit=1)[0].split("|")]
     got = _shell_file_access(stages[0], rest, cwd) if stages[0] else None
     if got is not None and len(stages) > 1 and got.action == "view":
@@ -294,24 +477,34 @@ def unify_paths(keys: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def accesses(messages: Sequence[Message], rules: Mapping[str, str] | None = None) -> dict[str, tuple[int, Access]]:
-    """``tool_use_id -> (index of the assistant message that called it, Access)`` for every
-    call of ``messages`` that names a resource, with path keys unified (:func:`unify_paths`)."""
-    raw: dict[str, tuple[int, Access]] = {}
+def call_accesses(messages: Sequence[Message], rules: Mapping[str, str] | None = None) -> list[tuple[str, int, Access]]:
+    """``(tool_use_id, index of the assistant message that called it, Access)`` for every
+    access of every call of ``messages`` (:func:`accesses_of`: a patch has one per file), in
+    call order, with path keys unified (:func:`unify_paths`)."""
+    raw: list[tuple[str, int, Access]] = []
     by = f"/{sorted(rules.items()) if rules else ''}"
     for i, m in enumerate(messages):
         if m.role != "assistant":
             continue
         for u in m.tool_uses:
             memo = m.memo()
-            slot = f"ctxwise/access/{u.id}{by}"
-            acc = memo.get(slot, False)
-            if acc is False:
-                acc = memo[slot] = access_of(u, rules)
-            if acc is not None:
-                raw[u.id] = (i, acc)
-    names = unify_paths([a.key for _, a in raw.values()])
-    return {k: (i, Access(names[a.key], a.action, a.lines) if names[a.key] != a.key else a) for k, (i, a) in raw.items()}
+            slot = f"ctxwise/accesses/{u.id}{by}"
+            got = memo.get(slot)
+            if got is None:
+                got = memo[slot] = accesses_of(u, rules)
+            raw.extend((u.id, i, a) for a in got)
+    names = unify_paths([a.key for _, _, a in raw])
+    return [(uid, i, Access(names[a.key], a.action, a.lines) if names[a.key] != a.key else a) for uid, i, a in raw]
+
+
+def accesses(messages: Sequence[Message], rules: Mapping[str, str] | None = None) -> dict[str, tuple[int, Access]]:
+    """``tool_use_id -> (index of the assistant message that called it, Access)`` for every
+    call of ``messages`` that names a resource (its first access, :func:`call_accesses`), with
+    path keys unified (:func:`unify_paths`)."""
+    out: dict[str, tuple[int, Access]] = {}
+    for uid, i, a in call_accesses(messages, rules):
+        out.setdefault(uid, (i, a))
+    return out
 
 
 def run_named(acc: Mapping[str, tuple[int, Access]], since: int) -> set[str]:
@@ -342,37 +535,37 @@ def reuse_ranks(messages: Sequence[Message], rules: Mapping[str, str] | None = N
                 recent: int = RECENT_CALLS) -> dict[str, int]:
     """``tool_use_id -> rank`` (:data:`STALE`, :data:`COLD`, :data:`WORKING`; see the module
     doc) for every call of ``messages``; calls with no resource key are ``COLD``."""
-    acc = accesses(messages, rules)
+    acc = call_accesses(messages, rules)
     calls = [i for i, m in enumerate(messages) if m.role == "assistant"]
     recent_from = calls[-recent] if len(calls) >= recent else 0
-    order = sorted(acc.items(), key=lambda kv: kv[1][0])
-    edited = {a.key for _, (_, a) in order if a.action == "edit"}
+    edited = {a.key for _, _, a in acc if a.action == "edit"}
     out: dict[str, int] = {}
     later: dict[str, list[tuple[str, Access]]] = {}
-    whole = {u.id: _whole_write(u) for m in messages if m.role == "assistant" for u in m.tool_uses}
+    whole = {u.id: is_whole_write(u) for m in messages if m.role == "assistant" for u in m.tool_uses}
     batch: dict[int, set[str]] = {}
-    for _, (i, a) in order:
+    for _, i, a in acc:
         if a.action == "view" and a.key.startswith("path:"):
             batch.setdefault(i, set()).add(a.key)
     # a batch of views mostly edited since: the agent read those files to work on them together
     worked = {i for i, keys in batch.items() if len(keys) > 1 and 2 * len(keys & edited) >= len(keys)}
-    for uid, (i, a) in reversed(order):
+    for uid, i, a in reversed(acc):
         nxt = later.setdefault(a.key, [])
         if a.action == "view":
             superseded = any(b.action == "view" and b.covers(a) for _, b in nxt) or any(
                 b.action == "edit" and whole[j] for j, b in nxt)
             if superseded:
-                out[uid] = STALE
+                rank = STALE
             elif a.key in edited or i >= recent_from or i in worked:
-                out[uid] = WORKING
+                rank = WORKING
             else:
-                out[uid] = COLD
+                rank = COLD
         elif a.action in ("run", "search"):
-            out[uid] = STALE if any(b.action == a.action for _, b in nxt) else COLD
+            rank = STALE if any(b.action == a.action for _, b in nxt) else COLD
         elif whole[uid] and not any(b.action == "view" and b.whole or b.action == "edit" and whole[j] for j, b in nxt):
-            out[uid] = WORKING  # the latest whole write of a file: its input is the file, as a view would be
+            rank = WORKING  # the latest whole write of a file: its input is the file, as a view would be
         else:  # an edit's own result: its echo matters until the file is touched again
-            out[uid] = STALE if nxt else COLD
+            rank = STALE if nxt else COLD
+        out[uid] = max(out.get(uid, STALE), rank)  # a call of several files ranks by the one needed most
         nxt.append((uid, a))
     for m in messages:
         for u in m.tool_uses if m.role == "assistant" else ():
@@ -390,24 +583,38 @@ def working_views(messages: Sequence[Message], rules: Mapping[str, str] | None =
     command of those calls names (:func:`run_named`: ``python3 repro.py``). What a summary's
     cut keeps verbatim, within its bounds."""
     ranks = reuse_ranks(messages, rules, recent)
-    acc = accesses(messages, rules)
-    order = sorted(acc.items(), key=lambda kv: kv[1][0])
-    last_edit = {a.key: i for _, (i, a) in order if a.action == "edit"}
+    acc = call_accesses(messages, rules)
+    last_edit = {a.key: i for _, i, a in acc if a.action == "edit"}
     uses = {u.id: u for m in messages if m.role == "assistant" for u in m.tool_uses}
-    wrote = {uid for uid, (_, a) in order if a.action == "edit" and _whole_write(uses[uid])}
-    latest = {a.key: uid for uid, (_, a) in order if a.action == "view" or uid in wrote}
+    wrote = {uid for uid, _, a in acc if a.action == "edit" and is_whole_write(uses[uid])}
+    latest = {a.key: uid for uid, _, a in acc if a.action == "view" or uid in wrote}
     calls = [i for i, m in enumerate(messages) if m.role == "assistant"]
     recent_from = calls[-recent] if len(calls) >= recent else 0
-    named = run_named(acc, recent_from) if by_commands else set()
-    return {uid for uid, (i, a) in acc.items()
+    first: dict[str, tuple[int, Access]] = {}
+    for uid, i, a in acc:
+        first.setdefault(uid, (i, a))
+    named = run_named(first, recent_from) if by_commands else set()
+    return {uid for uid, i, a in acc
             if (ranks.get(uid) == WORKING and a.action == "view" or uid in wrote and latest.get(a.key) == uid)
             and (i >= recent_from or last_edit.get(a.key, -1) > i or a.key in named)}
 
 
-def _whole_write(use: ToolUseBlock) -> bool:
-    """Whether the call writes a whole file, its text in the call's input."""
-    cmd = next((v for k, v in use.input.items() if k in _SHELL_ARGS and isinstance(v, str)), "")
-    return use.name == "Write" or use.input.get("command") == "create" or "<<" in cmd.split("\n", 1)[0]
+def is_whole_write(use: ToolUseBlock) -> bool:
+    """Whether the call writes a whole file, its text in the call's input: Claude Code
+    ``Write``, a ``create`` command, a shell here-document (not a patch), or a tool whose name
+    says it writes, creates, overwrites or saves (:func:`writes_files`) given the text as
+    ``content`` / ``contents`` / ``file_text`` / ``text`` / ``data`` (MCP ``write_file``,
+    OpenCode ``write``). Pure."""
+    inp = use.input if isinstance(use.input, Mapping) else {}
+    if use.name == "Write" or inp.get("command") == "create":
+        return True
+    cmd = next((_command_text(v) for k, v in inp.items() if k in _SHELL_ARGS), "")
+    if "<<" in cmd.split("\n", 1)[0]:
+        return not _patch_edits(inp)
+    if not any(isinstance(inp.get(c), str) for c in _CONTENT_ARGS):
+        return False
+    parts = [w.lower() for w in _NAME_PARTS.findall(_MCP.sub("", use.name))]
+    return any(p == w or p.startswith(w) or p.endswith(w) for p in parts for w in _WHOLE_WORDS)
 
 
 def shown_values(body: str, acc: Access | None, limit: int) -> str:
@@ -455,7 +662,8 @@ def log_verdicts(body: str) -> list[str]:
 
 def _fit(items: list[str], limit: int) -> str:
     """``items`` joined by ``"; "`` within ``limit`` characters: whole items first, then the
-    first that does not fit cut between its comma-separated parts, then ``"; …"``."""
+    first that does not fit cut between its comma-separated parts, then ``"; …"`` (a first
+    part longer than ``limit``: its head and ``"…"``)."""
     out: list[str] = []
     used = 0
     for k, item in enumerate(items):
@@ -472,5 +680,7 @@ def _fit(items: list[str], limit: int) -> str:
             used += len(part) + 2
         if kept:
             out.append(", ".join(kept) + ", …")
+        elif not out:  # one part longer than the limit (a very long path): its head
+            return item[:max(0, limit - 1)] + "…"
         return "; ".join(out) + ("" if k == len(items) - 1 and kept == parts else "; …")
     return "; ".join(out)

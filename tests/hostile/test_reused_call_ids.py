@@ -29,12 +29,24 @@ def _placeholders(payload: list[dict]) -> list[tuple[str, str]]:
             if m["role"] == "tool" and isinstance(m["content"], str) and KEY.search(m["content"])]
 
 
+def _recall_whole(s, key: str) -> str:
+    """The original ``key`` names, its pages (sized from the session's budget) put together."""
+    got, offset = "", 0
+    while True:
+        text, is_error = recall_tool_output(s, {"tool_use_id": key, "offset": offset})
+        assert not is_error, text
+        page, sep, note = text.partition("\n[ctxwise: characters ")
+        got += page
+        if not sep:
+            return got
+        offset = int(note.rsplit("offset=", 1)[1].rstrip(")]"))
+
+
 def _check_every_placeholder(s, payload, originals: dict[str, str]) -> int:
     """Recall each placeholder by what it names; it must give the body of its own message."""
     n = 0
     for key, call_id in _placeholders(payload):
-        text, is_error = recall_tool_output(s, {"tool_use_id": key})
-        assert not is_error, text
+        text = _recall_whole(s, key)
         mid = key.split(", message_id ")[1] if ", message_id " in key else None
         # which message's body is it? the one the key names, or the only/oldest cleared one
         assert text in originals.values()

@@ -83,11 +83,16 @@ def placeholder_text(policy: Policy, result: ToolResultBlock, tool_input: dict[s
 
 def work_values(result: ToolResultBlock, tool_input: dict[str, Any], policy: Policy) -> str:
     """What a placeholder keeps of a view of code or of a command's output
-    (:func:`ctxwise.resources.work_values` at ``2 x placeholder_values_max`` characters, the
-    call keyed under ``policy.tool_rules``); ``""`` when the call is neither or
+    (:func:`ctxwise.resources.shown_values` at ``2 x placeholder_values_max`` characters, the
+    call keyed under ``policy.tool_rules``, or by the defaults when they name a file and the
+    rule does not); ``""`` when the call is neither or
     ``placeholder_values_max`` is 0."""
     limit = 2 * policy.placeholder_values_max
     if limit <= 0:
         return ""
     use = ToolUseBlock(id=result.tool_use_id or "call", name=result.name or "tool", input=dict(tool_input))
-    return shown_values(result.text, access_of(use, policy.tool_rules), limit)
+    acc = access_of(use, policy.tool_rules)
+    if acc is None or not acc.key.startswith("path:"):  # a rule never loses the file a default key names
+        base = access_of(use)
+        acc = base if base is not None and base.key.startswith("path:") else acc
+    return shown_values(result.text, acc, limit)

@@ -16,6 +16,7 @@ there (case B14: ``[4, 5, 6]``); otherwise the run goes up to the current input.
 
 from __future__ import annotations
 
+import re
 import time
 
 from ..changes import Hide, Replace
@@ -170,10 +171,19 @@ TRUNCATION_NOTE = (
 placeholder does (the recall tool returns an original of any size, in pages)."""
 RECALLED_NOTE = (
     "\n[ctxwise cut {omitted} of {total} characters from the middle of this recalled page to fit the "
-    "context budget; recalling the same page again returns the same cut]\n"
+    "context budget{where}]\n"
 )
-"""The note between the kept head and tail of a cut ``recall_tool_result`` result: it names no
-recall call, so a model is not sent back for the same body in a loop."""
+"""The note between the kept head and tail of a cut ``recall_tool_result`` result. ``where`` is
+:data:`RECALLED_FROM` when the page's own note says where it starts in the original (the cut
+characters are then one recall away, from a later offset, so no call is sent back for the same
+body); else :data:`RECALLED_AGAIN`."""
+RECALLED_FROM = '; they start at character {offset} of the original: {name}("{key}", offset={offset})'
+RECALLED_AGAIN = ("; recalling the same page again returns the same page, cut the same way while the context is "
+                  "this full")
+PAGE_NOTE_RX = re.compile(r'\[ctxwise: characters (\d+)\u2013\d+ of \d+ of this result; the next page: '
+                          r'(\w+)\("(.*)", offset=\d+\)\]\s*$')
+"""The note that ends a recalled page that is not the last (:data:`ctxwise.recall.PAGE_NOTE`):
+the page's start in the original, the tool name and the recall key."""
 HEAD_SHARE = 0.6
 """Of what a cut result keeps, the share at its head; the rest is its tail, where test runners,
 compilers and build tools print their verdicts (the agents' own harnesses keep both)."""
@@ -304,7 +314,13 @@ def head_and_tail(text: str, ratio: float, key: str, recalled: bool = False) -> 
                         text.find(" ", start, start + max(tail // 10, 1))) if i >= 0]
     start = min(ends) + 1 if tail and ends else start
     start = max(start, head)
-    note = (RECALLED_NOTE if recalled else TRUNCATION_NOTE).format(omitted=start - head, total=total, id=key)
+    if not recalled:
+        note = TRUNCATION_NOTE.format(omitted=start - head, total=total, id=key)
+    else:
+        found = PAGE_NOTE_RX.search(text[-1000:])
+        where = (RECALLED_FROM.format(offset=int(found.group(1)) + head, name=found.group(2), key=found.group(3))
+                 if found else RECALLED_AGAIN)
+        note = RECALLED_NOTE.format(omitted=start - head, total=total, where=where)
     return text[:head] + note + text[start:]
 
 

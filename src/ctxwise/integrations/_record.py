@@ -5,12 +5,14 @@ framework's own state), and when it no longer can (the framework's record change
 from __future__ import annotations
 
 import hashlib
+import json
 import random
+import threading
 import time
 import uuid
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
-from .. import Marker, SessionConflict
+from .. import ContextManager, Marker, Session, SessionConflict, SessionPool
 
 
 T = TypeVar("T")
@@ -110,3 +112,24 @@ def _ahead(ids: Sequence[str], known: Sequence[str], start: int) -> int:
 def _interrupted(m: Any) -> bool:
     """Whether ``m`` is an interruption result written by ``Session.close_pending``."""
     return Marker.read(m).interrupted is True
+
+
+def pool_key(user_id: str, session_id: str, tools: list[dict[str, Any]]) -> tuple[str, str, str]:
+    """The pool key of a session opened with ``tools``: the ids and a digest of the schemas."""
+    return user_id, session_id, hashlib.sha256(json.dumps(tools, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def pooled_session(manager: ContextManager, pool: SessionPool[tuple[str, str, str], Session], lock: threading.Lock,
+                   user_id: str, session_id: str, tools: list[dict[str, Any]]) -> Session:
+    """The session ``(user_id, session_id)`` opened with ``tools``: from ``pool`` when held (reloaded
+    when another writer, e.g. another process or a resumed run, moved it on), else opened from
+    ``manager``; put back (weighed) in the pool. ``lock`` guards the pool."""
+    key = pool_key(user_id, session_id, tools)
+    with lock:
+        s = pool.get(key)
+        if s is None:
+            s = manager.session(user_id, session_id, tools=tools)
+        elif s.version != manager.store.version(user_id, session_id):
+            s.reload()
+        pool.put(key, s)
+        return s

@@ -80,7 +80,7 @@ from .. import (
     recall_tool_schema,
 )
 from ..errors import FormatError
-from ._record import branch_id, digest, follow
+from ._record import branch_id, digest, follow, pool_key, pooled_session
 
 try:
     from agentscope import message as asm
@@ -301,15 +301,7 @@ class CtxwiseMiddleware(MiddlewareBase):
     def _session(self, user_id: str, session_id: str, tools: list[dict[str, Any]]) -> Session:
         """The session, from :attr:`sessions` when held (reloaded when another writer moved it
         on), else opened; put back (weighed) in the pool."""
-        key = _pool_key(user_id, session_id, tools)
-        with self._lock:
-            s = self.sessions.get(key)
-            if s is None:
-                s = self.manager.session(user_id, session_id, tools=tools)
-            elif s.version != self.manager.store.version(user_id, session_id):
-                s.reload()  # another process (or a restored agent) wrote since
-            self.sessions.put(key, s)
-            return s
+        return pooled_session(self.manager, self.sessions, self._lock, user_id, session_id, tools)
 
     def _memory_text(self, session: Session) -> str:
         return "\n".join(m.text for m in session.memory.head_blocks())
@@ -410,7 +402,7 @@ class CtxwiseMiddleware(MiddlewareBase):
             session.append(batch)
         prepared = session.prepare()
         self.last_prepared = prepared
-        self.sessions.put(_pool_key(user_id, session_id, tools), session)  # weighed again, compacted
+        self.sessions.put(pool_key(user_id, session_id, tools), session)  # weighed again, compacted
 
         view = self._view(agent, system, summary, prepared.messages, parts, state.context)
         record = {"user_id": user_id, "session_id": session_id, "last": ids[-1] if ids else None,
@@ -473,10 +465,6 @@ def _unedited(m: Message) -> bool:
         return False
     return bool(mark.empty_marked or mark.normalized)
 
-
-def _pool_key(user_id: str, session_id: str, tools: list[dict[str, Any]]) -> tuple[str, str, str]:
-    """The pool key of a session opened with ``tools``: the ids and a digest of the schemas."""
-    return user_id, session_id, hashlib.sha256(json.dumps(tools, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _data_block(b: ImageBlock) -> Any:

@@ -69,7 +69,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised by tests/integr
 from .. import (RECALL_TOOL_NAME, ContextManager, Message, Session, SessionPool, ThinkingBlock, ToolResultBlock,
                 recall_tool_output, recall_tool_schema)
 from ..formats import from_openai
-from ._record import branch_id, digest, follow, retry_races
+from ._record import branch_id, digest, follow, pool_key, pooled_session, retry_races
 from ..providers import render
 
 __all__ = ["CtxwiseMiddleware", "CtxwiseState", "STATE_FIELD"]
@@ -358,15 +358,7 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
     def _session(self, user_id: str, session_id: str, tools: list[dict[str, Any]]) -> Session:
         """The session, from :attr:`sessions` when held (reloaded when another writer moved it
         on), else opened; put back (weighed) in the pool."""
-        key = _pool_key(user_id, session_id, tools)
-        with self._lock:
-            s = self.sessions.get(key)
-            if s is None:
-                s = self.manager.session(user_id, session_id, tools=tools)
-            elif s.version != self.manager.store.version(user_id, session_id):
-                s.reload()  # another process (or a resumed run) wrote since
-            self.sessions.put(key, s)
-            return s
+        return pooled_session(self.manager, self.sessions, self._lock, user_id, session_id, tools)
 
     def _prepare(self, request: ModelRequest) -> tuple[list[Any], dict[str, Any]]:
         """:meth:`_prepare_once`, one model call per thread_id at a time in this middleware, tried
@@ -418,7 +410,7 @@ class CtxwiseMiddleware(AgentMiddleware[CtxwiseState, Any, Any]):
             session.append(_canonical(chunk, prefix))
         prepared = session.prepare()
         self.last_prepared = prepared
-        self.sessions.put(_pool_key(user_id, session_id, tools), session)  # weighed again, compacted
+        self.sessions.put(pool_key(user_id, session_id, tools), session)  # weighed again, compacted
 
         by_id = {m.id: m for m in history if m.id}
         read = {c.id: c for c in _canonical(history, [])}  # each read with its calls before it
@@ -490,10 +482,6 @@ def _configurable() -> Mapping[str, Any]:
         return {}
     return (config or {}).get("configurable") or {}
 
-
-def _pool_key(user_id: str, session_id: str, tools: list[dict[str, Any]]) -> tuple[str, str, str]:
-    """The pool key of a session opened with ``tools``: the ids and a digest of the schemas."""
-    return user_id, session_id, hashlib.sha256(json.dumps(tools, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _chunks(history: Sequence[BaseMessage], start: int) -> list[list[BaseMessage]]:

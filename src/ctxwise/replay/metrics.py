@@ -60,7 +60,7 @@ from ..salient import salient_values
 from ..task import latest_instruction_run, task_lines
 
 __all__ = [
-    "Breaks", "CallCost", "CallSupport", "cache_breaks", "Payloads", "Recall", "RecallFigures", "as_sent", "cache_adjusted_cost",
+    "Breaks", "CallCost", "call_break", "calls_bought", "CallSupport", "cache_breaks", "Payloads", "Recall", "RecallFigures", "as_sent", "cache_adjusted_cost",
     "call_costs", "call_support", "common_prefix", "context_keys", "context_text", "events_by_stage",
     "floor_cost", "input_tokens", "message_text", "percentile", "placeholder_originals", "priced_cost",
     "recall_figures", "support_recall", "text_keys", "validator_errors", "value_key",
@@ -608,18 +608,34 @@ def cache_breaks(payloads: Payloads, counter: Counter) -> Breaks:
     one (calls bought), and over all breaks the tokens of the messages after that prefix that
     the previous payload had sent already (re-billed; edited copies of them count as sent
     again, messages new at that call do not)."""
-    bought: list[int] = []
+    at: list[int] = []
     rebilled = 0
     previous: Sequence[Message] = ()
     for i, p in enumerate(payloads):
-        k = common_prefix(previous, p)
-        if previous and k < len(previous):
-            bought.append(i)
-            old = {m.id for m in previous[k:]}
-            rebilled += sum(counter.count_message(m) for m in p[k:] if m.id in old)
+        again = call_break(previous, p, counter)
+        if again is not None:
+            at.append(i)
+            rebilled += again
         previous = p
-    ends = bought[1:] + [len(payloads)]
-    return Breaks(tuple(b - a for a, b in zip(bought, ends)), rebilled)
+    return Breaks(calls_bought(at, len(payloads)), rebilled)
+
+
+def call_break(previous: Sequence[Message], payload: Sequence[Message], counter: Counter) -> int | None:
+    """One call of :func:`cache_breaks`: None when ``payload`` is ``previous`` plus new
+    messages (or there is no previous payload), else the tokens it re-bills (the messages after
+    their :func:`common_prefix` that ``previous`` had sent, by id)."""
+    k = common_prefix(previous, payload)
+    if not previous or k >= len(previous):
+        return None
+    old = {m.id for m in previous[k:]}
+    return sum(counter.count_message(m) for m in payload[k:] if m.id in old)
+
+
+def calls_bought(breaks: Sequence[int], calls: int) -> tuple[int, ...]:
+    """The calls each break buys: from the call index of one break (``breaks``, ascending) to
+    the next, the last one to ``calls`` (the conversation's number of calls)."""
+    ends = list(breaks[1:]) + [calls]
+    return tuple(b - a for a, b in zip(breaks, ends))
 
 
 # --------------------------------------------------------------------------- validity, events, latency

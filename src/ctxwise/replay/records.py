@@ -55,6 +55,18 @@ class CallRecord:
     predicted_cached: int = 0
     """The o200k tokens the policy's price model says the cache serves on this call
     (:meth:`~ctxwise.prices.PriceModel.cached_tokens` of ``cached``; 0 when cold)."""
+    task: tuple[int, int] = (0, 0)
+    """``(supported, needed)`` task lines of the instruction in force
+    (:func:`~ctxwise.replay.metrics.task_recall` of this call)."""
+    anchors: tuple[int, int] = (0, 0)
+    """``(supported, needed)`` edit anchors of the recorded output
+    (:func:`~ctxwise.replay.metrics.edit_anchor_recall` of this call)."""
+    fresh: tuple[int, int] = (0, 0)
+    """``(supported, needed)`` edited files whose latest view was sent whole
+    (:func:`~ctxwise.replay.metrics.working_file_freshness` of this call)."""
+    rebilled: int | None = None
+    """None when the payload is the previous call's plus new messages; else this call broke the
+    prompt cache and re-bills these o200k tokens (:func:`~ctxwise.replay.metrics.call_break`)."""
     reported: dict[str, Any] | None = None
     """What the provider reported for the recorded call, when the recording kept its usage
     (:meth:`ctxwise.usage.CacheUsage.as_dict`: ``input_tokens``, ``cached_tokens``, ...). It
@@ -107,9 +119,11 @@ class Measures:
     """Cost under the provider's own price model (``prices``)."""
     prices: str = ""
     """The name of that price model."""
-    floor: float = 0.0
-    """F(B) at the flat ratio; ``floor_priced`` under the provider's price model."""
-    floor_priced: float = 0.0
+    reference_fb: float = 0.0
+    """The reference F(B) at the flat ratio (what an append-only context kept full to the
+    budget would cost; not a floor: a run that keeps less can cost less);
+    ``reference_fb_priced`` under the provider's price model."""
+    reference_fb_priced: float = 0.0
     supported_norm: int = 0
     needed_norm: int = 0
     """Support recall with amounts and dates normalized (the headline figure)."""
@@ -121,6 +135,20 @@ class Measures:
     under any :class:`~ctxwise.prices.PriceModel` (:meth:`cost_under`)."""
     idle: list[float | None] = field(default_factory=list)
     """Per call (as ``usage``), :attr:`CallRecord.idle`."""
+    task_supported: int = 0
+    task_needed: int = 0
+    """Task recall: the instruction's task lines present, of those in force, summed over calls."""
+    anchors_supported: int = 0
+    anchors_needed: int = 0
+    """Edit-anchor recall: edit anchors the payload held, of those the full history held."""
+    fresh_supported: int = 0
+    fresh_needed: int = 0
+    """Working-file freshness: edits whose file's latest view was sent whole, of the edits of a
+    file viewed before."""
+    bought: list[int] = field(default_factory=list)
+    """Per prompt-cache break, the calls it bought (to the next break of its session)."""
+    rebilled: int = 0
+    """o200k tokens re-billed by the breaks (sent again uncached)."""
 
     def cost_under(self, model: PriceModel) -> float:
         """What these calls cost under ``model``, in uncached-token units
@@ -156,12 +184,32 @@ class Measures:
     @property
     def cost_ratio(self) -> float:
         """Flat cost / F(B) (0.0 without a reference)."""
-        return self.cost / self.floor if self.floor else 0.0
+        return self.cost / self.reference_fb if self.reference_fb else 0.0
 
     @property
     def priced_ratio(self) -> float:
         """Provider-priced cost / F(B) under the same prices (0.0 without a reference)."""
-        return self.priced / self.floor_priced if self.floor_priced else 0.0
+        return self.priced / self.reference_fb_priced if self.reference_fb_priced else 0.0
+
+    @property
+    def task_recall(self) -> float:
+        """task_supported / task_needed (1.0 when no call had a task line)."""
+        return metrics.Recall(self.task_supported, self.task_needed).value
+
+    @property
+    def anchor_recall(self) -> float:
+        """anchors_supported / anchors_needed (1.0 with no edit)."""
+        return metrics.Recall(self.anchors_supported, self.anchors_needed).value
+
+    @property
+    def freshness(self) -> float:
+        """fresh_supported / fresh_needed (1.0 with no edit of a viewed file)."""
+        return metrics.Recall(self.fresh_supported, self.fresh_needed).value
+
+    @property
+    def calls_per_break(self) -> float:
+        """The median calls a prompt-cache break bought (0.0 with no break)."""
+        return metrics.percentile(self.bought, 50) if self.bought else 0.0
 
     @property
     def p50_ms(self) -> float:
@@ -191,6 +239,13 @@ class Measures:
         self.latencies_ms.append(call.latency_ms)
         self.usage.append((call.tokens, call.cached))
         self.idle.append(call.idle)
+        self.task_supported += call.task[0]
+        self.task_needed += call.task[1]
+        self.anchors_supported += call.anchors[0]
+        self.anchors_needed += call.anchors[1]
+        self.fresh_supported += call.fresh[0]
+        self.fresh_needed += call.fresh[1]
+        self.rebilled += call.rebilled or 0
         for e in call.events:
             self.events[e["stage"]] = self.events.get(e["stage"], 0) + 1
 
@@ -203,8 +258,16 @@ class Measures:
         self.needed += other.needed
         self.priced += other.priced
         self.prices = other.prices if not self.prices or self.prices == other.prices else MIXED
-        self.floor += other.floor
-        self.floor_priced += other.floor_priced
+        self.reference_fb += other.reference_fb
+        self.reference_fb_priced += other.reference_fb_priced
+        self.task_supported += other.task_supported
+        self.task_needed += other.task_needed
+        self.anchors_supported += other.anchors_supported
+        self.anchors_needed += other.anchors_needed
+        self.fresh_supported += other.fresh_supported
+        self.fresh_needed += other.fresh_needed
+        self.bought.extend(other.bought)
+        self.rebilled += other.rebilled
         self.supported_norm += other.supported_norm
         self.needed_norm += other.needed_norm
         self.recoverable += other.recoverable
@@ -223,8 +286,17 @@ class Measures:
         return {
             "calls": self.calls, "input_tokens": self.input_tokens, "cost": round(self.cost, 1),
             "cost_priced": round(self.priced, 1), "prices": self.prices,
-            "floor": round(self.floor, 1), "floor_priced": round(self.floor_priced, 1),
-            "cost_over_floor": round(self.cost_ratio, 4), "priced_over_floor": round(self.priced_ratio, 4),
+            "reference_fb": round(self.reference_fb, 1), "reference_fb_priced": round(self.reference_fb_priced, 1),
+            "cost_over_reference_fb": round(self.cost_ratio, 4),
+            "priced_over_reference_fb": round(self.priced_ratio, 4),
+            "task_recall": round(self.task_recall, 4), "task_supported": self.task_supported,
+            "task_needed": self.task_needed,
+            "edit_anchor_recall": round(self.anchor_recall, 4), "anchors_supported": self.anchors_supported,
+            "anchors_needed": self.anchors_needed,
+            "working_file_freshness": round(self.freshness, 4), "fresh_supported": self.fresh_supported,
+            "fresh_needed": self.fresh_needed,
+            "cache_breaks": len(self.bought), "calls_per_break_median": round(self.calls_per_break, 1),
+            "calls_per_break": list(self.bought), "rebilled_tokens": self.rebilled,
             "support_recall": round(self.recall, 4), "supported_norm": self.supported_norm,
             "needed_norm": self.needed_norm, "recoverable": self.recoverable,
             "recoverable_recall": round(self.recall_recoverable, 4),

@@ -80,7 +80,8 @@ def excerpt(text: str, width: int = 33) -> str:
 
 def session_table(r: SessionResult, unit: str) -> Table:
     """The seeds' round table with compaction on top: one row per user turn, then totals."""
-    t = Table(title=f"{r.name}  ({r.format}, {r.messages} messages)", title_justify="left",
+    t = Table(title=f"{r.name}  (format {r.format}, provider {r.provider}, {r.messages} messages)",
+              title_justify="left",
               header_style="bold", show_lines=False, expand=False)
     t.add_column("round", justify="right")
     t.add_column("what happened\n(user said / tools called)", width=34)
@@ -120,8 +121,13 @@ MEASURES: list[tuple[str, str]] = [
     ("calls", "model calls"),
     ("input_tokens", "input tokens (o200k)"),
     ("cost", "cache-adjusted cost (tokens)"),
-    ("floor", "reference F(B), cost ÷ F(B)"),
+    ("reference_fb", "reference F(B) (full to budget), cost ÷ F(B)"),
     ("priced", "cost, provider prices"),
+    ("task_recall", "task recall"),
+    ("anchor_recall", "edit-anchor recall"),
+    ("freshness", "working-file freshness"),
+    ("breaks", "cache breaks, calls per break (median)"),
+    ("rebilled", "re-billed tokens (o200k)"),
     ("recall", "support recall"),
     ("recall_exact", "support recall (exact, old)"),
     ("recall_recoverable", "recoverable recall"),
@@ -135,19 +141,31 @@ MEASURES: list[tuple[str, str]] = [
 ]
 
 
+RATIOS = {"task_recall": "task", "anchor_recall": "anchors", "freshness": "fresh"}
+"""The long-loop recalls of :data:`MEASURES`: the :class:`Measures` property and the prefix of
+its ``_supported`` / ``_needed`` counts."""
+
+
 def table_cell(key: str, m: Measures, sessions: int) -> str:
+    """The text of measure ``key``'s cell for ``m`` (``sessions`` for the sessions row)."""
     if key == "sessions":
         return str(sessions)
     if key == "recall":
         return f"{m.recall:.1%}  ({m.supported_norm}/{m.needed_norm})"
     if key == "recall_exact":
         return f"{m.recall_exact:.1%}  ({m.supported}/{m.needed})"
+    if key in RATIOS:
+        part = RATIOS[key]
+        need = getattr(m, part + "_needed")
+        return f"{getattr(m, key):.1%}  ({getattr(m, part + '_supported')}/{need})" if need else "– (none)"
+    if key == "breaks":
+        return f"{len(m.bought)}, {m.calls_per_break:.1f}" if m.bought else "0"
     if key == "recall_recoverable":
         return f"{m.recall_recoverable:.1%}  (+{m.recoverable})"
-    if key == "floor":
-        return f"{n(m.floor)}  ×{m.cost_ratio:.3f}" if m.floor else "–"
+    if key == "reference_fb":
+        return f"{n(m.reference_fb)}  ×{m.cost_ratio:.3f}" if m.reference_fb else "–"
     if key == "priced":
-        return f"{n(m.priced)} ({m.prices})  ×{m.priced_ratio:.3f}" if m.floor_priced else n(m.priced)
+        return f"{n(m.priced)} ({m.prices})  ×{m.priced_ratio:.3f}" if m.reference_fb_priced else n(m.priced)
     if key == "events":
         return ", ".join(f"{k} {v}" for k, v in m.events.items()) or "none"
     if key == "p50":
@@ -163,7 +181,9 @@ def change_text(key: str, on: Measures, off: Measures) -> str:
     if key in ("input_tokens", "cost", "priced") and getattr(off, key):
         d = round((getattr(on, key) / getattr(off, key) - 1) * 100)
         return f"{d:+d}%" if d else "0%"
-    if key in ("recall", "recall_exact", "recall_recoverable"):
+    if key in RATIOS and not (getattr(on, RATIOS[key] + "_needed") or getattr(off, RATIOS[key] + "_needed")):
+        return ""  # nothing to count on either side (no edit): no change to show
+    if key in ("recall", "recall_exact", "recall_recoverable", *RATIOS):
         d = round((getattr(on, key) - getattr(off, key)) * 100, 1)
         return f"{d:+.1f} pt" if d else "0 pt"
     if key in ("validator_errors", "wire_errors", "over_budget"):
@@ -178,7 +198,7 @@ def _change(key: str, on: Measures, off: Measures) -> Text:
         return Text(text, style="dim" if text else "")
     if key in ("input_tokens", "cost", "priced"):
         return Text(text, style="green" if text.startswith("-") else "red")
-    if key in ("recall", "recall_exact", "recall_recoverable"):
+    if key in ("recall", "recall_exact", "recall_recoverable", *RATIOS):
         return Text(text, style="red" if text.startswith("-") else "green")
     if key in ("validator_errors", "wire_errors", "over_budget"):
         d = getattr(on, key) - getattr(off, key)

@@ -27,7 +27,7 @@ from . import metrics
 from .breakdown import breakdown
 from .records import CallRecord, Measures, RoundRecord, SessionResult
 
-__all__ = ["MEASURE_TOKENIZER", "CallRecord", "Measures", "RoundRecord", "SessionResult", "describe", "floor_of",
+__all__ = ["MEASURE_TOKENIZER", "CallRecord", "Measures", "RoundRecord", "SessionResult", "describe", "reference_fb_of",
            "replay_conversation", "rounds_text"]
 
 MEASURE_TOKENIZER = "o200k_base"
@@ -134,7 +134,7 @@ class _Replay:
         self.full_size = 0
         self.seen_user = False
         self.call_slot: dict[str, tuple[RoundRecord, int]] = {}
-        self.floor_calls: list[tuple[int, float]] = []
+        self.reference_calls: list[tuple[int, float]] = []
         result.measures.prices = self.prices.name
 
     def feed(self, m: Message) -> None:
@@ -157,7 +157,10 @@ class _Replay:
             self.session.append(self.pending)
         m = self.res.measures
         flat = PriceModel("flat", read=self.cache_ratio)
-        m.floor, m.floor_priced = (floor_of(self.floor_calls, model) for model in (flat, self.prices))
+        m.reference_fb, m.reference_fb_priced = (reference_fb_of(self.reference_calls, model)
+                                                 for model in (flat, self.prices))
+        breaks = [i for i, c in enumerate(self.res.calls) if c.rebilled is not None]
+        m.bought = list(metrics.calls_bought(breaks, len(self.res.calls)))
         return self.res
 
     def take(self, m: Message) -> None:
@@ -236,6 +239,7 @@ class _Replay:
         idle = idle_seconds(self.history)
         served = 0 if idle is not None and self.prices.is_cold(idle) else cached
         support, violations, wire = self._checks(p, sent, view, output)
+        loop = self._loop(view, output)
         full_view = metrics.as_sent(self.history, self.policy.provider)
         call = CallRecord(
             round=round_, size_before=p.size_before, size=p.size, chars=p.chars,
@@ -245,13 +249,24 @@ class _Replay:
             priced=self.prices.call_cost(tokens, served), full_tokens=self.tok.count(full_view),
             needed_norm=len(support.needed_norm), missing_norm=support.missing_norm,
             recoverable=support.recoverable, idle=idle, predicted_cached=self.prices.cached_tokens(tokens, served),
-            reported=_reported(output),
+            reported=_reported(output), task=loop[0], anchors=loop[1], fresh=loop[2],
+            rebilled=metrics.call_break(self.previous, view, self.tok),
         )
-        self.floor_calls.append((call.full_tokens, self._floor_budget(call, full_view)))
+        self.reference_calls.append((call.full_tokens, self._reference_budget(call, full_view)))
         return call, view
 
-    def _floor_budget(self, call: CallRecord, full_view: list[Message]) -> float:
-        """B_t of the floor: the budget for a tokens budget; for a chars budget, the tokens
+    def _loop(self, view: list[Message], output: Message) -> tuple[tuple[int, int], ...]:
+        """The long-loop measures of one call, each ``(supported, needed)``: task recall,
+        edit-anchor recall, working-file freshness (:mod:`ctxwise.replay.metrics`; all
+        ``(0, 0)`` when not measuring)."""
+        if not self.measure:
+            return (0, 0), (0, 0), (0, 0)
+        h, p, o = [self.history], [view], [output]
+        got = (metrics.task_recall(h, p), metrics.edit_anchor_recall(h, p, o), metrics.working_file_freshness(h, p, o))
+        return tuple((r.supported, r.needed) for r in got)
+
+    def _reference_budget(self, call: CallRecord, full_view: list[Message]) -> float:
+        """B_t of the reference F(B): the budget for a tokens budget; for a chars budget, the tokens
         share of the history the budget holds."""
         if self.policy.unit == "tokens":
             return float(self.policy.effective_budget)
@@ -296,7 +311,7 @@ def replay_conversation(
     return driver.finish()
 
 
-def floor_of(calls: Sequence[tuple[int, float]], prices: PriceModel) -> float:
+def reference_fb_of(calls: Sequence[tuple[int, float]], prices: PriceModel) -> float:
     """F(B) of one conversation from its calls' ``(H_t, B_t)`` (B is constant for a tokens
     budget; for a chars budget it is the tokens share of the history the budget holds)."""
     return metrics.floor_cost([h for h, _ in calls], [b for _, b in calls], prices)

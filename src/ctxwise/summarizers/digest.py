@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 from ..distill import distill
 from ..messages import Message, ToolResultBlock, ToolUseBlock
 from ..nesting import loads
-from ..resources import access_of, log_verdicts, shown_values
+from ..resources import Access, access_of, accesses_of, is_whole_write, log_verdicts, shell_access, shown_values
 from ..salient import salient_values
 from ..task import is_harness_text
 from .base import SummaryResult
@@ -295,32 +295,95 @@ def _read_loop_action(b: ToolResultBlock, use: ToolUseBlock, sec: dict[str, list
     acc = access_of(use)
     if acc is None or acc.key.startswith(("query:", "url:", "arg:", "task:")):
         return False
+    failed = " (failed)" if b.state == "error" else ""
     if acc.key.startswith("path:"):
-        path = acc.key[5:]
-        failed = " (failed)" if b.state == "error" else ""
-        if acc.action == "view":
-            shown = shown_values(b.text, acc, VIEW_CHARS) or path
-            _put(sec["Files read"], path, shown + failed)
-        elif use.name == "Write" or use.input.get("command") == "create" or (
-                "<<" in str(use.input.get("command", "")) and acc.action == "edit"):
-            _put(sec["Files created or rewritten"], path, path + failed)
-        else:
-            old = next((x for x in sec["Files edited"] if x == path or x.startswith(path + " (")), None)
-            n = 1 + (int(re.search(r"\((\d+) edits", old).group(1)) if old and "edits" in old else 1 if old else 0)  # type: ignore[union-attr]
-            _put(sec["Files edited"], path, f"{path} ({n} edits)" if n > 1 else path + failed)
-            written = edit_text(use)
-            if written and not failed:
-                mine = [x for x in sec["Edits made"] if x.startswith(path + ": ")]
-                for x in mine[: max(0, len(mine) + 1 - EDITS_PER_FILE)]:
-                    sec["Edits made"].remove(x)
-                sec["Edits made"].append(f"{path}: {written}")
+        _file_action(b, use, acc, sec, failed)
         return True
+    for other in shell_edits(use):  # a command run that also edits files (`cd r && make && sed -i ...`)
+        _edited(sec, other, failed, "")
     cmd = acc.key[len("command:"):]
     cmd = cmd if len(cmd) <= COMMAND_CHARS else cmd[:COMMAND_CHARS - 1] + "…"
     found = findings(b.text, {b.tool_use_id})
     outcome = "; ".join(log_verdicts(b.text) + ([found] if found else [])) or _first_sentence(b.text, 120) or "no output"
-    sec["Commands run and outcomes"].append(f"`{cmd}` -> {'failed: ' if b.state == 'error' else ''}{outcome}")
+    sec["Commands run and outcomes"].append(f"`{cmd}` -> {'failed: ' if failed else ''}{outcome}")
     return True
+
+
+def _file_action(b: ToolResultBlock, use: ToolUseBlock, acc: Access, sec: dict[str, list[str]], failed: str) -> None:
+    """Record a call on a file (``acc`` keyed ``path:``) in ``sec``: a view under "Files read",
+    a whole write under "Files created or rewritten", else an edit of that file and of every
+    other file a chained shell command edits."""
+    path = acc.key[5:]
+    for more in accesses_of(use)[1:]:  # a patch of several files: each is edited
+        if more.key.startswith("path:") and more.action == "edit":
+            _put(sec["Files edited"], more.key[5:], more.key[5:] + failed)
+    if acc.action == "view":
+        shown = shown_values(b.text, acc, VIEW_CHARS) or path
+        _put(sec["Files read"], path, shown + failed)
+    elif is_whole_write(use):
+        _put(sec["Files created or rewritten"], path, path + failed)
+    else:
+        _edited(sec, path, failed, edit_text(use))
+        for other in shell_edits(use):  # `sed -i ... a.py && sed -i ... b.py`: b.py is edited too
+            if other != path:
+                _edited(sec, other, failed, "")
+
+
+def _edited(sec: dict[str, list[str]], path: str, failed: str, written: str) -> None:
+    """Count one edit of ``path`` in "Files edited" (``path (3 edits)``) and keep the text it
+    ``written`` in "Edits made" (the latest :data:`EDITS_PER_FILE` per file)."""
+    old = next((x for x in sec["Files edited"] if x == path or x.startswith(path + " (")), None)
+    n = 1 + (int(re.search(r"\((\d+) edits", old).group(1)) if old and "edits" in old else 1 if old else 0)  # type: ignore[union-attr]
+    _put(sec["Files edited"], path, f"{path} ({n} edits)" if n > 1 else path + failed)
+    if written and not failed:
+        mine = [x for x in sec["Edits made"] if x.startswith(path + ": ")]
+        for x in mine[: max(0, len(mine) + 1 - EDITS_PER_FILE)]:
+            sec["Edits made"].remove(x)
+        sec["Edits made"].append(f"{path}: {written}")
+
+
+def shell_steps(command: str) -> list[str]:
+    """The steps of a shell command's first line (with the lines a trailing ``\\`` continues it
+    on), split at ``&&``, ``||`` and ``;`` outside quotes (a ``sed`` script's own ``;`` stays in
+    its step); blank steps left out."""
+    line = re.sub(r"\\\r?\n", " ", command.strip()).split("\n", 1)[0]  # `a && \⏎ b` is one line
+    steps, cur, quote, i = [], "", "", 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == ";" or line.startswith(("&&", "||"), i):
+            steps.append(cur)
+            cur, i = "", i + (1 if ch == ";" else 2)
+            continue
+        cur += ch
+        i += 1
+    return [x.strip() for x in [*steps, cur] if x.strip()]
+
+
+_CD_STEP = re.compile(r"^cd\s{1,8}\S{1,512}$")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_SEPARATORS = re.compile(r"[;&|<>]")
+"""Inside a quoted word (a ``sed`` script) these separate nothing: blanked before the step's file is read."""
+
+
+def shell_edits(use: ToolUseBlock) -> list[str]:
+    """The files each step of a shell call (``command`` / ``cmd``) edits, in order, each once:
+    a ``sed -i``, ``cat > FILE``, ``tee FILE`` step (:func:`ctxwise.resources.shell_access`),
+    relative to the directory an earlier ``cd`` step entered. ``[]`` for any other call."""
+    cmd = next((use.input[k] for k in ("command", "cmd") if isinstance(use.input.get(k), str)), "")
+    out: list[str] = []
+    cd = ""
+    for step in shell_steps(cmd):
+        if _CD_STEP.match(step):
+            cd = step + " && "
+            continue
+        acc = shell_access(cd + _QUOTED.sub(lambda q: _SEPARATORS.sub(" ", q.group(0)), step))
+        if acc.action == "edit" and acc.key.startswith("path:") and acc.key[5:] not in out:
+            out.append(acc.key[5:])
+    return out
 
 
 EDIT_CHARS = 400
@@ -381,6 +444,10 @@ def _fit_sections(sec: dict[str, list[str]], values: list[str], target_chars: in
 
     def drop(name: str, k: int) -> None:
         item = sec[name].pop(k)
+        if name in CODE_SECTIONS:
+            return  # paths, line ranges, symbols and code: no value a later answer quotes
+        if name == "Commands run and outcomes":
+            item = item.partition("` -> ")[2]  # the outcome's values, not the command's paths and flags
         said = set(values)
         for v in salient_values(item):
             if _RANGE.fullmatch(v):
@@ -395,7 +462,11 @@ def _fit_sections(sec: dict[str, list[str]], values: list[str], target_chars: in
     for name in ("Tools called and findings", "Progress", "Commands run and outcomes", "Files read", "Dead ends",
                  "Subagent reports", "Completed actions", "Edits made"):
         while len(text) > target_chars and len(sec[name]) > 1:
-            drop(name, 0)
+            if name == "Files read":  # shortened, never dropped: every file read stays named
+                if not _shorten_reads(sec[name]):
+                    break
+            else:
+                drop(name, 0)
             text = render()
     for name in ("Tools called and findings", "Progress", "Commands run and outcomes", "Dead ends"):
         while len(text) > target_chars and sec[name]:
@@ -405,6 +476,55 @@ def _fit_sections(sec: dict[str, list[str]], values: list[str], target_chars: in
         values.pop(0)
         text = render()
     return text
+
+
+CODE_SECTIONS = frozenset({"Files created or rewritten", "Files edited", "Edits made", "Files read"})
+"""Sections whose dropped items give no values to the :data:`VALUES` line: what they hold are
+paths, line ranges, the symbols a view defines and code (``total_43_7`` is no value the user gave)."""
+ALSO_READ = "also read: "
+"""The "Files read" item that names, paths only, the older files read (:func:`_shorten_reads`)."""
+ALSO_READ_PATHS = 30
+"""At most this many paths on that item; the older ones are counted (``(and 12 more)``)."""
+_MORE = re.compile(r" \(and (\d+) more\)$")
+
+
+def _shorten_reads(items: list[str]) -> bool:
+    """One step of fitting "Files read" (``items``, oldest first; the newest is kept as it is):
+    the oldest item with details (lines, symbols) loses them; else the oldest path moves onto
+    the :data:`ALSO_READ` item (first in the section); else that item's oldest path is counted
+    in its ``(and N more)``, over :data:`ALSO_READ_PATHS` paths or when nothing else is left.
+    False when nothing can be shortened."""
+    folded = items[0] if items and items[0].startswith(ALSO_READ) else None
+    body = folded[len(ALSO_READ):] if folded else ""
+    m = _MORE.search(body)
+    more = int(m.group(1)) if m else 0
+    paths = [x for x in (body[:m.start()] if m else body).split(VALUE_SEP) if x]
+    rest = items[1:] if folded else items[:]
+    older = rest[:-1]
+    for k, item in enumerate(older):
+        path = _read_path(item)
+        if item != path:
+            older[k] = path
+            items[:] = ([folded] if folded else []) + older + rest[-1:]
+            return True
+    if older:
+        paths.append(older.pop(0))
+    elif paths and (len(paths) > 1 or more == 0):
+        paths.pop(0)
+        more += 1
+    else:
+        return False
+    while len(paths) > ALSO_READ_PATHS:
+        paths.pop(0)
+        more += 1
+    line = ALSO_READ + VALUE_SEP.join(paths) + (f" (and {more} more)" if more else "")
+    items[:] = [line] + older + rest[-1:]
+    return True
+
+
+def _read_path(item: str) -> str:
+    """The path a "Files read" item names (before its lines, symbols or ``(failed)``)."""
+    return item.split(", ", 1)[0].split(" (failed)", 1)[0]
 
 
 MIN_REQUIREMENTS_CAP = 2000
