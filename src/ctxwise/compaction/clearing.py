@@ -359,22 +359,23 @@ def _why(messages: list[Message], b: Budgeting, size: int, batch: _Batch) -> str
 def _skipped(messages: list[Message], b: Budgeting, size: int, last_resort: bool, over_hard: bool) -> bool:
     """Whether :func:`clear_tool_results` edits nothing without building a batch: the last
     resort and the pass above the hard limit under that limit, the optional clearing under
-    ``clear_at`` or when no batch could fire (:func:`_held_back`)."""
+    ``clear_at`` or when no batch could fire (:func:`edit_held_back`)."""
     p = b.policy
     hard = b.level(p.hard_limit)
     if (over_hard or last_resort) and size <= hard:
         return True
     if last_resort:
         return False
-    return size <= b.level(p.clear_at) or (not over_hard and size <= hard and _held_back(messages, b, size))
+    return size <= b.level(p.clear_at) or (not over_hard and size <= hard and edit_held_back(messages, b, size))
 
 
-def _held_back(messages: list[Message], b: Budgeting, size: int) -> bool:
-    """Whether :func:`_why` holds back every optional batch of ``messages`` at ``size`` (under
-    the hard limit), whatever it would clear: the cache is warm, no summary is due, edits are
-    not made at the watermark and the context, growing at its rate so far, stays under the
-    hard limit over the calls ahead. Decided without building the batch (an ordinary call
-    above ``clear_at`` then costs no ranking and no placeholder)."""
+def edit_held_back(messages: list[Message], b: Budgeting, size: int) -> bool:
+    """Whether every optional edit of ``messages`` at ``size`` (policy unit, under the hard
+    limit) is held back, whatever it would remove (:func:`_why` for a clearing batch,
+    :func:`~ctxwise.compaction.thinking.pruning_pays` for pruned thinking): the cache is warm,
+    no summary is due, edits are not made at the watermark and the context, growing at its
+    rate so far, stays under the hard limit over the calls ahead. Decided without building
+    the edit (an ordinary call above ``clear_at`` then ranks, clears and prunes nothing)."""
     from .summarizing import summary_due
 
     p = b.policy
