@@ -275,11 +275,42 @@ def test_over_the_hard_limit_clearing_stays_when_it_is_the_cheaper_cut():
     assert _stages(msgs, b)[0] == "clearing"
 
 
-def test_the_last_resort_clears_every_completed_cycle_of_the_current_turn_so_the_next_calls_fit():
-    """One long tool loop alone over the hard limit (nothing old to summarize or trim): clearing
-    just enough re-billed the turn from its oldest cycle on every new result; clearing every
-    completed cycle re-bills from the same place once and leaves room for the calls ahead."""
+def _order_loop() -> list:
+    ctx = [system(), user("Check orders #W0 to #W5 and tell me which shipped.")]
+    for k in range(6):
+        a = assistant(calls=[("lookup", {"order": k})])
+        ctx += [a, *results(a, [f"order {k}: status shipped, total ${k}0.50 " + "x" * 1000])]
+    return ctx
+
+
+def test_one_tool_loop_over_the_hard_limit_is_summarized_in_turn_so_the_next_calls_fit():
+    """One long tool loop alone over the hard limit, no turn before it: the loop's own
+    completed cycles after the instruction are the summary's material (one edit that buys
+    many calls), the instruction and the in-flight cycle stay verbatim, and the next results
+    fit without another cut."""
     b = budgeting(budget=6_000)
+    ctx = _order_loop()
+    assert b.size(ctx) > b.level(1.0)
+    out = compact(ctx, b, DigestSummarizer())
+    assert [e.stage for e in out.events] == ["summarizing"]
+    assert out.messages[1] == ctx[1] and out.messages[2].kind == "summary"  # the task, then the summary
+    assert out.messages[-2:] == ctx[-2:]  # the in-flight cycle
+    assert all(f"${k}0.50" in out.messages[2].text for k in range(5))  # what the loop found is in the summary
+    ctx = out.messages
+    for k in range(6, 8):  # the next two results fit without another cut
+        a = assistant(calls=[("lookup", {"order": k})])
+        ctx = ctx + [a, *results(a, [f"order {k}: status pending " + "x" * 1000])]
+        again = compact(ctx, b, DigestSummarizer())
+        assert again.events == [], k
+        ctx = again.messages
+
+
+def test_the_last_resort_clears_every_completed_cycle_of_the_current_turn_so_the_next_calls_fit():
+    """One long tool loop alone over the hard limit with summaries off (nothing to summarize or
+    trim): clearing just enough re-billed the turn from its oldest cycle on every new result;
+    clearing every completed cycle re-bills from the same place once and leaves room for the
+    calls ahead."""
+    b = budgeting(budget=6_000, summarize=False)
     ctx = [system(), user("Check orders #W0 to #W5 and tell me which shipped.")]
     for k in range(6):
         a = assistant(calls=[("lookup", {"order": k})])

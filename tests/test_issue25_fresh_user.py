@@ -273,3 +273,32 @@ def test_unsigned_thinking_left_out_on_anthropic_is_reported() -> None:
     s2.append_anthropic({"system": "s", "messages": signed})
     p2 = s2.prepare()
     assert p2.conversions == [] and p2.payload["messages"][1]["content"][0]["signature"] == "sig"
+
+
+def test_thinking_without_reasoning_item_id_left_out_on_responses_is_reported() -> None:
+    """Source: openai/types/responses/response_reasoning_item_param.py (``id: Required[str]``):
+    reasoning not read from a Responses item (here Anthropic thinking) has no id to send, is
+    left out, reported as a conversion and still counted (the message is not changed)."""
+    msgs = [{"role": "user", "content": "a"},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "long reasoning " * 40,
+                                               "signature": "sig"}, {"type": "text", "text": "b"}]},
+            {"role": "user", "content": "c"}]
+    s = sess("openai_responses")
+    s.append_anthropic({"system": "s", "messages": msgs})
+    p = s.prepare()
+    assert "long reasoning" not in json.dumps(p.payload) and check_wire(p.payload, "openai_responses") == []
+    assert [(c.rule, c.index, c.message_id) for c in p.conversions] == [("block-not-sendable", 2, s.messages[2].id)]
+    assert "without a reasoning item id" in p.conversions[0].detail
+    no_thinking = sess("openai_responses")
+    no_thinking.append_anthropic({"system": "s", "messages": [msgs[0], {"role": "assistant", "content": "b"}, msgs[2]]})
+    assert p.size > no_thinking.prepare().size  # counted as it is stored
+    # a reasoning item read from Responses keeps its id: sent, not reported
+    r = sess("openai_responses")
+    r.append(from_responses([{"role": "user", "content": "a"},
+                             {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "t"}],
+                              "encrypted_content": "enc"},
+                             {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+                              "content": [{"type": "output_text", "text": "b", "annotations": []}]},
+                             {"role": "user", "content": "c"}]))
+    p2 = r.prepare()
+    assert p2.conversions == [] and any(i.get("id") == "rs_1" for i in p2.payload)

@@ -51,3 +51,47 @@ def test_first_conversation_of_every_recording_on_every_provider_and_budget(tmp_
                 assert m.calls > 0
                 checked += 1
     assert checked >= 10
+
+
+def test_sweep_covers_the_long_recordings_and_checks_no_edit_where_everything_fits(shared_dir, tmp_path):
+    """bench/wire_sweep.py's cell on a short coding-agent session (data/long/): every call
+    checked, and in a session where no management made valid fits the budget (every call)
+    default sends exactly that payload at every call (issue 25: "where no management fits the
+    budget, default sends exactly what no management made valid sends")."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import wire_sweep
+
+    assert "long" in wire_sweep.SETS
+    path = shared_dir / "data" / "long" / "swe-agent" / "sa_ctf_flash.json"
+    name, provider, budget, cell = wire_sweep.sweep_cell((str(path), "openai", 12000, None, str(tmp_path)))
+    assert name == "long/swe-agent/sa_ctf_flash.json" and (provider, budget) == ("openai", 12000)
+    assert cell.calls > 0 and cell.fit_sessions == 1 and cell.fit_calls == cell.calls, cell
+    assert cell.ok and cell.edited_fit == 0, cell.examples
+
+
+def test_cells_from_log_reads_a_stopped_run_per_session(tmp_path):
+    """A run's printed lines read back (``--from-log``): an old per-call line of one session is
+    read per session (all calls fit and it ran to its end: its edits fail the cell; else they are
+    paid edits), a per-call line of several sessions cannot be, and is refused."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import wire_sweep
+
+    head = "long/x/a.json   qwen   12000  sessions   1 calls    {c} wire 0 rules 0 over 0 cbe 0/0 other {{}} "
+    log = tmp_path / "run.log"
+    log.write_text(head.format(c=5) + "thinking 0/0 edited-fit 2/5 refused {}  3s\n"
+                   + head.format(c=9) + "thinking 0/0 edited-fit 2/4 refused {}  3s\n"
+                   + head.format(c=5) + "thinking 0/0 edited-fit 0/5 (1 sessions) paid 3 refused {'PayloadInvalid': 1}  3s\n")
+    fit, overflow, new = [c for *_, c in wire_sweep.cells_from_log(str(log))]
+    assert (fit.fit_sessions, fit.edited_fit, fit.paid_edits, fit.ok) == (1, 2, 0, False)
+    assert (overflow.fit_sessions, overflow.edited_fit, overflow.paid_edits, overflow.ok) == (0, 0, 2, True)
+    assert (new.paid_edits, dict(new.refused), new.ok) == (3, {"PayloadInvalid": 1}, True)
+    log.write_text(head.replace("sessions   1", "sessions   2").format(c=5)
+                   + "thinking 0/0 edited-fit 2/5 refused {}  3s\n")
+    with pytest.raises(ValueError, match="cannot be read per session"):
+        wire_sweep.cells_from_log(str(log))

@@ -31,7 +31,7 @@ from .memory.session import SessionMemory
 from .records import AsyncCalls, SessionRecords, load_view
 from .messages import JSONObject, Message
 from .policy import Policy
-from .providers.append import as_message_list, read_anthropic, read_openai, refuse_deep_input
+from .providers.append import as_message_list, read_anthropic, read_openai, read_responses, refuse_deep_input
 from .tokens import get_counter
 
 if TYPE_CHECKING:
@@ -310,6 +310,29 @@ class Session(SessionRecords, AsyncCalls):
         before = len(self.view.messages)
         read, keep = read_anthropic(self.view.messages, messages)
         self._run(plan_append_numbered(self.view, self._deps, read, keep))
+        self._record_reply_usage(before)
+        return self.version
+
+    @refuse_deep_input
+    def append_responses(self, items: object) -> int:
+        """Append OpenAI Responses API items: a ``Response`` (``client.responses.create(...)``,
+        the SDK object or its dict; its ``output`` items are the model's reply) or a list of
+        input / output items (dicts or the SDK's item objects: ``message``, ``reasoning``,
+        ``function_call``, ``function_call_output``, ``compaction``, hosted tool calls, ...;
+        see :func:`ctxwise.formats.from_responses`). Consecutive model items make one
+        assistant message; ids continue the session's numbering (``msg-000001``, ...), so
+        batch after batch never collide; tool results may come in a later batch than their
+        call. A ``Response``'s ``usage`` (``openai/types/responses/response_usage.py``:
+        ``input_tokens``, ``input_tokens_details.cached_tokens`` / ``cache_write_tokens``,
+        ``output_tokens_details.reasoning_tokens``) and ``prompt_cache_diagnostics`` are kept as
+        the reply's ``metadata["usage"]`` / ``metadata["cache_diagnostics"]`` and recorded as
+        :meth:`append` records them (one ``cache_usage`` event after a ``prepare()``). Returns
+        the version. Raises :class:`~ctxwise.errors.FormatError` naming the item for another
+        shape (e.g. a ``function_call_output`` answering no ``function_call``), and what
+        :meth:`append` raises."""
+        before = len(self.view.messages)
+        read = read_responses(self.view.messages, items)
+        self._run(plan_append_numbered(self.view, self._deps, read, None))
         self._record_reply_usage(before)
         return self.version
 

@@ -217,12 +217,15 @@ class Stub:
         self.status: int | None = None  # answer every request with this error status when set
         self.gate: threading.Event | None = None  # a stream waits after its first event until set
         self.responder: Any = None  # responder(kind, body) -> Reply, instead of the script when set
+        self.set_cookie: str | None = None  # a Set-Cookie header on every non-streamed reply when set
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self._route("chat"), methods=["POST"]),
             Route("/v1/responses", self._route("responses"), methods=["POST"]),
             Route("/v1/messages", self._route("messages"), methods=["POST"]),
             Route("/v1/messages/count_tokens", self._count, methods=["POST"]),
+            Route("/{rest:path}", self._other, methods=["GET", "POST", "DELETE"]),
         ])
+        self.other: list[tuple[str, str, str, dict[str, str]]] = []  # (method, path, query, headers)
 
     def queue(self, kind: str, *replies: Reply) -> None:
         self.script[kind].extend(replies)
@@ -253,13 +256,30 @@ class Stub:
                                          media_type="text/event-stream")
             made = {"chat": chat_json, "responses": responses_json, "messages": anthropic_json}[kind](reply, model)
             self.replies.append(made)
-            return JSONResponse(made)
+            return JSONResponse(made, headers={"set-cookie": self.set_cookie} if self.set_cookie else None)
         return handle
 
     async def _count(self, request: Request) -> Response:
         raw = await request.body()
         self.count_tokens.append(Seen("count_tokens", raw, dict(request.headers)))
         return JSONResponse({"input_tokens": len(raw) // 4})
+
+    async def _other(self, request: Request) -> Response:
+        """The endpoints the proxy passes through unmanaged: OpenAI's model list and embeddings,
+        Anthropic's batch list (the SDK response types' shapes); anything else a 404."""
+        await request.body()
+        path = request.url.path
+        self.other.append((request.method, path, request.url.query, dict(request.headers)))
+        if path == "/v1/models" and request.method == "GET":
+            return JSONResponse({"object": "list", "data": [{"id": "stub-model", "object": "model", "created": 0,
+                                                             "owned_by": "stub"}]})
+        if path == "/v1/embeddings" and request.method == "POST":
+            return JSONResponse({"object": "list", "model": "stub-embed",
+                                 "data": [{"object": "embedding", "index": 0, "embedding": [0.25, 0.5]}],
+                                 "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+        if path == "/v1/messages/batches" and request.method == "GET":
+            return JSONResponse({"data": [], "has_more": False, "first_id": None, "last_id": None})
+        return JSONResponse({"error": {"message": f"stub: no route {path}", "type": "invalid_request_error"}}, 404)
 
     def start(self) -> tuple[uvicorn.Server, threading.Thread]:
         return serve(self.app, self)

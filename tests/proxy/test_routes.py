@@ -181,6 +181,43 @@ def test_tenants_are_isolated_and_provider_keys_never_stored_or_logged(live: Liv
     assert live.keys["a"].encode() not in blobs
 
 
+def test_a_cookie_the_upstream_sets_for_one_tenant_is_not_sent_for_another(live: Live) -> None:
+    # a provider's edge sets cookies on its answers (Cloudflare's __cf_bm on api.openai.com); the
+    # proxy's one upstream client must not keep them and send them with other tenants' calls
+    live.stub.set_cookie = "__cf_bm=tenant-a-visit; Path=/"
+    openai_client(live, "a").chat.completions.create(model="m", messages=[{"role": "user", "content": "one"}])
+    live.stub.set_cookie = None
+    openai_client(live, "b").chat.completions.create(model="m", messages=[{"role": "user", "content": "two"}])
+    first, second = live.stub.of("chat")
+    assert first.headers.get("cookie") is None and second.headers.get("cookie") is None
+    # the client's own Cookie header still passes through as sent
+    openai_client(live, "b", Cookie="mine=1").chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "three"}])
+    assert live.stub.of("chat")[2].headers.get("cookie") == "mine=1"
+
+
+@pytest.mark.parametrize("bypass", [False, True])
+def test_the_upstream_is_reached_through_the_environments_proxy(live: Live, monkeypatch: pytest.MonkeyPatch,
+                                                                  bypass: bool) -> None:
+    # the upstream host does not resolve: only a forward proxy (the stub, which reads the
+    # absolute-form request target as its path) can reach it; NO_PROXY listing it goes direct
+    from ctxwise.proxy.routes import Upstreams
+
+    for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", live.stub.url)
+    if bypass:
+        monkeypatch.setenv("NO_PROXY", "upstream.invalid")
+    live.app.proxy.upstreams = Upstreams(openai="http://upstream.invalid:9/v1", anthropic="http://upstream.invalid:9")
+    r = httpx.post(live.openai_base + "/chat/completions", json={"model": "m", "messages": [
+        {"role": "user", "content": "via the proxy"}]}, headers={"X-Ctxwise-Key": live.keys["a"]}, timeout=30, trust_env=False)
+    if bypass:
+        assert r.status_code == 502 and live.stub.of("chat") == []
+    else:
+        assert r.status_code == 200, r.text
+        assert json.loads(live.stub.of("chat")[0].body)["messages"][-1]["content"] == "via the proxy"
+
+
 def test_count_tokens_passes_through(live: Live) -> None:
     client = anthropic_client(live)
     n = client.messages.count_tokens(model="m", messages=[{"role": "user", "content": "hello there"}])

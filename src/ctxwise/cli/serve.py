@@ -85,5 +85,7 @@ def serve(
         fail(e)
     except Exception as e:
         fail(f"cannot open the store ({first_line(e)})")
+    from ..proxy.auth import uvicorn_log_config
+
     uvicorn.run("ctxwise.server:create_app_from_env", factory=True, host=host, port=port, workers=workers,
-                log_level=log_level)
+                log_level=log_level, log_config=uvicorn_log_config())

@@ -430,9 +430,9 @@ class ClearingStage:
     """Tool-result clearing as a pipeline stage (:func:`clear_tool_results`).
 
     In ``"watermark"`` mode over the hard limit, with ``edit_when="pays"``, the stage steps
-    aside when summarizing the old turns is the cheaper cut (fewer re-billed tokens per unit
-    of room, :func:`~ctxwise.compaction.cost.cut_cost`): the summarizing stage that follows
-    makes it, and clearing runs again on what it leaves.
+    aside when summarizing (old turns, or the current loop's completed cycles) is the cheaper
+    cut (fewer re-billed tokens per unit of room, :func:`~ctxwise.compaction.cost.cut_cost`):
+    the summarizing stage that follows makes it, and clearing runs again on what it leaves.
 
     ``mode``: ``"watermark"`` (above ``clear_at``, down to ``clear_target``), ``"over_hard"``
     (above the hard limit, the recent cycles of old turns too) or ``"last_resort"`` (the
@@ -460,8 +460,9 @@ def _rebilled(before: list[Message], res: StageResult, b: Budgeting) -> int:
 
 
 def _summary_cheaper(inp: StageInput, res: StageResult) -> bool:
-    """Over the hard limit, whether summarizing the old turns (the cut
-    :func:`~ctxwise.compaction.summarizing.plan_summary` would make) is a cheaper cut than
+    """Over the hard limit, whether summarizing the old turns, or the current loop's own
+    completed cycles (the cut :func:`~ctxwise.compaction.summarizing.plan_summary` would make),
+    is a cheaper cut than
     clearing ``res`` under :func:`~ctxwise.compaction.cost.cut_cost`: fewer re-billed tokens
     per unit of room bought. Clearing edits results in place deep in the history, so it
     re-bills nearly everything after the oldest one, and often leaves the context just under

@@ -16,7 +16,7 @@ from ..messages import Message, ThinkingBlock
 from ..policy import Policy
 from ..tokens import Counter
 from ..task import latest_instruction_run
-from ..units import Turn, cycle_boundaries, last_user_index, turns
+from ..units import Turn, cycle_boundaries, is_user_input, last_user_index, turns
 from .events import CompactionEvent
 from .events import Stage as StageName
 
@@ -158,8 +158,13 @@ def anchored_indices(messages: list[Message]) -> set[int]:
 
 
 def current_turn_start(messages: list[Message]) -> int:
-    """Start of the current turn (the latest user input), or ``len`` when there is none."""
+    """Start of the current turn (the latest user input that is not a ctxwise summary), or
+    ``len`` when there is none. A summary of the current turn's own earlier tool cycles
+    (:func:`ctxwise.compaction.summarizing.plan_summary`) stands inside that turn and does not
+    start a new one."""
     i = last_user_index(messages)
+    while i is not None and messages[i].kind == "summary":
+        i = next((j for j in range(i - 1, -1, -1) if is_user_input(messages[j])), None)
     return len(messages) if i is None else i
 
 

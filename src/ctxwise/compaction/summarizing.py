@@ -7,7 +7,11 @@ head and the earlier summary segments up to the cut is the material. The cut
 falls between whole turns; when no such cut works (the keep point is inside the oldest
 turn, one long tool loop), it falls between the tool cycles of that turn, never inside one
 (a parallel batch is one cycle), moving past the one cycle that straddles the keep point
-when keeping it would leave too little to summarize (cases B02, B08). A DeepSeek tool-using
+when keeping it would leave too little to summarize (cases B02, B08). When no turn before the
+current one gives a cut (one instruction, then a long tool loop), the material is the current
+turn's own completed tool cycles after its latest user input (:func:`loop_span`), the
+instruction and the in-flight cycle staying verbatim, cut the same way: one summary buys many
+calls where clearing the loop's results would buy one or two. A DeepSeek tool-using
 span with reasoning is never split. The summary is one user-role message with a header saying it is
 background, not a new instruction (a system message mid-list is rejected by some
 providers); it stands exactly where the material stood. Summaries are incremental (the
@@ -29,12 +33,13 @@ from typing import Any, Iterable, Sequence
 from ..changes import Hide, InsertSummary
 from ..errors import SummarizerError
 from ..messages import Marker, Message, ProviderBlock, TextBlock
+from ..policy import Policy
 from ..summarizers.base import SUMMARY_HEADER, Summarizer
 from ..resources import working_views
 from ..tokens import get_counter
 from ..units import Turn, is_user_input, tool_cycles
-from .context import (Budgeting, StageResult, anchored_indices, body_turns, current_turn_start, inner_cuts,
-                      pinned_indices, task_end)
+from .context import (Budgeting, StageResult, anchored_indices, body_turns, current_turn_start, in_flight_start,
+                      inner_cuts, pinned_indices, splittable, task_end)
 from .events import CompactionEvent
 from .stage import StageInput
 
@@ -132,8 +137,9 @@ class SummaryPlan:
 def plan_summary(messages: list[Message], b: Budgeting, size: int) -> SummaryPlan | None:
     """The cut the summarizing stage would make on ``messages`` (``size`` in the policy unit,
     overhead included), or None when it would not summarize (not due, nothing old enough,
-    too little material). Pure: no summarizer call (see the module doc for the rules)."""
-    p = b.policy
+    too little material). Whole turns before the current one first; when they give no cut, the
+    completed tool cycles of the current turn after its instruction (:func:`loop_span`). Pure:
+    no summarizer call (see the module doc for the rules)."""
     if not summary_due(messages, b, size):
         return None
     spans = body_turns(messages)
@@ -143,8 +149,40 @@ def plan_summary(messages: list[Message], b: Budgeting, size: int) -> SummaryPla
     # anchored instruction is never material (ctxwise.task)
     current = min([current_turn_start(messages)] + [i for i in anchored_indices(messages) if i >= task_end(messages)])
     older = [t for t in spans if t.end <= current]
-    if not older:
+    plan = _plan(messages, b, size, pinned, older) if older else None
+    if plan is None:
+        loop = loop_span(messages, b.policy)
+        plan = None if loop is None else _plan(messages, b, size, pinned, [loop])
+    return plan
+
+
+def loop_span(messages: list[Message], policy: Policy) -> Turn | None:
+    """The current turn's tool loop as summary material: from right after its latest user-role
+    input that is not a ctxwise summary (the instruction, or a harness notice after it, both
+    kept verbatim; earlier summary segments of the loop stand first in the span) to the
+    in-flight cycle (:func:`~ctxwise.compaction.context.in_flight_start`, never material).
+    Cuts inside it fall between whole tool cycles (:func:`~ctxwise.compaction.context.inner_cuts`).
+
+    None when the span is empty; when the provider binds reasoning to the whole user-to-user
+    span and this one holds some (DeepSeek thinking mode,
+    :func:`~ctxwise.compaction.context.splittable`): summarizing its head would split it; and
+    when the profile in force binds reasoning to its prefix (``policy.profile.binds_reasoning``:
+    Anthropic preserved thinking, Responses ``all_turns``) and the turn holds some: such a loop
+    is frozen, and closed by a note when it must shrink (:mod:`ctxwise.compaction.loop_close`),
+    its cycles cleared as any old turn's."""
+    current = current_turn_start(messages)
+    lo = max(current + 1, task_end(messages))
+    end = in_flight_start(messages)
+    if lo >= end or not splittable(messages, Turn(min(current, lo), len(messages)), policy.provider):
         return None
+    if policy.profile.binds_reasoning and any(m.role == "assistant" and m.thinking for m in messages[current:]):
+        return None
+    return Turn(lo, end)
+
+
+def _plan(messages: list[Message], b: Budgeting, size: int, pinned: set[int], older: list[Turn]) -> SummaryPlan | None:
+    """:func:`plan_summary` over the candidate spans ``older`` (whole turns, or the current
+    turn's loop alone), oldest first."""
     # Earlier summary segments stand together right after the head; a new pass appends one
     # after them and leaves their text byte-identical (the cached prefix stays warm up to
     # there), unless together they outgrow summary_rollup_share (then all are rolled into one).

@@ -317,7 +317,7 @@ def _read_message(raw: dict[str, Any], place: str, mid: str, book: dict[str, Any
     return Message(id=mid, role=_ROLES[role], blocks=blocks, metadata=with_book(meta, BOOK, book))
 
 
-def _read(items: Any, strict: bool) -> list[Message]:
+def _read(items: Any, strict: bool, start: int = 0) -> list[Message]:
     if not isinstance(items, list):
         raise FormatError("items", f"expected a list of Responses input items, got {type(items).__name__}")
     out: list[Message] = []
@@ -339,24 +339,31 @@ def _read(items: Any, strict: bool) -> list[Message]:
                 pending.extend(_read_assistant_item(raw, t, place, pending, calls))
             continue
         if pending is not None:
-            out.append(Message(id=default_id(len(out)), role="assistant", blocks=pending))
+            out.append(Message(id=default_id(start + len(out)), role="assistant", blocks=pending))
             pending = None
         base = len(out)
         fixes.take(carry, base)
         book: dict[str, Any] = {"no_type": True} if "type" not in raw else {}
         if t in CLIENT_ITEMS:
-            out.append(Message(id=default_id(base), role="user", blocks=[_read_provider(raw, t)]))
+            out.append(Message(id=default_id(start + base), role="user", blocks=[_read_provider(raw, t)]))
         elif t == "function_call_output":
-            out.append(_read_output(raw, place, strict, calls, default_id(base), book))
+            out.append(_read_output(raw, place, strict, calls, default_id(start + base), book))
         else:
-            out.append(_read_message(raw, place, default_id(base), book))
+            out.append(_read_message(raw, place, default_id(start + base), book))
     if pending is not None:
-        out.append(Message(id=default_id(len(out)), role="assistant", blocks=pending))
+        out.append(Message(id=default_id(start + len(out)), role="assistant", blocks=pending))
     return fixes.apply(out)
 
 
-def from_responses(items: list[dict[str, Any]], *, strict: bool = True) -> list[Message]:
-    """Read Responses API input items into canonical messages (ids ``m0000``-style).
+def from_responses(items: list[dict[str, Any]], *, strict: bool = True, start: int = 0) -> list[Message]:
+    """Read Responses API input items into canonical messages, with ids ``m0000``-style
+    numbered from ``start`` (items carry item ids, ``rs_...`` / ``msg_...`` / ``fc_...``, not
+    message ids, and one assistant message gathers several items). A session holds each id
+    once: a second batch of the same session read with the default ``start=0`` gets the ids
+    of the first and is refused (``duplicate-message-id``), so pass as ``start`` how many messages the earlier
+    batches read (the sum of the lengths returned) or, simpler, append with :meth:`ctxwise.Session.append_responses`, which numbers the
+    messages as the session numbers its own (``msg-000001``, ...). Raises ValueError for a
+    negative ``start``.
 
     Raises :class:`~ctxwise.errors.FormatError` naming the item for: a non-list input, an
     unknown item type, role or content part type, or a ``function_call_output`` whose
@@ -366,7 +373,9 @@ def from_responses(items: list[dict[str, Any]], *, strict: bool = True) -> list[
     With ``strict=False`` a result that answers no call is read as it stands (the provider
     validator reports it) instead of raising.
     """
-    return _read(items, strict=strict)
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise ValueError(f"start: expected a whole number >= 0, got {start!r}")
+    return _read(items, strict=strict, start=start)
 
 
 def _write_parts(blocks: list[Any], default_type: str) -> list[dict[str, Any]]:

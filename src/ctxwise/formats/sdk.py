@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import nesting
 from ..errors import FormatError
-from ..usage import DIAGNOSTICS_KEY, USAGE_KEY
+from ..usage import DIAGNOSTICS_KEY, USAGE_KEY, reported_usage
 
 MESSAGE_DEPTH = nesting.MAX_DEPTH + 8
 """The deepest nesting read from one message object: its values nest at most
@@ -46,16 +46,96 @@ def _items(messages: Any) -> list[Any]:
 
 
 def openai_dicts(messages: Any) -> list[dict[str, Any]]:
-    """OpenAI chat message dicts from dicts and/or ``ChatCompletionMessage`` objects (a single
-    message is taken as a list of one). Raises :class:`~ctxwise.errors.FormatError` naming
-    the message for anything that is not a message."""
+    """OpenAI chat message dicts from dicts, ``ChatCompletionMessage`` objects and whole
+    ``ChatCompletion`` replies (a single one is taken as a list of one).
+
+    * A ``ChatCompletion`` (``openai/types/chat/chat_completion.py``: ``choices``, ``usage``)
+      with one choice is its choice's ``message`` with the reply's ``usage``
+      (``openai/types/completion_usage.py``) as the message's ``usage`` key, which the reader
+      keeps in ``metadata["usage"]`` (recorded after a ``prepare()``, see
+      :meth:`ctxwise.Session.append`).
+    * A message dict whose ``metadata`` holds ``usage`` (and ``cache_diagnostics``), the place
+      frameworks keep a reply's usage, has them lifted to the message's own ``usage`` /
+      ``cache_diagnostics`` keys, so they are stored and recorded as a top-level ``usage`` is
+      (the rest of ``metadata`` stays under that key).
+
+    Raises :class:`~ctxwise.errors.FormatError` naming the message for anything that is not a
+    message, a ``ChatCompletion`` with other than one choice, a ``usage`` given both at the top
+    and in ``metadata``, and a ``metadata.usage`` that is no usage shape
+    :func:`ctxwise.usage.reported_usage` reads."""
     out = []
     for i, m in enumerate(_items(messages)):
         d = plain(m, f"message {i}")
         if not isinstance(d, dict):
             raise FormatError(f"message {i}", f"expected a message object, got {type(m).__name__}")
-        out.append(d)
+        if "choices" in d and "role" not in d:
+            d = _completion_message(d, f"message {i}")
+        out.append(_lift_usage(d, f"message {i}"))
     return out
+
+
+def _completion_message(d: dict[str, Any], place: str) -> dict[str, Any]:
+    """The message of a one-choice ``ChatCompletion`` dict, with its ``usage``."""
+    choices = d["choices"]
+    if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0], dict) \
+            or not isinstance(choices[0].get("message"), dict):
+        n = len(choices) if isinstance(choices, list) else type(choices).__name__
+        raise FormatError(place, f"a ChatCompletion with {n} choices; one is read",
+                          hint="append the chosen choice's message (completion.choices[k].message)")
+    msg = dict(choices[0]["message"])
+    if d.get("usage"):
+        msg[USAGE_KEY] = d["usage"]
+    return msg
+
+
+def _lift_usage(d: dict[str, Any], place: str) -> dict[str, Any]:
+    """``d`` with ``metadata.usage`` / ``metadata.cache_diagnostics`` moved to its top level."""
+    meta = d.get("metadata")
+    if not isinstance(meta, dict) or not (USAGE_KEY in meta or DIAGNOSTICS_KEY in meta):
+        return d
+    for key in (USAGE_KEY, DIAGNOSTICS_KEY):
+        if key in meta and key in d:
+            raise FormatError(place, f"{key!r} given both on the message and in its metadata",
+                              hint=f"keep one {key!r}")
+    if USAGE_KEY in meta and reported_usage(meta[USAGE_KEY]) is None:
+        raise FormatError(place, "metadata.usage is no provider usage ctxwise reads (OpenAI CompletionUsage "
+                                 "prompt_tokens / Responses ResponseUsage input_tokens / Anthropic Usage)",
+                          hint="pass the usage the SDK returned (completion.usage) or leave it out")
+    rest = {k: v for k, v in meta.items() if k not in (USAGE_KEY, DIAGNOSTICS_KEY)}
+    out = {k: v for k, v in d.items() if k != "metadata"}
+    out.update((k, meta[k]) for k in (USAGE_KEY, DIAGNOSTICS_KEY) if k in meta)
+    if rest:
+        out["metadata"] = rest
+    return out
+
+
+def responses_items(items: Any) -> tuple[list[dict[str, Any]], Any, Any]:
+    """Responses API items from a ``Response`` (``openai/types/responses/response.py``: its
+    ``output`` items, SDK object or dict) or from a list of input / output items (dicts or the
+    SDK's item objects; a single item is taken as a list of one): ``(items, usage,
+    diagnostics)``, the last two the ``Response``'s ``usage`` (``response_usage.py``) and
+    ``prompt_cache_diagnostics`` (None for a list of items). Raises
+    :class:`~ctxwise.errors.FormatError` naming the item for anything that is not an item, and
+    for a ``Response`` inside a list (append it alone)."""
+    if (isinstance(items, dict) or hasattr(items, "model_dump")) and not isinstance(items, list):
+        d = plain(items, "response")
+        if isinstance(d, dict) and (d.get("object") == "response"
+                                    or ("output" in d and "type" not in d and "role" not in d)):
+            output = d.get("output")
+            if not isinstance(output, list):
+                raise FormatError("response", f"output: expected a list of items, got {type(output).__name__}")
+            return [plain(x, f"item {k}") for k, x in enumerate(output)], d.get("usage"), \
+                d.get("prompt_cache_diagnostics")
+    out = []
+    for i, x in enumerate(_items(items)):
+        d = plain(x, f"item {i}")
+        if not isinstance(d, dict):
+            raise FormatError(f"item {i}", f"expected an item object, got {type(x).__name__}")
+        if d.get("object") == "response":
+            raise FormatError(f"item {i}", "a whole Response inside a list of items",
+                              hint="append the Response alone (its usage is recorded), or its .output items")
+        out.append(d)
+    return out, None, None
 
 
 def anthropic_dicts(messages: Any) -> list[dict[str, Any]]:

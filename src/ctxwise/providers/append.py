@@ -260,6 +260,37 @@ def read_openai(context: Sequence[Message], messages: Any) -> tuple[list[Message
     return read_after(from_openai, prefix, new, len(prefix)), [("id" in raw) for raw in new], notes
 
 
+def read_responses(context: Sequence[Message], items: Any) -> list[Message]:
+    """OpenAI Responses items (a ``Response``, or a list of input / output items; see
+    :func:`ctxwise.formats.sdk.responses_items`) read after the tool cycle open at the tail of
+    ``context``; a ``Response``'s ``usage`` and ``prompt_cache_diagnostics`` go into the
+    ``metadata["usage"]`` / ``metadata["cache_diagnostics"]`` of the last assistant message it
+    gave. Raises FormatError naming the item, also when the batch's first items would join the
+    open cycle's assistant message (an assistant's items after calls still waiting for results)."""
+    from ..formats import from_responses, to_responses
+    from ..formats.sdk import responses_items
+    from ..usage import DIAGNOSTICS_KEY, USAGE_KEY
+
+    new, usage, diagnostics = responses_items(items)
+    cycle = list(context[open_cycle_start(context):])
+    prefix = to_responses(cycle, extras=False) if cycle else []
+    alone = from_responses(prefix, strict=False) if prefix else []
+    both = read_after(lambda xs: from_responses(xs), prefix, new, 0)
+    if alone and len(both[len(alone) - 1].blocks) != len(alone[-1].blocks):
+        raise FormatError("item 0 of this append", "assistant items after tool calls still waiting for their "
+                          "results: they would join the earlier assistant message",
+                          hint="append the function_call_output items first")
+    read = both[len(alone):]
+    if usage or diagnostics:
+        k = next((j for j in range(len(read) - 1, -1, -1) if read[j].role == "assistant"), None)
+        if k is None:
+            raise FormatError("response", "a Response whose output holds no assistant item to keep its usage with")
+        meta = {**read[k].metadata, **({USAGE_KEY: usage} if usage else {}),
+                **({DIAGNOSTICS_KEY: diagnostics} if diagnostics else {})}
+        read[k] = read[k].model_copy(update={"metadata": meta})
+    return read
+
+
 def read_anthropic(context: Sequence[Message], messages: Any) -> tuple[list[Message], list[bool] | None]:
     """Messages in the Anthropic Messages shape read after the tool cycle open at the tail of
     ``context``: ``(messages, whether each carried its own "id", or None when the reading

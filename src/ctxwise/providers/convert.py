@@ -43,6 +43,13 @@ done in silence. A provider is never refused input it or ctxwise can make valid:
   (``anthropic/types/thinking_block_param.py``) and only Anthropic can sign. The renderer
   leaves it out; the conversion reports it (the message is not changed, so what is counted is
   what it was).
+* ``block-not-sendable`` (reasoning without its item id) — on OpenAI Responses, a thinking
+  block not read from a Responses ``reasoning`` item (reasoning from another provider, or a
+  reply stored without the item's ``rs_...`` id) is left out of the request: a reasoning input
+  item needs its ``id`` (``openai/types/responses/response_reasoning_item_param.py``:
+  ``id: Required[str]``) and only OpenAI can produce one. As for unsigned thinking on
+  Anthropic, the renderer leaves it out, the conversion reports it and the message is not
+  changed (what is counted is what it was).
 * ``first-message-role`` — a history that starts with an assistant message (an app that
   stores its greeting first) gets a minimal user turn,
   :data:`~ctxwise.providers.profiles.LEAD_USER_TEXT`, before it on a provider whose first
@@ -62,6 +69,7 @@ from typing import Any, Callable
 from ..messages import (Block, ImageBlock, Message, RefusalBlock, TextBlock, ThinkingBlock, ToolResultBlock,
                         ToolUseBlock, fold_on)
 from ..units import is_user_input
+from .render_responses import reasoning_item_id
 from .rules import opens_with_compaction
 from .profiles import (
     BLOCK_NOT_SENDABLE,
@@ -153,6 +161,8 @@ def convert(messages: list[Message], provider: str | ProviderProfile) -> Convert
     if profile.wire == "anthropic":
         _refusals_to_text(out)
         _unsigned_thinking(out)
+    if profile.wire == "responses":
+        _idless_reasoning(out)
     _drop_foreign_citations(out, profile)
     if out.conversions:
         at = {m.id: i for i, m in enumerate(messages)}
@@ -357,6 +367,18 @@ def _unsigned_thinking(out: Converted) -> None:
             out.conversions.append(Conversion(BLOCK_NOT_SENDABLE, i, m.id,
                                               f"{n} thinking block{'s' if n > 1 else ''} without a signature left "
                                               "out (Anthropic takes thinking only with its signature)"))
+
+
+def _idless_reasoning(out: Converted) -> None:
+    for i, m in enumerate(out.messages):
+        if m.role != "assistant":
+            continue
+        n = sum(1 for b in m.blocks if isinstance(b, ThinkingBlock) and reasoning_item_id(b) is None)
+        if n:
+            out.conversions.append(Conversion(BLOCK_NOT_SENDABLE, i, m.id,
+                                              f"{n} thinking block{'s' if n > 1 else ''} without a reasoning item id "
+                                              "left out (OpenAI Responses takes reasoning only as the item it "
+                                              "returned, with its rs_ id)"))
 
 
 def _lead_user_turn(out: Converted) -> None:

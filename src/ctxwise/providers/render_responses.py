@@ -98,10 +98,20 @@ def _file(b: DocumentBlock) -> dict[str, Any]:
     return part
 
 
+def reasoning_item_id(b: ThinkingBlock) -> str | None:
+    """The ``rs_...`` id of the Responses ``reasoning`` item thinking block ``b`` was read
+    from, or None: thinking read from another provider (or stored without it) has none, and
+    the Responses API takes a reasoning input item only with its id
+    (``openai/types/responses/response_reasoning_item_param.py``: ``id: Required[str]``), so
+    such a block is not sent (:mod:`ctxwise.providers.convert` reports it)."""
+    rid = _item_note(b).get("id") or b.extra.get("id")
+    return rid if isinstance(rid, str) and rid else None
+
+
 def _reasoning(b: ThinkingBlock) -> dict[str, Any] | None:
     note = _item_note(b)
-    rid = note.get("id") or b.extra.get("id")
-    if not isinstance(rid, str) or not rid:
+    rid = reasoning_item_id(b)
+    if rid is None:
         return None
     kept = (b.extra.get(_BOOK) or {}).get("summary")
     if isinstance(kept, list) and "\n\n".join(s.get("text", "") for s in kept if isinstance(s, dict)) == b.thinking:

@@ -6,6 +6,9 @@ The ctxwise tenant key travels in the ``X-Ctxwise-Key`` header, or as a path seg
 """
 from __future__ import annotations
 
+import copy
+import logging
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -54,3 +57,48 @@ def unauthorized_body(family: Family, message: str) -> dict[str, Any]:
     if family == "anthropic":
         return {"type": "error", "error": {"type": "authentication_error", "message": message}}
     raise ValueError(f"unknown provider family {family!r}: expected 'openai' or 'anthropic'")
+
+
+_KEY_IN_PATH = re.compile(r"/k/[^/\s'\"?#]+")
+
+
+def mask_keys(text: str) -> str:
+    """``text`` with every ``/k/<key>`` path segment shown as ``/k/***``."""
+    return _KEY_IN_PATH.sub("/k/***", text)
+
+
+class KeyMask(logging.Filter):
+    """A logging filter that masks the ``/k/<key>`` segment (:func:`mask_keys`) in a record's
+    message and arguments (uvicorn's access log formats its arguments itself; its trace log
+    prints whole ASGI scopes). Installed on uvicorn's handlers by :func:`uvicorn_log_config`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and "/k/" in record.msg:
+            record.msg = mask_keys(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(_masked(a) for a in record.args)
+        elif isinstance(record.args, Mapping):
+            record.args = {k: _masked(v) for k, v in record.args.items()}
+        return True
+
+
+def _masked(value: Any) -> Any:
+    if isinstance(value, (int, float)) or value is None:
+        return value
+    text = value if isinstance(value, str) else str(value)
+    if "/k/" not in text:
+        return value
+    return mask_keys(text)
+
+
+def uvicorn_log_config() -> dict[str, Any]:
+    """uvicorn's default logging configuration (``uvicorn.config.LOGGING_CONFIG``) with
+    :class:`KeyMask` on every handler: no log line of ``ctxwise serve`` shows a tenant key
+    sent in the path, at any ``--log-level`` (trace included)."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config.setdefault("filters", {})["ctxwise_keys"] = {"()": "ctxwise.proxy.auth.KeyMask"}
+    for handler in config.get("handlers", {}).values():
+        handler["filters"] = [*handler.get("filters", []), "ctxwise_keys"]
+    return config

@@ -12,6 +12,13 @@ came from: a ``branched`` event in the new session (trigger :data:`BRANCH_TRIGGE
 of the heads table (:meth:`HeadStore.branches`), the ``X-Ctxwise-Branched-From`` response
 header and one INFO log line. The session it left is kept
 as it was. It is never refused for that.
+
+Not rewrites: a system prompt that changed (the stored one is replaced,
+:func:`replace_system`); with ``X-Ctxwise-Session``, an exact repeat of the session's previous
+call (its reply is popped, :func:`_regenerates`); without it, a history that is exactly a
+prefix another session holds, or that repeats a call still in flight, is another conversation
+(a new session, no branch link), and a prefix several sessions hold maps to the one whose
+waiting reply the call carries (:meth:`~ctxwise.proxy.replies.Replies.carried`).
 """
 from __future__ import annotations
 
@@ -21,18 +28,35 @@ from dataclasses import dataclass, field
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, TypeVar
 
-from .. import Message, Prepared, Session, SessionConflict, SessionNotFound, ToolResultBlock, ToolUseBlock
-from ..formats import from_responses
+from datetime import datetime, timezone
+
+from .. import Message, Policy, Prepared, Replace, Session, SessionConflict, SessionNotFound, ToolResultBlock, ToolUseBlock
+from ..compaction import Budgeting
+from ..formats import from_anthropic, from_openai, from_responses
 from ..server.core import Server
 from .heads import Found, HeadStore, heads_rows
 from .replies import Pending, Replies
-from .wire import Route, WireError, heads, history, reply_items, response_head
+from .wire import Route, WireError, heads, history, is_system, leading_system, reply_items, response_head
 
 log = logging.getLogger("ctxwise.proxy")
 T = TypeVar("T")
 
 BRANCH_TRIGGER = "history_rewritten"
 """The ``trigger`` of the ``branched`` event a proxied branch records (:meth:`ctxwise.Session.record_branch`)."""
+
+DEFAULT_BUDGET_TOKENS = 100_000
+"""The budget of a proxied session, in tokens, when the server's policy sets none (no
+``CTXWISE_BUDGET``, no ``budget`` in the ``--config`` file, no preset that sets one): the
+library's own default (100,000 characters) would refuse requests every current model takes.
+ctxwise keeps no table of model context windows, so one default serves every model; it fits
+inside the window of every current OpenAI and Anthropic chat model (128,000 tokens and more).
+With ``CTXWISE_UNIT=chars`` set and no budget: :data:`DEFAULT_BUDGET_CHARS`."""
+
+DEFAULT_BUDGET_CHARS = 400_000
+"""The budget of a proxied session, in characters, when the unit is set to ``chars`` and the budget is not."""
+
+BUDGET_SETTING = "CTXWISE_BUDGET (and CTXWISE_UNIT), or budget in the ctxwise serve --config file"
+"""Where a proxied session's budget is set (named by the error a request over it gets)."""
 
 DEFAULT_USER = "proxy"
 """The user id of a proxied session whose client sent no ``X-Ctxwise-User``."""
@@ -61,6 +85,9 @@ class Call:
     """The session's version after the call's append and prepare (its reply is stored on it)."""
     request: Any = None
     """The starlette Request of the call (the session cache records its timings there)."""
+    retried: bool = False
+    """The call repeats the session's previous call exactly (:func:`_regenerates`): the reply
+    it got is popped and the call continues the session."""
 
 
 def append_items(s: Session, route: Route, items: list[dict[str, Any]],
@@ -124,8 +151,13 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
         _after_response(store, call, replies, previous)
     else:
         call.items = history(route.kind, call.body)
+        if not any(not is_system(route.kind, m) for m in call.items):
+            field = "input" if route.kind == "responses" else "messages"
+            raise WireError(f"{field}: no message to answer (the request needs at least one user message)")
         call.chain = heads(route.kind, call.body, call.items)
     found, pending = _map(server, store, call, replies)
+    if replies is not None:  # the route counts it down when the upstream's answer is over
+        replies.flying((call.tenant, call.user_id, call.session_id), 1)
     suffix = call.items[call.start:]
     first: list[dict[str, Any]] = []
     if pending is not None:
@@ -133,6 +165,10 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
 
     def op(s: Session, checked: int | None) -> Prepared:
         before = s.version
+        if call.retried and s.messages and s.messages[-1].role == "assistant":
+            s.pop()
+        if call.start:
+            replace_system(s, route, call.items[:min(call.start, leading_system(route.kind, call.items))])
         append_items(s, route, first, suffix)
         if call.branched_from is not None:
             s.record_branch(call.branched_from, BRANCH_TRIGGER)
@@ -145,7 +181,7 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
     try:
         with _alongside(server, store, call, rows) as rider:
             if call.start == 0:
-                policy = server.policy.model_copy(update={"provider": route.provider})
+                policy = session_policy(server.policy, route.provider)
                 s = server.manager.session(server.store_user(call.tenant, call.user_id), call.session_id,
                                            policy=policy, create=True)
                 call.prepared = op(s, None)
@@ -154,12 +190,78 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
             else:
                 call.prepared = _run(server, call, op, expected=pending.version if pending is not None else None)
     except BaseException:
+        if replies is not None:
+            replies.flying((call.tenant, call.user_id, call.session_id), -1)
         if pending is not None and replies is not None:
             replies.put_back(pending)
         raise
     if rider is None or not rider.done:
         store.write(rows)
     return call
+
+
+def session_policy(policy: Policy, provider: str) -> Policy:
+    """The policy a new proxied session of ``provider`` gets: the server's ``policy`` with that
+    provider, and, when the policy sets no budget (``budget`` not among its set fields),
+    :data:`DEFAULT_BUDGET_TOKENS` tokens (:data:`DEFAULT_BUDGET_CHARS` when the unit is set to
+    characters)."""
+    update: dict[str, Any] = {"provider": provider}
+    if "budget" not in policy.model_fields_set:
+        chars = "unit" in policy.model_fields_set and policy.unit == "chars"
+        update.update(budget=DEFAULT_BUDGET_CHARS if chars else DEFAULT_BUDGET_TOKENS,
+                      unit="chars" if chars else "tokens")
+    return policy.model_copy(update=update)
+
+
+SYSTEM_TRIGGER = "system_prompt_changed"
+"""The ``trigger`` of the ``system_replaced`` event a proxied call records when its client's
+system prompt differs from the stored one."""
+
+
+def _system_messages(route: Route, items: list[dict[str, Any]]) -> list[Message]:
+    """The client's leading system prompts ``items`` (wire dicts) as messages."""
+    if route.kind == "chat":
+        return list(from_openai(items))
+    if route.kind in ("messages", "count_tokens"):
+        return list(from_anthropic({"system": items[0]["content"], "messages": []})) if items else []
+    return list(from_responses(items, strict=False)) if items else []
+
+
+def _same(a: Message, b: Message) -> bool:
+    """Whether two system prompts read the same (texts and blocks; marks such as cache_control aside)."""
+    return [x.model_dump(exclude={"extra"}) for x in a.blocks] == [x.model_dump(exclude={"extra"}) for x in b.blocks]
+
+
+def replace_system(s: Session, route: Route, items: list[dict[str, Any]]) -> int:
+    """Make the session's leading system prompts the client's ``items`` (its leading system
+    messages, wire dicts): a stored prompt whose text differs is replaced in place (the store
+    keeps the old one as its original, :class:`ctxwise.Replace`), with one ``system_replaced``
+    event (trigger :data:`SYSTEM_TRIGGER`, ``affected_ids``, sizes before and after) in the
+    same write. An agent that puts the time or its working state in its system prompt keeps
+    one session, and the context holds the prompt the client sent last. Returns how many were
+    replaced (0: nothing written, no store round trip). Raises what ``SqlStore.apply`` raises
+    (SessionConflict)."""
+    new = _system_messages(route, items)
+    stored = s.messages
+    changes: list[Replace] = []
+    for i, m in enumerate(new):
+        if i >= len(stored) or stored[i].role != "system":
+            break
+        if not _same(stored[i], m):
+            changes.append(Replace(stored[i].id, stored[i].model_copy(update={"blocks": m.blocks})))
+    if not changes:
+        return 0
+    sizer = Budgeting(s.policy, s.counter)
+    sizes = {c.message_id: sizer.size_of(c.current) for c in changes}
+    old = {m.id: sizer.size_of(m) for m in stored if m.id in sizes}
+    before = s.size
+    after = before + sum(sizes.values()) - sum(old.values())
+    event = {"stage": "system_replaced", "trigger": SYSTEM_TRIGGER, "at": datetime.now(timezone.utc).isoformat(),
+             "affected_ids": [c.message_id for c in changes], "size_before": before, "size_after": after,
+             "unit": s.policy.unit, "detail": {"replaced": len(changes)}}
+    s.manager.store.apply(s.user_id, s.session_id, list(changes), [event], expected_version=s.version, sizes=sizes)
+    s.reload()
+    return len(changes)
 
 
 @contextmanager
@@ -207,7 +309,7 @@ def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None) 
     """Set the call's session (``user_id``, ``session_id``, ``start``, ``branched_from``) and
     take the session's waiting reply when the call carries it (:func:`begin`)."""
     for _ in range(3):
-        found = store.lookup(call.tenant, call.name, call.chain)
+        found = _carried(store.lookup(call.tenant, call.name, call.chain), call, replies)
         pending = replies.take((call.tenant, found.user_id, found.session_id)) \
             if replies is not None and found is not None and found.continues else None
         if pending is None or _carries(call, found, pending):
@@ -215,19 +317,52 @@ def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None) 
         replies.put_back(pending)  # type: ignore[union-attr]  # stored now: the call is a rewrite of that turn
     else:
         pending = None
-    if found is not None and found.continues:
+    if found is not None and found.continues and not (
+            call.name is None and pending is None and len(call.chain) == found.count and replies is not None
+            and replies.flying((call.tenant, found.user_id, found.session_id), 0)):
         call.user_id, call.session_id, call.start = found.user_id, found.session_id, found.count
         return found, pending
+    if found is not None and call.name is not None and _regenerates(call, found):
+        store.forget(call.tenant, found.user_id, found.session_id, found.count)
+        call.user_id, call.session_id, call.start, call.retried = found.user_id, found.session_id, found.count, True
+        log.info("proxy: call repeated in session %s: its previous reply is popped", call.session_id)
+        return found, None
     call.user_id = call.user or (found.user_id if found is not None else DEFAULT_USER)
     taken = store.named(call.tenant, call.name) if call.name is not None else 0
     call.session_id = _new_id(call.name, taken)
     if call.name is not None and taken == 0 and _exists(server, call):
         call.session_id = _new_id(call.name, 1)  # a session of that name made outside the proxy
+    if found is not None and call.name is None and len(call.chain) == found.count:
+        # the whole history is a prefix another conversation holds (parallel conversations that
+        # start the same way): another conversation, not a rewrite of that one
+        return None, None
     if found is not None:
         call.branched_from = found.session_id
         log.info("proxy: history rewritten (shares %d of %d messages with %s): new session %s",
                  found.count, found.latest, found.session_id, call.session_id)
     return found, None
+
+
+def _carried(found: Found | None, call: Call, replies: Replies | None) -> Found | None:
+    """``found``, or the session of a reply still waiting in ``replies`` that the call's history
+    carries when that is a longer prefix: several sessions may hold the same prefix (parallel
+    conversations that start the same way), and the reply the call carries says which one it
+    continues before the reply is stored."""
+    p = replies.carried(call.tenant, call.name, call.chain) if replies is not None else None
+    if p is None:
+        return found
+    n = len(p.call.chain)
+    if found is not None and found.count >= n + len(p.chain):
+        return found
+    return Found(n, p.call.user_id, p.call.session_id, p.call.name or "", n)
+
+
+def _regenerates(call: Call, found: Found) -> bool:
+    """Whether ``call`` repeats the previous call of ``found``'s session exactly (a regenerate,
+    an SDK retry after the reply was made): its whole history is the session's but for the
+    session's newest head, one reply (Chat, Messages) that no call continued."""
+    return call.route.kind in ("chat", "messages") and len(call.chain) == found.count \
+        and found.latest == found.count + 1
 
 
 def _carries(call: Call, found: Found | None, pending: Pending) -> bool:

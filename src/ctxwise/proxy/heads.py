@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import (Column, DateTime, Integer, MetaData, String, Table, bindparam, create_engine, func, insert,
-                        select)
+from sqlalchemy import (Column, DateTime, Integer, MetaData, String, Table, bindparam, create_engine, delete, func,
+                        insert, select)
 from sqlalchemy.engine import Connection, Engine, make_url
 
 metadata = MetaData()
@@ -33,7 +33,12 @@ proxy_heads = Table(
 """The table as revision 0006 creates it (the migration is the source of the DDL)."""
 
 CHUNK = 500
-"""Heads asked for per query (the newest first: a continuing call is found in the first)."""
+"""Heads asked for per query after the first (the newest first)."""
+
+NEWEST = 8
+"""Heads asked for by the first query: the chain's newest (a continuing call adds a few
+messages to its stored prefix, so it is found there). A statement of fixed shape: compiled
+once, its parameters not expanded per call."""
 
 
 @dataclass(frozen=True)
@@ -53,16 +58,18 @@ class Found:
         return self.count == self.latest
 
 
-def _lookup_statement(named: bool) -> Any:
-    """The lookup query, built once (parameters ``tenant``, ``heads`` (a list), ``name`` when
-    ``named``): the longest matching head's row and its session's newest count."""
+def _lookup_statement(named: bool, fixed: int = 0) -> Any:
+    """The lookup query, built once (parameters ``tenant``, ``heads`` (a list), or with
+    ``fixed`` heads ``h0`` .. ``h<fixed-1>``, and ``name`` when ``named``): the longest matching
+    head's row and its session's newest count."""
     t = proxy_heads.c
+    wanted = [bindparam(f"h{i}") for i in range(fixed)] if fixed else bindparam("heads", expanding=True)
     newest = proxy_heads.alias("newest")
     latest = select(func.max(newest.c.count)).where(
         newest.c.tenant == t.tenant, newest.c.user_id == t.user_id,
         newest.c.session_id == t.session_id).scalar_subquery()
     q = select(t.count, t.user_id, t.session_id, t.name, latest).where(
-        t.tenant == bindparam("tenant"), t.head.in_(bindparam("heads", expanding=True)))
+        t.tenant == bindparam("tenant"), t.head.in_(wanted))
     if named:
         q = q.where(t.name == bindparam("name"))
     return q.order_by(t.count.desc(), t.id.desc()).limit(1)
@@ -95,22 +102,29 @@ class HeadStore:
         self.reader = engine.execution_options(isolation_level="AUTOCOMMIT")
         """Single-statement reads, outside any transaction (no write lock taken on SQLite)."""
         self._lookup = {named: _lookup_statement(named) for named in (False, True)}
+        self._newest = {named: _lookup_statement(named, NEWEST) for named in (False, True)}
 
     def lookup(self, tenant: str, name: str | None, chain: list[str]) -> Found | None:
         """The longest prefix of ``chain`` (:func:`ctxwise.proxy.wire.heads`) stored for
         ``tenant`` (and for ``name`` when given), with its session's newest count; None when no
         prefix is stored."""
-        q = self._lookup[name is not None]
+        if not chain:
+            return None
+        named = {} if name is None else {"name": name}
+        newest = chain[-NEWEST:]
+        padded = newest + [newest[-1]] * (NEWEST - len(newest))  # a head asked twice matches once
         with self.reader.connect() as conn:
-            for end in range(len(chain), 0, -CHUNK):
-                params: dict[str, Any] = {"tenant": tenant, "heads": chain[max(0, end - CHUNK):end]}
-                if name is not None:
-                    params["name"] = name
-                row = conn.execute(q, params).first()
+            row = conn.execute(self._newest[name is not None], {
+                "tenant": tenant, **named, **{f"h{i}": h for i, h in enumerate(padded)}}).first()
+            for end in range(len(chain) - len(newest), 0, -CHUNK):
                 if row is not None:
-                    count, user_id, session_id, found_name, top = row
-                    return Found(int(count), str(user_id), str(session_id), str(found_name), int(top or count))
-        return None
+                    break
+                row = conn.execute(self._lookup[name is not None], {
+                    "tenant": tenant, **named, "heads": chain[max(0, end - CHUNK):end]}).first()
+        if row is None:
+            return None
+        count, user_id, session_id, found_name, top = row
+        return Found(int(count), str(user_id), str(session_id), str(found_name), int(top or count))
 
     def named(self, tenant: str, name: str) -> int:
         """How many sessions ``tenant`` has under the client name ``name`` (branches included)."""
@@ -136,6 +150,15 @@ class HeadStore:
             return
         with self.engine.begin() as own:
             own.execute(insert(proxy_heads), rows)
+
+    def forget(self, tenant: str, user_id: str, session_id: str, above: int) -> int:
+        """Delete the session's heads longer than ``above`` messages (a reply it no longer
+        holds); returns how many rows went."""
+        t = proxy_heads.c
+        with self.engine.begin() as conn:
+            n = conn.execute(delete(proxy_heads).where(t.tenant == tenant, t.user_id == user_id,
+                                                       t.session_id == session_id, t.count > above)).rowcount
+        return int(n or 0)
 
     def branches(self, tenant: str, user_id: str, session_id: str) -> list[str]:
         """The sessions that branched from ``(user_id, session_id)`` of ``tenant``, oldest first."""

@@ -76,6 +76,18 @@ class Replies:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._flying: dict[Key, int] = {}
+
+    def flying(self, key: Key, delta: int) -> int:
+        """Count calls of session ``key`` in flight in this process (``delta`` +1 when one is
+        sent upstream, -1 when its answer is over; 0 to read); returns the count."""
+        with self._cond:
+            n = self._flying.get(key, 0) + delta
+            if n > 0:
+                self._flying[key] = n
+            else:
+                self._flying.pop(key, None)
+        return max(n, 0)
 
     def add(self, pending: Pending) -> None:
         """Hold ``pending`` until its session's next call or its due time (never blocks, unless
@@ -90,7 +102,10 @@ class Replies:
                     self._urgent.append(older)
                 self._waiting[pending.key] = pending
                 self._start()
-                self._cond.notify_all()
+                if older is not None or not self.delay:
+                    # else the writer needs no wake-up: it looks again within ``delay`` seconds
+                    # (its idle wait), or at an earlier reply's due time, by this one's due time
+                    self._cond.notify_all()
                 return
         self._store(pending)
 
@@ -104,6 +119,24 @@ class Replies:
         if busy is not None:
             busy.done.wait()
         return pending
+
+    def carried(self, tenant: str, name: str | None, chain: list[str]) -> Pending | None:
+        """The waiting reply of ``tenant`` (and of client name ``name`` when given) that the
+        history ``chain`` carries whole, its call's history before it (the longest such);
+        None when none. Left waiting: :meth:`take` it by its key."""
+        best: Pending | None = None
+        with self._cond:
+            for p in self._waiting.values():
+                start, n = len(p.call.chain), len(p.call.chain) + len(p.chain)
+                if p.call.tenant != tenant or not p.chain or len(chain) < n or chain[n - 1] != p.chain[-1]:
+                    continue
+                if name is not None and (p.call.name or "") != name:
+                    continue
+                if start and chain[start - 1] != p.call.chain[-1]:
+                    continue
+                if best is None or n > len(best.call.chain) + len(best.chain):
+                    best = p
+        return best
 
     def take_head(self, tenant: str, head: str) -> Pending | None:
         """The reply waiting with the extra head ``head`` of ``tenant`` (:attr:`Pending.extra`),
@@ -170,7 +203,10 @@ class Replies:
             pending.done.set()
 
     def _due(self) -> Pending | None:
-        """The next reply due, marked as being stored; None once closed. Waits under the lock."""
+        """The next reply due, marked as being stored; None once closed. Waits under the lock:
+        until the soonest reply is due, or ``delay`` seconds when none waits (so :meth:`add`
+        need not wake the thread for each reply: a reply added during that wait is due no
+        sooner than it ends)."""
         with self._cond:
             while not self._closed:
                 if self._urgent:
@@ -183,7 +219,7 @@ class Replies:
                     del self._waiting[soonest.key]
                     self._writing[soonest.key] = soonest
                     return soonest
-                self._cond.wait(None if soonest is None else soonest.due - now)
+                self._cond.wait((self.delay or None) if soonest is None else soonest.due - now)
         return None
 
     def _run(self) -> None:

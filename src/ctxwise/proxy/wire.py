@@ -11,7 +11,9 @@ Three routes (:data:`ROUTES`): OpenAI Chat Completions (``messages``), OpenAI Re
   clients add or drop when they send a reply back (``cache_control``, item ``id``/``status``,
   ``annotations``, ``None`` fields, a string vs a list of one text part);
 * :func:`heads` -- the SHA-256 chain over those fingerprints: ``heads(...)[k-1]`` names the
-  first ``k`` messages;
+  first ``k`` messages; the leading system prompts count by their role only (an agent that
+  puts the time or its working state in its system prompt keeps one conversation; the
+  proxy replaces the stored prompt, :func:`ctxwise.proxy.conversation.begin`);
 * :func:`managed_body` -- the request with ctxwise's payload (:attr:`ctxwise.Prepared.payload`)
   in place of the client's history, every other parameter as sent;
 * :func:`reply_items` -- the reply as the client will send it back next call.
@@ -159,11 +161,11 @@ def fingerprint(kind: Kind, message: dict[str, Any]) -> bytes:
 
 
 def seed(kind: Kind, body: dict[str, Any]) -> str:
-    """The head of the empty conversation: the route kind and, for Responses, ``instructions``
-    (passed through, not stored, so a change of it starts another conversation)."""
+    """The head of the empty conversation: the route kind (Responses ``instructions`` are passed
+    through as sent and not stored: like a system prompt, a change of them continues the
+    conversation)."""
     k = "messages" if kind == "count_tokens" else kind
-    extra = body.get("instructions") if kind == "responses" else None
-    return hashlib.sha256(json.dumps([k, extra], default=str).encode("utf-8")).hexdigest()
+    return hashlib.sha256(json.dumps([k, None], default=str).encode("utf-8")).hexdigest()
 
 
 def response_head(response_id: str) -> str:
@@ -177,10 +179,27 @@ def heads(kind: Kind, body: dict[str, Any], messages: list[dict[str, Any]], star
     :func:`seed` of the body): element ``k-1`` names the first ``k`` messages."""
     out: list[str] = []
     h = start if start is not None else seed(kind, body)
+    lead = start is None
     for m in messages:
-        h = hashlib.sha256(h.encode("ascii") + b"\x00" + fingerprint(kind, m)).hexdigest()
+        lead = lead and is_system(kind, m)
+        mark = json.dumps(["system", m.get("role")]).encode("utf-8") if lead else fingerprint(kind, m)
+        h = hashlib.sha256(h.encode("ascii") + b"\x00" + mark).hexdigest()
         out.append(h)
     return out
+
+
+def is_system(kind: Kind, message: dict[str, Any]) -> bool:
+    """Whether ``message`` is a system prompt (role ``system`` or ``developer``; Anthropic's
+    ``system`` parameter reads as one, :func:`history`)."""
+    return message.get("role") in ("system", "developer") and message.get("type") in (None, "message")
+
+
+def leading_system(kind: Kind, messages: list[dict[str, Any]]) -> int:
+    """How many messages at the start of ``messages`` are system prompts (:func:`is_system`)."""
+    n = 0
+    while n < len(messages) and is_system(kind, messages[n]):
+        n += 1
+    return n
 
 
 def managed_body(kind: Kind, body: dict[str, Any], payload: Any) -> dict[str, Any]:
@@ -196,7 +215,87 @@ def managed_body(kind: Kind, body: dict[str, Any], payload: Any) -> dict[str, An
     if isinstance(payload, dict) and payload.get("system") not in (None, "", []):
         out["system"] = payload["system"]
     out["messages"] = payload["messages"] if isinstance(payload, dict) else payload
+    return client_marks(body, out)
+
+
+def _has_mark(blocks: Any) -> bool:
+    return isinstance(blocks, list) and any(
+        isinstance(b, dict) and ("cache_control" in b or (b.get("type") == "tool_result" and _has_mark(b.get("content"))))
+        for b in blocks)
+
+
+def _unmarked(blocks: Any) -> Any:
+    """``blocks`` without ``cache_control`` marks (tool_result content included): the blocks
+    that carry one are copied, the others and the list itself kept when none does."""
+    if not _has_mark(blocks):
+        return blocks
+    out = []
+    for b in blocks:
+        if isinstance(b, dict) and ("cache_control" in b or b.get("type") == "tool_result"):
+            b = {k: (_unmarked(v) if k == "content" else v) for k, v in b.items() if k != "cache_control"}
+        out.append(b)
     return out
+
+
+def _mark(target: Any, marked: list[Any]) -> Any:
+    """``target`` (a content list or string) with the ``cache_control`` marks of ``marked`` (the
+    client's content list of the same message) on the blocks at the same places."""
+    blocks = [{"type": "text", "text": target}] if isinstance(target, str) else list(target)
+    for k, b in enumerate(marked):
+        if k >= len(blocks) or not isinstance(b, dict) or not isinstance(blocks[k], dict):
+            continue
+        if "cache_control" in b:
+            blocks[k] = {**blocks[k], "cache_control": b["cache_control"]}
+        if b.get("type") == "tool_result" and _has_mark(b.get("content")) and isinstance(blocks[k].get("content"),
+                                                                                       (list, str)):
+            blocks[k] = {**blocks[k], "content": _mark(blocks[k]["content"], b["content"])}
+    return blocks
+
+
+def client_marks(body: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """The managed Anthropic request ``out`` with the prompt-cache marks (``cache_control``) of
+    the client's request ``body`` and no others: the stored marks of earlier calls are removed,
+    and each mark the client put on a system block or a message is put on the same block of the
+    managed request where that block still stands (a system text block of the same text; the
+    newest message of the same :func:`fingerprint`, in request order); a mark on content ctxwise
+    compacted away is dropped. The client's marks keep their order (tools, system, messages),
+    so the rule that a longer TTL comes before a shorter one (``ttl`` "1h" before "5m",
+    https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching) holds whenever it
+    held in the client's request, and there are never more marks than the client sent."""
+    system, messages = out.get("system"), out.get("messages")
+    if not isinstance(messages, list):
+        return out
+    if isinstance(system, list):
+        system = _unmarked(system)
+    messages = [{**m, "content": _unmarked(m.get("content"))} if isinstance(m, dict) and _has_mark(m.get("content"))
+                else m for m in messages]
+    sent = body.get("system")
+    if isinstance(sent, list) and _has_mark(sent) and system is not None:
+        texts = [b.get("text") if isinstance(b, dict) else None for b in
+                 ([{"type": "text", "text": system}] if isinstance(system, str) else system)]
+        system = [{"type": "text", "text": system}] if isinstance(system, str) else list(system)
+        for b in sent:
+            if isinstance(b, dict) and "cache_control" in b and b.get("text") in texts:
+                k = texts.index(b.get("text"))
+                system[k] = {**system[k], "cache_control": b["cache_control"]}
+    client = body.get("messages")
+    marked = [m for m in client if isinstance(m, dict) and _has_mark(m.get("content"))] \
+        if isinstance(client, list) else []
+    hi = len(messages)
+    prints: dict[int, bytes] = {}
+    for cm in reversed(marked):
+        want = fingerprint("messages", cm)
+        j = hi - 1
+        while j >= 0 and prints.setdefault(j, fingerprint("messages", messages[j])) != want:
+            j -= 1
+        if j < 0:
+            continue
+        messages[j] = {**messages[j], "content": _mark(messages[j].get("content"), cm["content"])}
+        hi = j
+    result = {**out, "messages": messages}
+    if system is not None:
+        result["system"] = system
+    return result
 
 
 def reply_items(kind: Kind, reply: dict[str, Any]) -> list[dict[str, Any]]:
