@@ -23,10 +23,11 @@ from ctxwise import ContextManager, Policy
 from ctxwise.compaction import compact
 from ctxwise.errors import ContextBudgetExceeded, PayloadInvalid
 from ctxwise.formats import from_anthropic, load
-from ctxwise.messages import Message, TextBlock, ToolResultBlock
+from ctxwise.messages import Marker, Message, TextBlock, ToolResultBlock, fold_on
 from ctxwise.providers import check, check_wire, get_profile
-from ctxwise.providers.binding import bound_digests
-from ctxwise.providers.convert import convert
+from ctxwise.providers.binding import bound_digests, frozen_end, invalidated
+from ctxwise.tokens import get_counter
+from ctxwise.providers.convert import call_id_problem, convert
 from ctxwise.providers.render import render_converted
 from ctxwise.replay import metrics
 from ctxwise.summarizers import DigestSummarizer
@@ -215,3 +216,74 @@ def test_in_flight_start_equals_the_forward_scan(history):
         cycles = tool_cycles(prefix[:end])
         want = cycles[-1].start if cycles and cycles[-1].end == end else len(prefix)
         assert in_flight_start(prefix) == want
+
+
+STEPS = st.lists(st.tuples(st.sampled_from(["grow", "truncate", "swap", "copy", "edit", "drop", "again"]),
+                           st.integers(0, 10_000)), min_size=1, max_size=12)
+
+
+def _lists(pool: list[Message], steps: list[tuple[str, int]]):
+    """The lists a session checks one after another: each step grows, truncates, re-orders,
+    drops a message of, replaces a message by an equal copy (a new object) or by an edited one
+    (same id, other content) or repeats the last list; yields ``(step, list)``."""
+    cur = pool[:1]
+    for how, k in steps:
+        if how == "grow":
+            cur = cur + pool[len(cur):len(cur) + 1 + k % 3]
+        elif how == "truncate" and len(cur) > 1:
+            cur = cur[:1 + k % (len(cur) - 1)]
+        elif how == "swap" and len(cur) > 2:
+            i = 1 + k % (len(cur) - 2)
+            cur = [*cur[:i], cur[i + 1], cur[i], *cur[i + 2:]]
+        elif how == "copy":
+            i = k % len(cur)
+            cur = [*cur[:i], cur[i].model_copy(), *cur[i + 1:]]
+        elif how == "edit":
+            i = k % len(cur)
+            cur = [*cur[:i], _edit(_edit(cur[i], "blank"), "empty-result"), *cur[i + 1:]]
+        elif how == "drop" and len(cur) > 1:
+            i = k % len(cur)
+            cur = cur[:i] + cur[i + 1:]
+        yield how, cur
+
+
+@settings(max_examples=200)
+@given(histories(), STEPS, st.sampled_from(["anthropic", "openai", "deepseek", "openai_responses", "gemini"]))
+def test_resumed_list_rules_equal_from_scratch(history, steps, other):
+    """The list rules resume from the fold of an earlier list that the checked list extends
+    (same objects): each check of a list grown, truncated, re-ordered, with a message dropped,
+    edited or replaced by an equal copy (a new object), checked again, or under another provider,
+    finds what a from-scratch check of fresh copies finds."""
+    msgs, provider, _, _ = history
+    for how, cur in _lists(list(msgs), steps):
+        for name in (provider, other) if how == "again" else (provider,):
+            assert seen(check(cur, name)) == seen(check(fresh(cur), name)), (how, name, len(cur))
+
+
+@settings(max_examples=200)
+@given(histories(), STEPS)
+def test_resumed_folds_equal_from_scratch(history, steps):
+    """:func:`ctxwise.messages.fold_on` and what runs on it (the bound-reasoning check, the
+    frozen prefix, the call-id renames of a conversion, a call's sizes) answer each list of a changing sequence as a from-scratch
+    computation: the replies carry the bound prefix of the session as generated, so a
+    re-ordered or dropped message invalidates the reasoning after it."""
+    msgs, provider, _, _ = history
+    digests = bound_digests(list(msgs))
+    pool = [m.model_copy(update={"metadata": Marker.with_(m, bound_prefix=digests[i])}) if m.role == "assistant" else m
+            for i, m in enumerate(msgs)]
+    profile = get_profile("anthropic")
+    counter = get_counter("chars")
+    for how, cur in _lists(pool, steps):
+        scratch = fresh(cur)
+        assert invalidated(cur) == invalidated(scratch), how
+        assert frozen_end(cur, profile) == frozen_end(scratch, profile), how
+        assert seen(check(cur, profile)) == seen(check(scratch, profile)), how
+        for name in ("anthropic", "openai", "openai_responses", "gemini"):
+            done, done0 = convert(cur, name), convert(scratch, name)
+            assert [m.model_dump() for m in done.messages] == [m.model_dump() for m in done0.messages], (how, name)
+            assert (done.conversions, done.call_ids) == (done0.conversions, done0.call_ids), (how, name)
+            ids = [b.id for m in cur if m.role == "assistant" for b in m.tool_uses]
+            refused = len(set(ids)) < len(ids) or any(call_id_problem(i, get_profile(name)) for i in ids)
+            assert bool(done.call_ids) == refused, (how, name)  # renames exactly when an id is refused or repeated
+        total = fold_on(cur, "test/sum", counter, 0, lambda n, i, m: n + (i + 1) * counter.count_message(m))
+        assert total == sum((i + 1) * counter.count_message(m) for i, m in enumerate(scratch)), how

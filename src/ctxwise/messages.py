@@ -417,6 +417,37 @@ def memo_on(sources: Sequence[Any], tag: str, key: Hashable, compute: Callable[[
     return found
 
 
+_S = TypeVar("_S")
+
+
+def fold_on(messages: Sequence[Message], tag: str, key: object, init: _S,
+            step: Callable[[_S, int, Message], _S], keep: int = 4) -> _S:
+    """The left fold ``step(...step(step(init, 0, messages[0]), 1, messages[1])...)``, a pure
+    function of the message objects (by identity) and of ``key``, resumed from the longest
+    list folded before that ``messages`` starts with (the same objects, an equal ``key``):
+    a list that extends the previous call's costs its new messages only, plus one identity
+    comparison per message. The last ``keep`` lists folded are kept, with their states, in
+    ``messages[0]``'s memo under ``tag``; any other list is folded from scratch. States are
+    shared between calls: ``step`` returns a new state and never changes one."""
+    if not messages:
+        return init
+    memo = messages[0].memo()
+    kept: list[tuple[object, tuple[Message, ...], Any]] = memo.get(tag) or []
+    best: tuple[object, tuple[Message, ...], Any] | None = None
+    for entry in kept:
+        k, prefix, _ = entry
+        if (len(prefix) <= len(messages) and (best is None or len(prefix) > len(best[1]))
+                and (k is key or k == key)
+                and all(a is b for a, b in zip(prefix, messages))):
+            best = entry
+    start, state = (0, init) if best is None else (len(best[1]), best[2])
+    for i in range(start, len(messages)):
+        state = step(state, i, messages[i])
+    if best is None or start < len(messages):
+        memo[tag] = ([e for e in kept if e is not best] + [(key, tuple(messages), state)])[-keep:]
+    return state
+
+
 MarkKind = Literal["summary", "facts", "user_memory", "loop_close"]
 """The kinds of message ctxwise writes itself (:attr:`Marker.kind`)."""
 

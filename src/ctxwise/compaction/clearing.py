@@ -183,9 +183,7 @@ def clear_tool_results(
     p = b.policy
     t0 = time.perf_counter()
     hard = b.level(p.hard_limit)
-    if (over_hard or last_resort) and size <= hard:
-        return StageResult(messages)
-    if size <= b.level(p.clear_at) and not last_resort:
+    if _skipped(messages, b, size, last_resort, over_hard):
         return StageResult(messages)
     optional = not (last_resort or over_hard)
     # Inside a turn the last resort frees room for shrink_calls calls (the low watermark) in
@@ -356,6 +354,35 @@ def _why(messages: list[Message], b: Budgeting, size: int, batch: _Batch) -> str
             and limit_ahead(size, *growth_so_far(messages, b, hard), calls_ahead(messages, p), hard)):
         return "the saving over the calls ahead exceeds the re-billed suffix"
     return None
+
+
+def _skipped(messages: list[Message], b: Budgeting, size: int, last_resort: bool, over_hard: bool) -> bool:
+    """Whether :func:`clear_tool_results` edits nothing without building a batch: the last
+    resort and the pass above the hard limit under that limit, the optional clearing under
+    ``clear_at`` or when no batch could fire (:func:`edit_held_back`)."""
+    p = b.policy
+    hard = b.level(p.hard_limit)
+    if (over_hard or last_resort) and size <= hard:
+        return True
+    if last_resort:
+        return False
+    return size <= b.level(p.clear_at) or (not over_hard and size <= hard and edit_held_back(messages, b, size))
+
+
+def edit_held_back(messages: list[Message], b: Budgeting, size: int) -> bool:
+    """Whether every optional edit of ``messages`` at ``size`` (policy unit, under the hard
+    limit) is held back, whatever it would remove (:func:`_why` for a clearing batch,
+    :func:`~ctxwise.compaction.thinking.pruning_pays` for pruned thinking): the cache is warm,
+    no summary is due, edits are not made at the watermark and the context, growing at its
+    rate so far, stays under the hard limit over the calls ahead. Decided without building
+    the edit (an ordinary call above ``clear_at`` then ranks, clears and prunes nothing)."""
+    from .summarizing import summary_due
+
+    p = b.policy
+    hard = b.level(p.hard_limit)
+    if p.edit_when == "watermark" or cold_cache(p, b.idle) or summary_due(messages, b, size):
+        return False
+    return not limit_ahead(size, *growth_so_far(messages, b, hard), calls_ahead(messages, p), hard)
 
 
 def low_watermark(messages: list[Message], b: Budgeting, hard: int) -> int:

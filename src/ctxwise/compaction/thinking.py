@@ -32,6 +32,7 @@ def prune_thinking(messages: list[Message], b: Budgeting, size: int) -> StageRes
     ``clear_target``. Returns one ``Replace`` (state ``pruned``) per edited message and one
     ``thinking`` event (none when nothing was dropped). A message is never left without content."""
     from ..providers import droppable_thinking, get_profile
+    from .clearing import edit_held_back
 
     t0 = time.perf_counter()
     target = b.level(b.policy.clear_target)
@@ -41,6 +42,8 @@ def prune_thinking(messages: list[Message], b: Budgeting, size: int) -> StageRes
         # OpenAI Responses: a reasoning item travels with the item after it (case B14); it
         # goes only with its whole message, by the summarizing or trimming stages.
         return StageResult(messages)
+    if size <= b.level(b.policy.hard_limit) and edit_held_back(messages, b, size):
+        return StageResult(messages)  # no pruning could pay (pruning_pays): none is built
     by_msg: dict[int, set[int]] = defaultdict(set)
     for mi, bi in droppable_thinking(messages, b.policy.provider):
         by_msg[mi].add(bi)

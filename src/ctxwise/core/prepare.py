@@ -17,7 +17,7 @@ from ..compaction.loop_close import close_loop, close_note, close_policy
 from ..compaction.pipeline import PipelineResult, irreducible_size
 from ..errors import ContextBudgetExceeded, FormatError, PayloadInvalid, Violation
 from ..memory.session import Facts
-from ..messages import Message
+from ..messages import Message, fold_on
 from ..providers import check as check_payload
 from ..providers import check_wire, get_profile
 from ..providers.convert import Conversion, Converted, convert
@@ -25,6 +25,7 @@ from ..providers.render import render_converted
 from ..providers.binding import frozen_end
 from ..providers.rules import opens_with_compaction
 from ..policy import Policy
+from ..tokens import Counter
 from ..units import is_user_input, turns
 from .plan import ApplyWrite, Plan
 from .view import Deps, SessionView, changed_state, with_sizes
@@ -160,7 +161,10 @@ class _Run:
         return conversion_size(sent, self.convert(sent), self.deps.sz, self.deps.size_key)
 
     def measure(self, messages: Sequence[Message]) -> int:
-        return sum(self.deps.sz(m) for m in messages)
+        """The size of ``messages`` in the policy unit (a running total resumed from the last
+        list this one extends)."""
+        sizer = self.deps.sizer
+        return fold_on(messages, "prepare/size", sizer, 0, lambda n, _, m: n + sizer.size_of(m))
 
     def compact(self, ctx: list[Message], size: int, policy: Policy | None = None) -> PipelineResult:
         """Run the pipeline over ``ctx``. While bound reasoning freezes the open loop, the
@@ -439,10 +443,16 @@ def _finish(view: SessionView, deps: Deps, run: _Run, size_before: int, events: 
     size = view.size + run.extra()
     emit = [*events, rendered_event(converted, view.provider, view.policy.unit, size)] if converted.conversions else events
     prepared = Prepared(messages=final, payload=payload, size=size, size_before=size_before,
-                        chars=sum(deps.chars.count_message(m) for m in final), unit=view.policy.unit, events=events,
+                        chars=_chars(final, deps.chars), unit=view.policy.unit, events=events,
                         conversions=converted.conversions, call_ids=converted.call_ids)
     error = PayloadInvalid(view.provider, violations) if violations else None
     return Plan(view, write, prepared, emit=tuple(emit), error=error)
+
+
+def _chars(messages: Sequence[Message], chars: Counter) -> int:
+    """The size of ``messages`` in characters (a running total resumed from the last list this
+    one extends)."""
+    return fold_on(messages, "prepare/chars", chars, 0, lambda n, _, m: n + chars.count_message(m))
 
 
 def with_pinned(ctx: list[Message], head: list[Message], facts: Message | None, facts_mode: str) -> list[Message]:

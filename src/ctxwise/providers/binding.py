@@ -27,7 +27,7 @@ import json
 from typing import Sequence
 
 from ..errors import Violation
-from ..messages import Marker, Message, ThinkingBlock
+from ..messages import Marker, Message, ThinkingBlock, fold_on
 from ..units import last_user_index
 from .profiles import REASONING_PREFIX_CHANGED, ProviderProfile
 
@@ -72,15 +72,37 @@ def bound_digests(messages: Sequence[Message]) -> list[str]:
     out: list[str] = []
     chain = ""
     for m in messages:
-        steps = m.memo().setdefault(_MEMO_CHAIN, {})
-        found = steps.get(chain)
-        if found is None:
-            if len(steps) >= 4:  # bounded: a message follows few different prefixes
-                steps.clear()
-            found = steps[chain] = (_step(chain, _own(m)), _step(chain, content_digest(m)))
-        out.append(found[0])
-        chain = found[1]
+        own, chain = _chained(chain, m)
+        out.append(own)
     return out
+
+
+def _chained(chain: str, m: Message) -> tuple[str, str]:
+    """``(bound digest of m, chain after m)`` for ``m`` following the prefix digested as
+    ``chain``; kept in ``m``'s memo for its last few prefixes."""
+    steps = m.memo().setdefault(_MEMO_CHAIN, {})
+    found: tuple[str, str] | None = steps.get(chain)
+    if found is None:
+        if len(steps) >= 4:  # bounded: a message follows few different prefixes
+            steps.clear()
+        found = steps[chain] = (_step(chain, _own(m)), _step(chain, content_digest(m)))
+    return found
+
+
+def _invalid_step(state: tuple[str, tuple[int, ...]], i: int, m: Message) -> tuple[str, tuple[int, ...]]:
+    """One step of :func:`_invalid_fold`: the chain after ``m`` and the indices found so far."""
+    chain, found = state
+    own, after = _chained(chain, m)
+    d = bound_prefix(m)
+    return after, (found + (i,) if d is not None and d != own else found)
+
+
+def _invalid_fold(messages: Sequence[Message]) -> tuple[int, ...]:
+    """Indices of the messages whose marker's bound prefix is not the digest before them in
+    ``messages`` (:func:`bound_digests`), resumed from the last list this one extends
+    (:func:`ctxwise.messages.fold_on`)."""
+    init: tuple[str, tuple[int, ...]] = ("", ())
+    return fold_on(messages, "binding/invalid", None, init, _invalid_step)[1]
 
 
 def bound_digest(messages: Sequence[Message], i: int) -> str:
@@ -102,10 +124,9 @@ def bound_prefix(m: Message) -> str | None:
 def invalidated(messages: Sequence[Message]) -> list[int]:
     """Indices of the assistant messages whose reasoning is bound to a prefix that is no
     longer the one before them in ``messages`` (the canonical payload, pinned blocks included)."""
-    if not any(bound_prefix(m) for m in messages):
+    if not fold_on(messages, "binding/any", None, False, lambda seen, _, m: seen or bool(bound_prefix(m))):
         return []
-    digests = bound_digests(messages)
-    return [i for i, m in enumerate(messages) if (d := bound_prefix(m)) is not None and d != digests[i]]
+    return list(_invalid_fold(messages))
 
 
 def frozen_end(messages: Sequence[Message], profile: ProviderProfile) -> int | None:
@@ -122,8 +143,8 @@ def frozen_end(messages: Sequence[Message], profile: ProviderProfile) -> int | N
     bound = [i for i in range(start, len(messages)) if bound_prefix(messages[i]) is not None]
     if not bound:
         return None
-    digests = bound_digests(messages)
-    valid = [i for i in bound if bound_prefix(messages[i]) == digests[i]]
+    changed = set(_invalid_fold(messages))
+    valid = [i for i in bound if i not in changed]
     return max(valid) if valid else None
 
 

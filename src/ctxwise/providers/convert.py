@@ -64,10 +64,10 @@ import functools
 import hashlib
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Callable
 
 from ..messages import (Block, ImageBlock, Message, RefusalBlock, TextBlock, ThinkingBlock, ToolResultBlock,
-                        ToolUseBlock)
+                        ToolUseBlock, fold_on)
 from ..units import is_user_input
 from .render_responses import reasoning_item_id
 from .rules import opens_with_compaction
@@ -171,11 +171,37 @@ def convert(messages: list[Message], provider: str | ProviderProfile) -> Convert
     return out
 
 
+def _ids_step(profile: ProviderProfile) -> Callable[[tuple[frozenset[str], bool], int, Message],
+                                                     tuple[frozenset[str], bool]]:
+    """The step of :func:`_ids_clean`'s fold: ``(call ids so far, a rename is needed)``."""
+
+    def step(state: tuple[frozenset[str], bool], _: int, m: Message) -> tuple[frozenset[str], bool]:
+        used, dirty = state
+        if dirty or m.role != "assistant" or not m.tool_uses:
+            return state
+        ids = [b.id for b in m.blocks if isinstance(b, ToolUseBlock)]
+        dirty = (len(set(ids)) < len(ids) or any(i in used for i in ids)
+                 or any(call_id_problem(i, profile) is not None for i in ids))
+        return used | set(ids), dirty
+
+    return step
+
+
+def _ids_clean(msgs: list[Message], profile: ProviderProfile) -> bool:
+    """Whether every tool call id of ``msgs`` is one ``profile`` takes and none repeats (then
+    :func:`_rename_call_ids` renames nothing); a fold resumed from the last list this one
+    extends (:func:`ctxwise.messages.fold_on`)."""
+    init: tuple[frozenset[str], bool] = (frozenset(), False)
+    return not fold_on(msgs, "convert/ids", profile, init, _ids_step(profile))[1]
+
+
 def _rename_call_ids(out: Converted, profile: ProviderProfile) -> None:
     """Rename ids the provider refuses and ids already used in the request; results follow
     their call by position (the k-th result for an id in the tool messages right after an
     assistant message answers the k-th call with that id)."""
     msgs = out.messages
+    if _ids_clean(msgs, profile):
+        return
     used: set[str] = set()
     i = 0
     while i < len(msgs):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..errors import Violation
-from typing import Any
+from typing import Any, Sequence
 
 from ..messages import (
     memo_on,
@@ -53,7 +53,7 @@ def _v(profile: ProviderProfile, index: int, rule: str, message: str) -> Violati
     return Violation(index, rule, message, profile.error_text(rule, index))
 
 
-def check_tool_pairing(messages: list[Message], profile: ProviderProfile) -> list[Violation]:
+def check_tool_pairing(messages: list[Message], profile: ProviderProfile, start: int = 0) -> list[Violation]:
     """Every call answered, every result preceded by its call, no duplicate result.
 
     Pairing goes by position (as in :mod:`ctxwise.units`): the results of a tool message belong
@@ -61,10 +61,13 @@ def check_tool_pairing(messages: list[Message], profile: ProviderProfile) -> lis
     between; ids are matched within that cycle only (tau-bench reuses call ids). A call is
     unanswered when no result for it comes before the next non-tool message. A parallel batch
     must be complete.
+
+    ``start`` (a non-tool message's index, or 0): the findings at that index and after, those of
+    the cycles from there on (the scan visits every non-tool message).
     """
     out: list[Violation] = []
     n = len(messages)
-    i = 0
+    i = start
     while i < n:
         m = messages[i]
         if m.role == "tool":
@@ -142,7 +145,7 @@ def _orphans(profile: ProviderProfile, i: int, m: Message, why: str) -> list[Vio
             for r in m.tool_results]
 
 
-def _leading_systems(messages: list[Message]) -> int:
+def leading_systems(messages: list[Message]) -> int:
     """How many system messages open the list."""
     return next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
 
@@ -154,7 +157,7 @@ def check_system_position(messages: list[Message], profile: ProviderProfile) -> 
     anywhere, since rendering folds them (:mod:`ctxwise.providers.convert`)."""
     if profile.mid_system != "fold":
         return []
-    lead = _leading_systems(messages)
+    lead = leading_systems(messages)
     return [_v(profile, i, SYSTEM_NOT_FIRST, "system message after the leading ones")
             for i, m in enumerate(messages) if i > lead and m.role == "system"]
 
@@ -163,18 +166,19 @@ def _blank(text: str) -> bool:
     return not text.strip()
 
 
-def check_empty_content(messages: list[Message], profile: ProviderProfile) -> list[Violation]:
+def check_empty_content(messages: list[Message], profile: ProviderProfile, start: int = 0) -> list[Violation]:
     """No empty message, blank text block or empty tool result, except the final assistant
     message (Anthropic's prefill).
 
     A tool result whose output has no image and only blank text is empty (so is a blank
     placeholder). Thinking blocks count as content only for providers that carry them as
-    content blocks or items (Anthropic, OpenAI Responses).
+    content blocks or items (Anthropic, OpenAI Responses). ``start``: the findings from that
+    index on.
     """
     out: list[Violation] = []
     last = len(messages) - 1
     thinking = profile.reasoning_passback in _BLOCKS
-    for i, m in enumerate(messages):
+    for i, m in enumerate(messages[start:], start):
         if i == last and m.role == "assistant":
             continue
         out += [_v(profile, i, rule, text) for rule, text in _empty_findings(m, thinking)]
@@ -234,13 +238,13 @@ def check_user_present(messages: list[Message], profile: ProviderProfile) -> lis
     return [_v(profile, 0, NO_USER_MESSAGE, "the payload has no user message")]
 
 
-def check_call_order(messages: list[Message], profile: ProviderProfile) -> list[Violation]:
+def check_call_order(messages: list[Message], profile: ProviderProfile, start: int = 0) -> list[Violation]:
     """An assistant message with tool calls directly follows a user or a tool message (a
     system message after the leading ones counts as the user turn it is folded into, on a
-    ``mid_system="fold"`` profile)."""
+    ``mid_system="fold"`` profile). ``start``: the findings from that index on."""
     out: list[Violation] = []
-    lead = _leading_systems(messages)
-    for i, m in enumerate(messages):
+    lead = leading_systems(messages)
+    for i, m in enumerate(messages[start:], start):
         if m.role != "assistant" or not m.tool_uses:
             continue
         prev = messages[i - 1].role if i > 0 else None
@@ -327,18 +331,20 @@ def opens_with_compaction(m: Message) -> bool:
     return bool(m.blocks) and is_compaction(m.blocks[0])
 
 
-def check_compaction_placement(messages: list[Message], profile: ProviderProfile) -> list[Violation]:
+def check_compaction_placement(messages: list[Message], profile: ProviderProfile, start: int = 0,
+                               with_content: int = 0) -> list[Violation]:
     """Anthropic: a ``compaction`` block stands only as the first block of the conversation
     (the first block of the first message after the leading system messages, which become the
     top-level ``system``), never in a system message, and one only with content (SDK anthropic
     2.17 ``types/compaction_block_misplaced_error.py``, ``compaction_block_ambiguous_error.py``).
-    So a pinned first user message (the task) or a user-memory block cannot stand before it."""
+    So a pinned first user message (the task) or a user-memory block cannot stand before it.
+    ``start``: the findings from that index on, ``with_content`` the compaction blocks with
+    content before it (:func:`compactions_with_content`)."""
     if profile.wire != "anthropic":
         return []
-    first = _leading_systems(messages)
+    first = leading_systems(messages)
     out: list[Violation] = []
-    with_content = 0
-    for i, m in enumerate(messages):
+    for i, m in enumerate(messages[start:], start):
         if _plain(m):  # no provider block, so no compaction block
             continue
         for k, b in enumerate(m.blocks):
@@ -357,18 +363,38 @@ def check_compaction_placement(messages: list[Message], profile: ProviderProfile
     return out
 
 
-def check_provider_blocks(messages: list[Message], profile: ProviderProfile) -> list[Violation]:
+def compactions_with_content(messages: Sequence[Message]) -> int:
+    """How many Anthropic ``compaction`` blocks with content ``messages`` hold (the state
+    :func:`check_compaction_placement` carries from one message to the next)."""
+    return sum(1 for m in messages if not _plain(m) for b in m.blocks
+               if is_compaction(b) and isinstance(b, ProviderBlock) and b.raw.get("content"))
+
+
+def provider_calls(messages: Sequence[Message], profile: ProviderProfile) -> set[str]:
+    """The ids of the provider-run calls of ``profile``'s family in ``messages`` (the state
+    :func:`check_provider_blocks` carries from one message to the next)."""
+    fam = family(profile)
+    kinds = PROVIDER_CALL_KINDS.get(fam, ())
+    return {b.call_id for m in messages if not _plain(m)
+            for b in [*m.blocks, *(o for r in m.tool_results for o in r.output)]
+            if isinstance(b, ProviderBlock) and b.provider == fam and b.kind in kinds and b.call_id is not None}
+
+
+def check_provider_blocks(messages: list[Message], profile: ProviderProfile, start: int = 0,
+                          calls: set[str] | None = None) -> list[Violation]:
     """Blocks the target can send: no other family's :class:`~ctxwise.messages.ProviderBlock`
     (``foreign-provider-block``), no block the wire has no form for (``block-not-sendable``,
     see :func:`not_sendable`), and every provider-run result after its call
     (``provider-result-without-call``: Anthropic "tool_use ids ... must have a corresponding
     server_tool_use block"; Responses "No tool call found for ... output with call_id").
-    A tool result's output blocks are checked as content of the tool message."""
+    A tool result's output blocks are checked as content of the tool message. ``start``: the
+    findings from that index on, ``calls`` the provider-run call ids before it
+    (:func:`provider_calls`; not changed)."""
     fam = family(profile)
     out: list[Violation] = []
-    calls: set[str] = set()
+    calls = set(calls or ())
     skip_plain = not any(t in profile.unsendable for t in _PLAIN_TYPES)
-    for i, m in enumerate(messages):
+    for i, m in enumerate(messages[start:], start):
         if skip_plain and _plain(m):
             continue
         blocks: list[Any] = list(m.blocks) + [o for r in m.tool_results for o in r.output]

@@ -416,13 +416,13 @@ def _id_violations(payload: Any, profile: ProviderProfile) -> list[Violation]:
     payload position)."""
     out: list[Violation] = []
     seen: dict[str, int] = {}
-    for i, cid in _call_ids(payload, profile):
+    calls = _call_ids(payload, profile)
+    for i, cid in calls:
         if cid in seen:
             out.append(Violation(i, DUPLICATE_TOOL_CALL_ID, f"tool call id {cid!r} already used at {seen[cid]}",
                                  profile.error_text(DUPLICATE_TOOL_CALL_ID, i)))
         seen.setdefault(cid, i)
-    for what, ids in (("tool call id", _call_ids(payload, profile)), ("tool result's call id",
-                                                                       _result_ids(payload, profile))):
+    for what, ids in (("tool call id", calls), ("tool result's call id", _result_ids(payload, profile))):
         for i, cid in ids:
             rule = call_id_problem(cid, profile)
             if rule is not None:
