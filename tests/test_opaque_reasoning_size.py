@@ -111,3 +111,18 @@ def test_provider_block_encrypted_content_is_on_the_same_rule():
                          "encrypted_content": "e" * n, "page_age": None}]})
     counter = get_counter("estimate")
     assert counter.count_block(block(40000)) - counter.count_block(block(0)) == 10000
+
+
+@pytest.mark.parametrize("price_model,setting,binds", [
+    (None, "auto", False),  # model not known: earlier models default to current_turn
+    ("openai", "auto", False),
+    ("openai_gpt56", "auto", True),  # gpt-5.6 family: reasoning.context defaults to all_turns
+    ("openai_gpt56_12h", "auto", True),
+    ("openai_gpt56", "off", False),
+    (None, "on", True),
+])
+def test_auto_binds_responses_reasoning_on_the_gpt56_family(price_model, setting, binds):
+    pol = Policy(provider="openai_responses", price_model=price_model, bound_reasoning=setting)
+    assert pol.profile.binds_reasoning is binds
+    assert Policy(provider="openai", price_model=price_model, bound_reasoning=setting).profile.binds_reasoning is False
+    assert Policy(provider="anthropic", price_model=price_model).profile.binds_reasoning is True
