@@ -127,6 +127,19 @@ class ThinkingBlock(_Block):
     signature: str | None = None
     redacted: bool = False
 
+    def opaque(self) -> str | None:
+        """The opaque payload this block carries and is sent with it, or None: Anthropic
+        ``redacted_thinking``'s ``data`` (``thinking`` when ``redacted``), else a Responses
+        ``reasoning`` item's ``encrypted_content`` (kept by :mod:`ctxwise.formats.responses`
+        under ``extra["_responses"]["item"]``, or a top-level ``extra["encrypted_content"]``;
+        ``openai/types/responses/response_reasoning_item_param.py``)."""
+        if self.redacted:
+            return self.thinking
+        note = (self.extra.get("_responses") or {}).get("item")
+        enc = note.get("encrypted_content") if isinstance(note, dict) and "encrypted_content" in note \
+            else self.extra.get("encrypted_content")
+        return enc if isinstance(enc, str) and enc else None
+
 
 class ToolUseBlock(_Block):
     """One tool call: ``id`` pairs it with the :class:`ToolResultBlock` that answers it."""

@@ -50,7 +50,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import PolicyError
-from .providers.profiles import BREAKPOINT_TARGETS, PROFILES, ProviderProfile, bound_profile, cache_breakpoint_profile
+from .providers.profiles import (ALL_TURNS_PRICE_MODELS, BREAKPOINT_TARGETS, PROFILES, ProviderProfile, bound_profile,
+                                 cache_breakpoint_profile)
 from .prices import PRICE_MODELS, PriceModel
 
 if TYPE_CHECKING:
@@ -217,8 +218,12 @@ class Policy(BaseModel):
     bound_reasoning: Literal["auto", "on", "off"] = "auto"
     """Whether the provider binds reasoning to its prefix (a reasoning block is valid only while
     everything sent before it is unchanged): ``auto`` = the profile's own (on for ``anthropic``,
-    Claude 5.x preserved thinking; off for ``openai_responses``), ``on`` (Responses with
-    ``reasoning.context="all_turns"``, the gpt-5.6 default), ``off`` (older Claude models).
+    Claude 5.x preserved thinking; for ``openai_responses`` on when ``price_model`` names the
+    gpt-5.6 family, ``openai_gpt56`` / ``openai_gpt56_12h``, whose ``reasoning.context``
+    defaults to ``all_turns``, else off: earlier models default to ``current_turn``;
+    ``openai/types/shared/reasoning.py``), ``on`` (Responses with
+    ``reasoning.context="all_turns"`` on a model ctxwise is not told of), ``off`` (older
+    Claude models; Responses with ``current_turn``).
     When on, edits are placed so that no retained bound reasoning follows them, or that
     reasoning is dropped with an event (``ctxwise.providers.bound_profile``)."""
 
@@ -344,7 +349,8 @@ class Policy(BaseModel):
         (:func:`ctxwise.providers.bound_profile`) and, for OpenAI under a price model with
         explicit cache breakpoints (the gpt-5.6 family), ``cache_breakpoints`` on
         (:func:`ctxwise.providers.profiles.cache_breakpoint_profile`)."""
-        profile = bound_profile(self.provider, self.bound_reasoning)
+        profile = bound_profile(self.provider, self.bound_reasoning,
+                                all_turns=self.price_model in ALL_TURNS_PRICE_MODELS)
         if profile.name not in BREAKPOINT_TARGETS:
             return profile
         return cache_breakpoint_profile(profile, self.prices.breakpoints)

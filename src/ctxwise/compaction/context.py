@@ -37,6 +37,9 @@ class Budgeting:
     """What ``overhead`` is made of, by part (``user memory``, ``pinned facts``, ``tools``),
     for the report of a :class:`~ctxwise.errors.ContextBudgetExceeded`; what it does not
     name counts as ``tools``."""
+    opaque_passback: str | None = None
+    """The provider profile's ``reasoning_passback`` (None: as the profile says): which opaque
+    reasoning payloads the target sends back (:func:`opaque_sent`)."""
     idle: float | None = None
     """Seconds the prompt cache has gone unused at this call
     (:func:`ctxwise.compaction.cost.idle_seconds`); None: not known, taken as warm."""
@@ -46,6 +49,10 @@ class Budgeting:
             from ..providers import get_profile
 
             self.count_reasoning = get_profile(self.policy.provider).sends_reasoning
+        if self.opaque_passback is None:
+            from ..providers import get_profile
+
+            self.opaque_passback = get_profile(self.policy.provider).reasoning_passback
 
     @property
     def unit(self) -> str:
@@ -58,6 +65,8 @@ class Budgeting:
             return 0
         if not self.count_reasoning and m.role == "assistant":
             return self.counter.count_message(sent_view(m))
+        if m.role == "assistant":
+            return self.counter.count_message(opaque_view(m, self.opaque_passback or "none"))
         return self.counter.count_message(m)
 
     def size(self, messages: list[Message]) -> int:
@@ -91,6 +100,36 @@ def sent_view(m: Message) -> Message:
     if view is None:
         view = memo["ctxwise/sent_view"] = m.model_copy(
             update={"blocks": [b for b in m.blocks if not isinstance(b, ThinkingBlock)]})
+    return view
+
+
+def opaque_sent(b: ThinkingBlock, passback: str) -> bool:
+    """Whether a target whose profile has ``reasoning_passback`` ``passback`` sends thinking
+    block ``b``'s opaque payload (:meth:`~ctxwise.messages.ThinkingBlock.opaque`): Anthropic
+    ``redacted_thinking`` only to Anthropic (``"signed_blocks"``), a Responses reasoning
+    item's ``encrypted_content`` only to Responses (``"reasoning_items"``); True when the
+    block carries none."""
+    if b.opaque() is None:
+        return True
+    return passback == ("signed_blocks" if b.redacted else "reasoning_items")
+
+
+def opaque_view(m: Message, passback: str) -> Message:
+    """``m`` as counted for a target with ``reasoning_passback`` ``passback``: a thinking block
+    whose opaque payload that target does not send counts without it (a redacted block not at
+    all: it has nothing else; an encrypted reasoning item as its summary text). ``m`` itself
+    when every payload is sent; the view is cached on the message and is never sent."""
+    if all(opaque_sent(b, passback) for b in m.blocks if isinstance(b, ThinkingBlock)):
+        return m
+    memo = m.memo()
+    key = f"ctxwise/opaque_view/{passback}"
+    view = memo.get(key)
+    if view is None:
+        blocks = [b if not isinstance(b, ThinkingBlock) or opaque_sent(b, passback)
+                  else ThinkingBlock(thinking=b.thinking, signature=b.signature)
+                  for b in m.blocks if not (isinstance(b, ThinkingBlock) and b.redacted
+                                            and not opaque_sent(b, passback))]
+        view = memo[key] = m.model_copy(update={"blocks": blocks})
     return view
 
 

@@ -183,8 +183,9 @@ class ProviderProfile:
     * ``binds_reasoning`` — reasoning is bound to its prefix: a reasoning block is valid only
       while everything sent before it is what it was in the request that produced it
       (Anthropic preserved thinking, on for ``anthropic``; OpenAI Responses with
-      ``reasoning.context="all_turns"``, off for ``openai_responses`` until the policy says
-      so). ``Policy.bound_reasoning`` switches it (:func:`bound_profile`).
+      ``reasoning.context="all_turns"``, off in the ``openai_responses`` profile itself; on
+      when the policy says so or names a gpt-5.6 price model). ``Policy.bound_reasoning``
+      switches it (:func:`bound_profile`).
     * ``prefix_mismatch`` — what the provider does with bound reasoning after a changed
       prefix: ``"error"`` (Anthropic: a 400 unless the request sets ``drop_block``) or
       ``"dropped"`` (OpenAI Responses: the API drops the reasoning items itself).
@@ -545,13 +546,22 @@ def get_profile(provider: str | ProviderProfile) -> ProviderProfile:
 
 BoundReasoningSetting = Literal["auto", "on", "off"]
 
+ALL_TURNS_PRICE_MODELS = ("openai_gpt56", "openai_gpt56_12h")
+"""``Policy.price_model`` names that say the model is of the gpt-5.6 family, whose Responses
+``reasoning.context`` defaults to ``all_turns`` ("The gpt-5.6 model family defaults to
+all_turns; earlier models default to current_turn", ``openai/types/shared/reasoning.py``):
+with one of them ``bound_reasoning="auto"`` binds on ``openai_responses``."""
 
-def bound_profile(provider: str | ProviderProfile, setting: str = "auto") -> ProviderProfile:
+
+def bound_profile(provider: str | ProviderProfile, setting: str = "auto",
+                  all_turns: bool = False) -> ProviderProfile:
     """The profile of ``provider`` with ``binds_reasoning`` as ``setting`` says
     (``Policy.bound_reasoning``): ``"auto"`` keeps the profile's own (on for ``anthropic``,
-    Claude 5.x preserved thinking; off for ``openai_responses``, whose ``reasoning.context``
-    defaults to ``all_turns`` only on the gpt-5.6 family), ``"on"`` / ``"off"`` force it
-    (``"off"`` for older Claude models, ``"on"`` for Responses with ``all_turns``). A
+    Claude 5.x preserved thinking; for ``openai_responses`` on exactly when ``all_turns`` is
+    True, i.e. the model is known to be of the gpt-5.6 family, whose ``reasoning.context``
+    defaults to ``all_turns``: :data:`ALL_TURNS_PRICE_MODELS`; earlier models default to
+    ``current_turn``, which renders no earlier turn's reasoning back), ``"on"`` / ``"off"``
+    force it (``"off"`` for older Claude models, ``"on"`` for Responses with ``all_turns``). A
     provider whose payload carries no reasoning back (``sends_reasoning`` False) or that takes
     it back in chat-style spans (``tool_spans``) never binds. Raises
     :class:`~ctxwise.errors.PolicyError` for an unknown provider or setting."""
@@ -559,7 +569,8 @@ def bound_profile(provider: str | ProviderProfile, setting: str = "auto") -> Pro
     if setting not in ("auto", "on", "off"):
         raise PolicyError(f"unknown bound_reasoning {setting!r}; known: auto, on, off")
     can_bind = profile.sends_reasoning and profile.reasoning_passback in ("signed_blocks", "reasoning_items")
-    want = profile.binds_reasoning if setting == "auto" else setting == "on"
+    auto = profile.binds_reasoning or (all_turns and profile.reasoning_passback == "reasoning_items")
+    want = auto if setting == "auto" else setting == "on"
     binds = want and can_bind
     return profile if binds == profile.binds_reasoning else replace(profile, binds_reasoning=binds)
 
