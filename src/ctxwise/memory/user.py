@@ -45,6 +45,7 @@ by :func:`screen` and :func:`vet`), or keep ``user_memory`` off.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import unicodedata
@@ -657,7 +658,13 @@ def is_instruction(text: str) -> bool:
     :data:`CONTROL`), wants a check or question skipped, claims a role in the service, or
     asks something of the agent other than how to talk to the user (reply language, tone,
     length, name, contact channel). Such text is never stored. Read after :func:`normalize`."""
-    t = normalize(text)
+    return _instruction(normalize(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _instruction(t: str) -> bool:
+    """:func:`is_instruction` of the normalized ``t`` (a sentence's verdict is reused for its
+    clause when the sentence is one clause)."""
     if CONTROL.search(t) or NEGATED_CHECK.search(t) or AUTHORITY.search(t) or INSTRUCTION.search(t):
         return True
     if (PREFERENCE.search(t) or REQUEST.search(t)) and PASSIVE.search(t):
