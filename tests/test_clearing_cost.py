@@ -296,8 +296,12 @@ def test_one_tool_loop_over_the_hard_limit_is_summarized_in_turn_so_the_next_cal
     assert out.messages[1] == ctx[1] and out.messages[2].kind == "summary"  # the task, then the summary
     assert out.messages[-2:] == ctx[-2:]  # the in-flight cycle
     assert all(f"${k}0.50" in out.messages[2].text for k in range(5))  # what the loop found is in the summary
-    ctx = out.messages
-    for k in range(6, 8):  # the next two results fit without another cut
+    assert_next_results_fit(out.messages, b)
+
+
+def assert_next_results_fit(ctx, b) -> None:
+    """The loop's next two results (orders 6 and 7, ~1,000 characters each) fit without another cut."""
+    for k in range(6, 8):
         a = assistant(calls=[("lookup", {"order": k})])
         ctx = ctx + [a, *results(a, [f"order {k}: status pending " + "x" * 1000])]
         again = compact(ctx, b, DigestSummarizer())
@@ -321,13 +325,7 @@ def test_the_last_resort_clears_every_completed_cycle_of_the_current_turn_so_the
     cleared = [r.text for m in out.messages for r in m.tool_results if "result cleared" in r.text]
     assert len(cleared) == 5  # every completed cycle; the in-flight one (the last) stays
     assert all(f"{k}0.50" in text for k, text in enumerate(cleared))  # their key values stay inline
-    ctx = out.messages
-    for k in range(6, 8):  # the next two results fit without another cut
-        a = assistant(calls=[("lookup", {"order": k})])
-        ctx = ctx + [a, *results(a, [f"order {k}: status pending " + "x" * 1000])]
-        again = compact(ctx, b, DigestSummarizer())
-        assert again.events == [], k
-        ctx = again.messages
+    assert_next_results_fit(out.messages, b)
 
 
 def test_over_the_hard_limit_a_parallel_batch_is_cleared_whole_once_its_first_result_is():

@@ -1,35 +1,25 @@
 """Claude Code (the npm CLI, print mode) running a multi-step tool session through the proxy
 against the stub: only ANTHROPIC_BASE_URL changed (the ctxwise key in the base URL's path).
 
-The CLI is found at $CTXWISE_CLAUDE_CODE (CI installs it: .ci/run), else on PATH, else at
-/work/npm/node_modules/.bin/claude; the test fails, never skips, when it is missing."""
+The CLI is found at $CTXWISE_CLAUDE_CODE (CI installs it: .ci/run), else on PATH, else in .ci/run's cache
+directory; the test fails, never skips, when it is missing."""
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
+from .clis import PROMPT, ci_cache, cli_binary, live_cli, note_responder, session_ids, tool_loops  # noqa: F401 (fixture)
+from .conftest import PROVIDER_KEY, Live
 
-from ctxwise import ContextManager, Policy
-
-from .conftest import PROVIDER_KEY, Live, running
-from .stub import Reply
-
-BIG = Policy.preset("default", budget=60000, unit="tokens", tokenizer="o200k_base")
-"""Claude Code's system prompt and tools alone are ~15-20k tokens."""
+VERSION = "2.1.197"
 
 
 def claude_binary() -> str:
-    found = os.environ.get("CTXWISE_CLAUDE_CODE") or shutil.which("claude") or "/work/npm/node_modules/.bin/claude"
-    assert Path(found).exists(), (
-        "Claude Code not found: npm install --prefix DIR @anthropic-ai/claude-code@2.1.197 and set "
-        "CTXWISE_CLAUDE_CODE=DIR/node_modules/.bin/claude (.ci/run does this)")
-    return found
+    return cli_binary("CTXWISE_CLAUDE_CODE", "claude", "@anthropic-ai/claude-code", VERSION,
+                      ci_cache(f"claude-code-{VERSION}"))
 
 
 def tool_results(body: dict[str, Any]) -> list[str]:
@@ -42,27 +32,15 @@ def tool_results(body: dict[str, Any]) -> list[str]:
     return out
 
 
-def responder(kind: str, body: dict[str, Any]) -> Reply:
-    """The model: with the Bash tool, write a file, read it back, then answer with what it read."""
-    if "Bash" not in [t.get("name") for t in body.get("tools") or []]:
-        return Reply(text="ok")  # Claude Code's side calls (titles, checks)
-    done = tool_results(body)
-    if len(done) == 0:
-        return Reply(calls=[("toolu_cc_1", "Bash", {"command": "echo ctxwise-proxy-step > note.txt",
-                                                    "description": "Write a note"})])
-    if len(done) == 1:
-        return Reply(calls=[("toolu_cc_2", "Bash", {"command": "cat note.txt", "description": "Read the note"})])
-    return Reply(text=f"The note says: {done[-1].strip()}")
+responder = note_responder("Bash", lambda body: [t.get("name") for t in body.get("tools") or []], tool_results,
+                           [("toolu_cc_1", {"command": "echo ctxwise-proxy-step > note.txt", "description": "Write a note"}),
+                            ("toolu_cc_2", {"command": "cat note.txt", "description": "Read the note"})])
+"""The model: with the Bash tool, write a file, read it back, then answer with what it read (Claude
+Code's side calls, titles and checks, get "ok")."""
 
 
-@pytest.fixture
-def live_cc(tmp_path: Path) -> Iterator[Live]:
-    with running(tmp_path, BIG) as lv:
-        yield lv
-
-
-def test_claude_code_print_mode_tool_session(live_cc: Live, tmp_path: Path) -> None:
-    live = live_cc
+def test_claude_code_print_mode_tool_session(live_cli: Live, tmp_path: Path) -> None:
+    live = live_cli
     live.stub.responder = responder
     work = tmp_path / "work"
     home = tmp_path / "home"
@@ -72,7 +50,7 @@ def test_claude_code_print_mode_tool_session(live_cc: Live, tmp_path: Path) -> N
            "ANTHROPIC_BASE_URL": f"{live.url}/k/{live.keys['a']}", "ANTHROPIC_API_KEY": PROVIDER_KEY,
            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
            "CI": "true"}
-    proc = subprocess.run([claude_binary(), "-p", "Write a note to note.txt, then read it back to me.",
+    proc = subprocess.run([claude_binary(), "-p", PROMPT,
                            "--tools", "Bash", "--allowedTools", "Bash", "--output-format", "json",
                            "--model", "claude-sonnet-4-5"],
                           cwd=work, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
@@ -86,29 +64,7 @@ def test_claude_code_print_mode_tool_session(live_cc: Live, tmp_path: Path) -> N
     for r in main:
         assert PROVIDER_KEY in (r.headers.get("x-api-key"), r.headers.get("authorization", "")[7:])
     # one session holds the loop: its transcript is complete
-    live.settle()
-    cm = ContextManager(live.store_url)
-    try:
-        sessions = _session_ids(live)
-        loops = []
-        for sid in sessions:
-            msgs = cm.session("acme:proxy", sid, create=False).messages
-            if any(b.type == "tool_use" for m in msgs for b in m.blocks):
-                loops.append(msgs)
-        assert len(loops) == 1, sessions
-        roles = [m.role for m in loops[0]]
-        assert roles[0] == "system" and roles.count("tool") == 2 and roles[-1] == "assistant"
-    finally:
-        cm.close()
-
-
-def _session_ids(live: Live) -> set[str]:
-    import sqlalchemy as sa
-
-    engine = sa.create_engine(live.store_url)
-    try:
-        with engine.connect() as conn:
-            return {r[0] for r in conn.execute(sa.text(
-                "select distinct session_id from ctxwise_proxy_heads where tenant = 'acme'"))}
-    finally:
-        engine.dispose()
+    loops = tool_loops(live)
+    assert len(loops) == 1, session_ids(live)
+    roles = [m.role for m in loops[0]]
+    assert roles[0] == "system" and roles.count("tool") == 2 and roles[-1] == "assistant"

@@ -10,31 +10,18 @@ skips, when it is missing."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from ctxwise import ContextManager, Policy
-
-from .conftest import PROVIDER_KEY, Live, running
-from .stub import Reply
+from .clis import PROMPT, ci_cache, cli_binary, live_cli, note_responder, session_ids, tool_loops  # noqa: F401 (fixture)
+from .conftest import PROVIDER_KEY, Live
 
 VERSION = "0.171.0"
-BIG = Policy.preset("default", budget=60000, unit="tokens", tokenizer="o200k_base")
-"""Codex's instructions and tools are several thousand tokens."""
 
 
 def codex_binary() -> str:
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ctxwise-ci" / f"codex-{VERSION}"
-    found = os.environ.get("CTXWISE_CODEX") or shutil.which("codex") or str(cache / "node_modules" / ".bin" / "codex")
-    assert Path(found).exists(), (
-        f"Codex not found: npm install --prefix DIR @openai/codex@{VERSION} and set "
-        "CTXWISE_CODEX=DIR/node_modules/.bin/codex (.ci/run does this)")
-    return found
+    return cli_binary("CTXWISE_CODEX", "codex", "@openai/codex", VERSION, ci_cache(f"codex-{VERSION}"))
 
 
 def outputs(body: dict[str, Any]) -> list[str]:
@@ -42,26 +29,14 @@ def outputs(body: dict[str, Any]) -> list[str]:
             if isinstance(i, dict) and i.get("type") == "function_call_output"]
 
 
-def responder(kind: str, body: dict[str, Any]) -> Reply:
-    """The model: with the exec_command tool, write a file, read it back, then answer with what it read."""
-    if "exec_command" not in [t.get("name") for t in body.get("tools") or []]:
-        return Reply(text="ok")  # a side call
-    done = outputs(body)
-    if len(done) == 0:
-        return Reply(calls=[("call_cx_1", "exec_command", {"cmd": "echo ctxwise-codex-step > note.txt"})])
-    if len(done) == 1:
-        return Reply(calls=[("call_cx_2", "exec_command", {"cmd": "cat note.txt"})])
-    return Reply(text="The note says: " + done[-1].strip().splitlines()[-1])
+responder = note_responder("exec_command", lambda body: [t.get("name") for t in body.get("tools") or []], outputs,
+                           [("call_cx_1", {"cmd": "echo ctxwise-codex-step > note.txt"}),
+                            ("call_cx_2", {"cmd": "cat note.txt"})])
+"""The model: with the exec_command tool, write a file, read it back, then answer with what it read."""
 
 
-@pytest.fixture
-def live_cx(tmp_path: Path) -> Iterator[Live]:
-    with running(tmp_path, BIG) as lv:
-        yield lv
-
-
-def test_codex_exec_tool_session(live_cx: Live, tmp_path: Path) -> None:
-    live = live_cx
+def test_codex_exec_tool_session(live_cli: Live, tmp_path: Path) -> None:
+    live = live_cli
     live.stub.responder = responder
     work, home = tmp_path / "work", tmp_path / "codex-home"
     work.mkdir()
@@ -72,7 +47,7 @@ def test_codex_exec_tool_session(live_cx: Live, tmp_path: Path) -> None:
            "OPENAI_API_KEY": PROVIDER_KEY, "RUST_LOG": "error", "NO_COLOR": "1"}
     proc = subprocess.run([codex_binary(), "exec", "--skip-git-repo-check", "--sandbox", "danger-full-access",
                            "-m", "gpt-5", "-c", 'model_provider="ctxwise"', "-c", f"model_providers.ctxwise={provider}",
-                           "Write a note to note.txt, then read it back to me."],
+                           PROMPT],
                           cwd=work, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "The note says: ctxwise-codex-step" in proc.stdout
@@ -83,26 +58,8 @@ def test_codex_exec_tool_session(live_cx: Live, tmp_path: Path) -> None:
     for r in main:
         assert r.headers.get("authorization") == f"Bearer {PROVIDER_KEY}"
     # one session holds the loop: its transcript is complete
-    live.settle()
-    cm = ContextManager(live.store_url)
-    try:
-        sids = _session_ids(live)
-        assert len(sids) == 1, sids
-        msgs = cm.session("acme:proxy", sids.pop(), create=False).messages
-        roles = [m.role for m in msgs]
-        assert roles.count("tool") == 2 and roles[-1] == "assistant"
-        assert "ctxwise-codex-step" in msgs[-1].text
-    finally:
-        cm.close()
-
-
-def _session_ids(live: Live) -> set[str]:
-    import sqlalchemy as sa
-
-    engine = sa.create_engine(live.store_url)
-    try:
-        with engine.connect() as conn:
-            return {r[0] for r in conn.execute(sa.text(
-                "select distinct session_id from ctxwise_proxy_heads where tenant = 'acme'"))}
-    finally:
-        engine.dispose()
+    loops = tool_loops(live)
+    assert len(loops) == 1 and len(session_ids(live)) == 1, session_ids(live)
+    roles = [m.role for m in loops[0]]
+    assert roles.count("tool") == 2 and roles[-1] == "assistant"
+    assert "ctxwise-codex-step" in loops[0][-1].text

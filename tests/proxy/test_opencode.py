@@ -10,63 +10,40 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from ctxwise import ContextManager, Policy
-
-from .conftest import PROVIDER_KEY, Live, running
-from .stub import Reply
-from .test_codex import _session_ids
+from .clis import PROMPT, ci_cache, cli_binary, live_cli, note_responder, tool_loops  # noqa: F401 (fixture)
+from .conftest import PROVIDER_KEY, Live
 
 VERSION = "1.18.33"
-BIG = Policy.preset("default", budget=60000, unit="tokens", tokenizer="o200k_base")
-"""OpenCode's system prompt and tools are several thousand tokens."""
 
 
 def opencode_binary() -> str:
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ctxwise-ci" / f"opencode-{VERSION}"
-    found = os.environ.get("CTXWISE_OPENCODE") or shutil.which("opencode") or \
-        str(cache / "node_modules" / ".bin" / "opencode")
-    assert Path(found).exists(), (
-        f"OpenCode not found: npm install --prefix DIR opencode-ai@{VERSION} and set "
-        "CTXWISE_OPENCODE=DIR/node_modules/.bin/opencode (.ci/run does this)")
-    return found
+    return cli_binary("CTXWISE_OPENCODE", "opencode", "opencode-ai", VERSION, ci_cache(f"opencode-{VERSION}"))
 
 
 def tool_names(body: dict[str, Any]) -> list[str]:
     return [str((t.get("function") or {}).get("name")) for t in body.get("tools") or [] if isinstance(t, dict)]
 
 
-def responder(kind: str, body: dict[str, Any]) -> Reply:
-    """The model: with the bash tool, write a file, read it back, then answer with what it read
-    (a call without tools, OpenCode's session title, gets a title)."""
-    if "bash" not in tool_names(body):
-        return Reply(text="Note session")
-    done = [m for m in body.get("messages") or [] if m.get("role") == "tool"]
-    if len(done) == 0:
-        return Reply(calls=[("call_oc_1", "bash", {"command": "echo ctxwise-opencode-step > note.txt",
-                                                    "description": "Write the note"})])
-    if len(done) == 1:
-        return Reply(calls=[("call_oc_2", "bash", {"command": "cat note.txt", "description": "Read the note"})])
-    content = done[-1].get("content")
-    text = content if isinstance(content, str) else json.dumps(content)
-    return Reply(text="The note says: " + text.strip().splitlines()[-1])
+def tool_outputs(body: dict[str, Any]) -> list[str]:
+    return [c if isinstance(c := m.get("content"), str) else json.dumps(c)
+            for m in body.get("messages") or [] if m.get("role") == "tool"]
 
 
-@pytest.fixture
-def live_oc(tmp_path: Path) -> Iterator[Live]:
-    with running(tmp_path, BIG) as lv:
-        yield lv
+responder = note_responder("bash", tool_names, tool_outputs,
+                           [("call_oc_1", {"command": "echo ctxwise-opencode-step > note.txt",
+                                           "description": "Write the note"}),
+                            ("call_oc_2", {"command": "cat note.txt", "description": "Read the note"})],
+                           side="Note session")
+"""The model: with the bash tool, write a file, read it back, then answer with what it read (a call
+without tools, OpenCode's session title, gets a title)."""
 
 
-def test_opencode_run_tool_session(live_oc: Live, tmp_path: Path) -> None:
-    live = live_oc
+def test_opencode_run_tool_session(live_cli: Live, tmp_path: Path) -> None:
+    live = live_cli
     live.stub.responder = responder
     work = tmp_path / "work"
     work.mkdir()
@@ -80,7 +57,7 @@ def test_opencode_run_tool_session(live_oc: Live, tmp_path: Path) -> None:
            "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
            "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_STATE_HOME": str(tmp_path / "state"),
            "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1"}
-    proc = subprocess.run([opencode_binary(), "run", "Write a note to note.txt, then read it back to me."],
+    proc = subprocess.run([opencode_binary(), "run", PROMPT],
                           cwd=work, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "The note says: ctxwise-opencode-step" in proc.stdout
@@ -91,17 +68,8 @@ def test_opencode_run_tool_session(live_oc: Live, tmp_path: Path) -> None:
     for r in main:
         assert r.headers.get("authorization") == f"Bearer {PROVIDER_KEY}"
     # one session holds the loop (the title call, without tools, is a conversation of its own)
-    live.settle()
-    cm = ContextManager(live.store_url)
-    try:
-        loops = []
-        for sid in _session_ids(live):
-            msgs = cm.session("acme:proxy", sid, create=False).messages
-            if any(m.role == "tool" for m in msgs):
-                loops.append(msgs)
-        assert len(loops) == 1, len(loops)
-        roles = [m.role for m in loops[0]]
-        assert roles.count("tool") == 2 and roles[-1] == "assistant"
-        assert "ctxwise-opencode-step" in loops[0][-1].text
-    finally:
-        cm.close()
+    loops = tool_loops(live)
+    assert len(loops) == 1, len(loops)
+    roles = [m.role for m in loops[0]]
+    assert roles.count("tool") == 2 and roles[-1] == "assistant"
+    assert "ctxwise-opencode-step" in loops[0][-1].text
