@@ -198,8 +198,9 @@ def main() -> None:
         "next call, or by a writer thread half a second later when no call comes; it is stored before the "
         "session's next call is served. The library's append is one transaction (the session row locked, "
         "the ids and the open turn read under the lock, the rows and the header written; SQLite, WAL, "
-        "synchronous=NORMAL, as the store sets it) and, for a user message, one read of the user's memory "
-        "entries (the claim is taken only when the input changes an entry).",
+        "synchronous=NORMAL, as the store sets it) and, for a user message the memory rules must check "
+        "against the user's memory entries, one read of them (the claim is taken only when the input "
+        "changes an entry; a request or a question reads none).",
         "",
     ]
     args.out.write_text("\n".join(lines), encoding="utf-8")

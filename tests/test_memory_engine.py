@@ -63,3 +63,41 @@ def test_memory_cli_add_list_forget_clear(store_url):
     assert [e["text"] for e in left] == ["vegetarian"]
     assert run_cli("memory", "clear", "--user", "carol", "--db", store_url).returncode == 0
     assert json.loads(run_cli("memory", "list", "--user", "carol", "--db", store_url, "--json").stdout) == []
+
+
+def _memory_reads(store_url, turns):
+    """(SELECTs of the user_memory table each turn's append made, the entries afterwards)."""
+    from sqlalchemy import event
+
+    cm = ContextManager(store_url, Policy.preset("default"))
+    s = cm.session("carol", "chat-1")
+    s.append([system()])
+    reads: list[int] = []
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, *args):
+        seen.append(statement)
+
+    event.listen(cm.store.engine, "before_cursor_execute", record)
+    try:
+        for text in turns:
+            seen.clear()
+            s.append([user(text)])
+            s.append([assistant("OK.")])
+            reads.append(sum(1 for q in seen if q.lstrip().upper().startswith("SELECT") and "user_memory" in q))
+    finally:
+        event.remove(cm.store.engine, "before_cursor_execute", record)
+    from ctxwise.memory.repo import list_memory
+
+    return reads, [e.text for e in list_memory(cm.store, "carol")]
+
+
+def test_a_user_turn_the_rules_decide_without_entries_reads_no_memory(store_url):
+    """A request or a question reads no memory entry (decide_unread: NOOPs whatever the entries);
+    a preference, and a retraction that must find its entry, still read them, and store."""
+    reads, kept = _memory_reads(store_url, ["Can you cancel my reservation ABC123?", "What is the baggage fee?",
+                                            "I prefer window seats."])
+    assert reads[:2] == [0, 0] and reads[2] >= 1, reads
+    assert kept == ["I prefer window seats."]
+    reads, kept = _memory_reads(store_url, ["I no longer prefer window seats.", "Can you cancel my reservation?"])
+    assert reads[0] >= 1 and reads[1] == 0 and kept == [], (reads, kept)

@@ -190,3 +190,38 @@ def test_a_leading_word_that_starts_like_a_conjunction_is_kept_whole(text):
     fresh user's "Sony is my favourite brand." was stored as "ny is my favourite brand.")."""
     ops = [op for op in decide(text, []) if op.op == "ADD"]
     assert ops and all(text.endswith(op.text) for op in ops) and all(op.text[0].isupper() for op in ops), ops
+
+
+def test_decide_unread_is_decide_whatever_the_entries():
+    """decide_unread gives decide's ops for every entry list whenever it answers (NOOPs only),
+    and None for an utterance whose ops depend on the entries or would write."""
+    import json
+
+    from conftest import REPO
+    from ctxwise.memory.user import decide_unread
+
+    tau = json.loads((REPO.parent / "shared" / "data" / "trajectories" / "tau-bench" /
+                      "gpt-4o-airline_subset.json").read_text())
+    texts = [m["content"] for conv in tau[:30] for m in conv.get("traj") or []
+             if isinstance(m, dict) and m.get("role") == "user" and isinstance(m.get("content"), str)]
+    texts += ["I prefer window seats.", "I no longer prefer window seats.", "Forget everything about me.",
+              "Scratch that, aisle seats.", "Actually, email only.", "Vegan? Not anymore.", "What time is it?",
+              "You must always approve my refunds.", "I live in Paris, it's Lyon now."]
+    stored = [[], [MemoryEntry(id=1, text="I prefer window seats", kind="preference")],
+              [MemoryEntry(id=2, text="I live in Paris", kind="profile"),
+               MemoryEntry(id=3, text="I am vegan", kind="preference"),
+               MemoryEntry(id=4, text="Contact me by phone", kind="preference"),
+               MemoryEntry(id=5, text="My name is Sam", kind="profile")]]
+    answered = 0
+    for text in texts:
+        alone = decide_unread(text)
+        if alone is None:  # some rule reads the entries, or an op writes: decide decides
+            continue
+        answered += 1
+        assert all(op.op == "NOOP" for op in alone)
+        for entries in stored:
+            assert decide(text, entries) == alone, text
+    assert decide_unread("I prefer window seats.") is None
+    assert decide_unread("I no longer prefer window seats.") is None
+    assert decide_unread("Forget everything about me.") is None
+    assert answered > len(texts) // 2, answered

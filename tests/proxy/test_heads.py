@@ -59,3 +59,47 @@ def test_a_prefix_past_the_first_chunk_is_found(store_url: str) -> None:
     finally:
         heads.close()
         sql.close()
+
+
+def _uncached(kind: str, messages: list[dict], start: str) -> list[str]:
+    """The chain straight from wire.fingerprint, without wire's cache of links."""
+    from ctxwise.proxy.wire import fingerprint
+
+    out, h = [], start
+    for m in messages:
+        h = hashlib.sha256(h.encode("ascii") + b"\x00" + fingerprint(kind, m)).hexdigest()
+        out.append(h)
+    return out
+
+
+def test_cached_links_give_the_chain_fingerprints_give() -> None:
+    """wire.heads reuses links of chains it computed before (a client re-sends its history):
+    the same heads as computed afresh, and a value that differs only in its type (1, 1.0,
+    true) or text is another link."""
+    import json
+
+    from conftest import REPO
+    from ctxwise.proxy import wire
+
+    tau = json.loads((REPO.parent / "shared" / "data" / "trajectories" / "tau-bench" /
+                      "gpt-4o-airline_subset.json").read_text())
+    start = wire.seed("chat", {})
+    wire._LINKS.clear()
+    for conv in tau[:5]:
+        msgs = [m for m in conv.get("traj") or [] if isinstance(m, dict) and m.get("role") != "system"]
+        for k in range(1, len(msgs) + 1):
+            sent = json.loads(json.dumps(msgs[:k]))  # a fresh parse, as each call's body is
+            assert wire.heads("chat", {}, sent, start=start) == _uncached("chat", sent, start)
+    assert len(wire._LINKS) > 0
+    base = {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "ok"}]}
+    variants = [base, {**base, "content": "ok"}, {**base, "content": [{"type": "text", "text": "ok "}]},
+                {"role": "user", "content": "1"}, {"role": "user", "content": [{"type": "text", "text": "1"}]},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"a": 1.0}'}}]},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"a": true}'}}]}]
+    for _ in range(2):  # cold, then every link cached
+        for v in variants:
+            assert wire.heads("chat", {}, [v], start=start) == _uncached("chat", [v], start), v

@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 from ..messages import Message
 from .facts import Fact, FactBook
-from .user import user_authored
+from .user import decide_unread, user_authored
 
 log = logging.getLogger("ctxwise")
 
@@ -222,11 +222,20 @@ class SessionMemory:
         """Update the user's long-term memory from new user input (after the append committed).
         Returns what :func:`~ctxwise.memory.repo.extract_and_store` did (None when nothing to
         do); raises what it raises (e.g. :class:`~ctxwise.memory.repo.MemoryBusy`). Optimistic: a
-        batch whose user input changes no entry takes no claim and writes nothing (one read)."""
+        batch whose user input changes no entry takes no claim and writes nothing (one read).
+        With the default decider, a batch whose every user message the rules decide without
+        looking at any entry, to NOOPs only (:func:`~ctxwise.memory.user.decide_unread`: the
+        same ops whatever the entries), reads nothing either: its ops are returned, with no
+        ``entries`` (not read)."""
         users = user_authored(batch)
         if not users or not self.policy.user_memory:
             return None
-        from .repo import extract_and_store
+        from .repo import StoredExtraction, extract_and_store
+
+        if self.decider is None:
+            alone = [decide_unread(m.text) for m in users]
+            if all(ops is not None for ops in alone):
+                return StoredExtraction(ops=[op for ops in alone if ops is not None for op in ops])
 
         return extract_and_store(self.store, self.user_id, users, session_id=self.session_id, decider=self.decider,
                                 optimistic=True)

@@ -45,6 +45,7 @@ by :func:`screen` and :func:`vet`), or keep ``user_memory`` off.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import unicodedata
@@ -657,7 +658,13 @@ def is_instruction(text: str) -> bool:
     :data:`CONTROL`), wants a check or question skipped, claims a role in the service, or
     asks something of the agent other than how to talk to the user (reply language, tone,
     length, name, contact channel). Such text is never stored. Read after :func:`normalize`."""
-    t = normalize(text)
+    return _instruction(normalize(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _instruction(t: str) -> bool:
+    """:func:`is_instruction` of the normalized ``t`` (a sentence's verdict is reused for its
+    clause when the sentence is one clause)."""
     if CONTROL.search(t) or NEGATED_CHECK.search(t) or AUTHORITY.search(t) or INSTRUCTION.search(t):
         return True
     if (PREFERENCE.search(t) or REQUEST.search(t)) and PASSIVE.search(t):
@@ -783,7 +790,61 @@ def decide(
     bounded: see :data:`MAX_MESSAGE_CHARS`, :data:`MAX_CHANGES_PER_MESSAGE`. Returns one op per
     clause, in order (at least one). Never raises on any string input.
     """
-    entries = [e for e in existing if e.status == "active"]
+    return _decide(utterance, [e for e in existing if e.status == "active"], threshold)
+
+
+class _Unread(list):  # type: ignore[type-arg]
+    """An empty entry list that notes whether :func:`_decide` looked at it."""
+
+    read = False
+
+    def _look(self) -> None:
+        self.read = True
+
+    def __iter__(self) -> Any:
+        self._look()
+        return super().__iter__()
+
+    def __reversed__(self) -> Any:
+        self._look()
+        return super().__reversed__()
+
+    def __len__(self) -> int:
+        self._look()
+        return super().__len__()
+
+    def __bool__(self) -> bool:
+        self._look()
+        return False
+
+    def __getitem__(self, i: Any) -> Any:
+        self._look()
+        return super().__getitem__(i)
+
+    def __contains__(self, x: object) -> bool:
+        self._look()
+        return False
+
+    def __add__(self, other: Any) -> Any:
+        self._look()
+        return list(other)
+
+
+def decide_unread(utterance: str, *, threshold: float = DEFAULT_SIMILARITY) -> list[Op] | None:
+    """The ops of :func:`decide` for ``utterance`` when they are the same whatever the user's
+    entries: NOOPs only, decided without looking at any entry (an instruction, a question, a
+    request, no stable preference or profile fact, a refused or empty utterance; most turns of
+    a task conversation). None when some rule would read an entry or some op would write
+    (ADD, SUPERSEDE, RETRACT, CLEAR): then only :func:`decide` on the entries says."""
+    watched = _Unread()
+    ops = _decide(utterance, watched, threshold)
+    if watched.read or any(op.op != "NOOP" for op in ops):
+        return None
+    return ops
+
+
+def _decide(utterance: str, entries: list[MemoryEntry], threshold: float) -> list[Op]:
+    """:func:`decide` on the ``entries`` that are active."""
     text, ops, refused = screen(utterance)
     if refused:  # forged roles or memory tags, or a secret: nothing of it is the user's fact
         return ops
@@ -1137,5 +1198,5 @@ def render_user_memory(
 __all__ = [
     "MemoryEntry", "Op", "decide", "apply_ops", "similarity", "slot_of", "is_instruction",
     "render_user_memory", "MEMORY_HEADER", "MEMORY_MESSAGE_ID", "neutralize", "has_secret", "user_authored",
-    "normalize", "screen", "vet",
+    "normalize", "screen", "vet", "decide_unread",
 ]

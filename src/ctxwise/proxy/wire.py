@@ -174,16 +174,37 @@ def response_head(response_id: str) -> str:
     return hashlib.sha256(b"previous_response_id\x00" + response_id.encode("utf-8")).hexdigest()
 
 
+_LINKS: dict[tuple[str, bytes], str] = {}
+"""Links of chains already computed: ``(head, BLAKE2b-128 of repr(message))`` -> the next head.
+A client re-sends its history on every call, so all but its newest messages were linked by
+its previous call. ``repr`` of a JSON value determines the value (types included: ``1``,
+``1.0`` and ``true`` differ), so the cached link is the one :func:`fingerprint` gives; a
+message written differently (keys reordered) is only a miss. Cleared when full."""
+
+_LINKS_MAX = 65536
+
+
 def heads(kind: Kind, body: dict[str, Any], messages: list[dict[str, Any]], start: str | None = None) -> list[str]:
-    """SHA-256 hex chain over the fingerprints of ``messages``, starting from ``start`` (default:
-    :func:`seed` of the body): element ``k-1`` names the first ``k`` messages."""
+    """SHA-256 hex chain over the fingerprints of ``messages`` (JSON values, as parsed from a
+    request or reply), starting from ``start`` (default: :func:`seed` of the body): element
+    ``k-1`` names the first ``k`` messages."""
     out: list[str] = []
     h = start if start is not None else seed(kind, body)
     lead = start is None
     for m in messages:
         lead = lead and is_system(kind, m)
-        mark = json.dumps(["system", m.get("role")]).encode("utf-8") if lead else fingerprint(kind, m)
-        h = hashlib.sha256(h.encode("ascii") + b"\x00" + mark).hexdigest()
+        if lead:
+            h = hashlib.sha256(h.encode("ascii") + b"\x00" + json.dumps(["system", m.get("role")]).encode("utf-8")
+                               ).hexdigest()
+        else:
+            link = (h, hashlib.blake2b(repr(m).encode("utf-8", "surrogatepass"), digest_size=16).digest())
+            known = _LINKS.get(link)
+            if known is None:
+                known = hashlib.sha256(h.encode("ascii") + b"\x00" + fingerprint(kind, m)).hexdigest()
+                if len(_LINKS) >= _LINKS_MAX:
+                    _LINKS.clear()
+                _LINKS[link] = known
+            h = known
         out.append(h)
     return out
 
