@@ -19,7 +19,8 @@ from ..errors import FormatError, PayloadInvalid, Violation
 from ..messages import Message, ToolUseBlock
 from ..units import last_user_index, tool_cycles
 from . import rules as provider_rules
-from .profiles import (BLOCK_NOT_SENDABLE, EMPTY_CONTENT, FOREIGN_PROVIDER_BLOCK, UNANSWERED_TOOL_CALL, ProviderProfile,
+from .profiles import (BLOCK_NOT_SENDABLE, EMPTY_CONTENT, FOREIGN_PROVIDER_BLOCK, PROVIDER_RESULT_WITHOUT_CALL,
+                       UNANSWERED_TOOL_CALL, ProviderProfile,
                        get_profile)
 
 WINDOW = 64
@@ -145,7 +146,7 @@ def check_append(context: Sequence[Message], ids: frozenset[str], batch: list[Me
         if v.rule == EMPTY_CONTENT and v.index < base - start:
             continue  # an earlier final assistant message is no longer final: not the batch's fault
         problems.append(Violation(v.index + start, v.rule, v.message, v.provider_error))
-    problems += unsendable_blocks(batch, base, profile)
+    problems += unsendable_blocks(batch, base, profile, context)
     seen, missing = missing_reasoning(context, batch, provider, thinking)
     problems += missing
     if problems:
@@ -157,16 +158,21 @@ def check_append(context: Sequence[Message], ids: frozenset[str], batch: list[Me
     return seen
 
 
-def unsendable_blocks(batch: list[Message], base: int, profile: ProviderProfile) -> list[Violation]:
+def unsendable_blocks(batch: list[Message], base: int, profile: ProviderProfile,
+                      context: Sequence[Message] = ()) -> list[Violation]:
     """The blocks of ``batch`` that ``profile``'s wire can never send, whatever the session
     holds: another provider family's block (``foreign-provider-block``) and a block the wire
-    has no form for (``block-not-sendable``, :func:`ctxwise.providers.rules.not_sendable`),
+    has no form for (``block-not-sendable``, :func:`ctxwise.providers.rules.not_sendable`), and
+    a provider-run tool's result with no call before it in ``context`` or the batch
+    (``provider-result-without-call``),
     indexed by place in the session (``base + k``). Refused at append: stored, such a block
     would be refused by every later ``prepare()``. Sources: those of
     :func:`ctxwise.providers.rules.check_provider_blocks`."""
-    keep = (BLOCK_NOT_SENDABLE, FOREIGN_PROVIDER_BLOCK)
-    return [dataclasses.replace(v, index=v.index + base)
-            for v in provider_rules.check_provider_blocks(batch, profile) if v.rule in keep]
+    keep = (BLOCK_NOT_SENDABLE, FOREIGN_PROVIDER_BLOCK, PROVIDER_RESULT_WITHOUT_CALL)
+    found = provider_rules.check_provider_blocks(batch, profile)
+    if context and any(v.rule == PROVIDER_RESULT_WITHOUT_CALL for v in found):  # its call may be stored already
+        found = provider_rules.check_provider_blocks(batch, profile, calls=provider_rules.provider_calls(context, profile))
+    return [dataclasses.replace(v, index=v.index + base) for v in found if v.rule in keep]
 
 
 def _duplicates(ids: frozenset[str], batch: list[Message], base: int) -> list[Violation]:
@@ -272,6 +278,7 @@ def read_responses(context: Sequence[Message], items: Any) -> list[Message]:
     from ..usage import DIAGNOSTICS_KEY, USAGE_KEY
 
     new, usage, diagnostics = responses_items(items)
+    verbatim_problems(new, "openai_responses")
     cycle = list(context[open_cycle_start(context):])
     prefix = to_responses(cycle, extras=False) if cycle else []
     alone = from_responses(prefix, strict=False) if prefix else []
@@ -300,8 +307,37 @@ def read_anthropic(context: Sequence[Message], messages: Any) -> tuple[list[Mess
     from . import render_anthropic
 
     new = anthropic_dicts(messages)
+    verbatim_problems(new, "anthropic")
     cycle = list(context[open_cycle_start(context):])
     prefix = render_anthropic.render(cycle)["messages"] if cycle else []
     skip = len(from_anthropic({"messages": prefix}, strict=False)) if prefix else 0
     read = read_after(lambda ms: from_anthropic({"messages": ms}), prefix, new, skip)
     return read, ([("id" in raw) for raw in new] if len(read) == len(new) else None)
+
+
+def verbatim_problems(new: list[Any], provider: str) -> None:
+    """Check the blocks (Anthropic: server-tool, MCP, container and compaction blocks of a
+    message's content) or items (Responses: hosted-tool, compaction and client items) that
+    ctxwise keeps verbatim against their request types
+    (:func:`ctxwise.providers.wire.provider_block_problem`). Stored, a malformed one would make
+    every later ``prepare()`` raise PayloadInvalid; raises FormatError naming the item of this
+    append, the block and the first violation, before anything is stored."""
+    from ..formats.anthropic import PROVIDER_KINDS
+    from ..formats.responses import PROVIDER_ITEMS
+    from .wire import provider_block_problem
+
+    for i, raw in enumerate(new):
+        if not isinstance(raw, dict):
+            continue
+        if provider == "openai_responses":
+            t = raw.get("type")
+            why = provider_block_problem(provider, t, raw) if t in PROVIDER_ITEMS else None
+            if why:
+                raise FormatError(f"item {i} of this append ({t} item)", f"not a valid {t} item: {why}")
+            continue
+        content = raw.get("content")
+        for j, b in enumerate(content if isinstance(content, list) else ()):
+            t = b.get("type") if isinstance(b, dict) else None
+            why = provider_block_problem(provider, t, b) if t in PROVIDER_KINDS else None
+            if why:
+                raise FormatError(f"item {i} of this append, block {j} ({t})", f"not a valid {t} block: {why}")

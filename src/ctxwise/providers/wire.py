@@ -540,3 +540,59 @@ def validate_wire(payload: Any, provider: str | ProviderProfile) -> None:
     found = check_wire(payload, provider)
     if found:
         raise PayloadInvalid(get_profile(provider).name, found)
+
+
+_ANTHROPIC_BLOCKS: dict[str, tuple[Any, str]] = {
+    "server_tool_use": (own.AServerToolUse, "BetaServerToolUseBlockParam"),
+    "web_search_tool_result": (own.AWebSearchToolResult, "BetaWebSearchToolResultBlockParam"),
+    "web_fetch_tool_result": (own.AWebFetchToolResult, "BetaWebFetchToolResultBlockParam"),
+    "code_execution_tool_result": (own.ACodeExecutionToolResult, "BetaCodeExecutionToolResultBlockParam"),
+    "bash_code_execution_tool_result": (own.ABashCodeExecutionToolResult, "BetaBashCodeExecutionToolResultBlockParam"),
+    "text_editor_code_execution_tool_result": (own.ATextEditorCodeExecutionToolResult,
+                                               "BetaTextEditorCodeExecutionToolResultBlockParam"),
+    "tool_search_tool_result": (own.AToolSearchToolResult, "BetaToolSearchToolResultBlockParam"),
+    "container_upload": (own.AContainerUpload, "BetaContainerUploadBlockParam"),
+    "mcp_tool_use": (own.AMCPToolUse, "BetaMCPToolUseBlockParam"),
+    "mcp_tool_result": (own.AMCPToolResult, "BetaRequestMCPToolResultBlockParam"),
+    "compaction": (own.ACompaction, "BetaCompactionBlockParam"),
+}
+"""Each Anthropic block kept verbatim: ctxwise's own type and the SDK's request type for it
+(``anthropic/types/beta/beta_<kind>_block_param.py``; the beta types hold every one of them)."""
+
+
+def _block_types(provider: str, kind: str) -> list[tuple[str, Any]]:
+    """The types one verbatim block / item of ``provider`` is checked against, as at
+    :func:`schema_violations`: ctxwise's own (Anthropic) and the SDK's when it is in use."""
+    if provider == "anthropic":
+        pair = _ANTHROPIC_BLOCKS.get(kind)
+        if pair is None:
+            return []
+        out: list[tuple[str, Any]] = [("ctxwise", pair[0])]
+        if _always or "anthropic" in sys.modules:
+            try:
+                from anthropic.types import beta
+            except ImportError:
+                return out
+            out.append(("SDK", getattr(beta, pair[1])))
+        return out
+    sdk = _sdk_types() or {}
+    tp = sdk.get(f"responses:item:{kind}")
+    return [("SDK", tp)] if tp is not None else []
+
+
+def provider_block_problem(provider: str, kind: str, raw: Any) -> str | None:
+    """The first way a provider block / item kept verbatim (``provider``: ``anthropic`` or
+    ``openai_responses``; ``kind``: its ``type``) breaks its request type, as
+    ``"<who> type <Name>: <field>: <message> [<pydantic error type>]"``, or None. The types are
+    those the payload check (rule ``wire-schema``) uses for it: ctxwise's own Anthropic block types,
+    and the SDK's (``anthropic.types.beta.Beta*BlockParam``, the member of
+    ``openai.types.responses.ResponseInputItemParam`` with that ``type``) when the SDK is in use
+    (:func:`use_sdk_types`); closed (unknown keys refused) and strict."""
+    from pydantic import ValidationError
+
+    for who, tp in _block_types(provider, kind):
+        try:
+            strict_validator(tp)(raw)
+        except ValidationError as e:
+            return f"{who} type {getattr(tp, '__name__', kind)}: {_errors(e)[0]}"
+    return None

@@ -1,0 +1,142 @@
+"""Issue 25 (fresh user, defects 1 and 2): a malformed provider block / item, or a media source
+with no value, is refused at append (FormatError / PayloadInvalid naming the item, the block
+type and the rule), nothing is stored, and the session's next ``prepare()`` still works. Stored,
+such a block made every later ``prepare()`` raise PayloadInvalid (the session was bricked), or
+was sent as an empty string the API refuses. Real SDK types (imported here, so in use), the
+``estimate`` tokenizer, in-memory store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic  # noqa: F401  (the SDK in use: its request types check the blocks)
+import openai  # noqa: F401
+import pytest
+
+from ctxwise import ContextManager, Policy
+from ctxwise.errors import FormatError, PayloadInvalid
+from ctxwise.providers import check_wire
+
+_N = [0]
+
+
+def sess(provider: str) -> Any:
+    _N[0] += 1
+    pol = Policy(budget=60000, unit="tokens", tokenizer="estimate", reserve_output=1000, provider=provider)
+    return ContextManager("memory://", pol).session("u", f"b{_N[0]}")
+
+
+def refused_and_untouched(s: Any, append: Any, batch: Any, words: tuple[str, ...]) -> str:
+    """Append ``batch``; assert it is refused with a message holding ``words``, that nothing
+    was stored, and that ``prepare()`` still gives a valid payload. Returns the message."""
+    before, version = list(s.messages), s.version
+    with pytest.raises((FormatError, PayloadInvalid)) as e:
+        append(batch)
+    msg = str(e.value)
+    for w in words:
+        assert w in msg, (w, msg)
+    assert list(s.messages) == before and s.version == version
+    p = s.prepare()
+    assert check_wire(p.payload, s.policy.provider) == []
+    return msg
+
+
+SRV = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}}
+RESULT = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+          "content": [{"type": "web_search_result", "url": "https://e.x", "title": "t", "encrypted_content": "abc"}]}
+
+ANTHROPIC_BAD = {
+    "server_tool_use without input": ([{"type": "text", "text": "let me search"},
+                                       {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search"}],
+                                      ("item 0 of this append, block 1", "server_tool_use", "input", "Field required")),
+    "server_tool_use with an unknown key": ([{**SRV, "bogus": 1}], ("block 0", "server_tool_use", "bogus")),
+    "web_search_tool_result without its call": ([RESULT], ("provider-result-without-call", "srvtoolu_1")),
+    "web_search_tool_result content not a list": ([SRV, {**RESULT, "content": "x"}],
+                                                  ("block 1", "web_search_tool_result")),
+    "mcp_tool_use without server_name": ([{"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "f", "input": {}}],
+                                         ("mcp_tool_use", "server_name")),
+}
+
+
+@pytest.mark.parametrize("name", list(ANTHROPIC_BAD))
+def test_anthropic_malformed_provider_block_refused_at_append(name: str) -> None:
+    """Sources: ``anthropic/types/beta/beta_server_tool_use_block_param.py`` (``input``
+    Required), ``beta_web_search_tool_result_block_param.py``, ``beta_mcp_tool_use_block_param.py``;
+    the pairing: "tool_use ids ... must have a corresponding server_tool_use block"."""
+    content, words = ANTHROPIC_BAD[name]
+    s = sess("anthropic")
+    s.append_anthropic([{"role": "user", "content": "hi"}])
+    refused_and_untouched(s, s.append_anthropic, [{"role": "assistant", "content": content}], words)
+
+
+def test_anthropic_valid_server_tool_pair_still_appends() -> None:
+    """The well-formed pair of the same blocks goes in and out verbatim."""
+    s = sess("anthropic")
+    s.append_anthropic([{"role": "user", "content": "hi"},
+                        {"role": "assistant", "content": [SRV, RESULT, {"type": "text", "text": "found"}]},
+                        {"role": "user", "content": "thanks"}])
+    p = s.prepare()
+    assert check_wire(p.payload, "anthropic") == []
+    assert p.payload["messages"][1]["content"][:2] == [SRV, RESULT]
+
+
+RESPONSES_BAD = {
+    "compaction without encrypted_content": ({"type": "compaction", "id": "cmp_1"}, ("compaction", "encrypted_content")),
+    "web_search_call without action": ({"type": "web_search_call", "id": "ws_1", "status": "completed"},
+                                       ("web_search_call", "action")),
+    "mcp_call without server_label": ({"type": "mcp_call", "id": "mcp_1", "name": "f", "arguments": "{}"},
+                                      ("mcp_call", "server_label")),
+    "configuration_update with an unknown key": ({"type": "configuration_update", "foo": 1},
+                                                 ("configuration_update", "foo")),
+}
+
+
+@pytest.mark.parametrize("name", list(RESPONSES_BAD))
+def test_responses_malformed_item_refused_at_append(name: str) -> None:
+    """Source: the members of ``openai/types/responses/response_input_item_param.py``'s
+    ``ResponseInputItemParam`` (``ResponseCompactionItemParamParam.encrypted_content``,
+    ``ResponseFunctionWebSearchParam.action``, ``McpCall.server_label`` Required)."""
+    item, words = RESPONSES_BAD[name]
+    s = sess("openai_responses")
+    s.append_responses([{"role": "user", "content": "hi"}])
+    refused_and_untouched(s, s.append_responses, [item], ("item 0 of this append",) + words)
+
+
+MISSING_SOURCES = {
+    "image file source without file_id": {"type": "image", "source": {"type": "file"}},
+    "image url source without url": {"type": "image", "source": {"type": "url", "url": ""}},
+    "pdf base64 source without data": {"type": "document",
+                                       "source": {"type": "base64", "media_type": "application/pdf"}},
+    "document file source without file_id": {"type": "document", "source": {"type": "file", "file_id": None}},
+}
+
+
+@pytest.mark.parametrize("name", list(MISSING_SOURCES))
+def test_anthropic_missing_media_source_refused(name: str) -> None:
+    """Sources: ``anthropic/types/beta/beta_file_image_source_param.py`` (``file_id``),
+    ``beta_url_image_source_param.py`` (``url``), ``beta_base64_pdf_source_param.py`` (``data``):
+    each Required; an empty string was sent in their place."""
+    s = sess("anthropic")
+    s.append_anthropic([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}])
+    refused_and_untouched(s, s.append_anthropic, [{"role": "user", "content": [MISSING_SOURCES[name]]}],
+                          ("item 0 of this append", "source", "needs a non-empty string"))
+
+
+def test_anthropic_text_citations_not_a_list_refused() -> None:
+    """Source: ``anthropic/types/text_block_param.py`` (``citations: Optional[Iterable[...]]``);
+    ``"yes"`` was accepted and the citations silently dropped."""
+    s = sess("anthropic")
+    s.append_anthropic([{"role": "user", "content": "hi"}])
+    refused_and_untouched(s, s.append_anthropic,
+                          [{"role": "assistant", "content": [{"type": "text", "text": "a", "citations": "yes"}]}],
+                          ("item 0 of this append", "citations must be a list"))
+
+
+def test_responses_input_image_without_url_or_file_refused() -> None:
+    """Source: ``openai/types/responses/response_input_image_param.py`` (``image_url`` or
+    ``file_id``); ``"image_url": ""`` was sent."""
+    s = sess("openai_responses")
+    s.append_responses([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}])
+    refused_and_untouched(s, s.append_responses,
+                          [{"role": "user", "content": [{"type": "input_image", "detail": "low"}]}],
+                          ("item 0, part 0", "input_image needs a non-empty image_url or file_id"))
