@@ -140,3 +140,32 @@ def test_responses_input_image_without_url_or_file_refused() -> None:
     refused_and_untouched(s, s.append_responses,
                           [{"role": "user", "content": [{"type": "input_image", "detail": "low"}]}],
                           ("item 0, part 0", "input_image needs a non-empty image_url or file_id"))
+
+
+def test_canonical_append_of_a_malformed_provider_block_refused() -> None:
+    """The same check on the canonical path: ``Session.append`` of a
+    :class:`~ctxwise.messages.ProviderBlock` whose verbatim block breaks its request type."""
+    from ctxwise import Message
+    from ctxwise.messages import ProviderBlock, TextBlock
+
+    s = sess("anthropic")
+    s.append_anthropic([{"role": "user", "content": "hi"}])
+    bad = ProviderBlock(provider="anthropic", kind="server_tool_use", call_id="srvtoolu_9",
+                        raw={"type": "server_tool_use", "id": "srvtoolu_9", "name": "web_search"})
+    msg = Message(id="a1", role="assistant", blocks=[TextBlock(text="x"), bad])
+    refused_and_untouched(s, s.append, [msg], ("wire-schema", "block 1", "server_tool_use", "input"))
+
+
+def test_payload_check_names_the_real_violation_not_union_noise() -> None:
+    """A block list checked against a union (``str | list[block union]``): the errors of the
+    members whose ``type`` does not match, and the string branch, are not reported; the
+    missing ``input`` is, once per type checked."""
+    payload = {"messages": [{"role": "user", "content": "hi"},
+                            {"role": "assistant", "content": [{"type": "text", "text": "let me"},
+                                                              {"type": "server_tool_use", "id": "srvtoolu_1",
+                                                               "name": "web_search"}]},
+                            {"role": "user", "content": "x"}]}
+    found = check_wire(payload, "anthropic")
+    assert found and all(v.rule == "wire-schema" and v.index == 1 for v in found)
+    assert all("input: Field required" in v.message for v in found), [v.message for v in found]
+    assert not any("content.str" in v.message or "TextBlockParam" in v.message for v in found)

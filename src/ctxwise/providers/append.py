@@ -16,11 +16,11 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 from pydantic import ValidationError
 
 from ..errors import FormatError, PayloadInvalid, Violation
-from ..messages import Message, ToolUseBlock
+from ..messages import Message, ProviderBlock, ToolUseBlock
 from ..units import last_user_index, tool_cycles
 from . import rules as provider_rules
 from .profiles import (BLOCK_NOT_SENDABLE, EMPTY_CONTENT, FOREIGN_PROVIDER_BLOCK, PROVIDER_RESULT_WITHOUT_CALL,
-                       UNANSWERED_TOOL_CALL, ProviderProfile,
+                       UNANSWERED_TOOL_CALL, WIRE_SCHEMA, ProviderProfile,
                        get_profile)
 
 WINDOW = 64
@@ -172,7 +172,27 @@ def unsendable_blocks(batch: list[Message], base: int, profile: ProviderProfile,
     found = provider_rules.check_provider_blocks(batch, profile)
     if context and any(v.rule == PROVIDER_RESULT_WITHOUT_CALL for v in found):  # its call may be stored already
         found = provider_rules.check_provider_blocks(batch, profile, calls=provider_rules.provider_calls(context, profile))
-    return [dataclasses.replace(v, index=v.index + base) for v in found if v.rule in keep]
+    out = [dataclasses.replace(v, index=v.index + base) for v in found if v.rule in keep]
+    return out + malformed_provider_blocks(batch, base, profile)
+
+
+def malformed_provider_blocks(batch: list[Message], base: int, profile: ProviderProfile) -> list[Violation]:
+    """The :class:`~ctxwise.messages.ProviderBlock` of ``batch`` (of ``profile``'s family)
+    whose verbatim ``raw`` breaks its request type (rule ``wire-schema``,
+    :func:`ctxwise.providers.wire.provider_block_problem`), indexed by place in the session:
+    stored, each would make every later ``prepare()`` raise PayloadInvalid."""
+    from .wire import provider_block_problem
+
+    fam = provider_rules.family(profile)
+    out: list[Violation] = []
+    for k, m in enumerate(batch):
+        blocks = [*m.blocks, *(o for r in m.tool_results for o in r.output)]
+        for j, b in enumerate(blocks):
+            if isinstance(b, ProviderBlock) and b.provider == fam:
+                why = provider_block_problem(fam, b.kind, b.raw)
+                if why:
+                    out.append(Violation(base + k, WIRE_SCHEMA, f"block {j}: not a valid {b.kind} block: {why}"))
+    return out
 
 
 def _duplicates(ids: frozenset[str], batch: list[Message], base: int) -> list[Violation]:

@@ -218,6 +218,19 @@ def _loc_part(x: object) -> str:
     return s.split("[", 1)[0] or s if "[" in s else s
 
 
+def _real_errors(errs: list[Any]) -> list[Any]:
+    """The errors of a union check that say what is wrong, not which members did not match: a
+    member whose ``type`` literal does not match the value's is not what the value is (its
+    errors are dropped), and of the rest the deepest are kept (``content.str: Input should be a
+    valid string`` is the union's other branch beside the block list's real error)."""
+    wrong = {tuple(err["loc"][:-1]) for err in errs
+             if err.get("loc") and err["loc"][-1] == "type" and err.get("type") == "literal_error"}
+    kept = [err for err in errs
+            if not any(tuple(err.get("loc", ()))[:len(w)] == w for w in wrong if w)] or errs
+    depth = max(len(err.get("loc", ())) for err in kept)
+    return [err for err in kept if len(err.get("loc", ())) == depth]
+
+
 def _errors(e: Exception) -> list[str]:
     """Up to 5 errors of a pydantic ``ValidationError`` as ``loc: msg [type]`` (``loc`` with
     its union / generic steps named by their head), else ``str(e)``."""
@@ -225,7 +238,7 @@ def _errors(e: Exception) -> list[str]:
     if errs is None:
         return [str(e)]
     out = []
-    for err in errs()[:5]:
+    for err in _real_errors(errs())[:5]:
         loc = ".".join(_loc_part(x) for x in err.get("loc", ()))
         out.append(f"{loc or '(root)'}: {err.get('msg')} [{err.get('type')}]")
     return out
