@@ -169,3 +169,51 @@ def test_payload_check_names_the_real_violation_not_union_noise() -> None:
     assert found and all(v.rule == "wire-schema" and v.index == 1 for v in found)
     assert all("input: Field required" in v.message for v in found), [v.message for v in found]
     assert not any("content.str" in v.message or "TextBlockParam" in v.message for v in found)
+
+
+def completion(n_choices: int = 1) -> Any:
+    from openai.types.chat import ChatCompletion
+
+    choice = {"finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_order", "arguments": "{}"}}]}}
+    return ChatCompletion.model_validate({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+                                          "choices": [{**choice, "index": k} for k in range(n_choices)]})
+
+
+def test_the_same_completion_appended_twice_is_named_a_duplicate() -> None:
+    """The second append of one reply: the call id already waits for its result in the
+    session; the error says so and names that message, and indices are the session's."""
+    s = sess("openai")
+    s.append_openai([{"role": "user", "content": "hi"}])
+    s.append_openai(completion())
+    msg = refused_and_untouched_later(s, completion())
+    assert "duplicate-tool-call-id" in msg and "already stored, in message 1 ('msg-000002')" in msg
+    assert "no result before message 2" in msg  # the session's place of the refused message
+
+
+def refused_and_untouched_later(s: Any, cc: Any) -> str:
+    before = list(s.messages)
+    with pytest.raises(PayloadInvalid) as e:
+        s.append_openai(cc)
+    assert list(s.messages) == before
+    return str(e.value)
+
+
+def test_two_choice_completion_is_refused_in_words() -> None:
+    s = sess("openai")
+    s.append_openai([{"role": "user", "content": "hi"}])
+    with pytest.raises(FormatError) as e:
+        s.append_openai(completion(2))
+    assert "with 2 choices is refused" in str(e.value) and "choices[k].message" in (e.value.hint or "")
+    assert len(s.messages) == 1
+
+
+@pytest.mark.parametrize("provider,method", [("anthropic", "append_anthropic"), ("openai_responses", "append_responses")])
+@pytest.mark.parametrize("wrap", [False, True])
+def test_completion_passed_to_another_append_points_to_append_openai(provider: str, method: str, wrap: bool) -> None:
+    s = sess(provider)
+    with pytest.raises(FormatError) as e:
+        getattr(s, method)([completion()] if wrap else completion())
+    assert f"an OpenAI ChatCompletion was passed to {method}()" in str(e.value)
+    assert "append_openai" in (e.value.hint or "")
+    assert s.messages == []

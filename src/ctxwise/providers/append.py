@@ -19,7 +19,7 @@ from ..errors import FormatError, PayloadInvalid, Violation
 from ..messages import Message, ProviderBlock, ToolUseBlock
 from ..units import last_user_index, tool_cycles
 from . import rules as provider_rules
-from .profiles import (BLOCK_NOT_SENDABLE, EMPTY_CONTENT, FOREIGN_PROVIDER_BLOCK, PROVIDER_RESULT_WITHOUT_CALL,
+from .profiles import (BLOCK_NOT_SENDABLE, DUPLICATE_TOOL_CALL_ID, EMPTY_CONTENT, FOREIGN_PROVIDER_BLOCK, PROVIDER_RESULT_WITHOUT_CALL,
                        UNANSWERED_TOOL_CALL, WIRE_SCHEMA, ProviderProfile,
                        get_profile)
 
@@ -133,7 +133,7 @@ def check_append(context: Sequence[Message], ids: frozenset[str], batch: list[Me
     against ``ids``. Returns ``thinking.seen``, looked at when the check needed it. Raises
     PayloadInvalid listing every violation, indexed by place in the session."""
     base = len(context)
-    problems = _duplicates(ids, batch if stored is None else stored, base)
+    problems = _duplicates(ids, batch if stored is None else stored, base) + _repeated_calls(context, batch)
     start = open_cycle_start(context)
     window = list(context[start:]) + batch
     profile = get_profile(provider)
@@ -145,7 +145,8 @@ def check_append(context: Sequence[Message], ids: frozenset[str], batch: list[Me
             continue  # the in-flight cycle: its results may still come
         if v.rule == EMPTY_CONTENT and v.index < base - start:
             continue  # an earlier final assistant message is no longer final: not the batch's fault
-        problems.append(Violation(v.index + start, v.rule, v.message, v.provider_error))
+        text = re.sub(r"before message (\d+)", lambda g: f"before message {int(g.group(1)) + start}", v.message)
+        problems.append(Violation(v.index + start, v.rule, text, v.provider_error))
     problems += unsendable_blocks(batch, base, profile, context)
     seen, missing = missing_reasoning(context, batch, provider, thinking)
     problems += missing
@@ -193,6 +194,19 @@ def malformed_provider_blocks(batch: list[Message], base: int, profile: Provider
                 if why:
                     out.append(Violation(base + k, WIRE_SCHEMA, f"block {j}: not a valid {b.kind} block: {why}"))
     return out
+
+
+def _repeated_calls(context: Sequence[Message], batch: list[Message]) -> list[Violation]:
+    """A call of the batch with the id of a call stored at the tail still waiting for its
+    result (rule ``duplicate-tool-call-id``): the same reply appended twice, most likely."""
+    pending = {u.id for u in pending_calls(context)} if batch and context else set()
+    if not pending:
+        return []
+    at = next(i for i in range(len(context) - 1, -1, -1) if context[i].role == "assistant")
+    return [Violation(len(context) + k, DUPLICATE_TOOL_CALL_ID,
+                      f"call {u.id!r} ({u.name}) is already stored, in message {at} ({context[at].id!r}), and still "
+                      "waits for its result: the same reply appended twice? append the tool results instead")
+            for k, m in enumerate(batch) if m.role == "assistant" for u in m.tool_uses if u.id in pending]
 
 
 def _duplicates(ids: frozenset[str], batch: list[Message], base: int) -> list[Violation]:
