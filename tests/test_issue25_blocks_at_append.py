@@ -217,3 +217,33 @@ def test_completion_passed_to_another_append_points_to_append_openai(provider: s
     assert f"an OpenAI ChatCompletion was passed to {method}()" in str(e.value)
     assert "append_openai" in (e.value.hint or "")
     assert s.messages == []
+
+
+@pytest.mark.parametrize("provider,method,first", [
+    ("openai", "append_openai", lambda p: p[0]),
+    ("openai_responses", "append_responses", lambda p: p[0]),
+])
+def test_developer_role_is_sent_as_developer(provider: str, method: str, first: Any) -> None:
+    """Sources: ``openai/types/chat/chat_completion_developer_message_param.py`` (role
+    ``developer``), ``openai/types/responses/easy_input_message_param.py`` (role takes
+    ``developer``): the target takes the role, so it is sent as given (it was sent as ``system``
+    with no conversion reported), first and mid-conversation."""
+    s = sess(provider)
+    getattr(s, method)([{"role": "developer", "content": "Be terse."}, {"role": "user", "content": "hi"},
+                        {"role": "assistant", "content": "ok"}, {"role": "developer", "content": "Now be brief."},
+                        {"role": "user", "content": "more"}])
+    p = s.prepare()
+    assert check_wire(p.payload, provider) == []
+    roles = [x.get("role") for x in p.payload]
+    assert roles == ["developer", "user", "assistant", "developer", "user"], roles
+    assert p.conversions == []
+
+
+@pytest.mark.parametrize("provider", ["deepseek", "anthropic"])
+def test_developer_role_elsewhere_is_reported(provider: str) -> None:
+    """A target without the developer role gets a system message, and Prepared.conversions
+    says so (rule ``developer-as-system``)."""
+    s = sess(provider)
+    s.append_openai([{"role": "developer", "content": "Be terse."}, {"role": "user", "content": "hi"}])
+    p = s.prepare()
+    assert [(c.rule, c.index) for c in p.conversions] == [("developer-as-system", 0)]

@@ -76,6 +76,7 @@ from .profiles import (
     CALL_ID_CHARSET,
     CALL_ID_TOO_LONG,
     DUPLICATE_TOOL_CALL_ID,
+    DEVELOPER_AS_SYSTEM,
     FIRST_MESSAGE_ROLE,
     IMAGE_NOT_SUPPORTED,
     IMAGE_NOTE,
@@ -164,6 +165,8 @@ def convert(messages: list[Message], provider: str | ProviderProfile) -> Convert
     if profile.wire == "responses":
         _idless_reasoning(out)
     _drop_foreign_citations(out, profile)
+    if profile.name not in DEVELOPER_TARGETS:
+        _developer_as_system(out)
     if out.conversions:
         at = {m.id: i for i, m in enumerate(messages)}
         out.conversions = [c if at.get(c.message_id, c.index) == c.index else replace(c, index=at[c.message_id])
@@ -286,6 +289,21 @@ def _fold_system(out: Converted) -> None:
         out.conversions += [Conversion(SYSTEM_NOT_FIRST, k, s.id, "sent as a user message at the end under "
                                        f"{MID_SYSTEM_HEADER!r}") for k, s in pending]
     out.messages = msgs
+
+
+DEVELOPER_TARGETS = ("openai", "openai_responses")
+"""The profiles whose API takes role ``developer`` (``openai/types/chat/
+chat_completion_developer_message_param.py``; Responses ``easy_input_message_param.py``): a
+message given as ``developer`` is sent as such there, as ``system`` elsewhere (reported)."""
+
+
+def _developer_as_system(out: Converted) -> None:
+    from .render_chat import is_developer
+
+    for i, m in enumerate(out.messages):
+        if m.role == "system" and is_developer(m):
+            out.conversions.append(Conversion(DEVELOPER_AS_SYSTEM, i, m.id, "role developer sent as system (the "
+                                              "target has no developer role)"))
 
 
 def _images_to_notes(out: Converted) -> None:

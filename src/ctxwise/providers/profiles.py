@@ -78,6 +78,7 @@ IMAGE_NOT_SUPPORTED = "image-not-supported"
 TOOL_MESSAGE_NAME = "tool-message-name"
 THOUGHT_SIGNATURE_MISSING = "thought-signature-missing"
 COMPACTION_MISPLACED = "compaction-misplaced"
+DEVELOPER_AS_SYSTEM = "developer-as-system"
 
 RULES: Mapping[str, str] = MappingProxyType(
     {
@@ -120,6 +121,8 @@ RULES: Mapping[str, str] = MappingProxyType(
         "mcp_tool_result, ...; Responses shell_call_output, ...) with no call of the same id before it",
         FOREIGN_PROVIDER_BLOCK: "a provider block (server tool, MCP, hosted call, compaction item) "
         "read from one provider family, sent to another",
+        DEVELOPER_AS_SYSTEM: "a message given with role developer (OpenAI) sent as a system message "
+        "to a target whose API has no developer role",
         BLOCK_NOT_SENDABLE: "a block the target API has no form for (audio to Anthropic, a "
         "search_result to OpenAI, a Files-API image to Chat Completions, ...)",
         CALL_ID_TOO_LONG: "a tool call id longer than the provider takes (OpenAI: 40 characters)",

@@ -44,7 +44,7 @@ from . import wire_types as own
 Validator = Callable[[Any], None]
 
 _OWN: dict[str, Any] = {
-    "chat:system": own.ChatSystem, "chat:user": own.ChatUser, "chat:assistant": own.ChatAssistant,
+    "chat:system": own.ChatSystem, "chat:developer": own.ChatDeveloper, "chat:user": own.ChatUser, "chat:assistant": own.ChatAssistant,
     "chat:tool": own.ChatTool,
     "anthropic:system": own.ASystem, "anthropic:user": own.AUser, "anthropic:assistant": own.AAssistant,
     "anthropic:beta:user": own.AUser, "anthropic:beta:assistant": own.AAssistant,
@@ -70,7 +70,8 @@ def _family_types(family: str) -> dict[str, Any] | None:
                     "anthropic:user": UserMessageParam, "anthropic:assistant": AssistantMessageParam,
                     "anthropic:beta:user": BetaUserMessageParam, "anthropic:beta:assistant": BetaAssistantMessageParam,
                     "anthropic:system_message": BetaSystemMessageParam}
-        from openai.types.chat import (ChatCompletionAssistantMessageParam, ChatCompletionSystemMessageParam,
+        from openai.types.chat import (ChatCompletionAssistantMessageParam, ChatCompletionDeveloperMessageParam,
+                                       ChatCompletionSystemMessageParam,
                                        ChatCompletionToolMessageParam, ChatCompletionUserMessageParam)
         from openai.types.responses import (EasyInputMessageParam, ResponseFunctionToolCallParam,
                                             ResponseOutputMessageParam, ResponseReasoningItemParam)
@@ -79,7 +80,8 @@ def _family_types(family: str) -> dict[str, Any] | None:
         return None
     return {
         **_responses_items(),
-        "chat:system": ChatCompletionSystemMessageParam, "chat:user": ChatCompletionUserMessageParam,
+        "chat:system": ChatCompletionSystemMessageParam, "chat:developer": ChatCompletionDeveloperMessageParam,
+        "chat:user": ChatCompletionUserMessageParam,
         "chat:assistant": ChatCompletionAssistantMessageParam, "chat:tool": ChatCompletionToolMessageParam,
         "responses:message": EasyInputMessageParam, "responses:output_message": ResponseOutputMessageParam,
         "responses:reasoning": ResponseReasoningItemParam, "responses:function_call": ResponseFunctionToolCallParam,
