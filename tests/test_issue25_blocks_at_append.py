@@ -247,3 +247,38 @@ def test_developer_role_elsewhere_is_reported(provider: str) -> None:
     s.append_openai([{"role": "developer", "content": "Be terse."}, {"role": "user", "content": "hi"}])
     p = s.prepare()
     assert [(c.rule, c.index) for c in p.conversions] == [("developer-as-system", 0)]
+
+
+THINKING_REPLY = [{"role": "user", "content": "hi"},
+                  {"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "s"},
+                                                    {"type": "redacted_thinking", "data": "r"},
+                                                    {"type": "text", "text": "Hello"}]},
+                  {"role": "user", "content": "more"}]
+
+
+@pytest.mark.parametrize("provider,words", [("openai", ("1 signed thinking", "1 redacted_thinking")),
+                                            ("deepseek", ("1 redacted_thinking",))])
+def test_anthropic_thinking_left_out_on_chat_is_reported(provider: str, words: tuple[str, ...]) -> None:
+    """Chat Completions has no form for redacted (encrypted) thinking, and OpenAI none for
+    reasoning at all: what is left out is reported as ``block-not-sendable`` (as the Responses
+    target reports it); DeepSeek gets the thinking text as ``reasoning_content``."""
+    s = sess(provider)
+    s.append_anthropic(THINKING_REPLY)
+    p = s.prepare()
+    convs = [c for c in p.conversions if c.rule == "block-not-sendable"]
+    assert [c.index for c in convs] == [1]
+    for w in words:
+        assert w in convs[0].detail
+    assert ("signed thinking" in convs[0].detail) == (provider == "openai")
+
+
+def test_image_detail_left_out_for_anthropic_is_reported() -> None:
+    """Source: ``anthropic/types/image_block_param.py`` (no ``detail``): an OpenAI image's
+    ``detail: "high"`` is left out, and Prepared.conversions says so."""
+    s = sess("anthropic")
+    s.append_openai([{"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {
+        "url": "https://ex.com/a.png", "detail": "high"}}]}])
+    p = s.prepare()
+    assert check_wire(p.payload, "anthropic") == []
+    assert [(c.rule, c.index) for c in p.conversions] == [("image-detail-dropped", 0)]
+    assert "'high'" in p.conversions[0].detail

@@ -77,6 +77,7 @@ from .profiles import (
     CALL_ID_TOO_LONG,
     DUPLICATE_TOOL_CALL_ID,
     DEVELOPER_AS_SYSTEM,
+    IMAGE_DETAIL_DROPPED,
     FIRST_MESSAGE_ROLE,
     IMAGE_NOT_SUPPORTED,
     IMAGE_NOTE,
@@ -162,8 +163,11 @@ def convert(messages: list[Message], provider: str | ProviderProfile) -> Convert
     if profile.wire == "anthropic":
         _refusals_to_text(out)
         _unsigned_thinking(out)
+        _image_detail(out)
     if profile.wire == "responses":
         _idless_reasoning(out)
+    if profile.wire == "chat":
+        _signed_thinking_on_chat(out, profile.reasoning_field is not None)
     _drop_foreign_citations(out, profile)
     if profile.name not in DEVELOPER_TARGETS:
         _developer_as_system(out)
@@ -385,6 +389,38 @@ def _unsigned_thinking(out: Converted) -> None:
             out.conversions.append(Conversion(BLOCK_NOT_SENDABLE, i, m.id,
                                               f"{n} thinking block{'s' if n > 1 else ''} without a signature left "
                                               "out (Anthropic takes thinking only with its signature)"))
+
+
+def _signed_thinking_on_chat(out: Converted, has_field: bool) -> None:
+    """Report the Anthropic thinking a Chat Completions target cannot take: ``redacted_thinking``
+    (encrypted, no text) always, signed ``thinking`` when the target has no reasoning field
+    (OpenAI); a target with one (DeepSeek) gets the text without the signature, which is its
+    documented form (https://api-docs.deepseek.com/guides/thinking_mode)."""
+    for i, m in enumerate(out.messages):
+        if m.role != "assistant" or not m.thinking:
+            continue
+        red = sum(1 for b in m.thinking if b.redacted)
+        signed = 0 if has_field else sum(1 for b in m.thinking if not b.redacted and b.signature is not None)
+        if red or signed:
+            what = ", ".join(x for x in (f"{signed} signed thinking" if signed else "",
+                                         f"{red} redacted_thinking" if red else "") if x)
+            out.conversions.append(Conversion(BLOCK_NOT_SENDABLE, i, m.id,
+                                              f"{what} block(s) left out (Chat Completions has no form for "
+                                              f"{'them' if not has_field else 'encrypted reasoning'})"))
+
+
+def _image_detail(out: Converted) -> None:
+    """Report images whose ``detail`` the Anthropic image block cannot carry
+    (``anthropic/types/image_block_param.py``: ``source`` and ``cache_control`` only)."""
+    for i, m in enumerate(out.messages):
+        if m.role == "assistant":
+            continue
+        found = [b.detail for b in [*m.blocks, *(o for r in m.tool_results for o in r.output)]
+                 if isinstance(b, ImageBlock) and b.detail is not None]
+        if found:
+            out.conversions.append(Conversion(IMAGE_DETAIL_DROPPED, i, m.id,
+                                              f"image detail {', '.join(map(repr, found))} left out (the Anthropic "
+                                              "image block has no detail)"))
 
 
 def _idless_reasoning(out: Converted) -> None:
