@@ -282,3 +282,19 @@ def test_image_detail_left_out_for_anthropic_is_reported() -> None:
     assert check_wire(p.payload, "anthropic") == []
     assert [(c.rule, c.index) for c in p.conversions] == [("image-detail-dropped", 0)]
     assert "'high'" in p.conversions[0].detail
+
+
+def test_reasoning_only_response_is_kept_in_the_record_and_named() -> None:
+    """A Responses output of one encrypted reasoning item: stored (its encrypted content kept),
+    left out of what is sent (a reasoning item needs an item after it), its note naming it."""
+    s = sess("openai_responses")
+    s.append_responses([{"role": "user", "content": "hi"}])
+    s.append_responses([{"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA"}])
+    s.append_responses([{"role": "user", "content": "more"}])
+    p = s.prepare()
+    assert check_wire(p.payload, "openai_responses") == []
+    assert [x.get("type") for x in p.payload] == ["message", "message"]
+    stored = s.original(message_id="msg-000002")
+    assert stored is not None and stored.thinking and "gAAAA" in str(stored.model_dump())
+    notes = stored.metadata["ctxwise"]["normalized"]
+    assert notes[0]["rule"] == "empty_reply" and "1 reasoning block(s)" in notes[0]["reasoning"]
