@@ -298,3 +298,15 @@ def test_reasoning_only_response_is_kept_in_the_record_and_named() -> None:
     assert stored is not None and stored.thinking and "gAAAA" in str(stored.model_dump())
     notes = stored.metadata["ctxwise"]["normalized"]
     assert notes[0]["rule"] == "empty_reply" and "1 reasoning block(s)" in notes[0]["reasoning"]
+
+
+def test_gemini_message_level_signature_left_out_is_reported() -> None:
+    """Gemini's OpenAI endpoint takes a thought signature on a tool call
+    (``extra_content.google.thought_signature``); one on a text reply's message is left out,
+    and Prepared.conversions says so."""
+    s = sess("gemini")
+    s.append_openai([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello", "extra_content": {
+        "google": {"thought_signature": "SIG=="}}}, {"role": "user", "content": "more"}])
+    p = s.prepare()
+    assert "SIG==" not in str(p.payload)
+    assert [(c.rule, c.index) for c in p.conversions] == [("thought-signature-dropped", 1)]

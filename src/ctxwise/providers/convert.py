@@ -78,6 +78,7 @@ from .profiles import (
     DUPLICATE_TOOL_CALL_ID,
     DEVELOPER_AS_SYSTEM,
     IMAGE_DETAIL_DROPPED,
+    THOUGHT_SIGNATURE_DROPPED,
     FIRST_MESSAGE_ROLE,
     IMAGE_NOT_SUPPORTED,
     IMAGE_NOTE,
@@ -169,6 +170,8 @@ def convert(messages: list[Message], provider: str | ProviderProfile) -> Convert
     if profile.wire == "chat":
         _signed_thinking_on_chat(out, profile.reasoning_field is not None)
     _drop_foreign_citations(out, profile)
+    if profile.wire == "chat":
+        _message_signatures(out)
     if profile.name not in DEVELOPER_TARGETS:
         _developer_as_system(out)
     if out.conversions:
@@ -407,6 +410,20 @@ def _signed_thinking_on_chat(out: Converted, has_field: bool) -> None:
             out.conversions.append(Conversion(BLOCK_NOT_SENDABLE, i, m.id,
                                               f"{what} block(s) left out (Chat Completions has no form for "
                                               f"{'them' if not has_field else 'encrypted reasoning'})"))
+
+
+def _message_signatures(out: Converted) -> None:
+    """Report a Gemini ``extra_content.google.thought_signature`` kept on an assistant message
+    itself: the chat wire sends one only on a tool call
+    (https://ai.google.dev/gemini-api/docs/thought-signatures, OpenAI compatibility), so it is
+    left out."""
+    for i, m in enumerate(out.messages):
+        extra = m.metadata.get("extra_content") if m.role == "assistant" else None
+        google = extra.get("google") if isinstance(extra, dict) else None
+        if isinstance(google, dict) and "thought_signature" in google:
+            out.conversions.append(Conversion(THOUGHT_SIGNATURE_DROPPED, i, m.id,
+                                              "the message's own extra_content.google.thought_signature left out "
+                                              "(sent only on tool calls)"))
 
 
 def _image_detail(out: Converted) -> None:
