@@ -15,7 +15,11 @@ reply, keeps what arrived in the transcript, and says what it did (the message's
   ``"refusal"``). Every provider refuses an empty non-final assistant message (Anthropic: "all
   messages must have non-empty content except for the optional final assistant message";
   OpenAI: assistant ``content`` is required unless ``tool_calls`` is given), and a
-  consecutive user message is accepted by all of them.
+  consecutive user message is accepted by all of them. A reply of reasoning only (a Responses
+  output that is one encrypted ``reasoning`` item, e.g. cut off by ``max_output_tokens``) is
+  such an empty reply: the API refuses a reasoning item with no item after it in its turn
+  (rule ``reasoning-without-following-item``), so it is kept in the transcript and the record
+  (its note says ``reasoning``), not sent.
 * **notes a front end wrote** in ``metadata["ctxwise"]["normalized"]`` when it read the input
   (the AgentScope middleware sends a text block in place of an audio / PDF / video block) get
   the same ``normalized`` event.
@@ -228,7 +232,11 @@ def _empty_or_blank(m: Message, notes: list[dict[str, Any]], marks: dict[str, An
         refusal = m.metadata.get("refusal")
         why = "refusal" if isinstance(refusal, str) and refusal.strip() else "empty_reply"
         marks[OMITTED_KEY] = why
-        notes.append({"rule": why, "note": "kept in the transcript, left out of the context"})
+        note: dict[str, Any] = {"rule": why, "note": "kept in the transcript, left out of the context"}
+        if m.thinking:  # reasoning alone: no provider takes it without a reply after it
+            note["reasoning"] = (f"{len(m.thinking)} reasoning block(s) and nothing else: a reasoning item needs an "
+                                 "item after it (Responses), thinking needs the reply it precedes (Anthropic)")
+        notes.append(note)
     elif any(_blank(b) for b in m.blocks):
         dropped = [b.text for b in m.blocks if isinstance(b, TextBlock) and _blank(b)]
         m = m.model_copy(update={"blocks": [b for b in m.blocks if not _blank(b)]})

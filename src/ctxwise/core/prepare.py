@@ -445,8 +445,16 @@ def _finish(view: SessionView, deps: Deps, run: _Run, size_before: int, events: 
     prepared = Prepared(messages=final, payload=payload, size=size, size_before=size_before,
                         chars=_chars(final, deps.chars), unit=view.policy.unit, events=events,
                         conversions=converted.conversions, call_ids=converted.call_ids)
-    error = PayloadInvalid(view.provider, violations) if violations else None
+    error = PayloadInvalid(view.provider, violations, hint=PREPARE_HINT) if violations else None
     return Plan(view, write, prepared, emit=tuple(emit), error=error)
+
+
+PREPARE_HINT = ("the session still holds what the payload was rendered from (index: the message's place in the "
+                "payload, system first); remove the message named with Session.pop() (it takes the newest, so the "
+                "later ones go too: append them again after) and prepare() again; the rule slugs are explained in "
+                "ctxwise.providers.rules")
+"""The hint of a PayloadInvalid from ``prepare()``: nothing was sent, but the stored messages
+that caused it are still there (unlike an append's refusal, which stores nothing)."""
 
 
 def _chars(messages: Sequence[Message], chars: Counter) -> int:

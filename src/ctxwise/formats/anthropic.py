@@ -102,6 +102,7 @@ _ABSENT: Any = object()
 
 def _read_image(b: dict[str, Any], place: str, extra: dict[str, Any]) -> ImageBlock:
     src = need_dict(b.get("source"), place, "an image 'source' object")
+    _need_source_value(src, place, "image")
     more = split_known(src, ("type", "media_type", "data", "url"))
     if src.get("type") == "base64":
         if more:
@@ -117,6 +118,27 @@ def _read_image(b: dict[str, Any], place: str, extra: dict[str, Any]) -> ImageBl
             extra = {**extra, BOOK: {**extra.get(BOOK, {}), "source": more}}
         return ImageBlock(file_id=src["file_id"], extra=extra)
     return ImageBlock(extra={**extra, BOOK: {**extra.get(BOOK, {}), "raw_source": src}})
+
+
+_SOURCE_VALUE = {"base64": "data", "text": "data", "url": "url", "file": "file_id"}
+"""The key each source type must hold a non-empty string in (``anthropic/types/beta/
+beta_base64_image_source_param.py``, ``beta_url_image_source_param.py``, ``beta_file_image_source_param.py``,
+``beta_base64_pdf_source_param.py``, ``beta_plain_text_source_param.py``: each ``Required``)."""
+
+
+def _need_source_value(src: dict[str, Any], place: str, what: str) -> None:
+    """Raise FormatError when an image / document source lacks the value its type names (a
+    ``file`` source without ``file_id``, a ``base64`` one without ``data``): sent, the API
+    refuses the request; an empty string is no source."""
+    key = _SOURCE_VALUE.get(src.get("type"))  # type: ignore[arg-type]
+    if key is None:
+        if what == "image":
+            raise FormatError(place, f"unknown image source type {src.get('type')!r}; expected base64, url or file")
+        return
+    v = src.get(key)
+    if not isinstance(v, str) or (not v and src["type"] != "text"):  # an empty plain-text document is text
+        raise FormatError(place, f"a {what} source of type {src['type']!r} needs a non-empty string {key!r}, "
+                                 f"got {v!r}")
 
 
 def _content_form(blocks: list[Any], raw: Any, empty: str) -> str | None:
@@ -189,6 +211,7 @@ def _read_document(b: dict[str, Any], place: str, extra: dict[str, Any], book: d
     st = src.get("type")
     if st not in _DOC_SOURCES:
         raise FormatError(place, f"unknown document source type {st!r}; expected one of {', '.join(_DOC_SOURCES)}")
+    _need_source_value(src, place, "document")
     more = split_known(src, _DOC_SOURCES[st])
     if more:
         book["source"] = more
@@ -252,6 +275,9 @@ def _read_block(b: Any, place: str, uses: dict[str, str] | None, strict: bool,
         book["order"] = order
     extra = split_known(b, natural)
     if t == "text":
+        if b.get("citations") is not None and not isinstance(b.get("citations"), list):
+            raise FormatError(place, f"text citations must be a list of citation objects, got "
+                                     f"{type(b.get('citations')).__name__}")
         cites = b.get("citations") if "citations" in natural else None
         return TextBlock(text=b.get("text", ""), citations=cites, extra=with_book(extra, BOOK, book))
     if t == "document":

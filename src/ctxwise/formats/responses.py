@@ -119,7 +119,7 @@ def _read_parts(content: Any, place: str, default_type: str) -> tuple[list[Any],
             extra = {} if list(rest.items()) == list(dflt.items()) else {BOOK: {"part": rest}}
             blocks.append(TextBlock(text=p.get("text", ""), citations=cites, extra=extra))
         elif t == "input_image":
-            blocks.append(_read_image_part(p))
+            blocks.append(_read_image_part(p, f"{place}, part {j}"))
         elif t == "input_file":
             blocks.append(_read_file_part(p, f"{place}, part {j}"))
         elif t == "refusal":
@@ -135,10 +135,13 @@ _IMAGE_KEYS = ("image_url", "file_id", "detail")
 _FILE_KEYS = ("file_data", "file_id", "file_url", "filename")
 
 
-def _read_image_part(p: dict[str, Any]) -> ImageBlock:
+def _read_image_part(p: dict[str, Any], place: str) -> ImageBlock:
     """An ``input_image`` part (``openai/types/responses/response_input_image_param.py``: an
     ``image_url`` (a URL or a data URL) or a Files-API ``file_id``, and ``detail``)."""
     url = p.get("image_url")
+    if not (isinstance(url, str) and url) and not (isinstance(p.get("file_id"), str) and p["file_id"]):
+        raise FormatError(place, "an input_image needs a non-empty image_url or file_id "
+                                 "(openai/types/responses/response_input_image_param.py); an empty one is no image")
     parsed = parse_data_url(url) if isinstance(url, str) else None
     rest = {k: (None if k in _IMAGE_KEYS else v) for k, v in p.items()}
     extra = {BOOK: {"part": rest}}

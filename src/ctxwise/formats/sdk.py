@@ -68,6 +68,7 @@ def openai_dicts(messages: Any) -> list[dict[str, Any]]:
         d = plain(m, f"message {i}")
         if not isinstance(d, dict):
             raise FormatError(f"message {i}", f"expected a message object, got {type(m).__name__}")
+        refuse_other_shape(d, f"message {i}", "append_openai")
         if "choices" in d and "role" not in d:
             d = _completion_message(d, f"message {i}")
         out.append(_lift_usage(d, f"message {i}"))
@@ -80,12 +81,31 @@ def _completion_message(d: dict[str, Any], place: str) -> dict[str, Any]:
     if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0], dict) \
             or not isinstance(choices[0].get("message"), dict):
         n = len(choices) if isinstance(choices, list) else type(choices).__name__
-        raise FormatError(place, f"a ChatCompletion with {n} choices; one is read",
+        raise FormatError(place, f"a ChatCompletion with {n} choices is refused: a reply is one message",
                           hint="append the chosen choice's message (completion.choices[k].message)")
     msg = dict(choices[0]["message"])
     if d.get("usage"):
         msg[USAGE_KEY] = d["usage"]
     return msg
+
+
+def refuse_other_shape(d: Any, place: str, call: str) -> None:
+    """Raise FormatError when ``d`` (a dict read from the input) is a whole reply of another
+    API than ``call`` reads: a ``ChatCompletion`` (``choices``; for ``append_openai``), a
+    ``Response`` (``object: "response"``; ``append_responses``) or an Anthropic ``Message``
+    (``type: "message"`` with ``stop_reason``; ``append_anthropic``)."""
+    if not isinstance(d, dict):
+        return
+    if "choices" in d and "role" not in d:
+        what, right = "an OpenAI ChatCompletion", "append_openai"
+    elif d.get("object") == "response":
+        what, right = "an OpenAI Responses Response", "append_responses"
+    elif d.get("type") == "message" and "stop_reason" in d:
+        what, right = "an Anthropic Message", "append_anthropic"
+    else:
+        return
+    if right != call:
+        raise FormatError(place, f"{what} was passed to {call}()", hint=f"pass it to Session.{right}()")
 
 
 def _lift_usage(d: dict[str, Any], place: str) -> dict[str, Any]:
@@ -119,6 +139,7 @@ def responses_items(items: Any) -> tuple[list[dict[str, Any]], Any, Any]:
     for a ``Response`` inside a list (append it alone)."""
     if (isinstance(items, dict) or hasattr(items, "model_dump")) and not isinstance(items, list):
         d = plain(items, "response")
+        refuse_other_shape(d, "input", "append_responses")
         if isinstance(d, dict) and (d.get("object") == "response"
                                     or ("output" in d and "type" not in d and "role" not in d)):
             output = d.get("output")
@@ -131,6 +152,8 @@ def responses_items(items: Any) -> tuple[list[dict[str, Any]], Any, Any]:
         d = plain(x, f"item {i}")
         if not isinstance(d, dict):
             raise FormatError(f"item {i}", f"expected an item object, got {type(x).__name__}")
+        if d.get("object") != "response":
+            refuse_other_shape(d, f"item {i}", "append_responses")
         if d.get("object") == "response":
             raise FormatError(f"item {i}", "a whole Response inside a list of items",
                               hint="append the Response alone (its usage is recorded), or its .output items")
@@ -150,6 +173,8 @@ def anthropic_dicts(messages: Any) -> list[dict[str, Any]]:
         head = [{"role": "system", "content": plain(messages["system"], "system")}] if "system" in messages else []
         return head + anthropic_dicts(messages["messages"])
     items = [plain(m, f"message {i}") for i, m in enumerate(_items(messages))]
+    for i, d in enumerate(items):
+        refuse_other_shape(d, f"message {i}", "append_anthropic")
     if items and all(isinstance(b, dict) and "type" in b and "role" not in b for b in items):
         return [{"role": "assistant", "content": items}]  # reply.content
     out = []

@@ -16,10 +16,11 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 from pydantic import ValidationError
 
 from ..errors import FormatError, PayloadInvalid, Violation
-from ..messages import Message, ToolUseBlock
+from ..messages import Message, ProviderBlock, ToolUseBlock
 from ..units import last_user_index, tool_cycles
 from . import rules as provider_rules
-from .profiles import (BLOCK_NOT_SENDABLE, EMPTY_CONTENT, FOREIGN_PROVIDER_BLOCK, UNANSWERED_TOOL_CALL, ProviderProfile,
+from .profiles import (BLOCK_NOT_SENDABLE, DUPLICATE_TOOL_CALL_ID, EMPTY_CONTENT, FOREIGN_PROVIDER_BLOCK, PROVIDER_RESULT_WITHOUT_CALL,
+                       UNANSWERED_TOOL_CALL, WIRE_SCHEMA, ProviderProfile,
                        get_profile)
 
 WINDOW = 64
@@ -132,7 +133,7 @@ def check_append(context: Sequence[Message], ids: frozenset[str], batch: list[Me
     against ``ids``. Returns ``thinking.seen``, looked at when the check needed it. Raises
     PayloadInvalid listing every violation, indexed by place in the session."""
     base = len(context)
-    problems = _duplicates(ids, batch if stored is None else stored, base)
+    problems = _duplicates(ids, batch if stored is None else stored, base) + _repeated_calls(context, batch)
     start = open_cycle_start(context)
     window = list(context[start:]) + batch
     profile = get_profile(provider)
@@ -144,8 +145,9 @@ def check_append(context: Sequence[Message], ids: frozenset[str], batch: list[Me
             continue  # the in-flight cycle: its results may still come
         if v.rule == EMPTY_CONTENT and v.index < base - start:
             continue  # an earlier final assistant message is no longer final: not the batch's fault
-        problems.append(Violation(v.index + start, v.rule, v.message, v.provider_error))
-    problems += unsendable_blocks(batch, base, profile)
+        text = re.sub(r"before message (\d+)", lambda g: f"before message {int(g.group(1)) + start}", v.message)
+        problems.append(Violation(v.index + start, v.rule, text, v.provider_error))
+    problems += unsendable_blocks(batch, base, profile, context)
     seen, missing = missing_reasoning(context, batch, provider, thinking)
     problems += missing
     if problems:
@@ -157,16 +159,54 @@ def check_append(context: Sequence[Message], ids: frozenset[str], batch: list[Me
     return seen
 
 
-def unsendable_blocks(batch: list[Message], base: int, profile: ProviderProfile) -> list[Violation]:
+def unsendable_blocks(batch: list[Message], base: int, profile: ProviderProfile,
+                      context: Sequence[Message] = ()) -> list[Violation]:
     """The blocks of ``batch`` that ``profile``'s wire can never send, whatever the session
     holds: another provider family's block (``foreign-provider-block``) and a block the wire
-    has no form for (``block-not-sendable``, :func:`ctxwise.providers.rules.not_sendable`),
+    has no form for (``block-not-sendable``, :func:`ctxwise.providers.rules.not_sendable`), and
+    a provider-run tool's result with no call before it in ``context`` or the batch
+    (``provider-result-without-call``),
     indexed by place in the session (``base + k``). Refused at append: stored, such a block
     would be refused by every later ``prepare()``. Sources: those of
     :func:`ctxwise.providers.rules.check_provider_blocks`."""
-    keep = (BLOCK_NOT_SENDABLE, FOREIGN_PROVIDER_BLOCK)
-    return [dataclasses.replace(v, index=v.index + base)
-            for v in provider_rules.check_provider_blocks(batch, profile) if v.rule in keep]
+    keep = (BLOCK_NOT_SENDABLE, FOREIGN_PROVIDER_BLOCK, PROVIDER_RESULT_WITHOUT_CALL)
+    found = provider_rules.check_provider_blocks(batch, profile)
+    if context and any(v.rule == PROVIDER_RESULT_WITHOUT_CALL for v in found):  # its call may be stored already
+        found = provider_rules.check_provider_blocks(batch, profile, calls=provider_rules.provider_calls(context, profile))
+    out = [dataclasses.replace(v, index=v.index + base) for v in found if v.rule in keep]
+    return out + malformed_provider_blocks(batch, base, profile)
+
+
+def malformed_provider_blocks(batch: list[Message], base: int, profile: ProviderProfile) -> list[Violation]:
+    """The :class:`~ctxwise.messages.ProviderBlock` of ``batch`` (of ``profile``'s family)
+    whose verbatim ``raw`` breaks its request type (rule ``wire-schema``,
+    :func:`ctxwise.providers.wire.provider_block_problem`), indexed by place in the session:
+    stored, each would make every later ``prepare()`` raise PayloadInvalid."""
+    from .wire import provider_block_problem
+
+    fam = provider_rules.family(profile)
+    out: list[Violation] = []
+    for k, m in enumerate(batch):
+        blocks = [*m.blocks, *(o for r in m.tool_results for o in r.output)]
+        for j, b in enumerate(blocks):
+            if isinstance(b, ProviderBlock) and b.provider == fam:
+                why = provider_block_problem(fam, b.kind, b.raw)
+                if why:
+                    out.append(Violation(base + k, WIRE_SCHEMA, f"block {j}: not a valid {b.kind} block: {why}"))
+    return out
+
+
+def _repeated_calls(context: Sequence[Message], batch: list[Message]) -> list[Violation]:
+    """A call of the batch with the id of a call stored at the tail still waiting for its
+    result (rule ``duplicate-tool-call-id``): the same reply appended twice, most likely."""
+    pending = {u.id for u in pending_calls(context)} if batch and context else set()
+    if not pending:
+        return []
+    at = next(i for i in range(len(context) - 1, -1, -1) if context[i].role == "assistant")
+    return [Violation(len(context) + k, DUPLICATE_TOOL_CALL_ID,
+                      f"call {u.id!r} ({u.name}) is already stored, in message {at} ({context[at].id!r}), and still "
+                      "waits for its result: the same reply appended twice? append the tool results instead")
+            for k, m in enumerate(batch) if m.role == "assistant" for u in m.tool_uses if u.id in pending]
 
 
 def _duplicates(ids: frozenset[str], batch: list[Message], base: int) -> list[Violation]:
@@ -272,6 +312,7 @@ def read_responses(context: Sequence[Message], items: Any) -> list[Message]:
     from ..usage import DIAGNOSTICS_KEY, USAGE_KEY
 
     new, usage, diagnostics = responses_items(items)
+    verbatim_problems(new, "openai_responses")
     cycle = list(context[open_cycle_start(context):])
     prefix = to_responses(cycle, extras=False) if cycle else []
     alone = from_responses(prefix, strict=False) if prefix else []
@@ -300,8 +341,37 @@ def read_anthropic(context: Sequence[Message], messages: Any) -> tuple[list[Mess
     from . import render_anthropic
 
     new = anthropic_dicts(messages)
+    verbatim_problems(new, "anthropic")
     cycle = list(context[open_cycle_start(context):])
     prefix = render_anthropic.render(cycle)["messages"] if cycle else []
     skip = len(from_anthropic({"messages": prefix}, strict=False)) if prefix else 0
     read = read_after(lambda ms: from_anthropic({"messages": ms}), prefix, new, skip)
     return read, ([("id" in raw) for raw in new] if len(read) == len(new) else None)
+
+
+def verbatim_problems(new: list[Any], provider: str) -> None:
+    """Check the blocks (Anthropic: server-tool, MCP, container and compaction blocks of a
+    message's content) or items (Responses: hosted-tool, compaction and client items) that
+    ctxwise keeps verbatim against their request types
+    (:func:`ctxwise.providers.wire.provider_block_problem`). Stored, a malformed one would make
+    every later ``prepare()`` raise PayloadInvalid; raises FormatError naming the item of this
+    append, the block and the first violation, before anything is stored."""
+    from ..formats.anthropic import PROVIDER_KINDS
+    from ..formats.responses import PROVIDER_ITEMS
+    from .wire import provider_block_problem
+
+    for i, raw in enumerate(new):
+        if not isinstance(raw, dict):
+            continue
+        if provider == "openai_responses":
+            t = raw.get("type")
+            why = provider_block_problem(provider, t, raw) if t in PROVIDER_ITEMS else None
+            if why:
+                raise FormatError(f"item {i} of this append ({t} item)", f"not a valid {t} item: {why}")
+            continue
+        content = raw.get("content")
+        for j, b in enumerate(content if isinstance(content, list) else ()):
+            t = b.get("type") if isinstance(b, dict) else None
+            why = provider_block_problem(provider, t, b) if t in PROVIDER_KINDS else None
+            if why:
+                raise FormatError(f"item {i} of this append, block {j} ({t})", f"not a valid {t} block: {why}")

@@ -76,6 +76,9 @@ from .profiles import (
     CALL_ID_CHARSET,
     CALL_ID_TOO_LONG,
     DUPLICATE_TOOL_CALL_ID,
+    DEVELOPER_AS_SYSTEM,
+    IMAGE_DETAIL_DROPPED,
+    THOUGHT_SIGNATURE_DROPPED,
     FIRST_MESSAGE_ROLE,
     IMAGE_NOT_SUPPORTED,
     IMAGE_NOTE,
@@ -161,9 +164,16 @@ def convert(messages: list[Message], provider: str | ProviderProfile) -> Convert
     if profile.wire == "anthropic":
         _refusals_to_text(out)
         _unsigned_thinking(out)
+        _image_detail(out)
     if profile.wire == "responses":
         _idless_reasoning(out)
+    if profile.wire == "chat":
+        _signed_thinking_on_chat(out, profile.reasoning_field is not None)
     _drop_foreign_citations(out, profile)
+    if profile.wire == "chat":
+        _message_signatures(out)
+    if profile.name not in DEVELOPER_TARGETS:
+        _developer_as_system(out)
     if out.conversions:
         at = {m.id: i for i, m in enumerate(messages)}
         out.conversions = [c if at.get(c.message_id, c.index) == c.index else replace(c, index=at[c.message_id])
@@ -288,6 +298,21 @@ def _fold_system(out: Converted) -> None:
     out.messages = msgs
 
 
+DEVELOPER_TARGETS = ("openai", "openai_responses")
+"""The profiles whose API takes role ``developer`` (``openai/types/chat/
+chat_completion_developer_message_param.py``; Responses ``easy_input_message_param.py``): a
+message given as ``developer`` is sent as such there, as ``system`` elsewhere (reported)."""
+
+
+def _developer_as_system(out: Converted) -> None:
+    from .render_chat import is_developer
+
+    for i, m in enumerate(out.messages):
+        if m.role == "system" and is_developer(m):
+            out.conversions.append(Conversion(DEVELOPER_AS_SYSTEM, i, m.id, "role developer sent as system (the "
+                                              "target has no developer role)"))
+
+
 def _images_to_notes(out: Converted) -> None:
     for i, m in enumerate(out.messages):
         if m.role == "assistant" or m.role == "tool" or not any(isinstance(b, ImageBlock) for b in m.blocks):
@@ -367,6 +392,52 @@ def _unsigned_thinking(out: Converted) -> None:
             out.conversions.append(Conversion(BLOCK_NOT_SENDABLE, i, m.id,
                                               f"{n} thinking block{'s' if n > 1 else ''} without a signature left "
                                               "out (Anthropic takes thinking only with its signature)"))
+
+
+def _signed_thinking_on_chat(out: Converted, has_field: bool) -> None:
+    """Report the Anthropic thinking a Chat Completions target cannot take: ``redacted_thinking``
+    (encrypted, no text) always, signed ``thinking`` when the target has no reasoning field
+    (OpenAI); a target with one (DeepSeek) gets the text without the signature, which is its
+    documented form (https://api-docs.deepseek.com/guides/thinking_mode)."""
+    for i, m in enumerate(out.messages):
+        if m.role != "assistant" or not m.thinking:
+            continue
+        red = sum(1 for b in m.thinking if b.redacted)
+        signed = 0 if has_field else sum(1 for b in m.thinking if not b.redacted and b.signature is not None)
+        if red or signed:
+            what = ", ".join(x for x in (f"{signed} signed thinking" if signed else "",
+                                         f"{red} redacted_thinking" if red else "") if x)
+            out.conversions.append(Conversion(BLOCK_NOT_SENDABLE, i, m.id,
+                                              f"{what} block(s) left out (Chat Completions has no form for "
+                                              f"{'them' if not has_field else 'encrypted reasoning'})"))
+
+
+def _message_signatures(out: Converted) -> None:
+    """Report a Gemini ``extra_content.google.thought_signature`` kept on an assistant message
+    itself: the chat wire sends one only on a tool call
+    (https://ai.google.dev/gemini-api/docs/thought-signatures, OpenAI compatibility), so it is
+    left out."""
+    for i, m in enumerate(out.messages):
+        extra = m.metadata.get("extra_content") if m.role == "assistant" else None
+        google = extra.get("google") if isinstance(extra, dict) else None
+        if isinstance(google, dict) and "thought_signature" in google:
+            out.conversions.append(Conversion(THOUGHT_SIGNATURE_DROPPED, i, m.id,
+                                              "the message's own extra_content.google.thought_signature left out "
+                                              "(sent only on tool calls)"))
+
+
+def _image_detail(out: Converted) -> None:
+    """Report images whose ``detail`` the Anthropic image block cannot carry
+    (``anthropic/types/image_block_param.py``: ``source`` and ``cache_control`` only)."""
+    for i, m in enumerate(out.messages):
+        if m.role == "assistant":
+            continue
+        found = [b.detail for b in [*m.blocks, *(o for r in m.tool_results for o in r.output)]
+                 if isinstance(b, ImageBlock) and b.detail is not None]
+        if found:
+            out.conversions.append(Conversion(IMAGE_DETAIL_DROPPED, i, m.id,
+                                              f"image detail {', '.join(map(repr, found))} left out (the Anthropic "
+                                              "image block has no detail)"))
 
 
 def _idless_reasoning(out: Converted) -> None:

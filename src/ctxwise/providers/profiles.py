@@ -78,6 +78,9 @@ IMAGE_NOT_SUPPORTED = "image-not-supported"
 TOOL_MESSAGE_NAME = "tool-message-name"
 THOUGHT_SIGNATURE_MISSING = "thought-signature-missing"
 COMPACTION_MISPLACED = "compaction-misplaced"
+DEVELOPER_AS_SYSTEM = "developer-as-system"
+IMAGE_DETAIL_DROPPED = "image-detail-dropped"
+THOUGHT_SIGNATURE_DROPPED = "thought-signature-dropped"
 
 RULES: Mapping[str, str] = MappingProxyType(
     {
@@ -120,6 +123,12 @@ RULES: Mapping[str, str] = MappingProxyType(
         "mcp_tool_result, ...; Responses shell_call_output, ...) with no call of the same id before it",
         FOREIGN_PROVIDER_BLOCK: "a provider block (server tool, MCP, hosted call, compaction item) "
         "read from one provider family, sent to another",
+        THOUGHT_SIGNATURE_DROPPED: "a Gemini thought signature given on an assistant message (not on a tool "
+        "call) left out: the OpenAI-compatible endpoint takes one only on a tool call",
+        IMAGE_DETAIL_DROPPED: "an image's detail (OpenAI low / high / auto / original) left out for a target "
+        "whose image block has no detail (Anthropic)",
+        DEVELOPER_AS_SYSTEM: "a message given with role developer (OpenAI) sent as a system message "
+        "to a target whose API has no developer role",
         BLOCK_NOT_SENDABLE: "a block the target API has no form for (audio to Anthropic, a "
         "search_result to OpenAI, a Files-API image to Chat Completions, ...)",
         CALL_ID_TOO_LONG: "a tool call id longer than the provider takes (OpenAI: 40 characters)",

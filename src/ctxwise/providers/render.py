@@ -59,7 +59,8 @@ def _render_list(msgs: list[Message], profile: ProviderProfile) -> list[dict[str
     if profile.wire == "responses":
         return render_responses.render(msgs)
     return render_chat.render(msgs, reasoning_field=profile.reasoning_field,
-                              tool_names=profile.tool_message_name, extensions=profile.thought_signatures)
+                              tool_names=profile.tool_message_name, extensions=profile.thought_signatures,
+                              developer=profile.name == "openai")
 
 
 def conversions(messages: list[Message], provider: str | ProviderProfile) -> list[Conversion]:

@@ -141,8 +141,19 @@ def _assistant(m: Message, reasoning_field: str | None, extensions: bool) -> dic
     return d
 
 
+DEVELOPER_BOOKS = ("_openai", "_responses")
+"""The metadata keys of the OpenAI chat and Responses readers' notes, where a message read
+from role ``developer`` has ``{"role": "developer"}`` (canonically a ``system`` message)."""
+
+
+def is_developer(m: Message) -> bool:
+    """Whether system message ``m`` was given with role ``developer`` (OpenAI chat or Responses)."""
+    return m.role == "system" and any(isinstance(m.metadata.get(k), dict) and m.metadata[k].get("role") == "developer"
+                                      for k in DEVELOPER_BOOKS)
+
+
 def render(messages: list[Message], *, reasoning_field: str | None, tool_names: bool = False,
-           extensions: bool = False) -> list[dict[str, Any]]:
+           extensions: bool = False, developer: bool = False) -> list[dict[str, Any]]:
     """The Chat Completions ``messages`` list for ``messages``.
 
     ``reasoning_field`` names the key that carries an assistant message's reasoning (the
@@ -150,7 +161,9 @@ def render(messages: list[Message], *, reasoning_field: str | None, tool_names: 
     gives each ``tool`` message ``name``: the function it answers (Gemini,
     https://ai.google.dev/gemini-api/docs/openai). ``extensions`` sends each tool call's
     Gemini thought signature back as ``extra_content.google.thought_signature``, as received
-    (https://ai.google.dev/gemini-api/docs/thought-signatures).
+    (https://ai.google.dev/gemini-api/docs/thought-signatures). ``developer``: a system message
+    given as ``developer`` is sent as ``developer`` (OpenAI: ``openai/types/chat/
+    chat_completion_developer_message_param.py``), else as ``system``.
     """
     out: list[dict[str, Any]] = []
     names: dict[str, str] = {}
@@ -158,7 +171,7 @@ def render(messages: list[Message], *, reasoning_field: str | None, tool_names: 
         if m.role == "tool":
             out += [_tool_message(r, names, tool_names) for r in m.tool_results]
             continue
-        d: dict[str, Any] = {"role": m.role}
+        d: dict[str, Any] = {"role": "developer" if developer and is_developer(m) else m.role}
         if m.role == "assistant":
             d.update(_assistant(m, reasoning_field, extensions))
             names = {b.id: b.name for b in m.tool_uses} or names

@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from .render_chat import is_developer
 from ..messages import (
     DocumentBlock,
     ImageBlock,
@@ -190,5 +191,6 @@ def render(messages: list[Message]) -> list[dict[str, Any]]:
             out.extend(copy.deepcopy(b.raw) for b in m.blocks if isinstance(b, ProviderBlock)
                        and b.provider == "openai_responses")
         else:
-            out.append({"type": "message", "role": m.role, "content": _parts(m.blocks)})
+            role = "developer" if is_developer(m) else m.role  # EasyInputMessageParam.role takes it
+            out.append({"type": "message", "role": role, "content": _parts(m.blocks)})
     return out

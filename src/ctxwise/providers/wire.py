@@ -44,7 +44,7 @@ from . import wire_types as own
 Validator = Callable[[Any], None]
 
 _OWN: dict[str, Any] = {
-    "chat:system": own.ChatSystem, "chat:user": own.ChatUser, "chat:assistant": own.ChatAssistant,
+    "chat:system": own.ChatSystem, "chat:developer": own.ChatDeveloper, "chat:user": own.ChatUser, "chat:assistant": own.ChatAssistant,
     "chat:tool": own.ChatTool,
     "anthropic:system": own.ASystem, "anthropic:user": own.AUser, "anthropic:assistant": own.AAssistant,
     "anthropic:beta:user": own.AUser, "anthropic:beta:assistant": own.AAssistant,
@@ -70,7 +70,8 @@ def _family_types(family: str) -> dict[str, Any] | None:
                     "anthropic:user": UserMessageParam, "anthropic:assistant": AssistantMessageParam,
                     "anthropic:beta:user": BetaUserMessageParam, "anthropic:beta:assistant": BetaAssistantMessageParam,
                     "anthropic:system_message": BetaSystemMessageParam}
-        from openai.types.chat import (ChatCompletionAssistantMessageParam, ChatCompletionSystemMessageParam,
+        from openai.types.chat import (ChatCompletionAssistantMessageParam, ChatCompletionDeveloperMessageParam,
+                                       ChatCompletionSystemMessageParam,
                                        ChatCompletionToolMessageParam, ChatCompletionUserMessageParam)
         from openai.types.responses import (EasyInputMessageParam, ResponseFunctionToolCallParam,
                                             ResponseOutputMessageParam, ResponseReasoningItemParam)
@@ -79,7 +80,8 @@ def _family_types(family: str) -> dict[str, Any] | None:
         return None
     return {
         **_responses_items(),
-        "chat:system": ChatCompletionSystemMessageParam, "chat:user": ChatCompletionUserMessageParam,
+        "chat:system": ChatCompletionSystemMessageParam, "chat:developer": ChatCompletionDeveloperMessageParam,
+        "chat:user": ChatCompletionUserMessageParam,
         "chat:assistant": ChatCompletionAssistantMessageParam, "chat:tool": ChatCompletionToolMessageParam,
         "responses:message": EasyInputMessageParam, "responses:output_message": ResponseOutputMessageParam,
         "responses:reasoning": ResponseReasoningItemParam, "responses:function_call": ResponseFunctionToolCallParam,
@@ -218,6 +220,19 @@ def _loc_part(x: object) -> str:
     return s.split("[", 1)[0] or s if "[" in s else s
 
 
+def _real_errors(errs: list[Any]) -> list[Any]:
+    """The errors of a union check that say what is wrong, not which members did not match: a
+    member whose ``type`` literal does not match the value's is not what the value is (its
+    errors are dropped), and of the rest the deepest are kept (``content.str: Input should be a
+    valid string`` is the union's other branch beside the block list's real error)."""
+    wrong = {tuple(err["loc"][:-1]) for err in errs
+             if err.get("loc") and err["loc"][-1] == "type" and err.get("type") == "literal_error"}
+    kept = [err for err in errs
+            if not any(tuple(err.get("loc", ()))[:len(w)] == w for w in wrong if w)] or errs
+    depth = max(len(err.get("loc", ())) for err in kept)
+    return [err for err in kept if len(err.get("loc", ())) == depth]
+
+
 def _errors(e: Exception) -> list[str]:
     """Up to 5 errors of a pydantic ``ValidationError`` as ``loc: msg [type]`` (``loc`` with
     its union / generic steps named by their head), else ``str(e)``."""
@@ -225,7 +240,7 @@ def _errors(e: Exception) -> list[str]:
     if errs is None:
         return [str(e)]
     out = []
-    for err in errs()[:5]:
+    for err in _real_errors(errs())[:5]:
         loc = ".".join(_loc_part(x) for x in err.get("loc", ()))
         out.append(f"{loc or '(root)'}: {err.get('msg')} [{err.get('type')}]")
     return out
@@ -540,3 +555,59 @@ def validate_wire(payload: Any, provider: str | ProviderProfile) -> None:
     found = check_wire(payload, provider)
     if found:
         raise PayloadInvalid(get_profile(provider).name, found)
+
+
+_ANTHROPIC_BLOCKS: dict[str, tuple[Any, str]] = {
+    "server_tool_use": (own.AServerToolUse, "BetaServerToolUseBlockParam"),
+    "web_search_tool_result": (own.AWebSearchToolResult, "BetaWebSearchToolResultBlockParam"),
+    "web_fetch_tool_result": (own.AWebFetchToolResult, "BetaWebFetchToolResultBlockParam"),
+    "code_execution_tool_result": (own.ACodeExecutionToolResult, "BetaCodeExecutionToolResultBlockParam"),
+    "bash_code_execution_tool_result": (own.ABashCodeExecutionToolResult, "BetaBashCodeExecutionToolResultBlockParam"),
+    "text_editor_code_execution_tool_result": (own.ATextEditorCodeExecutionToolResult,
+                                               "BetaTextEditorCodeExecutionToolResultBlockParam"),
+    "tool_search_tool_result": (own.AToolSearchToolResult, "BetaToolSearchToolResultBlockParam"),
+    "container_upload": (own.AContainerUpload, "BetaContainerUploadBlockParam"),
+    "mcp_tool_use": (own.AMCPToolUse, "BetaMCPToolUseBlockParam"),
+    "mcp_tool_result": (own.AMCPToolResult, "BetaRequestMCPToolResultBlockParam"),
+    "compaction": (own.ACompaction, "BetaCompactionBlockParam"),
+}
+"""Each Anthropic block kept verbatim: ctxwise's own type and the SDK's request type for it
+(``anthropic/types/beta/beta_<kind>_block_param.py``; the beta types hold every one of them)."""
+
+
+def _block_types(provider: str, kind: str) -> list[tuple[str, Any]]:
+    """The types one verbatim block / item of ``provider`` is checked against, as at
+    :func:`schema_violations`: ctxwise's own (Anthropic) and the SDK's when it is in use."""
+    if provider == "anthropic":
+        pair = _ANTHROPIC_BLOCKS.get(kind)
+        if pair is None:
+            return []
+        out: list[tuple[str, Any]] = [("ctxwise", pair[0])]
+        if _always or "anthropic" in sys.modules:
+            try:
+                from anthropic.types import beta
+            except ImportError:
+                return out
+            out.append(("SDK", getattr(beta, pair[1])))
+        return out
+    sdk = _sdk_types() or {}
+    tp = sdk.get(f"responses:item:{kind}")
+    return [("SDK", tp)] if tp is not None else []
+
+
+def provider_block_problem(provider: str, kind: str, raw: Any) -> str | None:
+    """The first way a provider block / item kept verbatim (``provider``: ``anthropic`` or
+    ``openai_responses``; ``kind``: its ``type``) breaks its request type, as
+    ``"<who> type <Name>: <field>: <message> [<pydantic error type>]"``, or None. The types are
+    those the payload check (rule ``wire-schema``) uses for it: ctxwise's own Anthropic block types,
+    and the SDK's (``anthropic.types.beta.Beta*BlockParam``, the member of
+    ``openai.types.responses.ResponseInputItemParam`` with that ``type``) when the SDK is in use
+    (:func:`use_sdk_types`); closed (unknown keys refused) and strict."""
+    from pydantic import ValidationError
+
+    for who, tp in _block_types(provider, kind):
+        try:
+            strict_validator(tp)(raw)
+        except ValidationError as e:
+            return f"{who} type {getattr(tp, '__name__', kind)}: {_errors(e)[0]}"
+    return None

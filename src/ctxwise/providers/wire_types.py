@@ -103,6 +103,14 @@ class ChatSystem(TypedDict, total=False):
     name: str
 
 
+class ChatDeveloper(TypedDict, total=False):
+    """``ChatCompletionDeveloperMessageParam``."""
+
+    role: Required[Literal["developer"]]
+    content: Required[Union[str, List[ChatText]]]
+    name: str
+
+
 class ChatUser(TypedDict, total=False):
     """``ChatCompletionUserMessageParam``."""
 
