@@ -95,7 +95,7 @@ def test_a_rule_for_one_tool_does_not_split_a_files_views_from_its_edits():
 
 def _placeholders(rules: dict[str, str]) -> dict[str, str]:
     cm = ContextManager(InMemoryStore(), Policy(budget=5000, unit="tokens", tokenizer="estimate", provider="openai",
-                                                tool_rules=rules))
+                                                tool_rules=rules, summarize=False))  # clearing, not a loop summary
     s = cm.session("u", "ph")
     s.append_openai([{"role": "system", "content": "agent"}, {"role": "user", "content": "Make the tests pass."}])
 

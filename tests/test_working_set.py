@@ -71,17 +71,18 @@ def test_superseded_views_and_repeated_runs_rank_stale_the_working_file_last():
 
 
 def test_a_tool_loop_keeps_its_working_files_and_one_break_buys_many_calls():
-    """Kind: a real mini-swe-agent loop at 32,000 tokens. With the low watermark the last-resort
-    clearing stops once ``shrink_calls`` calls of room are free, ranked by re-use; clearing
-    everything instead (``shrink_calls=0``) loses working files the agent then edits."""
+    """Kind: a real mini-swe-agent loop at 32,000 tokens, summaries off (clearing alone). With the
+    low watermark the last-resort clearing stops once ``shrink_calls`` calls of room are free,
+    ranked by re-use; clearing everything instead (``shrink_calls=0``) loses working files the
+    agent then edits."""
     from ctxwise.tokens import get_counter
 
     path = MSA.parent / "msa_sympy__sympy-13091.json"
-    h, p, o, ev = drive(path, 32_000)
+    h, p, o, ev = drive(path, 32_000, summarize=False)  # clearing alone (a loop summary comes first otherwise)
     fresh = metrics.working_file_freshness(h, p, o)
     last = [e for call in ev for e in call if e.stage == "clearing" and e.detail.get("last_resort")]
     assert last and all(e.size_after > 0.5 * 32_000 for e in last)  # stopped at the low watermark
-    h0, p0, o0, _ = drive(path, 32_000, shrink_calls=0)
+    h0, p0, o0, _ = drive(path, 32_000, summarize=False, shrink_calls=0)
     fresh0 = metrics.working_file_freshness(h0, p0, o0)
     assert fresh.value > fresh0.value and fresh.value >= 0.9
     assert metrics.edit_anchor_recall(h, p, o).value == 1.0

@@ -507,10 +507,10 @@ def _json_map(var: str, raw: str) -> dict[str, Any]:
 
 NOT_POLICY_VARIABLES = frozenset({"CTXWISE_PRESET", "CTXWISE_SHARED", "CTXWISE_TEST_PG_URL", "CTXWISE_SCREENSHOTS", "CTXWISE_DB",
                                   "CTXWISE_CONFIG", "CTXWISE_OPENAI_UPSTREAM", "CTXWISE_ANTHROPIC_UPSTREAM",
-                                  "CTXWISE_CLAUDE_CODE", "CTXWISE_CODEX"})
+                                  "CTXWISE_CLAUDE_CODE", "CTXWISE_CODEX", "CTXWISE_OPENCODE"})
 """``CTXWISE_`` variables that are not policy settings (the preset, test and tool settings, the
-policy file ``ctxwise serve`` reads, the drop-in endpoint's upstreams, the Claude Code and
-Codex CLIs the proxy tests run); ``CTXWISE_SERVER_*`` are the server's own settings."""
+policy file ``ctxwise serve`` reads, the drop-in endpoint's upstreams, the Claude Code,
+Codex and OpenCode CLIs the proxy tests run); ``CTXWISE_SERVER_*`` are the server's own settings."""
 
 
 def _build(data: dict[str, Any]) -> Policy:
