@@ -1,4 +1,4 @@
-"""The OpenAI Agents SDK's own tests with ``CtxwiseSession`` standing in for its session stores.
+r"""The OpenAI Agents SDK's own tests with ``CtxwiseSession`` standing in for its session stores.
 
 Run: ``python tests/suites/runner.py openai_agents``. The plugin (``plugin_openai_agents``)
 replaces ``SQLiteSession`` and the tests' ``SimpleListSession`` family with ctxwise stand-ins at a
