@@ -21,6 +21,8 @@ from test_compaction_properties import budgeting, sessions
 
 from ctxwise import ContextManager, Policy
 from ctxwise.compaction import compact
+from ctxwise.compaction.clearing import growth_so_far
+from ctxwise.compaction.context import head_end
 from ctxwise.errors import ContextBudgetExceeded, PayloadInvalid
 from ctxwise.formats import from_anthropic, load
 from ctxwise.messages import Marker, Message, TextBlock, ToolResultBlock, fold_on
@@ -287,3 +289,35 @@ def test_resumed_folds_equal_from_scratch(history, steps):
             assert bool(done.call_ids) == refused, (how, name)  # renames exactly when an id is refused or repeated
         total = fold_on(cur, "test/sum", counter, 0, lambda n, i, m: n + (i + 1) * counter.count_message(m))
         assert total == sum((i + 1) * counter.count_message(m) for i, m in enumerate(scratch)), how
+
+
+def _growth_scan(messages: list[Message], b, hard: int) -> tuple[int, int]:
+    """growth_so_far as a forward scan of the whole list (the definition the fold resumes)."""
+    start = head_end(messages)
+    first = next((i for i in range(start, len(messages)) if messages[i].role == "user"), len(messages))
+    steps: list[int] = []
+    lead = 0
+    for m in messages[first + 1:]:
+        if m.role == "assistant":
+            steps.append(lead + b.size_of(m))
+            lead = 0
+        elif steps:
+            steps[-1] += b.size_of(m)
+        else:
+            lead += b.size_of(m)
+    if not steps:
+        return lead, 1
+    kept = [x for x in steps if x <= hard // 4]
+    return sum(kept), max(1, len(kept))
+
+
+@settings(max_examples=200)
+@given(histories(), STEPS, st.sampled_from([40, 400, 4_000, 40_000]))
+def test_resumed_growth_equals_the_forward_scan(history, steps, hard):
+    """growth_so_far (a fold resumed from the previous list) answers each list of a changing
+    sequence (grown, truncated, re-ordered, dropped, edited, copied) as the forward scan of
+    fresh copies, for hard limits that leave steps out and keep them all."""
+    msgs, provider, _, _ = history
+    b = budgeting(10_000, "chars", "default", provider)
+    for how, cur in _lists(list(msgs), steps):
+        assert growth_so_far(cur, b, hard) == _growth_scan(fresh(cur), b, hard), (how, hard)
