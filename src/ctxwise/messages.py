@@ -420,10 +420,11 @@ def memo_on(sources: Sequence[Any], tag: str, key: Hashable, compute: Callable[[
     entry."""
     memo = sources[0].memo()
     slot = memo.get(tag)
-    if slot is not None and slot[0] == key:
+    if slot is not None and (slot[0] is key or slot[0] == key):
         others = slot[1]
         n = len(sources) - 1
-        if len(others) == n and (n == 0 or all(others[k] is sources[k + 1] for k in range(n))):
+        if len(others) == n and (n == 0 or (others[0] is sources[1] if n == 1
+                                            else all(others[k] is sources[k + 1] for k in range(n)))):
             return slot[2]  # type: ignore[no-any-return]
     found = compute()
     memo[tag] = (key, tuple(sources[1:]), found)
