@@ -344,6 +344,12 @@ def _newest(newest: float | None, _: int, m: Message) -> float | None:
     return t if newest is None or (t is not None and t > newest) else newest
 
 
+def newest_time(messages: Sequence[Message]) -> float | None:
+    """The newest :func:`message_time` among ``messages`` (epoch seconds), None when none
+    carries a readable time; a left fold resumed from the last list this one extends."""
+    return fold_on(messages, "prices/newest", None, None, _newest)
+
+
 def idle_seconds(messages: Sequence[Message], now: float | None = None, last_call: float | None = None) -> float | None:
     """Seconds the prompt cache has gone unused at the call about to be made: from the
     previous model call (the latest assistant message's timestamp, else ``last_call``: when
@@ -356,7 +362,7 @@ def idle_seconds(messages: Sequence[Message], now: float | None = None, last_cal
     if then is None:
         then = last_call
     if now is None:
-        now = fold_on(messages, "prices/newest", None, None, _newest)
+        now = newest_time(messages)
     if then is None or now is None:
         return None
     return max(0.0, now - then)

@@ -61,6 +61,7 @@ passed``, the ``FAILED`` / ``ERROR`` test names, the first traceback or error li
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import shlex
@@ -397,10 +398,18 @@ def shell_access(command: str, cwd: str | None = None) -> Access:
 
 
 def _words(text: str) -> list[str]:
+    """The shell words of ``text`` (whitespace-split when it does not parse), a new list."""
+    return list(_split(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _split(text: str) -> tuple[str, ...]:
+    """:func:`_words` kept per text (a session's calls are read again at every edit; bounded,
+    least recently used dropped)."""
     try:
-        return shlex.split(text, posix=True)
+        return tuple(shlex.split(text, posix=True))
     except ValueError:
-        return text.split()
+        return tuple(text.split())
 
 
 def _count(words: list[str], default: int = 10) -> int | None:
