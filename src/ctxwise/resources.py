@@ -24,7 +24,8 @@ Which argument names the resource comes from:
   ``Bash`` (the shell rules below), ``Task`` (run, by ``description``);
 * SWE-agent / OpenHands ``str_replace_editor``: ``command`` ``view`` is a view of ``path``
   (``view_range`` its lines), ``str_replace`` / ``insert`` / ``create`` / ``undo_edit`` edit it;
-* OpenCode ``read`` / ``edit`` / ``write`` (``filePath``; ``write`` a whole write), ``grep`` /
+* OpenCode ``read`` / ``edit`` / ``write`` (``filePath``; ``read``'s ``offset`` is 1-based, see
+  :func:`_read_lines`; ``write`` a whole write), ``grep`` /
   ``glob`` (search ``pattern``), ``bash`` (``command``);
 * Codex ``shell``: ``command`` is an argv list (``["bash", "-lc", S]`` is the script ``S``, any
   other list its words joined as a shell quotes them) run in ``workdir``; ``apply_patch``: an
@@ -371,7 +372,13 @@ def _lines_of(inp: Mapping[str, Any]) -> tuple[int, int] | None:
 
 
 def _read_lines(inp: Mapping[str, Any]) -> tuple[int, int] | None:
-    """Claude Code ``Read``'s ``offset`` / ``limit`` as a line range (None: the whole file)."""
+    """A read's ``offset`` / ``limit`` as a line range (None: the whole file): ``offset`` is
+    the 1-based first line shown (``offset=10, limit=50`` shows lines 10-59; none or ``0``:
+    from line 1). Claude Code ``Read``; OpenCode ``read`` (``filePath``, ``offset`` "The line
+    number to start reading from (1-indexed)", an offset below 1 refused: anomalyco/opencode
+    (formerly sst/opencode) packages/opencode/src/tool/read.ts, and the same schema text in
+    the opencode-ai 1.18.33 binary CI runs; OpenCode releases before that change took a 0-based
+    offset, one line off here)."""
     off, lim = inp.get("offset"), inp.get("limit")
     if not isinstance(off, int) and not isinstance(lim, int):
         return None
