@@ -100,3 +100,17 @@ def test_the_beta_only_blocks_are_exactly_the_sdks():
     assert listed == beta_only & set(PROVIDER_KINDS)
     known = set(typing.get_args(typing.get_args(AnthropicBetaParam)[1]))
     assert {h for _, headers in BETA_FEATURES.values() for h in headers} <= known
+
+
+def test_each_call_says_it_anew_as_the_session_grows():
+    """The first call holds no MCP block (nothing to say); after an MCP turn is appended the
+    next call names it; a list that drops it (another provider's view) does not."""
+    with ContextManager("memory://", Policy(provider="anthropic")) as cm:
+        s = cm.session("u", "grow")
+        s.append_anthropic({"system": "Be brief.", "messages": [{"role": "user", "content": "Where is A1?"}]})
+        assert s.prepare().beta == []
+        s.append_anthropic({"messages": [{"role": "assistant", "content": [MCP_USE, MCP_RESULT]},
+                                         {"role": "user", "content": "And A2?"}]})
+        p = s.prepare()
+        assert [n.feature for n in p.beta] == ["mcp-client"]
+        assert beta_requirements([m for m in p.messages if m.id not in p.beta[0].message_ids], "anthropic") == []

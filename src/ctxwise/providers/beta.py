@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..messages import Message, ProviderBlock
+from ..messages import Message, ProviderBlock, fold_on
 from .profiles import ProviderProfile, get_profile
 
 __all__ = ["BETA_FEATURES", "BetaRequirement", "beta_requirements"]
@@ -58,33 +58,32 @@ BETA_FEATURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 header names in SDK 2.17 ``anthropic/types/anthropic_beta_param.py``)."""
 
 _FEATURE_OF = {kind: feature for feature, (kinds, _) in BETA_FEATURES.items() for kind in kinds}
-_MEMO = "providers/beta_kinds"
+_Found = tuple[tuple[str, str], ...]
+"""``(block type, message id)`` of every beta-only block found, in list order."""
 
 
-def _beta_kinds(m: Message) -> tuple[str, ...]:
-    """The beta-only Anthropic block types ``m`` holds (kept in its memo: messages are frozen)."""
-    memo = m.memo()
-    got = memo.get(_MEMO)
-    if got is None:
-        got = memo[_MEMO] = tuple(dict.fromkeys(
-            b.kind for b in m.blocks if isinstance(b, ProviderBlock) and b.provider == "anthropic"
-            and b.kind in _FEATURE_OF))
-    return got
+def _step(found: _Found, _: int, m: Message) -> _Found:
+    """One message of :func:`beta_requirements`' fold: ``found`` plus the beta-only Anthropic
+    block types ``m`` holds."""
+    kinds = [b.kind for b in m.blocks if isinstance(b, ProviderBlock) and b.provider == "anthropic"
+             and b.kind in _FEATURE_OF]
+    return found + tuple((k, m.id) for k in dict.fromkeys(kinds)) if kinds else found
 
 
 def beta_requirements(messages: Sequence[Message], provider: str | ProviderProfile) -> list[BetaRequirement]:
     """The beta features the payload rendered from ``messages`` for ``provider`` needs, one
     :class:`BetaRequirement` per feature in :data:`BETA_FEATURES` order; ``[]`` when the
     standard Messages API takes it, and for every provider whose wire is not Anthropic's.
-    Raises :class:`~ctxwise.errors.PolicyError` for an unknown provider. Pure."""
+    Raises :class:`~ctxwise.errors.PolicyError` for an unknown provider. Pure (a list that
+    extends the previous call's costs its new messages, :func:`ctxwise.messages.fold_on`)."""
     if get_profile(provider).wire != "anthropic":
         return []
     found: dict[str, tuple[dict[str, None], dict[str, None]]] = {}
-    for m in messages:
-        for kind in _beta_kinds(m):
-            kinds, ids = found.setdefault(_FEATURE_OF[kind], ({}, {}))
-            kinds[kind] = None
-            ids[m.id] = None
+    none: _Found = ()
+    for kind, mid in fold_on(messages, "providers/beta", None, none, _step):  # resumed from the last list
+        kinds, ids = found.setdefault(_FEATURE_OF[kind], ({}, {}))
+        kinds[kind] = None
+        ids[mid] = None
     out = []
     for feature, (_, headers) in BETA_FEATURES.items():
         if feature not in found:
