@@ -114,3 +114,22 @@ def test_shell_writes_other_than_sed_stay_unmeasured():
     as before (the shared long set's figures rest on it)."""
     echo = ToolUseBlock(id="x", name="bash", input={"command": "echo 'x = 1' > src/geo.py"})
     assert metrics.edited_paths(echo) == []
+
+
+def test_the_replay_measures_under_its_policys_rules():
+    """``ctxwise replay`` (replay_conversation) reads a custom tool's views and edits by the
+    policy's ``tool_rules``, as clearing does: the edit of a file a custom tool showed is
+    counted for freshness with the rules, and not without them."""
+    from ctxwise import ContextManager
+    from ctxwise.replay.runner import replay_conversation
+
+    conv = [TASK, use("v", "open_doc", {"doc": "src/geo.py"}), result("v", FILE, "open_doc"),
+            use("e", "patch_doc", {"doc": "src/geo.py", "before": "3.14", "after": "math.pi"}),
+            result("e", "patched", "patch_doc"), text_message("done", "assistant", "Done.")]
+    got = {}
+    for rules in ({}, {"open_doc": "doc", "patch_doc": "doc:edit"}):
+        policy = Policy.preset("default", budget=32_000, unit="tokens", provider="openai", tool_rules=rules)
+        with ContextManager("memory://", policy) as cm:
+            r = replay_conversation(cm, "u", "s", conv, name="t", source="built", format="ctxwise")
+        got[bool(rules)] = (r.measures.fresh_supported, r.measures.fresh_needed)
+    assert got == {False: (0, 0), True: (1, 1)}
