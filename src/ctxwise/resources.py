@@ -655,7 +655,14 @@ def shown_values(body: str, acc: Access | None, limit: int) -> str:
     A view: ``P, lines A-B; defines f, g, C`` (the symbols a ``def`` / ``class`` /
     ``function`` / ``fn`` / ``func`` / ``defmodule`` / ``defp`` line defines; never a CSS class
     or a number). A run: ``exit 1; 2 failed, 69 passed; FAILED tests/t.py::test_x; error
-    ValueError: bad`` (:func:`log_verdicts`). Pure."""
+    ValueError: bad`` (:func:`log_verdicts`). Pure: kept per ``(body, acc, limit)``, since a
+    clearing that is held back builds the same placeholders again at the next call."""
+    return _shown(body, acc, limit)
+
+
+@functools.lru_cache(maxsize=2048)
+def _shown(body: str, acc: Access | None, limit: int) -> str:
+    """:func:`shown_values`, computed (bounded, least recently used dropped)."""
     if limit <= 0:
         return ""
     items: list[str] = []
