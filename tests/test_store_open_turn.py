@@ -58,7 +58,7 @@ def test_appends_of_one_store_read_no_open_turn_and_write_what_fresh_stores_writ
 
     @event.listens_for(kept.engine, "before_cursor_execute")
     def _seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if statement.lstrip().startswith("SELECT") and "context_messages.seq >=" in statement:
+        if statement.lstrip().startswith("SELECT") and "context_messages.seq >= ?" in statement:
             selects.append(statement)
 
     batches = _turns(12)
@@ -114,3 +114,26 @@ def test_the_in_memory_store_keeps_its_turns_too() -> None:
         other.append("u", "s", batch, expected_version=k)
         other.__dict__.pop("_ctxwise_open_turns", None)  # nothing kept: each append reads the turn
     assert _record(store, "s") == _record(other, "s")
+
+
+def test_a_long_open_turn_is_not_kept_but_read(tmp_path: Path) -> None:
+    from ctxwise.store.base import MAX_TURN_KEPT
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    store = SqlStore(url)
+    reads: list[str] = []
+
+    @event.listens_for(store.engine, "before_cursor_execute")
+    def _seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.lstrip().startswith("SELECT") and "context_messages.seq >= ?" in statement:
+            reads.append(statement)
+
+    _open(store, "s")
+    v = store.append("u", "s", [text_message("q", "user", "go")], expected_version=0)
+    for i in range(MAX_TURN_KEPT // 2 + 1):
+        v = store.append("u", "s", [_call(f"a{i}", f"c{i}"), _result(f"t{i}", f"c{i}")], expected_version=v)
+    assert reads == []  # the turn grew past the bound only with the last append
+    store.append("u", "s", [text_message("done", "assistant", "ok")], expected_version=v)
+    assert len(reads) == 1
+    reply = [t for t in store.read_transcript("u", "s") if t.role == "assistant"]
+    assert len(reply) == 1 and len(reply[0].message_ids) == 2 * (MAX_TURN_KEPT // 2 + 1) + 1

@@ -691,8 +691,12 @@ class OpenTurn:
     rows: tuple[tuple[int, Message], ...]
 
 
-MAX_OPEN_TURNS = 10_000
+MAX_OPEN_TURNS = 1_000
 """How many sessions' open turns one store object keeps (the sessions it appended to last)."""
+
+MAX_TURN_KEPT = 64
+"""An open turn of more messages than this is not kept (the next append reads it): the memory
+kept stays bounded by about ``MAX_OPEN_TURNS * MAX_TURN_KEPT`` messages."""
 
 
 class _StaleTurn(Exception):
@@ -710,6 +714,9 @@ def _open_turns(store: BaseStore) -> "OrderedDict[tuple[str, str], OpenTurn]":
 
 def _keep_turn(held: "OrderedDict[tuple[str, str], OpenTurn]", key: tuple[str, str], turn: OpenTurn) -> None:
     with _DEFERRED_LOCK:
+        if len(turn.rows) > MAX_TURN_KEPT:
+            held.pop(key, None)
+            return
         held[key] = turn
         held.move_to_end(key)
         while len(held) > MAX_OPEN_TURNS:
