@@ -17,6 +17,8 @@ from sqlalchemy import (Column, DateTime, Integer, MetaData, String, Table, bind
                         insert, select)
 from sqlalchemy.engine import Connection, Engine, make_url
 
+from ..store.sql import QuickRead
+
 metadata = MetaData()
 proxy_heads = Table(
     "ctxwise_proxy_heads", metadata,
@@ -31,6 +33,9 @@ proxy_heads = Table(
     Column("created_at", DateTime(timezone=True), nullable=False),
 )
 """The table as revision 0006 creates it (the migration is the source of the DDL)."""
+
+_INSERT = insert(proxy_heads)
+"""The heads rows' INSERT (executemany), built once."""
 
 CHUNK = 500
 """Heads asked for per query after the first (the newest first)."""
@@ -102,7 +107,12 @@ class HeadStore:
         self.reader = engine.execution_options(isolation_level="AUTOCOMMIT")
         """Single-statement reads, outside any transaction (no write lock taken on SQLite)."""
         self._lookup = {named: _lookup_statement(named) for named in (False, True)}
-        self._newest = {named: _lookup_statement(named, NEWEST) for named in (False, True)}
+        self._newest = {named: QuickRead(engine, stmt, lambda params, stmt=stmt: self._read_first(stmt, params))
+                        for named, stmt in ((n, _lookup_statement(n, NEWEST)) for n in (False, True))}
+
+    def _read_first(self, stmt: Any, params: dict[str, Any]) -> Any:
+        with self.reader.connect() as conn:
+            return conn.execute(stmt, params).first()
 
     def lookup(self, tenant: str, name: str | None, chain: list[str]) -> Found | None:
         """The longest prefix of ``chain`` (:func:`ctxwise.proxy.wire.heads`) stored for
@@ -113,14 +123,14 @@ class HeadStore:
         named = {} if name is None else {"name": name}
         newest = chain[-NEWEST:]
         padded = newest + [newest[-1]] * (NEWEST - len(newest))  # a head asked twice matches once
-        with self.reader.connect() as conn:
-            row = conn.execute(self._newest[name is not None], {
-                "tenant": tenant, **named, **{f"h{i}": h for i, h in enumerate(padded)}}).first()
-            for end in range(len(chain) - len(newest), 0, -CHUNK):
-                if row is not None:
-                    break
-                row = conn.execute(self._lookup[name is not None], {
-                    "tenant": tenant, **named, "heads": chain[max(0, end - CHUNK):end]}).first()
+        row = self._newest[name is not None]({"tenant": tenant, **named, **{f"h{i}": h for i, h in enumerate(padded)}})
+        if row is None and len(chain) > len(newest):
+            with self.reader.connect() as conn:
+                for end in range(len(chain) - len(newest), 0, -CHUNK):
+                    row = conn.execute(self._lookup[name is not None], {
+                        "tenant": tenant, **named, "heads": chain[max(0, end - CHUNK):end]}).first()
+                    if row is not None:
+                        break
         if row is None:
             return None
         count, user_id, session_id, found_name, top = row
@@ -146,10 +156,10 @@ class HeadStore:
         if not rows:
             return
         if conn is not None:
-            conn.execute(insert(proxy_heads), rows)
+            conn.execute(_INSERT, rows)
             return
         with self.engine.begin() as own:
-            own.execute(insert(proxy_heads), rows)
+            own.execute(_INSERT, rows)
 
     def forget(self, tenant: str, user_id: str, session_id: str, above: int) -> int:
         """Delete the session's heads longer than ``above`` messages (a reply it no longer
