@@ -1,11 +1,17 @@
-"""Which session a proxied call continues: the ``ctxwise_proxy_heads`` table (revision 0006).
+"""Which session a proxied call continues: the ``ctxwise_proxy_heads`` table (revisions 0006, 0007).
 
 A client re-sends its whole history on every call. Each stored row names one prefix of a
 conversation (``head``, :func:`ctxwise.proxy.wire.heads`, ``count`` messages long) and the
 session that holds it, per tenant; ``name`` is the client's ``X-Ctxwise-Session`` ('' when it
 sent none). A call maps to the session of its longest stored prefix (:meth:`HeadStore.lookup`);
-the session's newest head is the row with its largest ``count``. Only hashes are stored: no
-message text, no provider key.
+the session's newest head is the row with its largest ``count``; ``ends_call`` marks the row
+naming a call's whole history (what lies beyond the newest such row is that call's reply). Only
+hashes are stored: no message text, no provider key.
+
+A call's rows are written in its session write's transaction (:meth:`HeadStore.commit`), which
+holds the session's write lock, and only if the session's newest head is still the one the
+call was mapped on (a compare-and-set): of two processes that mapped the same call on the same
+session at once, one stores it and the other gets :class:`HeadsMoved` with nothing stored.
 """
 from __future__ import annotations
 
@@ -13,9 +19,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import (Column, DateTime, Integer, MetaData, String, Table, bindparam, create_engine, delete, func,
-                        insert, select)
+from sqlalchemy import (Boolean, Column, DateTime, Integer, MetaData, String, Table, bindparam, create_engine, delete,
+                        false, func, insert, select)
 from sqlalchemy.engine import Connection, Engine, make_url
+
+from ..errors import SessionConflict
 
 metadata = MetaData()
 proxy_heads = Table(
@@ -29,8 +37,15 @@ proxy_heads = Table(
     Column("session_id", String(255), nullable=False),
     Column("branched_from", String(255), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("ends_call", Boolean, nullable=False, server_default=false()),
 )
-"""The table as revision 0006 creates it (the migration is the source of the DDL)."""
+"""The table as revisions 0006 and 0007 make it (the migrations are the source of the DDL)."""
+
+
+class HeadsMoved(SessionConflict):
+    """The session's newest head is not the one a call was mapped on: another call of the
+    session (in this process or another) was stored in between. Raised inside the session
+    write's transaction, so nothing of the call is stored; the proxy maps the call again."""
 
 CHUNK = 500
 """Heads asked for per query after the first (the newest first)."""
@@ -76,13 +91,18 @@ def _lookup_statement(named: bool, fixed: int = 0) -> Any:
 
 
 def heads_rows(tenant: str, name: str, user_id: str, session_id: str, chain: list[str], start: int,
-               branched_from: str | None = None, at: list[tuple[str, int]] | None = None) -> list[dict[str, Any]]:
+               branched_from: str | None = None, at: list[tuple[str, int]] | None = None,
+               ends: int | None = None) -> list[dict[str, Any]]:
     """The table rows of ``chain[start:]`` (heads of counts ``start+1 ..``) and of ``at``
-    (``(head, count)`` pairs) for the session; ``branched_from``: the session it branched from."""
+    (``(head, count)`` pairs) for the session; ``branched_from``: the session it branched from;
+    ``ends``: the count of the chain row that names a call's whole history (``ends_call``)."""
     now = datetime.now(timezone.utc)
-    pairs = [*((h, start + i + 1) for i, h in enumerate(chain[start:])), *(at or [])]
-    return [{"tenant": tenant, "name": name, "head": h, "count": n, "user_id": user_id, "session_id": session_id,
-             "branched_from": branched_from, "created_at": now} for h, n in pairs]
+    rows = [{"tenant": tenant, "name": name, "head": h, "count": start + i + 1, "user_id": user_id,
+             "session_id": session_id, "branched_from": branched_from, "created_at": now,
+             "ends_call": start + i + 1 == ends} for i, h in enumerate(chain[start:])]
+    return rows + [{"tenant": tenant, "name": name, "head": h, "count": n, "user_id": user_id,
+                    "session_id": session_id, "branched_from": branched_from, "created_at": now, "ends_call": False}
+                   for h, n in at or []]
 
 
 class HeadStore:
@@ -150,6 +170,34 @@ class HeadStore:
             return
         with self.engine.begin() as own:
             own.execute(insert(proxy_heads), rows)
+
+    def commit(self, conn: Connection, key: tuple[str, str, str], newest: int, rows: list[dict[str, Any]],
+               forget_above: int | None = None) -> None:
+        """In ``conn``'s transaction (the session write's, which holds the session's write
+        lock): check that the newest head of session ``key`` (``(tenant, user_id,
+        session_id)``) still has ``newest`` messages (0: the session has none), then delete its
+        heads above ``forget_above`` (a reply it no longer holds) and insert ``rows``. Raises
+        :class:`HeadsMoved` when the newest head is another (another call of the session was
+        stored since the call was mapped); the caller's transaction is then rolled back."""
+        tenant, user_id, session_id = key
+        t = proxy_heads.c
+        where = (t.tenant == tenant, t.user_id == user_id, t.session_id == session_id)
+        top = conn.execute(select(func.max(t.count)).where(*where)).scalar()
+        if int(top or 0) != newest:
+            raise HeadsMoved(f"session {session_id!r}: its newest head has {int(top or 0)} messages, not {newest}: "
+                             f"another call of the session was stored first")
+        if forget_above is not None:
+            conn.execute(delete(proxy_heads).where(*where, t.count > forget_above))
+        self.write(rows, conn)
+
+    def newest_call(self, tenant: str, user_id: str, session_id: str) -> int | None:
+        """How many messages the newest call of the session sent (its ``ends_call`` row), None
+        when no row says (rows stored before revision 0007)."""
+        t = proxy_heads.c
+        with self.reader.connect() as conn:
+            n = conn.execute(select(func.max(t.count)).where(
+                t.tenant == tenant, t.user_id == user_id, t.session_id == session_id, t.ends_call)).scalar()
+        return None if n is None else int(n)
 
     def forget(self, tenant: str, user_id: str, session_id: str, above: int) -> int:
         """Delete the session's heads longer than ``above`` messages (a reply it no longer

@@ -44,7 +44,8 @@ from .. import ContextBudgetExceeded, CtxwiseError, PolicyError, SessionConflict
 from ..server.core import Server
 from . import recall, telemetry
 from .auth import Family, split_key_path, tenant_key, unauthorized_body
-from .conversation import BUDGET_SETTING, Call, UnmanagedResponse, begin, finish, pending, recall_round
+from .conversation import (BUDGET_SETTING, RETRY_HEADER, Call, UnmanagedResponse, begin, finish, pending,
+                           recall_round)
 from .heads import HeadStore
 from .replies import DEFAULT_DELAY, Pending, Replies
 from .stream import Assembler
@@ -242,7 +243,7 @@ class Proxy:
         except ValueError as e:
             await _json(send, 400, error_body(route.family, 400, f"ctxwise: {e}"))
             return
-        call = Call(route, "", name, user, body, request=Request(scope))
+        call = Call(route, "", name, user, body, request=Request(scope), retry=retry_count(headers.get(RETRY_HEADER)))
         await self._managed(send, receive, call, key, headers, out, raw, recall_on)
 
     async def _managed(self, send: Send, receive: Receive, call: Call, key: str | None, headers: dict[str, str],
@@ -256,6 +257,10 @@ class Proxy:
         except UnmanagedResponse as e:
             log.info("proxy: %s; passed on unmanaged", e)
             await self._forward(send, route, raw, out, None, body.get("stream") is True, receive)
+            return
+        except SessionConflict as e:
+            # other calls of the session kept being stored first (nothing of this one is): the SDKs retry a 409
+            await _json(send, 409, error_body(route.family, 409, f"ctxwise: {e}"))
             return
         except (WireError, CtxwiseError) as e:
             hint = f" (the budget is set by {BUDGET_SETTING})" if isinstance(e, ContextBudgetExceeded) else ""
@@ -507,6 +512,13 @@ def header_id(raw: list[tuple[bytes, bytes]], name: str) -> str | None:
         raise ValueError(f"{title} {text[:40]!r}: an id is 1-{_ID_MAX} characters, without control characters "
                          f"or '/'")
     return text
+
+
+def retry_count(value: str | None) -> int:
+    """The SDK's retry count header (:data:`~ctxwise.proxy.conversation.RETRY_HEADER`) as a
+    number: 0 when absent or not a whole number from 0 to 1000 (a client's own value, never an error)."""
+    text = (value or "").strip()
+    return int(text) if text.isdigit() and len(text) <= 4 and int(text) <= 1000 else 0
 
 
 _FLAG = {"on": True, "true": True, "1": True, "yes": True, "off": False, "false": False, "0": False, "no": False}

@@ -1,0 +1,31 @@
+"""ctxwise_proxy_heads.ends_call: which head names a proxied call's whole history
+
+Revision ID: 0007
+Revises: 0006
+Create Date: 2026-12-07
+
+A session's heads beyond the newest call's history are that call's reply. The drop-in endpoint
+(``ctxwise.proxy``) needs to know where the newest call ended to tell a retry of that call (the
+reply it got is popped, the session continues) from a call that forks an earlier turn (a
+branch), whatever the reply's length (a Responses reply is several items). ``ends_call`` is
+true on the row naming the whole history a call sent; rows from before this revision are false
+(the proxy then reads a one-message reply as before).
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0007"
+down_revision = "0006"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("ctxwise_proxy_heads") as batch:
+        batch.add_column(sa.Column("ends_call", sa.Boolean, nullable=False, server_default=sa.false()))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("ctxwise_proxy_heads") as batch:
+        batch.drop_column("ends_call")
