@@ -37,6 +37,7 @@ answers 409, which the SDKs retry).
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 from contextlib import contextmanager
@@ -85,9 +86,14 @@ RETRY_TRIGGER = "client_retry"
 """The ``trigger`` of the ``retried`` event a proxied call stores when it repeats the session's
 newest call and the session holds no reply to pop."""
 
-ATTEMPTS = 3
+ATTEMPTS = 4
 """How many times :func:`begin` maps a call that keeps losing a race with other calls of the
-same session (:class:`~ctxwise.proxy.heads.HeadsMoved`, SessionConflict) before it raises."""
+same session (:class:`~ctxwise.proxy.heads.HeadsMoved`, SessionConflict) before it raises;
+it waits :data:`BACKOFF` seconds times 4 to the power of the lost attempt's number before the
+next (the other write may still hold the session's lock: PostgreSQL refuses at once)."""
+
+BACKOFF = 0.01
+"""Seconds :func:`begin` waits after its first lost race (0.01, 0.04, 0.16: 0.21 s at most)."""
 
 
 @dataclass
@@ -195,6 +201,7 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
             if attempt == ATTEMPTS - 1:
                 raise
             log.info("proxy: another call of session %s was stored first: the call is mapped again", call.session_id)
+            time.sleep(BACKOFF * 4 ** attempt)
             call.user_id, call.session_id, call.start, call.branched_from = "", "", 0, None
             call.retried = call.repeated = False
             call.newest, call.forget_above, call.prepared = 0, None, None

@@ -484,8 +484,8 @@ class Proxy:
         try:
             finish(self.server, self.heads, p)
         except SessionConflict:
-            log.info("proxy: session %s moved on before its reply was stored: the next call carried it",
-                     p.call.session_id)
+            log.info("proxy: session %s moved on before its reply was stored (the next call carried it, or "
+                     "the call was retried): the reply is not stored", p.call.session_id)
         except (WireError, CtxwiseError) as e:
             log.warning("proxy: the reply could not be recorded in session %s (%s)", p.call.session_id,
                         type(e).__name__)

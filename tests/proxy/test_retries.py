@@ -1,0 +1,194 @@
+"""Retries through the drop-in endpoint (issue 27): the official SDKs' own retry loops (an
+upstream 500, a client timeout while the first attempt is still upstream) leave one linear
+session on every route, Responses included (a multi-item reply, ``previous_response_id``);
+a changed request still branches. Real uvicorn, the ``openai`` / ``anthropic`` SDKs with
+their retries on, the stub upstream."""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+from ctxwise import ContextManager, SqlStore
+
+from .conftest import PROVIDER_KEY, Live
+from .stub import Reply
+from .test_routes import RESP_TOOLS, session_messages
+
+LATE = "moved on before its reply was stored"
+"""The proxy's log line for a reply the store refused (the earlier attempt's, after a retry)."""
+
+
+def _openai(live: Live, timeout: float = 30.0, **headers: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=live.openai_base, api_key=PROVIDER_KEY, max_retries=2, timeout=timeout,
+                         default_headers={"X-Ctxwise-Key": live.keys["a"], **headers})
+
+
+def _events(live: Live, user: str, sid: str) -> list[str]:
+    live.settle()
+    cm = ContextManager(live.store_url)
+    try:
+        return [e["stage"] for e in cm.session(f"acme:{user}", sid, create=False).events()]
+    finally:
+        cm.close()
+
+
+def _sessions(live: Live) -> list[str]:
+    live.settle()
+    with SqlStore(live.store_url) as store:
+        return [i.session_id for i in store.query_sessions(None, "acme:", 100, 0)]
+
+
+def _wait_refused(live: Live, caplog: pytest.LogCaptureFixture) -> None:
+    """Wait until the earlier attempt's late reply reached the proxy and the store refused it."""
+    deadline = time.monotonic() + 60
+    while LATE not in caplog.text:
+        assert time.monotonic() < deadline, "the earlier attempt's reply never came back"
+        live.settle()
+        time.sleep(0.05)
+
+
+def _retry_counts(live: Live, kind: str) -> list[str | None]:
+    return [s.headers.get("x-stainless-retry-count") for s in live.stub.of(kind)]
+
+
+@pytest.mark.parametrize("name", [None, "trip"])
+def test_responses_retry_after_an_upstream_500_is_one_linear_session(live: Live, name: str | None) -> None:
+    live.stub.fail_next = [500]
+    live.stub.queue("responses", Reply(text="Let me look.", calls=[("call_1", "get_weather", {"city": "Oslo"})]),
+                    Reply(text="Cold."))
+    client = _openai(live, **({"X-Ctxwise-Session": name} if name else {}))
+    items: list[Any] = [{"role": "user", "content": "Oslo weather?"}]
+    raw = client.responses.with_raw_response.create(model="gpt-5", input=items, tools=RESP_TOOLS)
+    assert _retry_counts(live, "responses") == ["0", "1"]  # the SDK's own retry, as it marks it
+    sid = raw.headers["x-ctxwise-session"]
+    assert raw.headers.get("x-ctxwise-branched-from") is None
+    first = raw.parse()
+    items += [o.model_dump(exclude_none=True) for o in first.output]
+    items.append({"type": "function_call_output", "call_id": "call_1", "output": "-3C"})
+    r2 = client.responses.with_raw_response.create(model="gpt-5", input=items, tools=RESP_TOOLS)
+    assert r2.headers["x-ctxwise-session"] == sid and r2.headers.get("x-ctxwise-branched-from") is None
+    assert [m.role for m in session_messages(live, "acme", "proxy", sid)] == ["user", "assistant", "tool", "assistant"]
+    assert _events(live, "proxy", sid).count("retried") == 1
+    assert _sessions(live) == [sid]
+    assert live.stub.invalid == []
+
+
+@pytest.mark.parametrize("mode", ["history", "previous_response_id", "named"])
+def test_responses_retry_after_a_timeout_while_the_first_attempt_is_upstream(
+        live: Live, caplog: pytest.LogCaptureFixture, mode: str) -> None:
+    caplog.set_level(logging.INFO, logger="ctxwise.proxy")
+    client = _openai(live, timeout=1.0, **({"X-Ctxwise-Session": "trip"} if mode == "named" else {}))
+    items: list[Any] = [{"role": "user", "content": "Plan a trip."}]
+    kwargs: dict[str, Any] = {}
+    roles = []
+    if mode == "previous_response_id":
+        live.stub.queue("responses", Reply(text="Where to?"))
+        r0 = client.responses.create(model="gpt-5", input=items)
+        kwargs["previous_response_id"] = r0.id
+        items, roles = [{"role": "user", "content": "Oslo."}], ["user", "assistant"]
+        live.stub.requests.clear()
+    # the first attempt is answered after the client gave up on it; the retry at once
+    live.stub.queue("responses", Reply(text="late", calls=[("call_late", "get_weather", {"city": "X"})]),
+                    Reply(text="On it.", calls=[("call_1", "get_weather", {"city": "Oslo"})]))
+    live.stub.delay_next = [3.0]
+    raw = client.responses.with_raw_response.create(model="gpt-5", input=items, tools=RESP_TOOLS, **kwargs)
+    got = raw.parse()
+    assert got.output_text == "On it." and _retry_counts(live, "responses") == ["0", "1"]
+    sid = raw.headers["x-ctxwise-session"]
+    assert raw.headers.get("x-ctxwise-branched-from") is None
+    _wait_refused(live, caplog)  # the first attempt's reply came back and was not stored
+    user = "proxy"
+    stored = session_messages(live, "acme", user, sid)
+    assert [m.role for m in stored] == [*roles, "user", "assistant"]
+    assert [b.name for b in stored[-1].blocks if b.type == "tool_use"] == ["get_weather"]
+    assert "late" not in str([b.model_dump() for b in stored[-1].blocks])
+    stages = _events(live, user, sid)
+    assert stages.count("retried") == 1 and "popped" not in stages
+    # the client goes on from the reply it got: the same session, no branch
+    live.stub.queue("responses", Reply(text="Cold."))
+    out = {"type": "function_call_output", "call_id": "call_1", "output": "-3C"}
+    if mode == "previous_response_id":
+        r2 = client.responses.with_raw_response.create(model="gpt-5", input=[out], previous_response_id=got.id)
+    else:
+        r2 = client.responses.with_raw_response.create(
+            model="gpt-5", input=[*items, *(o.model_dump(exclude_none=True) for o in got.output), out])
+    assert r2.headers["x-ctxwise-session"] == sid and r2.headers.get("x-ctxwise-branched-from") is None
+    assert [m.role for m in session_messages(live, "acme", user, sid)] == [*roles, "user", "assistant", "tool",
+                                                                           "assistant"]
+    assert _sessions(live) == [sid]
+
+
+def test_responses_retry_after_the_reply_was_made_pops_it(live: Live, caplog: pytest.LogCaptureFixture) -> None:
+    # the first attempt's reply reached the proxy (and was stored) before the retry came: popped
+    caplog.set_level(logging.INFO, logger="ctxwise.proxy")
+    client = _openai(live, timeout=1.0)
+    live.stub.queue("responses", Reply(text="first", calls=[("call_a", "get_weather", {"city": "A"})]),
+                    Reply(text="second", calls=[("call_b", "get_weather", {"city": "B"})]))
+    live.stub.delay_next = [1.2]
+    live.app.proxy.replies.delay = 0.0  # type: ignore[attr-defined]  # stored as soon as it comes
+    raw = client.responses.with_raw_response.create(
+        model="gpt-5", input=[{"role": "user", "content": "go"}], tools=RESP_TOOLS)
+    sid = raw.headers["x-ctxwise-session"]
+    assert raw.parse().output_text == "second" and raw.headers.get("x-ctxwise-branched-from") is None
+    stored = session_messages(live, "acme", "proxy", sid)
+    assert [m.role for m in stored] == ["user", "assistant"]
+    assert [b.id for b in stored[-1].blocks if b.type == "tool_use"] == ["call_b"]
+    assert _sessions(live) == [sid]
+
+
+def test_chat_and_messages_retries_after_a_timeout_follow_the_same_rules(
+        live: Live, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="ctxwise.proxy")
+    live.stub.queue("chat", Reply(text="late"), Reply(text="on time"))
+    live.stub.delay_next = [3.0]
+    raw = _openai(live, timeout=1.0).chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+    assert raw.parse().choices[0].message.content == "on time"
+    _wait_refused(live, caplog)
+    sid = raw.headers["x-ctxwise-session"]
+    assert [(m.role, m.text) for m in session_messages(live, "acme", "proxy", sid)] == \
+        [("user", "hi"), ("assistant", "on time")]
+    caplog.clear()
+    live.stub.queue("messages", Reply(text="late"), Reply(text="on time"))
+    live.stub.delay_next = [3.0]
+    ac = anthropic.Anthropic(base_url=live.url, api_key=PROVIDER_KEY, max_retries=2, timeout=1.0,
+                             default_headers={"X-Ctxwise-Key": live.keys["a"]})
+    raw2 = ac.messages.with_raw_response.create(model="claude-sonnet-4-5", max_tokens=50,
+                                                messages=[{"role": "user", "content": "hello"}])
+    assert raw2.parse().content[0].text == "on time"  # type: ignore[union-attr]
+    assert _retry_counts(live, "messages") == ["0", "1"]
+    _wait_refused(live, caplog)
+    sid2 = raw2.headers["x-ctxwise-session"]
+    assert [(m.role, m.text) for m in session_messages(live, "acme", "proxy", sid2)] == \
+        [("user", "hello"), ("assistant", "on time")]
+    assert _events(live, "proxy", sid2).count("retried") == 1
+    assert sorted(_sessions(live)) == sorted([sid, sid2])
+
+
+def test_a_changed_responses_request_still_branches(live: Live) -> None:
+    live.stub.queue("responses", Reply(text="a1", calls=[("c1", "get_weather", {"city": "A"})]), Reply(text="a2"),
+                    Reply(text="edited"), Reply(text="old turn again"))
+    client = _openai(live, **{"X-Ctxwise-Session": "trip"})
+    items: list[Any] = [{"role": "user", "content": "u1"}]
+    r1 = client.responses.create(model="gpt-5", input=items, tools=RESP_TOOLS)
+    items += [o.model_dump(exclude_none=True) for o in r1.output]
+    items.append({"type": "function_call_output", "call_id": "c1", "output": "ok"})
+    r2 = client.responses.with_raw_response.create(model="gpt-5", input=items, tools=RESP_TOOLS)
+    sid = r2.headers["x-ctxwise-session"]
+    # the last message changed: a branch, not a retry
+    edited = [*items[:-1], {"type": "function_call_output", "call_id": "c1", "output": "changed"}]
+    r3 = client.responses.with_raw_response.create(model="gpt-5", input=edited, tools=RESP_TOOLS)
+    assert r3.headers["x-ctxwise-session"] != sid and r3.headers["x-ctxwise-branched-from"] == sid
+    # the first turn sent again once the session moved past it: a branch too (of the newest session
+    # holding that turn, the branch above), not a regenerate popping a reply
+    r4 = client.responses.with_raw_response.create(model="gpt-5", input=items[:1], tools=RESP_TOOLS)
+    assert r4.headers["x-ctxwise-branched-from"] == r3.headers["x-ctxwise-session"]
+    assert r4.headers["x-ctxwise-session"] not in (sid, r3.headers["x-ctxwise-session"])
+    assert "popped" not in _events(live, "proxy", r3.headers["x-ctxwise-session"])
+    assert [m.role for m in session_messages(live, "acme", "proxy", sid)] == ["user", "assistant", "tool", "assistant"]
+    assert "popped" not in _events(live, "proxy", sid)
