@@ -213,15 +213,7 @@ def _begin(server: Server, store: HeadStore, call: Call, replies: Replies | None
     of the session (an exact repeat of that session's newest call is then another conversation,
     as one still in flight)."""
     route = call.route
-    previous = call.body.get("previous_response_id") if route.kind == "responses" else None
-    if previous is not None:
-        _after_response(store, call, replies, previous)
-    else:
-        call.items = history(route.kind, call.body)
-        if not any(not is_system(route.kind, m) for m in call.items):
-            field = "input" if route.kind == "responses" else "messages"
-            raise WireError(f"{field}: no message to answer (the request needs at least one user message)")
-        call.chain = heads(route.kind, call.body, call.items)
+    _history(store, call, replies)
     found, pending = _map(server, store, call, replies, raced)
     if replies is not None:  # the route counts it down when the upstream's answer is over
         replies.flying((call.tenant, call.user_id, call.session_id), 1)
@@ -230,21 +222,7 @@ def _begin(server: Server, store: HeadStore, call: Call, replies: Replies | None
     if pending is not None:
         first, suffix = pending.items, suffix[len(pending.items):]
 
-    def op(s: Session, checked: int | None) -> Prepared:
-        before = s.version
-        if call.retried and s.messages and s.messages[-1].role == "assistant":
-            s.pop()
-        elif call.retried or call.repeated:
-            record_retry(s, call.retry)
-        if call.start:
-            replace_system(s, route, call.items[:min(call.start, leading_system(route.kind, call.items))])
-        append_items(s, route, first, suffix)
-        if call.branched_from is not None:
-            s.record_branch(call.branched_from, BRANCH_TRIGGER)
-        prepared = s.prepare(checked_version=_confirmed(s, before, checked))
-        call.version = s.version
-        return prepared
-
+    op = _call_op(call, first, suffix)
     rows = heads_rows(call.tenant, call.name or "", call.user_id, call.session_id, call.chain, call.start,
                       call.branched_from, pending.extra if pending is not None else None, ends=len(call.chain))
     key = (call.tenant, call.user_id, call.session_id)
@@ -271,6 +249,46 @@ def _begin(server: Server, store: HeadStore, call: Call, replies: Replies | None
             store.forget(call.tenant, call.user_id, call.session_id, call.forget_above)
         store.write(rows)
     return call
+
+
+def _history(store: HeadStore, call: Call, replies: Replies | None) -> None:
+    """Set ``call.items`` and ``call.chain`` from the request (:func:`_after_response` for a
+    ``previous_response_id`` call). Raises WireError for a request with no message to answer."""
+    kind = call.route.kind
+    previous = call.body.get("previous_response_id") if kind == "responses" else None
+    if previous is not None:
+        _after_response(store, call, replies, previous)
+        return
+    call.items = history(kind, call.body)
+    if not any(not is_system(kind, m) for m in call.items):
+        field = "input" if kind == "responses" else "messages"
+        raise WireError(f"{field}: no message to answer (the request needs at least one user message)")
+    call.chain = heads(kind, call.body, call.items)
+
+
+def _call_op(call: Call, first: list[dict[str, Any]], suffix: list[dict[str, Any]]
+             ) -> Callable[[Session, int | None], Prepared]:
+    """The session work of a mapped call: pop the reply it retries (or record the retry),
+    replace a changed system prompt, append ``first`` (a carried reply) and ``suffix``, record
+    a branch, prepare."""
+    route = call.route
+
+    def op(s: Session, checked: int | None) -> Prepared:
+        before = s.version
+        if call.retried and s.messages and s.messages[-1].role == "assistant":
+            s.pop()
+        elif call.retried or call.repeated:
+            record_retry(s, call.retry)
+        if call.start:
+            replace_system(s, route, call.items[:min(call.start, leading_system(route.kind, call.items))])
+        append_items(s, route, first, suffix)
+        if call.branched_from is not None:
+            s.record_branch(call.branched_from, BRANCH_TRIGGER)
+        prepared = s.prepare(checked_version=_confirmed(s, before, checked))
+        call.version = s.version
+        return prepared
+
+    return op
 
 
 def record_retry(s: Session, attempt: int) -> int:
@@ -406,15 +424,7 @@ def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None,
     ``newest``, and ``retried`` / ``repeated`` for a retry) and take the session's waiting reply
     when the call carries it (:func:`begin`). Raises :class:`UnmanagedResponse` for a
     ``previous_response_id`` call that would start a session (its history is not all here)."""
-    for _ in range(3):
-        found = _carried(store.lookup(call.tenant, call.name, call.chain), call, replies)
-        pending = replies.take((call.tenant, found.user_id, found.session_id)) \
-            if replies is not None and found is not None and found.continues else None
-        if pending is None or _carries(call, found, pending):
-            break
-        replies.put_back(pending)  # type: ignore[union-attr]  # stored now: the call is a rewrite of that turn
-    else:
-        pending = None
+    found, pending = _found(store, call, replies)
     exact = found is not None and pending is None and len(call.chain) == found.count
     if found is not None and found.continues and not (exact and not _retry(call) and (raced or (
             replies is not None and replies.flying((call.tenant, found.user_id, found.session_id), 0)))):
@@ -430,6 +440,25 @@ def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None,
         return found, None
     if call.by_response:
         raise UnmanagedResponse("previous_response_id: the call repeats or forks a turn of its session")
+    return _new_session(server, store, call, found)
+
+
+def _found(store: HeadStore, call: Call, replies: Replies | None) -> tuple[Found | None, Pending | None]:
+    """The session holding the call's longest prefix, and its waiting reply when the call
+    carries it (one it does not carry is stored now, and the call looked up again)."""
+    for _ in range(3):
+        found = _carried(store.lookup(call.tenant, call.name, call.chain), call, replies)
+        pending = replies.take((call.tenant, found.user_id, found.session_id)) \
+            if replies is not None and found is not None and found.continues else None
+        if pending is None or _carries(call, found, pending):
+            return found, pending
+        replies.put_back(pending)  # type: ignore[union-attr]  # stored now: the call is a rewrite of that turn
+    return found, None
+
+
+def _new_session(server: Server, store: HeadStore, call: Call, found: Found | None) -> tuple[Found | None, None]:
+    """Set a new session for the call (:func:`_map`): a branch of ``found``'s session, or
+    another conversation when the whole history is a prefix that session holds."""
     call.user_id = call.user or (found.user_id if found is not None else DEFAULT_USER)
     taken = store.named(call.tenant, call.name) if call.name is not None else 0
     call.session_id = _new_id(call.name, taken)
