@@ -49,7 +49,7 @@ from .. import Message, Policy, Prepared, Replace, Session, SessionConflict, Ses
 from ..compaction import Budgeting
 from ..formats import from_anthropic, from_openai, from_responses
 from ..server.core import Server
-from .heads import Found, HeadsMoved, HeadStore, heads_rows
+from .heads import Found, HeadStore, heads_rows
 from .replies import Pending, Replies
 from .wire import Route, WireError, heads, history, is_system, leading_system, reply_items, response_head
 
@@ -88,7 +88,7 @@ newest call and the session holds no reply to pop."""
 
 ATTEMPTS = 4
 """How many times :func:`begin` maps a call that keeps losing a race with other calls of the
-same session (:class:`~ctxwise.proxy.heads.HeadsMoved`, SessionConflict) before it raises;
+same session (SessionConflict: :meth:`~ctxwise.proxy.heads.HeadStore.commit`, the store's version check) before it raises;
 it waits :data:`BACKOFF` seconds times 4 to the power of the lost attempt's number before the
 next (the other write may still hold the session's lock: PostgreSQL refuses at once)."""
 

@@ -11,7 +11,7 @@ hashes are stored: no message text, no provider key.
 A call's rows are written in its session write's transaction (:meth:`HeadStore.commit`), which
 holds the session's write lock, and only if the session's newest head is still the one the
 call was mapped on (a compare-and-set): of two processes that mapped the same call on the same
-session at once, one stores it and the other gets :class:`HeadsMoved` with nothing stored.
+session at once, one stores it and the other gets SessionConflict with nothing stored.
 """
 from __future__ import annotations
 
@@ -41,11 +41,6 @@ proxy_heads = Table(
 )
 """The table as revisions 0006 and 0007 make it (the migrations are the source of the DDL)."""
 
-
-class HeadsMoved(SessionConflict):
-    """The session's newest head is not the one a call was mapped on: another call of the
-    session (in this process or another) was stored in between. Raised inside the session
-    write's transaction, so nothing of the call is stored; the proxy maps the call again."""
 
 CHUNK = 500
 """Heads asked for per query after the first (the newest first)."""
@@ -177,14 +172,14 @@ class HeadStore:
         lock): check that the newest head of session ``key`` (``(tenant, user_id,
         session_id)``) still has ``newest`` messages (0: the session has none), then delete its
         heads above ``forget_above`` (a reply it no longer holds) and insert ``rows``. Raises
-        :class:`HeadsMoved` when the newest head is another (another call of the session was
+        :class:`~ctxwise.SessionConflict` when the newest head is another (another call of the session was
         stored since the call was mapped); the caller's transaction is then rolled back."""
         tenant, user_id, session_id = key
         t = proxy_heads.c
         where = (t.tenant == tenant, t.user_id == user_id, t.session_id == session_id)
         top = conn.execute(select(func.max(t.count)).where(*where)).scalar()
         if int(top or 0) != newest:
-            raise HeadsMoved(f"session {session_id!r}: its newest head has {int(top or 0)} messages, not {newest}: "
+            raise SessionConflict(f"session {session_id!r}: its newest head has {int(top or 0)} messages, not {newest}: "
                              f"another call of the session was stored first")
         if forget_above is not None:
             conn.execute(delete(proxy_heads).where(*where, t.count > forget_above))
