@@ -10,6 +10,10 @@ reply it got is popped, the session continues) from a call that forks an earlier
 branch), whatever the reply's length (a Responses reply is several items). ``ends_call`` is
 true on the row naming the whole history a call sent; rows from before this revision are false
 (the proxy then reads a one-message reply as before).
+
+The session index gets ``count`` as its last column: a session's newest head (``max(count)``,
+read by every lookup and by the check each proxied write makes) is then read from the index
+alone.
 """
 
 import sqlalchemy as sa
@@ -24,8 +28,13 @@ depends_on = None
 def upgrade() -> None:
     with op.batch_alter_table("ctxwise_proxy_heads") as batch:
         batch.add_column(sa.Column("ends_call", sa.Boolean, nullable=False, server_default=sa.false()))
+    op.drop_index("ix_ctxwise_proxy_heads_session", table_name="ctxwise_proxy_heads")
+    op.create_index("ix_ctxwise_proxy_heads_session", "ctxwise_proxy_heads",
+                    ["tenant", "user_id", "session_id", "count"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_ctxwise_proxy_heads_session", table_name="ctxwise_proxy_heads")
+    op.create_index("ix_ctxwise_proxy_heads_session", "ctxwise_proxy_heads", ["tenant", "user_id", "session_id"])
     with op.batch_alter_table("ctxwise_proxy_heads") as batch:
         batch.drop_column("ends_call")
