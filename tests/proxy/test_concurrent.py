@@ -140,3 +140,98 @@ def test_two_different_continuations_in_two_processes_branch(store_url: str) -> 
     assert kept in (EXPECTED, [*EXPECTED[:2], "user:Porto"])  # one continuation, never both
     assert _texts(store_url, branch[0]) == ([*EXPECTED[:2], "user:Porto"] if kept == EXPECTED else EXPECTED)
     assert _events(store_url, branch[0])[0] == "branched"
+
+
+def _serve(url: str, upstream: str, log_path: Any) -> tuple[Any, str]:
+    """``ctxwise serve`` in a process of its own on a free port, its OpenAI upstream ``upstream``."""
+    import socket
+    import subprocess
+    import sys
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "ctxwise", "serve", "--db", url, "--port", str(port),
+                                 "--openai-upstream", upstream, "--log-level", "warning"],
+                                stdout=log, stderr=subprocess.STDOUT)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def _up(proc: Any, base: str, log_path: Any) -> None:
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + 90
+    while True:
+        assert proc.poll() is None, log_path.read_text()
+        try:
+            if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.2)
+
+
+def test_two_ctxwise_serve_processes_take_the_same_calls_at_once(store_url: str, tmp_path: Any) -> None:
+    """End to end: two ``ctxwise serve`` processes on one database, the ``openai`` SDK sending
+    the same call to both at the same moment, round after round: every call answered (no 4xx
+    for a lost race), and no session holds a message twice."""
+    import threading
+
+    import openai
+
+    from ctxwise.server.keys import KeyStore
+
+    from .stub import Reply, Stub
+
+    stub = Stub()
+    stub.responder = lambda kind, body: Reply(text="ok")
+    s_server, _ = stub.start()
+    url = store_url
+    procs = [_serve(url, stub.url + "/v1", tmp_path / f"serve{k}.log") for k in range(2)]
+    try:
+        for k, (proc, base) in enumerate(procs):
+            _up(proc, base, tmp_path / f"serve{k}.log")
+        ks = KeyStore(url)
+        key = ks.create("acme", "t")[0]
+        ks.close()
+        clients = [openai.OpenAI(base_url=base + "/v1", api_key="sk-x", max_retries=0,
+                                 default_headers={"X-Ctxwise-Key": key}) for _, base in procs]
+        seen: list[str] = []
+        for r in range(6):
+            first = [{"role": "user", "content": f"conversation {r}"}]
+            raw = clients[r % 2].chat.completions.with_raw_response.create(model="m", messages=first)
+            seen.append(raw.headers["x-ctxwise-session"])
+            nxt = [*first, {"role": "assistant", "content": "ok"}, {"role": "user", "content": f"step {r}"}]
+            barrier, got, errors = threading.Barrier(2), [], []
+
+            def send(client: openai.OpenAI, msgs: list[dict[str, Any]] = nxt) -> None:
+                try:
+                    barrier.wait(timeout=30)
+                    got.append(client.chat.completions.with_raw_response.create(model="m", messages=msgs))
+                except BaseException as e:  # noqa: BLE001 - asserted below
+                    errors.append(e)
+
+            threads = [threading.Thread(target=send, args=(c,)) for c in clients]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=120)
+            assert errors == [] and len(got) == 2, errors
+            seen += [g.headers["x-ctxwise-session"] for g in got]
+    finally:
+        for proc, _ in procs:
+            proc.terminate()
+            proc.wait(timeout=30)
+        s_server.should_exit = True
+    cm = ContextManager(url)
+    try:
+        for sid in set(seen):
+            texts = [m.text for m in cm.session("acme:proxy", sid, create=False).messages if m.role == "user"]
+            assert len(texts) == len(set(texts)), (sid, texts)
+            assert texts[0].startswith("conversation ")
+    finally:
+        cm.close()
