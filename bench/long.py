@@ -16,8 +16,9 @@ call, an empty result marked) is scored on the same calls by the same functions
 * input tokens and cache-adjusted cost (cached prefix at 0.1), calls over the budget;
 * **task recall**: the task lines of the instruction in force present at every call;
 * **edit-anchor recall**: for every edit call (``Edit.old_string``, ``str_replace`` ``old_str``,
-  a literal ``sed -i s/…/`` pattern) whose anchor the history held, whether the payload it was
-  produced from held it;
+  OpenCode ``oldString``, MCP ``edit_file`` ``oldText``, a diff's ``SEARCH`` block, a patch
+  hunk's old lines, a literal ``sed -i s/…/`` pattern; ``metrics.edit_anchors``) whose anchor
+  the history held, whether the payload it was produced from held it;
 * **working-file freshness**: for every edit of a file viewed before, whether the latest view
   was in the payload whole;
 * support recall (salient values, amounts and dates normalized), as in ``bench/compare.py``;

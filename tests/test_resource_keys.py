@@ -250,3 +250,19 @@ def test_a_path_longer_than_the_limit_keeps_its_head_not_an_empty_item():
 
     got = shown_values("def f():\n  pass\n", Access("path:" + "d/" * 400 + "x.py", "view"), 120)
     assert got.startswith("d/d/d/") and got.endswith("…") and len(got) <= 120
+
+
+def test_opencode_read_offset_is_the_1_based_first_line():
+    """OpenCode's ``read`` takes ``offset`` as "The line number to start reading from
+    (1-indexed)" and prints each line as ``N: text`` from that number (anomalyco/opencode,
+    formerly sst/opencode, packages/opencode/src/tool/read.ts; the same in opencode-ai 1.18.33).
+    So ``offset=11, limit=10`` shows lines 11-20, and a later read of lines 1-20 covers it: the
+    earlier view is stale. Read 0-based (lines 12-21) the later read would not cover it."""
+    assert acc("read", filePath="/r/a.py", offset=11, limit=10) == ("path:/r/a.py", "view", (11, 20))
+    assert acc("read", filePath="/r/a.py", offset=1, limit=3) == ("path:/r/a.py", "view", (1, 3))
+    shown = "\n".join(f"{n}: line {n}" for n in range(11, 21))  # what OpenCode prints for it
+    msgs = [text_message("u", "user", "go"),
+            call("1", "read", filePath="/r/a.py", offset=11, limit=10), out("1", shown),
+            call("2", "read", filePath="/r/a.py", offset=1, limit=20),
+            out("2", "\n".join(f"{n}: line {n}" for n in range(1, 21)))]
+    assert reuse_ranks(msgs, recent=1)["1"] == STALE

@@ -24,7 +24,8 @@ Which argument names the resource comes from:
   ``Bash`` (the shell rules below), ``Task`` (run, by ``description``);
 * SWE-agent / OpenHands ``str_replace_editor``: ``command`` ``view`` is a view of ``path``
   (``view_range`` its lines), ``str_replace`` / ``insert`` / ``create`` / ``undo_edit`` edit it;
-* OpenCode ``read`` / ``edit`` / ``write`` (``filePath``; ``write`` a whole write), ``grep`` /
+* OpenCode ``read`` / ``edit`` / ``write`` (``filePath``; ``read``'s ``offset`` is 1-based, see
+  :func:`_read_lines`; ``write`` a whole write), ``grep`` /
   ``glob`` (search ``pattern``), ``bash`` (``command``);
 * Codex ``shell``: ``command`` is an argv list (``["bash", "-lc", S]`` is the script ``S``, any
   other list its words joined as a shell quotes them) run in ``workdir``; ``apply_patch``: an
@@ -70,8 +71,8 @@ from typing import Any, Literal
 
 from .messages import Message, ToolUseBlock
 
-__all__ = ["ACTIONS", "Access", "Action", "access_of", "accesses_of", "parse_rule", "reuse_ranks", "working_views",
-           "writes_files"]
+__all__ = ["ACTIONS", "Access", "Action", "access_of", "accesses_of", "is_whole_write", "parse_rule", "patch_text",
+           "reuse_ranks", "working_views", "writes_files"]
 """Public: a user checks which resource key a tool call gets under their ``Policy.tool_rules``
 (``access_of(use, rules)``), and how a context's results rank (``reuse_ranks``)."""
 
@@ -329,19 +330,33 @@ def _workdir(inp: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _patch_edits(inp: Mapping[str, Any]) -> tuple[Access, ...]:
-    """One edit per file a patch text among the call's string arguments names (Codex
-    ``apply_patch``'s ``input``, OpenCode ``patch``'s ``patchText``, or a shell
-    ``apply_patch <<EOF``, the text starting with the patch or with ``apply_patch``):
-    ``*** Update File: P``, ``*** Add File: P``, ``*** Delete File:
-    P``, ``*** Move to: P`` (https://github.com/openai/codex codex-rs/apply-patch)."""
+def patch_text(inp: Mapping[str, Any]) -> str | None:
+    """The patch text among a call's arguments, or None: a string argument that starts with
+    the patch (``*** Begin Patch``, ``*** Update File:``, ...: Codex ``apply_patch``'s
+    ``input``, OpenCode ``patch``'s ``patchText``), a shell ``apply_patch <<EOF`` (from
+    ``*** Begin Patch`` on), or an argv list ``["apply_patch", PATCH]`` (Codex ``shell``).
+    Format: https://github.com/openai/codex codex-rs/apply-patch. Pure."""
     for v in inp.values():
+        if isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, str) for x in v) \
+                and posixpath.basename(v[0]) == "apply_patch" and v[1].lstrip().startswith(_PATCH_STARTS):
+            return str(v[1]).lstrip()
         text = _command_text(v).lstrip()
-        if text.startswith(_PATCH_STARTS) or text.startswith("apply_patch") and "*** Begin Patch" in text:
-            paths = [m.group(1) or m.group(2) for m in _PATCH_FILE.finditer(text)]
-            cwd = _workdir(inp)
-            return tuple(Access(f"path:{_path(p, cwd)}", "edit") for p in dict.fromkeys(paths))
-    return ()
+        if text.startswith(_PATCH_STARTS):
+            return text
+        if text.startswith("apply_patch") and "*** Begin Patch" in text:
+            return text[text.index("*** Begin Patch"):]
+    return None
+
+
+def _patch_edits(inp: Mapping[str, Any]) -> tuple[Access, ...]:
+    """One edit per file the call's patch text (:func:`patch_text`) names: ``*** Update File:
+    P``, ``*** Add File: P``, ``*** Delete File: P``, ``*** Move to: P``."""
+    text = patch_text(inp)
+    if text is None:
+        return ()
+    paths = [m.group(1) or m.group(2) for m in _PATCH_FILE.finditer(text)]
+    cwd = _workdir(inp)
+    return tuple(Access(f"path:{_path(p, cwd)}", "edit") for p in dict.fromkeys(paths))
 
 
 def _lines_of(inp: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -357,7 +372,13 @@ def _lines_of(inp: Mapping[str, Any]) -> tuple[int, int] | None:
 
 
 def _read_lines(inp: Mapping[str, Any]) -> tuple[int, int] | None:
-    """Claude Code ``Read``'s ``offset`` / ``limit`` as a line range (None: the whole file)."""
+    """A read's ``offset`` / ``limit`` as a line range (None: the whole file): ``offset`` is
+    the 1-based first line shown (``offset=10, limit=50`` shows lines 10-59; none or ``0``:
+    from line 1). Claude Code ``Read``; OpenCode ``read`` (``filePath``, ``offset`` "The line
+    number to start reading from (1-indexed)", an offset below 1 refused: anomalyco/opencode
+    (formerly sst/opencode) packages/opencode/src/tool/read.ts, and the same schema text in
+    the opencode-ai 1.18.33 binary CI runs; OpenCode releases before that change took a 0-based
+    offset, one line off here)."""
     off, lim = inp.get("offset"), inp.get("limit")
     if not isinstance(off, int) and not isinstance(lim, int):
         return None

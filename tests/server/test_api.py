@@ -336,3 +336,34 @@ def test_a_reused_call_id_recalls_the_body_the_placeholder_names(live: Live):
     got = http.get(f"/v1/sessions/reuse/tool-results/{quote('fn/a/b', safe='')}", params={"user_id": "u"})
     assert got.status_code == 200 and got.json()["tool_use_id"] == "fn/a/b", raw(got)
     assert "BODY-SLASH" in json.dumps(got.json()["message"])
+
+
+def test_prepare_says_when_the_payload_needs_anthropics_beta_api(live: Live):
+    """Kind: a REST client holding MCP connector blocks gets a payload the standard Messages API
+    refuses with no word of it. ``beta`` names the feature, its header names and the messages
+    (the library's ``Prepared.beta``); a session without such blocks gets ``[]``."""
+    from .conftest import start_server, stop_server
+
+    server, thread, url = start_server(live.store_url, POLICY.with_(provider="anthropic", budget=60_000))
+    try:
+        import httpx
+
+        http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {live.keys['a']}"}, timeout=60)
+        use = {"type": "mcp_tool_use", "id": "mcptoolu_01", "name": "lookup", "server_name": "crm", "input": {"q": 1}}
+        res = {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_01", "content": [{"type": "text", "text": "ok"}]}
+        first = {"format": "anthropic", "system": "Be brief.", "messages": [{"role": "user", "content": "Find A1."}]}
+        assert http.post("/v1/sessions/b/messages", params={"user_id": "u"}, json=first).status_code == 200
+        p = http.post("/v1/sessions/b/prepare", params={"user_id": "u"})
+        assert p.status_code == 200, raw(p)
+        assert p.json()["beta"] == []
+        more = {"format": "anthropic", "messages": [{"role": "assistant", "content": [use, res]},
+                                                    {"role": "user", "content": "Thanks."}]}
+        assert http.post("/v1/sessions/b/messages", params={"user_id": "u"}, json=more).status_code == 200
+        p = http.post("/v1/sessions/b/prepare", params={"user_id": "u"})
+        assert p.status_code == 200, raw(p)
+        [need] = p.json()["beta"]
+        assert need["feature"] == "mcp-client" and need["block_types"] == ["mcp_tool_use", "mcp_tool_result"]
+        assert "mcp-client-2025-11-20" in need["headers"] and len(need["message_ids"]) == 1
+        http.close()
+    finally:
+        stop_server(server, thread)

@@ -34,7 +34,7 @@ from ..changes import Hide, InsertSummary
 from ..errors import SummarizerError
 from ..messages import Marker, Message, ProviderBlock, TextBlock
 from ..policy import Policy
-from ..summarizers.base import SUMMARY_HEADER, Summarizer
+from ..summarizers.base import SUMMARY_HEADER, Summarizer, ToolRulesSummarizer
 from ..resources import working_views
 from ..tokens import get_counter
 from ..units import Turn, is_user_input, tool_cycles
@@ -385,7 +385,7 @@ def summarize_range(
         material_size += seg_total
         if summary_id(replaced) in skip:
             return StageResult(messages)
-    result, error = _summarize(summarizer, material, segments, roll, target_chars, facts)
+    result, error = _summarize(summarizer, material, segments, roll, target_chars, facts, b.policy.tool_rules)
     if result is None:
         return StageResult(messages, [_failed(b, size, replaced, error, t0, trigger)])
     native = native_blocks(result.detail.get("native"), b.policy.provider)
@@ -446,15 +446,20 @@ def _target_chars(b: Budgeting, material: list[Message], material_size: int) -> 
 
 
 def _summarize(summarizer: Summarizer, material: list[Message], segments: Sequence[Message], roll: bool,
-               target_chars: int, facts: Sequence[str]) -> tuple[Any, str]:
+               target_chars: int, facts: Sequence[str], rules: dict[str, str] | None = None) -> tuple[Any, str]:
     """``(the summarizer's result, "")``, or ``(None, why it failed)`` when it raised or
-    returned an empty summary (the turns would go with nothing standing for them)."""
+    returned an empty summary (the turns would go with nothing standing for them). ``rules``
+    (``Policy.tool_rules``) go to a :class:`~ctxwise.summarizers.base.ToolRulesSummarizer`
+    when there are any."""
     prev_text = "\n".join(_body(m) for m in segments) if roll else None
     if not roll:  # a segment quotes the facts its own material stated, not every fact again
         said = "\n".join(m.text for m in material if is_user_input(m))
         facts = [f for f in facts if f in said]
     try:
-        result = summarizer.summarize(material, prev_text, target_chars, facts=facts)
+        if rules and isinstance(summarizer, ToolRulesSummarizer) and summarizer.reads_tool_rules:
+            result = summarizer.summarize(material, prev_text, target_chars, facts=facts, tool_rules=rules)
+        else:
+            result = summarizer.summarize(material, prev_text, target_chars, facts=facts)
     except SummarizerError as e:
         return None, str(e)
     if not result.text.strip():

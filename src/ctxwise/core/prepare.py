@@ -22,6 +22,7 @@ from ..providers import check as check_payload
 from ..providers import check_wire, get_profile
 from ..providers.convert import Conversion, Converted, convert
 from ..providers.render import render_converted
+from ..providers.beta import BetaRequirement, beta_requirements
 from ..providers.binding import frozen_end
 from ..providers.rules import opens_with_compaction
 from ..policy import Policy
@@ -46,7 +47,11 @@ class Prepared:
     render-time conversions, goes to ``on_event`` and the log only); ``latency_ms`` the call's time in milliseconds; ``conversions``
     those conversions (:class:`ctxwise.providers.convert.Conversion`: a mid-conversation
     system message folded, a tool call id renamed, an image sent as a note, a lead user turn);
-    ``call_ids`` each renamed tool call id as sent -> the caller's id.
+    ``call_ids`` each renamed tool call id as sent -> the caller's id; ``beta`` what the
+    payload needs from Anthropic's beta Messages API
+    (:class:`ctxwise.providers.beta.BetaRequirement`: ``mcp_tool_use`` / ``mcp_tool_result``
+    blocks need ``client.beta.messages`` with an ``mcp-client-*`` beta header, a ``compaction``
+    block a ``compact-*`` one; ctxwise sets neither), empty when the standard API takes it.
     """
 
     messages: list[Message]
@@ -59,6 +64,7 @@ class Prepared:
     latency_ms: float = 0.0
     conversions: list[Conversion] = field(default_factory=list)
     call_ids: dict[str, str] = field(default_factory=dict)
+    beta: list[BetaRequirement] = field(default_factory=list)
 
 
 def rendered_event(converted: Converted, provider: str, unit: str, size: int) -> CompactionEvent:
@@ -444,7 +450,8 @@ def _finish(view: SessionView, deps: Deps, run: _Run, size_before: int, events: 
     emit = [*events, rendered_event(converted, view.provider, view.policy.unit, size)] if converted.conversions else events
     prepared = Prepared(messages=final, payload=payload, size=size, size_before=size_before,
                         chars=_chars(final, deps.chars), unit=view.policy.unit, events=events,
-                        conversions=converted.conversions, call_ids=converted.call_ids)
+                        conversions=converted.conversions, call_ids=converted.call_ids,
+                        beta=beta_requirements(final, view.policy.profile))
     error = PayloadInvalid(view.provider, violations, hint=PREPARE_HINT) if violations else None
     return Plan(view, write, prepared, emit=tuple(emit), error=error)
 

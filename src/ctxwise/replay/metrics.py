@@ -21,12 +21,15 @@ outputs with the same code:
 * :func:`task_recall`: the task lines (:func:`ctxwise.task.task_lines`) of the instruction in
   force (the user's latest own instructions, harness notices skipped) present in every call's
   context;
-* :func:`edit_anchor_recall`: for every edit call (Claude Code ``Edit``/``MultiEdit``
-  ``old_string``, ``str_replace`` ``old_str``, the pattern of a ``sed -i s/…/…/``), whether the
-  text it copies was in the context it was produced from, when the full history held it;
+* :func:`edit_anchor_recall`: for every edit call (:func:`edit_anchors`: Claude Code
+  ``Edit``/``MultiEdit`` ``old_string``, ``str_replace`` ``old_str``, OpenCode ``oldString``,
+  MCP ``edit_file`` ``oldText``, a diff's ``SEARCH`` blocks, a patch's hunks, the pattern of a
+  ``sed -i s/…/…/``), whether the text it copies was in the context it was produced from, when
+  the full history held it;
 * :func:`working_file_freshness`: for every edit of a file viewed before, whether that file's
   latest view was in the context whole (not cleared, not cut); a whole write of the file (its
-  text in the call's input) is a view too;
+  text in the call's input) is a view too; views and edits of every tool family are read by the
+  resource keys clearing uses (:mod:`ctxwise.resources`, ``Policy.tool_rules`` included);
 * :func:`validator_errors`: provider rule violations over all payloads;
 * :func:`bound_reasoning_violations`: reasoning sent after a changed prefix, checked from the
   payloads alone (independent of the digests ctxwise stores);
@@ -42,7 +45,7 @@ import json
 import math
 import re
 from collections import Counter as Tally
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +59,7 @@ from ..prices import (
     floor_cost,
     priced_cost,
 )
+from ..resources import access_of, accesses_of, is_whole_write, patch_text
 from ..salient import salient_values
 from ..task import latest_instruction_run, task_lines
 
@@ -64,7 +68,7 @@ __all__ = [
     "call_costs", "call_support", "common_prefix", "context_keys", "context_text", "events_by_stage",
     "floor_cost", "input_tokens", "message_text", "percentile", "placeholder_originals", "priced_cost",
     "recall_figures", "support_recall", "text_keys", "validator_errors", "value_key",
-    "edit_anchor_recall", "edit_anchors", "edited_path", "task_recall", "viewed_path", "working_file_freshness",
+    "edit_anchor_recall", "edit_anchors", "edited_path", "edited_paths", "task_recall", "viewed_path", "working_file_freshness",
     "written_path",
     "bound_reasoning_violations",
 ]
@@ -417,33 +421,120 @@ def _unescape_sed(pattern: str) -> str | None:
 
 def edit_anchors(use: ToolUseBlock) -> list[str]:
     """The texts an edit call copies from what the agent saw, to say where the edit goes:
-    ``old_string`` (Claude Code ``Edit``, each edit of ``MultiEdit``), ``old_str`` (a
-    ``str_replace`` command), the pattern of each ``sed -i 's/PATTERN/…/'`` of a shell command
-    when it is literal text (regex escapes undone). ``[]`` for any other call."""
+    an ``old_string`` / ``old_str`` / ``oldString`` / ``oldText`` argument in any spelling
+    (Claude Code ``Edit``, a ``str_replace`` command, OpenCode ``edit``, Gemini CLI
+    ``replace``), the same in each item of an ``edits`` list (``MultiEdit``, MCP filesystem
+    ``edit_file``), each ``SEARCH`` block of a ``diff`` (Cline ``replace_in_file``, Roo
+    ``apply_diff``), the old lines (context and removed) of each hunk of a patch
+    (:func:`ctxwise.resources.patch_text`: Codex ``apply_patch``, OpenCode ``patch``), the
+    pattern of each ``sed -i 's/PATTERN/…/'`` of a shell command when it is literal text
+    (regex escapes undone). ``[]`` for any other call."""
     inp = use.input
     out: list[str] = []
-    for key in ("old_string", "old_str"):
-        v = inp.get(key)
-        if isinstance(v, str) and v.strip():
+    for k, v in inp.items():
+        if _arg_key(k) in _OLD_ARGS and isinstance(v, str) and v.strip():
             out.append(v)
     edits = inp.get("edits")
     if isinstance(edits, list):
-        out.extend(e["old_string"] for e in edits if isinstance(e, dict) and isinstance(e.get("old_string"), str)
-                   and e["old_string"].strip())
+        out.extend(v for e in edits if isinstance(e, dict) for k, v in e.items()
+                   if _arg_key(k) in _OLD_ARGS and isinstance(v, str) and v.strip())
+    patch = patch_text(inp)
+    if patch is not None:
+        out.extend(_hunk_anchors(patch))
     for v in inp.values():
-        if isinstance(v, str) and "sed" in v:
-            for m in _SED_SUBST.finditer(v):
-                lit = _unescape_sed(m.group(3))
-                if lit and lit.strip():
-                    out.append(lit)
+        if isinstance(v, str):
+            out.extend(_text_anchors(v))
     return out
 
 
+def _text_anchors(v: str) -> list[str]:
+    """The anchors one string argument holds: its diff ``SEARCH`` blocks, its literal
+    ``sed -i`` patterns."""
+    out: list[str] = []
+    if "SEARCH" in v:
+        out.extend(x for x in (_search_text(m.group(1)) for m in _SEARCH_BLOCK.finditer(v)) if x.strip())
+    if "sed" in v:
+        for m in _SED_SUBST.finditer(v):
+            lit = _unescape_sed(m.group(3))
+            if lit and lit.strip():
+                out.append(lit)
+    return out
+
+
+_OLD_ARGS = ("oldstring", "oldstr", "oldtext")
+"""Argument names of an edit's copied text, compared without ``_`` / ``-`` and case."""
+_SEARCH_BLOCK = re.compile(r"^(?:<{7}|-{7}) ?SEARCH[ \t]*\r?\n(.*?)^={7}[ \t]*$", re.M | re.S)
+"""A ``SEARCH`` / ``=======`` / ``REPLACE`` block (Cline ``replace_in_file``'s ``diff``:
+``------- SEARCH``, older ``<<<<<<< SEARCH``; Roo ``apply_diff``)."""
+_SEARCH_META = re.compile(r"^(?::start_line:\s*\d+|-{7})[ \t]*\r?\n", re.M)
+
+
+def _arg_key(name: str) -> str:
+    return name.replace("_", "").replace("-", "").lower()
+
+
+def _search_text(block: str) -> str:
+    """A ``SEARCH`` block's text without Roo's ``:start_line:N`` / ``-------`` header lines."""
+    return _SEARCH_META.sub("", block, count=2) if block.startswith((":start_line:", "-------")) else block
+
+
+def _hunk_anchors(patch: str) -> list[str]:
+    """Per hunk of each ``*** Update File:`` section of a patch (hunks start at ``@@``), the
+    lines it expects in the file: context (`` ``) and removed (``-``) lines, prefix dropped."""
+    out: list[str] = []
+    old: list[str] = []
+    updating = False
+    for line in patch.splitlines() + ["@@"]:
+        if line.startswith(("@@", "*** ")):
+            if old and any(x.strip() for x in old):
+                out.append("\n".join(old))
+            old = []
+            if line.startswith("*** "):
+                updating = line.startswith("*** Update File:")
+        elif updating and line[:1] in (" ", "-"):
+            old.append(line[1:])
+    return out
+
+
+def _ruled(use: ToolUseBlock, rules: Mapping[str, str] | None) -> bool:
+    return bool(rules) and use.name in rules  # type: ignore[operator]
+
+
+def _shell_call(use: ToolUseBlock) -> bool:
+    return any(k in ("command", "cmd", "script") for k in use.input)
+
+
+def edited_paths(use: ToolUseBlock, rules: Mapping[str, str] | None = None) -> list[str]:
+    """The files an edit call changes in place (an edit of what the agent saw; a file written
+    whole is no edit of a viewed one): a Claude Code / ``str_replace_editor`` / ``sed -i`` edit
+    as :func:`edited_path` reads it; else, for a tool under a ``Policy.tool_rules`` rule or one
+    that is no shell command, the files its resource keys
+    (:func:`ctxwise.resources.accesses_of`) say it edits (MCP ``edit_file``,
+    ``replace_in_file``, OpenCode ``edit``, a rule ``"arg:edit"``); for a patch (Codex
+    ``apply_patch``, in a shell too) its ``*** Update File:`` files. Paths as the call gives
+    them (a resource key's path for the key machinery). Pure."""
+    if not _ruled(use, rules):
+        old = edited_path(use)
+        if old:
+            return [old]
+    patch = patch_text(use.input)
+    if patch is not None:
+        return list(dict.fromkeys(m.group(1) for m in _UPDATE_FILE.finditer(patch)))
+    if is_whole_write(use) or (_shell_call(use) and not _ruled(use, rules)):
+        return []
+    return list(dict.fromkeys(a.key[5:] for a in accesses_of(use, rules)
+                              if a.action == "edit" and a.key.startswith("path:")))
+
+
+_UPDATE_FILE = re.compile(r"^\*\*\* Update File: (.+?)\s*$", re.M)
+
+
 def edited_path(use: ToolUseBlock) -> str | None:
-    """The file an edit call changes: its path argument when it copies an anchor (``Edit``,
-    ``str_replace``) or inserts at a line (``insert``), or the last path-like operand of a
-    ``sed -i`` command (by pattern or by line number); None otherwise (a new file written
-    whole is no edit of a viewed one)."""
+    """The file a Claude Code / mini-swe-agent style edit call changes: its path argument when
+    it copies an anchor (``Edit``, ``str_replace``) or inserts at a line (``insert``), or the
+    last path-like operand of a ``sed -i`` command (by pattern or by line number); None
+    otherwise (a new file written whole is no edit of a viewed one). :func:`edited_paths`
+    reads every other tool family through the resource keys."""
     inp = use.input
     if not edit_anchors(use) and inp.get("command") != "insert" and not any(
             isinstance(v, str) and _SED_EDIT.search(v) for v in inp.values()):
@@ -460,23 +551,26 @@ def edited_path(use: ToolUseBlock) -> str | None:
     return None
 
 
-def viewed_path(use: ToolUseBlock) -> str | None:
+def viewed_path(use: ToolUseBlock, rules: Mapping[str, str] | None = None) -> str | None:
     """The file a call shows the agent: Claude Code ``Read`` (``file_path``), a ``view``
     command (``path``), or a shell ``cat`` / ``nl`` / ``head`` / ``tail`` / ``sed -n`` of one
-    path; None otherwise."""
+    path; else the file its resource key (:func:`ctxwise.resources.access_of`, under
+    ``Policy.tool_rules``) says it views (OpenCode ``read``, MCP ``read_file``, Gemini CLI
+    ``absolute_path``, a Codex ``shell`` argv ``cat``, any ``filePath`` / ``target_file`` / ...
+    argument, a rule); None otherwise."""
     inp = use.input
-    if use.name in ("Read", "read_file", "view_file") or inp.get("command") == "view":
-        for key in _PATH_KEYS:
-            v = inp.get(key)
-            if isinstance(v, str) and v:
-                return v
-        return None
-    for v in inp.values():
-        if isinstance(v, str) and _VIEW_CMD.match(v) and " -i" not in v:
-            paths = _PATH.findall(v.split("|")[0])
-            if paths:
-                return str(paths[-1])
-    return None
+    if not _ruled(use, rules):
+        if use.name in ("Read", "read_file", "view_file") or inp.get("command") == "view":
+            v = next((inp[k] for k in _PATH_KEYS if isinstance(inp.get(k), str) and inp[k]), None)
+            if v is not None:
+                return str(v)
+        for v in inp.values():
+            if isinstance(v, str) and _VIEW_CMD.match(v) and " -i" not in v:
+                paths = _PATH.findall(v.split("|")[0])
+                if paths:
+                    return str(paths[-1])
+    acc = access_of(use, rules)
+    return acc.key[5:] if acc is not None and acc.action == "view" and acc.key.startswith("path:") else None
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -512,20 +606,21 @@ def edit_anchor_recall(histories: Sequence[Sequence[Message]], payloads: Payload
 
 
 def working_file_freshness(histories: Sequence[Sequence[Message]], payloads: Payloads,
-                           outputs: Sequence[Message]) -> Recall:
-    """Over every edit call of ``outputs`` whose file (:func:`edited_path`) the history viewed
+                           outputs: Sequence[Message], rules: Mapping[str, str] | None = None) -> Recall:
+    """Over every edit call of ``outputs`` whose file (:func:`edited_paths`) the history viewed
     before (:func:`viewed_path`) or wrote whole (:func:`written_path`), whether that file's
     latest view was in the payload whole (``supported``: a view's result, or a whole write's
     call input, the same as recorded; cleared, cut or dropped is not): after a whole write the
     file is what that write put there, and an older view shows a file that no longer is.
-    Raises ``ValueError`` when the lists do not have one entry per call."""
+    ``rules``: ``Policy.tool_rules`` (which argument of a tool names its file, and whether it
+    views or edits it). Raises ``ValueError`` when the lists do not have one entry per call."""
     _check_calls(histories, payloads, outputs)
     sup = need = 0
     for h, p, o in zip(histories, payloads, outputs):
-        paths = [x for x in (edited_path(u) for u in o.tool_uses) if x]
+        paths = [x for u in o.tool_uses for x in edited_paths(u, rules)]
         if not paths:
             continue
-        views = _latest_views(h)
+        views = _latest_views(h, rules)
         sent = {b.tool_use_id: b.text for m in p for b in m.blocks if isinstance(b, ToolResultBlock)}
         sent.update({_WRITE + b.id: _input_text(b) for m in p for b in m.blocks if isinstance(b, ToolUseBlock)})
         for path in paths:
@@ -545,28 +640,27 @@ def _input_text(use: ToolUseBlock) -> str:
     return json.dumps(use.input, ensure_ascii=False, sort_keys=True)
 
 
-def written_path(use: ToolUseBlock) -> str | None:
+def written_path(use: ToolUseBlock, rules: Mapping[str, str] | None = None) -> str | None:
     """The file a call writes whole, whose input then holds the file's whole text: Claude Code
     ``Write`` (``file_path``), a ``create`` command (``path``), a shell here-document written
-    to a file (``cat <<'EOF' > f.py``); None otherwise."""
-    from ..resources import access_of
-
+    to a file (``cat <<'EOF' > f.py``), or any other whole write by the resource keys
+    (:func:`ctxwise.resources.is_whole_write`: MCP ``write_file``, OpenCode ``write``) of the
+    file its key names; None otherwise."""
     inp = use.input
-    if use.name == "Write" or inp.get("command") == "create":
+    if not _ruled(use, rules) and (use.name == "Write" or inp.get("command") == "create"):
         for key in _PATH_KEYS:
             v = inp.get(key)
             if isinstance(v, str) and v:
                 return v
         return None
-    cmd = next((v for k, v in inp.items() if k in ("command", "cmd") and isinstance(v, str)), "")
-    if "<<" in cmd.split("\n", 1)[0]:
-        acc = access_of(use)
+    if is_whole_write(use):  # a here-document, MCP write_file, OpenCode write, a ruled tool
+        acc = access_of(use, rules)
         if acc is not None and acc.action == "edit" and acc.key.startswith("path:"):
             return acc.key[5:]
     return None
 
 
-def _latest_views(history: Sequence[Message]) -> list[tuple[str, str, str]]:
+def _latest_views(history: Sequence[Message], rules: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
     """``(path, key, text)`` of every file view in ``history``, in order: a view's key is its
     ``tool_use_id`` and its text the result's; a whole write of a file (:func:`written_path`)
     shows the agent that file too, in its own call: key ``write:<id>``, text its input as JSON."""
@@ -575,10 +669,10 @@ def _latest_views(history: Sequence[Message]) -> list[tuple[str, str, str]]:
     for m in history:
         for b in m.blocks:
             if isinstance(b, ToolUseBlock):
-                path = viewed_path(b)
+                path = viewed_path(b, rules)
                 if path:
                     uses[b.id] = path
-                written = written_path(b)
+                written = written_path(b, rules)
                 if written:
                     out.append((written, _WRITE + b.id, _input_text(b)))
             elif isinstance(b, ToolResultBlock) and b.tool_use_id in uses and b.state != "error":

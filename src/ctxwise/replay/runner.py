@@ -262,7 +262,8 @@ class _Replay:
         if not self.measure:
             return (0, 0), (0, 0), (0, 0)
         h, p, o = [self.history], [view], [output]
-        got = (metrics.task_recall(h, p), metrics.edit_anchor_recall(h, p, o), metrics.working_file_freshness(h, p, o))
+        got = (metrics.task_recall(h, p), metrics.edit_anchor_recall(h, p, o),
+               metrics.working_file_freshness(h, p, o, self.policy.tool_rules))
         return tuple((r.supported, r.needed) for r in got)
 
     def _reference_budget(self, call: CallRecord, full_view: list[Message]) -> float:

@@ -108,6 +108,12 @@ class PrepareResponse(BaseModel):
     events: list[dict[str, Any]] = Field(description="The compaction events this call fired.")
     version: int
     latency_ms: float
+    beta: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="What the payload needs from Anthropic's beta Messages API, one entry per beta feature "
+                    "(`feature` `mcp-client` for mcp_tool_use / mcp_tool_result blocks, `compact` for a compaction "
+                    "block; `headers`: the anthropic-beta names for it; `block_types`, `message_ids`, `detail`): "
+                    "send it with client.beta.messages and one of those headers. Empty when the standard API takes it.")
 
 
 class MemoryAdd(BaseModel):
@@ -221,7 +227,7 @@ def _hot_routes(router: APIRouter, server: Server) -> None:
         return JSONResponse({"payload": p.payload, "provider": s.policy.provider, "size": p.size,
                              "size_before": p.size_before, "chars": p.chars, "unit": p.unit,
                              "events": [e.model_dump(mode="json") for e in p.events], "version": s.version,
-                             "latency_ms": round(p.latency_ms, 3)})
+                             "latency_ms": round(p.latency_ms, 3), "beta": [asdict(b) for b in p.beta]})
 
     guarded_append = Guarded(server, append_now)
     guarded_prepare = Guarded(server, prepare_now, with_session=True)  # the key and the session in one read

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from ..errors import SummarizerError as SummarizerError  # re-exported: it lives in ctxwise.errors
 from ..messages import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
@@ -44,6 +44,29 @@ class Summarizer(Protocol):
         target_chars: int,
         *,
         facts: Sequence[str] = (),
+    ) -> SummaryResult: ...
+
+
+@runtime_checkable
+class ToolRulesSummarizer(Protocol):
+    """A :class:`Summarizer` that also reads ``Policy.tool_rules`` (tool name to the argument
+    naming its resource, :mod:`ctxwise.resources`), so the files and commands a tool loop's
+    summary lists come from the same keys clearing uses: it sets ``reads_tool_rules`` and its
+    ``summarize`` takes ``tool_rules=`` (a mapping, or None for the default keys). The
+    summarizing stage passes the session policy's rules to such a summarizer when it has any;
+    any other summarizer is called as :class:`Summarizer` says."""
+
+    name: str
+    reads_tool_rules: bool
+
+    def summarize(
+        self,
+        material: Sequence[Message],
+        previous: str | None,
+        target_chars: int,
+        *,
+        facts: Sequence[str] = (),
+        tool_rules: Mapping[str, str] | None = None,
     ) -> SummaryResult: ...
 
 

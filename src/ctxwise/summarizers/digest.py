@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ..distill import distill
 from ..messages import Message, ToolResultBlock, ToolUseBlock
@@ -181,6 +181,8 @@ class DigestSummarizer:
     alone do."""
 
     name = "digest"
+    reads_tool_rules = True
+    """It takes ``tool_rules=`` (:class:`~ctxwise.summarizers.base.ToolRulesSummarizer`)."""
 
     def __init__(self, max_findings: int = 8) -> None:
         self.max_findings = max_findings
@@ -192,13 +194,17 @@ class DigestSummarizer:
         target_chars: int,
         *,
         facts: Sequence[str] = (),
+        tool_rules: Mapping[str, str] | None = None,
     ) -> SummaryResult:
-        """Summarize ``material`` (rolling ``previous`` in); see :class:`Summarizer`."""
+        """Summarize ``material`` (rolling ``previous`` in); see :class:`Summarizer`.
+        ``tool_rules``: ``Policy.tool_rules`` (tool name to the argument naming its resource,
+        :mod:`ctxwise.resources`): which calls are file reads, edits and commands in the
+        tool-loop sections ("Files read", "Files edited", ...); None: the default keys."""
         sec = _parse_previous(previous)
         pinned = list(facts)
         req = sec[REQUIREMENTS]
         req[:] = [e for e in (_elide(q, pinned) for q in req) if e]  # an earlier pass's, pinned since
-        speaker, last_answer = _read_material(material, sec, pinned)
+        speaker, last_answer = _read_material(material, sec, pinned, tool_rules or {})
         if last_answer:
             sec["Open tasks and next step"] = [
                 f'Where the conversation stood: {speaker} last said "{_first_sentence(last_answer, 300)}"'
@@ -218,12 +224,13 @@ def _named(m: Message) -> str | None:
     return name if name and name.lower() != m.role else None
 
 
-def _read_material(material: Sequence[Message], sec: dict[str, list[str]], pinned: Sequence[str]) -> tuple[str, str]:
+def _read_material(material: Sequence[Message], sec: dict[str, list[str]], pinned: Sequence[str],
+                   rules: Mapping[str, str]) -> tuple[str, str]:
     """Add what ``material`` holds to the sections ``sec``: the user's requirements (less what
     the pinned facts quote), what the assistant told the user, tool findings, dead ends and
     completed actions. Words are credited to the message's author when it names one
     (:func:`_named`: ``The user (host) said: "..."``, ``Bob said: "..."``), else to "the user" /
-    "the assistant". Returns ``(who said it, what was said last by an assistant)`` (``""``
+    "the assistant". ``rules``: ``Policy.tool_rules``. Returns ``(who said it, what was said last by an assistant)`` (``""``
     when no assistant said anything)."""
     req = sec[REQUIREMENTS]
     uses: dict[str, ToolUseBlock] = {}
@@ -253,16 +260,17 @@ def _read_material(material: Sequence[Message], sec: dict[str, list[str]], pinne
                 sec["Progress"].append(f'{name} said: "{said}"' if name else f'The assistant told the user: "{said}"')
         for b in m.blocks:
             if isinstance(b, ToolResultBlock):
-                _read_result(b, uses, sec)
+                _read_result(b, uses, sec, rules)
     return speaker, last_answer
 
 
-def _read_result(b: ToolResultBlock, uses: dict[str, ToolUseBlock], sec: dict[str, list[str]]) -> None:
+def _read_result(b: ToolResultBlock, uses: dict[str, ToolUseBlock], sec: dict[str, list[str]],
+                 rules: Mapping[str, str]) -> None:
     """Add one tool result to ``sec``: a tool loop's action on a file, a command or a
     subagent (:func:`_read_loop_action`), else a dead end when it failed, else its findings
     (and a completed action when the tool changes something)."""
     use = uses.get(b.tool_use_id)
-    if use is not None and _read_loop_action(b, use, sec):
+    if use is not None and _read_loop_action(b, use, sec, rules):
         return
     call = _call_text(use) if use else (b.name or "tool")
     if b.state == "error":
@@ -285,19 +293,21 @@ _RANGE = re.compile(r"\d{1,7}-\d{1,7}")
 _REPORT_LINE = re.compile(r"^\s{0,8}(?:[-*•]|\d{1,3}[.)]|#{1,6})\s+\S")
 
 
-def _read_loop_action(b: ToolResultBlock, use: ToolUseBlock, sec: dict[str, list[str]]) -> bool:
-    """Record ``b`` as a tool loop's action in ``sec`` when its call reads, writes or edits a
-    file, runs a command or hands work to a subagent; False for any other call."""
+def _read_loop_action(b: ToolResultBlock, use: ToolUseBlock, sec: dict[str, list[str]],
+                      rules: Mapping[str, str]) -> bool:
+    """Record ``b`` as a tool loop's action in ``sec`` when its call (keyed under ``rules``,
+    ``Policy.tool_rules``) reads, writes or edits a file, runs a command or hands work to a
+    subagent; False for any other call."""
     if use.name == "Task" or "subagent_type" in use.input:
         what = str(use.input.get("description") or use.input.get("subagent_type") or "subagent")
         _put(sec["Subagent reports"], f"{what}: ", f"{what}: {_report(b.text)}")
         return True
-    acc = access_of(use)
+    acc = access_of(use, rules)
     if acc is None or acc.key.startswith(("query:", "url:", "arg:", "task:")):
         return False
     failed = " (failed)" if b.state == "error" else ""
     if acc.key.startswith("path:"):
-        _file_action(b, use, acc, sec, failed)
+        _file_action(b, use, acc, sec, failed, rules)
         return True
     for other in shell_edits(use):  # a command run that also edits files (`cd r && make && sed -i ...`)
         _edited(sec, other, failed, "")
@@ -309,12 +319,13 @@ def _read_loop_action(b: ToolResultBlock, use: ToolUseBlock, sec: dict[str, list
     return True
 
 
-def _file_action(b: ToolResultBlock, use: ToolUseBlock, acc: Access, sec: dict[str, list[str]], failed: str) -> None:
+def _file_action(b: ToolResultBlock, use: ToolUseBlock, acc: Access, sec: dict[str, list[str]], failed: str,
+                 rules: Mapping[str, str]) -> None:
     """Record a call on a file (``acc`` keyed ``path:``) in ``sec``: a view under "Files read",
     a whole write under "Files created or rewritten", else an edit of that file and of every
     other file a chained shell command edits."""
     path = acc.key[5:]
-    for more in accesses_of(use)[1:]:  # a patch of several files: each is edited
+    for more in accesses_of(use, rules)[1:]:  # a patch of several files: each is edited
         if more.key.startswith("path:") and more.action == "edit":
             _put(sec["Files edited"], more.key[5:], more.key[5:] + failed)
     if acc.action == "view":
