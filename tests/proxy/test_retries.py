@@ -123,8 +123,10 @@ def test_responses_retry_after_a_timeout_while_the_first_attempt_is_upstream(
     assert _sessions(live) == [sid]
 
 
-def test_responses_retry_after_the_reply_was_made_pops_it(live: Live, caplog: pytest.LogCaptureFixture) -> None:
-    # the first attempt's reply reached the proxy (and was stored) before the retry came: popped
+def test_responses_retry_just_after_the_reply_was_made(live: Live, caplog: pytest.LogCaptureFixture) -> None:
+    # the first attempt's reply reaches the proxy a moment after the client gave up, about when
+    # the retry comes: stored and popped, or refused as late; either way one linear session
+    # holding the reply the client got (the pop alone: test_a_responses_repeat_after_its_multi_item_reply_...)
     caplog.set_level(logging.INFO, logger="ctxwise.proxy")
     client = _openai(live, timeout=1.0)
     live.stub.queue("responses", Reply(text="first", calls=[("call_a", "get_weather", {"city": "A"})]),
@@ -192,3 +194,46 @@ def test_a_changed_responses_request_still_branches(live: Live) -> None:
     assert "popped" not in _events(live, "proxy", r3.headers["x-ctxwise-session"])
     assert [m.role for m in session_messages(live, "acme", "proxy", sid)] == ["user", "assistant", "tool", "assistant"]
     assert "popped" not in _events(live, "proxy", sid)
+
+
+@pytest.mark.parametrize("how", ["named", "sdk retry header"])
+def test_a_responses_repeat_after_its_multi_item_reply_pops_the_whole_reply(live: Live, how: str) -> None:
+    # the reply of the first attempt (a message and a function call: two items) was made and
+    # stored; the same request again pops it, as Chat and Messages do, and takes its place
+    live.stub.queue("responses", Reply(text="first", calls=[("call_a", "get_weather", {"city": "A"})]),
+                    Reply(text="second", calls=[("call_b", "get_weather", {"city": "B"})]))
+    client = openai.OpenAI(base_url=live.openai_base, api_key=PROVIDER_KEY, max_retries=0,
+                           default_headers={"X-Ctxwise-Key": live.keys["a"],
+                                            **({"X-Ctxwise-Session": "trip"} if how == "named" else {})})
+    items: list[Any] = [{"role": "user", "content": "go"}]
+    r1 = client.responses.with_raw_response.create(model="gpt-5", input=items, tools=RESP_TOOLS)
+    sid = r1.headers["x-ctxwise-session"]
+    live.settle()  # the reply is stored before the repeat comes
+    again = {"x-stainless-retry-count": "1"} if how == "sdk retry header" else {}
+    r2 = client.responses.with_raw_response.create(model="gpt-5", input=items, tools=RESP_TOOLS,
+                                                   extra_headers=again)
+    assert r2.headers["x-ctxwise-session"] == sid and r2.headers.get("x-ctxwise-branched-from") is None
+    stored = session_messages(live, "acme", "proxy", sid)
+    assert [m.role for m in stored] == ["user", "assistant"]
+    assert [b.id for b in stored[-1].blocks if b.type == "tool_use"] == ["call_b"]
+    assert _events(live, "proxy", sid).count("popped") == 1
+    # the upstream got the history without the popped reply
+    assert [i.get("role") or i["type"] for i in live.stub.of("responses")[1].json["input"]] == ["user"]
+    # and the client goes on from the second reply in the same session
+    out = {"type": "function_call_output", "call_id": "call_b", "output": "ok"}
+    r3 = client.responses.with_raw_response.create(
+        model="gpt-5", input=[*items, *(o.model_dump(exclude_none=True) for o in r2.parse().output), out])
+    assert r3.headers["x-ctxwise-session"] == sid and r3.headers.get("x-ctxwise-branched-from") is None
+
+
+def test_an_unmarked_responses_repeat_is_still_another_conversation(live: Live) -> None:
+    # no session header, no previous_response_id, no SDK retry count: two conversations that
+    # start the same way, as on the other routes
+    client = openai.OpenAI(base_url=live.openai_base, api_key=PROVIDER_KEY, max_retries=0,
+                           default_headers={"X-Ctxwise-Key": live.keys["a"], "x-stainless-retry-count": "0"})
+    items: list[Any] = [{"role": "user", "content": "hello"}]
+    r1 = client.responses.with_raw_response.create(model="gpt-5", input=items)
+    live.settle()
+    r2 = client.responses.with_raw_response.create(model="gpt-5", input=items)
+    assert r1.headers["x-ctxwise-session"] != r2.headers["x-ctxwise-session"]
+    assert r2.headers.get("x-ctxwise-branched-from") is None
