@@ -237,3 +237,31 @@ def test_an_unmarked_responses_repeat_is_still_another_conversation(live: Live) 
     r2 = client.responses.with_raw_response.create(model="gpt-5", input=items)
     assert r1.headers["x-ctxwise-session"] != r2.headers["x-ctxwise-session"]
     assert r2.headers.get("x-ctxwise-branched-from") is None
+
+
+def test_a_call_that_keeps_losing_the_race_is_a_409_the_sdks_retry(live: Live, monkeypatch: pytest.MonkeyPatch
+                                                                   ) -> None:
+    from ctxwise import SessionConflict
+    from ctxwise.proxy import conversation
+
+    tries: list[bool] = []
+
+    def lost(*args: Any, **kwargs: Any) -> Any:
+        tries.append(True)
+        raise SessionConflict("session 's': another call of the session was stored first")
+
+    monkeypatch.setattr(conversation, "_begin", lost)
+    oc = openai.OpenAI(base_url=live.openai_base, api_key=PROVIDER_KEY, max_retries=0,
+                       default_headers={"X-Ctxwise-Key": live.keys["a"]})
+    with pytest.raises(openai.ConflictError) as oe:
+        oc.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert oe.value.status_code == 409 and "stored first" in str(oe.value)
+    assert len(tries) == conversation.ATTEMPTS  # mapped again each time, then refused
+    ac = anthropic.Anthropic(base_url=live.url, api_key=PROVIDER_KEY, max_retries=1,
+                             default_headers={"X-Ctxwise-Key": live.keys["a"]})
+    with pytest.raises(anthropic.ConflictError) as ae:
+        ac.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+    assert ae.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
+    assert len(tries) == 3 * conversation.ATTEMPTS  # the SDK retried the 409 once
+    assert live.stub.requests == []  # nothing went upstream
+    assert _sessions(live) == []  # nothing stored
