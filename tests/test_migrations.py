@@ -132,7 +132,7 @@ def test_proxy_heads_from_revision_0006_are_upgraded(store_url):
     migrate.upgrade(engine, "0006")
     with engine.begin() as conn:
         table = Table("ctxwise_proxy_heads", MetaData(), autoload_with=conn)
-        assert "ends_call" not in table.c
+        assert "ends_call" not in table.c and "in_flight" not in table.c
         conn.execute(table.insert(), [{"tenant": "t", "name": "", "head": f"h{i}", "count": i, "user_id": "u",
                                        "session_id": "s", "branched_from": None, "created_at": utcnow()}
                                       for i in (1, 2)])
@@ -147,5 +147,10 @@ def test_proxy_heads_from_revision_0006_are_upgraded(store_url):
         assert heads.newest_call("t", "u", "s") == 3
         with store.engine.connect() as conn:
             rows = conn.execute(proxy_heads.select().order_by(proxy_heads.c.count)).all()
-        assert [(r.count, r.ends_call) for r in rows] == [(1, False), (2, False), (3, True), (4, False)]
+        assert [(r.count, r.ends_call, r.in_flight) for r in rows] == [
+            (1, False, False), (2, False, False), (3, True, True), (4, False, False)]
+        assert heads.in_flight("t", "u", "s", 3, 600) and not heads.in_flight("t", "u", "s", 2, 600)
+        assert not heads.in_flight("t", "u", "s", 3, -60)  # written longer ago than that: a crashed call
+        heads.landed("t", "u", "s", 3)
+        assert not heads.in_flight("t", "u", "s", 3, 600)
         heads.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import multiprocessing
 from typing import Any
 
+import pytest
 from starlette.requests import Request
 
 from ctxwise import ContextManager
@@ -233,5 +234,71 @@ def test_two_ctxwise_serve_processes_take_the_same_calls_at_once(store_url: str,
             texts = [m.text for m in cm.session("acme:proxy", sid, create=False).messages if m.role == "user"]
             assert len(texts) == len(set(texts)), (sid, texts)
             assert texts[0].startswith("conversation ")
+    finally:
+        cm.close()
+
+
+def test_a_call_upstream_in_one_process_is_seen_from_the_other(store_url: str, tmp_path: Any) -> None:
+    """Two ``ctxwise serve`` processes on one database: the same unnamed call sent to the
+    second while the first still waits on the upstream is another conversation (as within one
+    process), and the same call after the first ended without a reply (an upstream 500)
+    continues that session (its retry)."""
+    import threading
+
+    import openai
+
+    from ctxwise.server.keys import KeyStore
+
+    from .stub import Reply, Stub
+
+    stub = Stub()
+    stub.responder = lambda kind, body: Reply(text="ok")
+    stub.gate = threading.Event()
+    s_server, _ = stub.start()
+    procs = [_serve(store_url, stub.url + "/v1", tmp_path / f"serve{k}.log") for k in range(2)]
+    try:
+        for k, (proc, base) in enumerate(procs):
+            _up(proc, base, tmp_path / f"serve{k}.log")
+        ks = KeyStore(store_url)
+        key = ks.create("acme", "t")[0]
+        ks.close()
+        a, b = (openai.OpenAI(base_url=base + "/v1", api_key="sk-x", max_retries=0,
+                              default_headers={"X-Ctxwise-Key": key}) for _, base in procs)
+        msgs = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "same start"}]
+        first = a.chat.completions.with_raw_response.create(model="m", messages=msgs, stream=True)
+        sid_a = first.headers["x-ctxwise-session"]  # its stream waits at the stub's gate
+        got_a: list[str] = []
+        reader = threading.Thread(target=lambda: got_a.extend(
+            c.choices[0].delta.content or "" for c in first.parse() if c.choices))
+        reader.start()
+        second = b.chat.completions.with_raw_response.create(model="m", messages=msgs)
+        assert second.headers["x-ctxwise-session"] != sid_a
+        assert second.headers.get("x-ctxwise-branched-from") is None
+        stub.gate.set()
+        reader.join(timeout=60)
+        assert "".join(got_a) == "ok"
+        # a call that failed upstream in one process: its retry in the other continues it
+        stub.fail_next = [500]
+        other = [{"role": "user", "content": "another start"}]
+        with pytest.raises(openai.InternalServerError):
+            a.chat.completions.create(model="m", messages=other)
+        retried = b.chat.completions.with_raw_response.create(model="m", messages=other)
+        sid_c = retried.headers["x-ctxwise-session"]
+        assert sid_c not in (sid_a, second.headers["x-ctxwise-session"])
+    finally:
+        stub.gate.set()
+        for proc, _ in procs:
+            proc.terminate()
+            proc.wait(timeout=30)
+        s_server.should_exit = True
+    cm = ContextManager(store_url)
+    try:
+        for sid in (sid_a, second.headers["x-ctxwise-session"]):
+            assert [m.role for m in cm.session("acme:proxy", sid, create=False).messages] == \
+                ["system", "user", "assistant"]
+        s = cm.session("acme:proxy", sid_c, create=False)
+        assert [m.role for m in s.messages] == ["user", "assistant"]
+        assert [e["stage"] for e in s.events()].count("retried") == 1
+        assert len(cm.store.query_sessions(None, "acme:", 100, 0)) == 3
     finally:
         cm.close()

@@ -86,6 +86,11 @@ RETRY_TRIGGER = "client_retry"
 """The ``trigger`` of the ``retried`` event a proxied call stores when it repeats the session's
 newest call and the session holds no reply to pop."""
 
+FLIGHT_S = 600.0
+"""Seconds a proxied call counts as upstream, for other processes, unless it says it ended
+(:meth:`~ctxwise.proxy.heads.HeadStore.in_flight`): the proxy's upstream timeout (``Proxy``'s
+``timeout``, 600 s); a process killed mid-call stops counting after it."""
+
 ATTEMPTS = 4
 """How many times :func:`begin` maps a call that keeps losing a race with other calls of the
 same session (SessionConflict: :meth:`~ctxwise.proxy.heads.HeadStore.commit`, the store's version check) before it raises;
@@ -135,6 +140,8 @@ class Call:
     """Heads of the session above this count are deleted with the call's write (a popped reply's)."""
     by_response: bool = False
     """The call sent ``previous_response_id``: its items before the new input are placeholders."""
+    landed: bool = False
+    """The call's end without a reply is recorded (:meth:`~ctxwise.proxy.heads.HeadStore.landed`)."""
 
 
 def append_items(s: Session, route: Route, items: list[dict[str, Any]],
@@ -227,8 +234,9 @@ def _begin(server: Server, store: HeadStore, call: Call, replies: Replies | None
                       call.branched_from, pending.extra if pending is not None else None, ends=len(call.chain))
     key = (call.tenant, call.user_id, call.session_id)
     try:
-        with _alongside(server, store, call, lambda conn: store.commit(conn, key, call.newest, rows,
-                                                                        call.forget_above)) as rider:
+        reopen = len(call.chain) if call.retried or call.repeated else None
+        with _alongside(server, store, call, lambda conn: store.commit(conn, key, call.newest, rows, call.forget_above,
+                                                                        reopen)) as rider:
             if call.start == 0:
                 policy = session_policy(server.policy, route.provider)
                 s = server.manager.session(server.store_user(call.tenant, call.user_id), call.session_id,
@@ -426,8 +434,8 @@ def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None,
     ``previous_response_id`` call that would start a session (its history is not all here)."""
     found, pending = _found(store, call, replies)
     exact = found is not None and pending is None and len(call.chain) == found.count
-    if found is not None and found.continues and not (exact and not _retry(call) and (raced or (
-            replies is not None and replies.flying((call.tenant, found.user_id, found.session_id), 0)))):
+    if found is not None and found.continues and not (exact and not _retry(call) and _flying(store, call, found,
+                                                                                           replies, raced)):
         call.user_id, call.session_id, call.start = found.user_id, found.session_id, found.count
         call.newest, call.repeated = found.latest, exact
         if exact:
@@ -441,6 +449,16 @@ def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None,
     if call.by_response:
         raise UnmanagedResponse("previous_response_id: the call repeats or forks a turn of its session")
     return _new_session(server, store, call, found)
+
+
+def _flying(store: HeadStore, call: Call, found: Found, replies: Replies | None, raced: bool) -> bool:
+    """Whether the newest call of ``found``'s session, which the call repeats, is still
+    upstream: in this process (:meth:`Replies.flying`), stored by another process while the
+    call was mapped (``raced``), or upstream in another process (its heads row,
+    :meth:`~ctxwise.proxy.heads.HeadStore.in_flight`)."""
+    key = (call.tenant, found.user_id, found.session_id)
+    return raced or (replies is not None and replies.flying(key, 0) > 0) or \
+        store.in_flight(call.tenant, found.user_id, found.session_id, found.count, FLIGHT_S)
 
 
 def _found(store: HeadStore, call: Call, replies: Replies | None) -> tuple[Found | None, Pending | None]:

@@ -5,7 +5,8 @@ conversation (``head``, :func:`ctxwise.proxy.wire.heads`, ``count`` messages lon
 session that holds it, per tenant; ``name`` is the client's ``X-Ctxwise-Session`` ('' when it
 sent none). A call maps to the session of its longest stored prefix (:meth:`HeadStore.lookup`);
 the session's newest head is the row with its largest ``count``; ``ends_call`` marks the row
-naming a call's whole history (what lies beyond the newest such row is that call's reply). Only
+naming a call's whole history (what lies beyond the newest such row is that call's reply),
+``in_flight`` that the call is upstream (until it ends without a reply, :meth:`HeadStore.landed`). Only
 hashes are stored: no message text, no provider key.
 
 A call's rows are written in its session write's transaction (:meth:`HeadStore.commit`), which
@@ -16,11 +17,11 @@ session at once, one stores it and the other gets SessionConflict with nothing s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from sqlalchemy import (Boolean, Column, DateTime, Integer, MetaData, String, Table, bindparam, create_engine, delete,
-                        false, func, insert, select)
+                        false, func, insert, select, update)
 from sqlalchemy.engine import Connection, Engine, make_url
 
 from ..errors import SessionConflict
@@ -38,6 +39,7 @@ proxy_heads = Table(
     Column("branched_from", String(255), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("ends_call", Boolean, nullable=False, server_default=false()),
+    Column("in_flight", Boolean, nullable=False, server_default=false()),
 )
 """The table as revisions 0006 and 0007 make it (the migrations are the source of the DDL)."""
 
@@ -97,9 +99,11 @@ def heads_rows(tenant: str, name: str, user_id: str, session_id: str, chain: lis
     now = datetime.now(timezone.utc)
     rows = [{"tenant": tenant, "name": name, "head": h, "count": start + i + 1, "user_id": user_id,
              "session_id": session_id, "branched_from": branched_from, "created_at": now,
-             "ends_call": start + i + 1 == ends} for i, h in enumerate(chain[start:])]
+             "ends_call": start + i + 1 == ends, "in_flight": start + i + 1 == ends}
+            for i, h in enumerate(chain[start:])]
     return rows + [{"tenant": tenant, "name": name, "head": h, "count": n, "user_id": user_id,
-                    "session_id": session_id, "branched_from": branched_from, "created_at": now, "ends_call": False}
+                    "session_id": session_id, "branched_from": branched_from, "created_at": now, "ends_call": False,
+                    "in_flight": False}
                    for h, n in at or []]
 
 
@@ -174,11 +178,12 @@ class HeadStore:
             own.execute(insert(proxy_heads), rows)
 
     def commit(self, conn: Connection, key: tuple[str, str, str], newest: int, rows: list[dict[str, Any]],
-               forget_above: int | None = None) -> None:
+               forget_above: int | None = None, reopen: int | None = None) -> None:
         """In ``conn``'s transaction (the session write's, which holds the session's write
         lock): check that the newest head of session ``key`` (``(tenant, user_id,
         session_id)``) still has ``newest`` messages (0: the session has none), then delete its
-        heads above ``forget_above`` (a reply it no longer holds) and insert ``rows``. Raises
+        heads above ``forget_above`` (a reply it no longer holds), insert ``rows``, and mark its
+        call of ``reopen`` messages upstream again (a retry of it, :meth:`in_flight`). Raises
         :class:`~ctxwise.SessionConflict` when the newest head is another (another call of the
         session was stored since the call was mapped); the caller's transaction is then rolled back."""
         tenant, user_id, session_id = key
@@ -192,6 +197,9 @@ class HeadStore:
         if forget_above is not None:
             conn.execute(delete(proxy_heads).where(t.tenant == tenant, t.user_id == user_id, t.session_id == session_id,
                                                    t.count > forget_above))
+        if reopen is not None:
+            conn.execute(update(proxy_heads).where(t.tenant == tenant, t.user_id == user_id, t.session_id == session_id,
+                                                   t.count == reopen, t.ends_call).values(in_flight=True))
         self.write(rows, conn)
 
     def newest_call(self, tenant: str, user_id: str, session_id: str) -> int | None:
@@ -202,6 +210,27 @@ class HeadStore:
             n = conn.execute(select(func.max(t.count)).where(
                 t.tenant == tenant, t.user_id == user_id, t.session_id == session_id, t.ends_call)).scalar()
         return None if n is None else int(n)
+
+    def in_flight(self, tenant: str, user_id: str, session_id: str, count: int, within_s: float) -> bool:
+        """Whether the call of the session that sent ``count`` messages (its ``ends_call``
+        row) is still upstream, as far as any process wrote: its row says so and was written
+        less than ``within_s`` seconds ago (a process killed mid-call never says it ended)."""
+        t = proxy_heads.c
+        since = datetime.now(timezone.utc) - timedelta(seconds=within_s)
+        with self.reader.connect() as conn:
+            row = conn.execute(select(t.id).where(
+                t.tenant == tenant, t.user_id == user_id, t.session_id == session_id, t.count == count,
+                t.ends_call, t.in_flight, t.created_at > since).limit(1)).first()
+        return row is not None
+
+    def landed(self, tenant: str, user_id: str, session_id: str, count: int) -> None:
+        """Record that the session's call of ``count`` messages is no longer upstream (it ended
+        without a reply: an error, a client that left)."""
+        t = proxy_heads.c
+        with self.engine.begin() as conn:
+            conn.execute(update(proxy_heads).where(
+                t.tenant == tenant, t.user_id == user_id, t.session_id == session_id, t.count == count,
+                t.in_flight).values(in_flight=False))
 
     def forget(self, tenant: str, user_id: str, session_id: str, above: int) -> int:
         """Delete the session's heads longer than ``above`` messages (a reply it no longer

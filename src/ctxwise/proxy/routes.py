@@ -289,6 +289,8 @@ class Proxy:
         finally:
             self.replies.flying(flying, -1)
             telemetry.end(span, status, reply)
+            if reply is None:
+                await self._land(call)
 
     async def passthrough(self, scope: Scope, receive: Receive, send: Send, path: str, rest: str) -> None:
         """A path the proxy does not manage (``GET /v1/models``, ``/v1/embeddings``,
@@ -410,6 +412,7 @@ class Proxy:
             response = await self._send(route, content, headers)
         except httpx.HTTPError as e:
             log.warning("proxy: upstream %s unreachable (%s)", route.family, type(e).__name__)
+            await self._land(call)
             await _json(send, 502, error_body(route.family, 502, f"ctxwise: the {route.family} upstream did not "
                                                                  f"answer ({type(e).__name__})"))
             return 502, None
@@ -433,6 +436,8 @@ class Proxy:
             if isinstance(reply, dict):
                 # held before the client has the reply, so its next call takes it
                 self._hold(call, reply)
+        if not isinstance(reply, dict):  # recorded before the client can retry
+            await self._land(call)
         await send(start)
         await send({"type": "http.response.body", "body": data})
         return response.status_code, reply if isinstance(reply, dict) else None
@@ -470,6 +475,21 @@ class Proxy:
             log.info("proxy: %s; the reply is not recorded",
                      "the client left mid-stream" if state["left"] else "the stream ended before the reply completed")
         return assembler.reply() if assembler is not None and state["recorded"] else None
+
+    async def _land(self, call: Call | None) -> None:
+        """Record that a managed ``call`` ended without a reply (once; the heads row other
+        processes read, :meth:`~ctxwise.proxy.heads.HeadStore.landed`), so its retry continues
+        its session. A database error is logged: the row then counts as upstream until
+        :data:`~ctxwise.proxy.conversation.FLIGHT_S` has passed."""
+        if call is None or call.landed or not call.session_id:
+            return
+        call.landed = True
+        try:
+            await anyio.to_thread.run_sync(self.heads.landed, call.tenant, call.user_id, call.session_id,
+                                           len(call.chain))
+        except Exception as e:  # noqa: BLE001 - the client's answer does not depend on it
+            log.warning("proxy: the end of a call of session %s could not be recorded (%s)", call.session_id,
+                        type(e).__name__)
 
     def _hold(self, call: Call, reply: dict[str, Any]) -> None:
         """Hand the complete reply of ``call`` to :attr:`replies` (stored after the client has it)."""

@@ -1,4 +1,4 @@
-"""ctxwise_proxy_heads.ends_call: which head names a proxied call's whole history
+"""ctxwise_proxy_heads.ends_call, in_flight: which head names a proxied call's whole history, and whether that call is still upstream
 
 Revision ID: 0007
 Revises: 0006
@@ -9,7 +9,9 @@ A session's heads beyond the newest call's history are that call's reply. The dr
 reply it got is popped, the session continues) from a call that forks an earlier turn (a
 branch), whatever the reply's length (a Responses reply is several items). ``ends_call`` is
 true on the row naming the whole history a call sent; rows from before this revision are false
-(the proxy then reads a one-message reply as before).
+(the proxy then reads a one-message reply as before). ``in_flight`` is true on that row from
+the call's write until its upstream call ended without a reply (a reply's own rows above it
+say the rest): another process can tell a call still upstream from one that failed.
 
 The session index gets ``count`` as its last column: a session's newest head (``max(count)``,
 read by every lookup and by the check each proxied write makes) is then read from the index
@@ -28,6 +30,7 @@ depends_on = None
 def upgrade() -> None:
     with op.batch_alter_table("ctxwise_proxy_heads") as batch:
         batch.add_column(sa.Column("ends_call", sa.Boolean, nullable=False, server_default=sa.false()))
+        batch.add_column(sa.Column("in_flight", sa.Boolean, nullable=False, server_default=sa.false()))
     op.drop_index("ix_ctxwise_proxy_heads_session", table_name="ctxwise_proxy_heads")
     op.create_index("ix_ctxwise_proxy_heads_session", "ctxwise_proxy_heads",
                     ["tenant", "user_id", "session_id", "count"])
@@ -37,4 +40,5 @@ def downgrade() -> None:
     op.drop_index("ix_ctxwise_proxy_heads_session", table_name="ctxwise_proxy_heads")
     op.create_index("ix_ctxwise_proxy_heads_session", "ctxwise_proxy_heads", ["tenant", "user_id", "session_id"])
     with op.batch_alter_table("ctxwise_proxy_heads") as batch:
+        batch.drop_column("in_flight")
         batch.drop_column("ends_call")
