@@ -581,13 +581,9 @@ def remaining(per_budget: dict[int, dict[str, Score]]) -> list[str]:
                        f"{d.cost - sc['no management, valid'].cost if 'no management, valid' in sc else float('nan'):+,.0f}.")
         if nm.over == 0 and d.compacted:
             out.append(f"- **default sends exactly what no management sends at {b:,}**: no call has to change here, "
-                       f"yet default edits {d.compacted:,} calls. With `edit_when=\"pays\"` an optional clearing "
-                       f"runs when the context grows fast enough to reach the hard limit within `edit_horizon` "
-                       f"calls and the saving over those calls exceeds what it re-bills; a session that ends "
-                       f"before the limit makes that a forecast, not a need. Here the edits cost "
-                       f"{d.cost - nm.cost:+,.0f} against no management (flat 0.1 prices). With `keep_recent_cycles` 2 "
-                       f"(the previous default) no optional clearing fired at 12,000 on this data, and default "
-                       f"cost more than no management at 6,000 (see below).")
+                       f"yet default edits {d.compacted:,} calls (`edit_when=\"pays\"` edits under the hard limit "
+                       f"only when the cache is cold: a defect if the data has no idle gaps). Here the edits cost "
+                       f"{d.cost - nm.cost:+,.0f} against no management (flat 0.1 prices).")
     missed = [f"{m} at {b:,} (×{sc['ctxwise default'].ratio(m):.3f} against {TARGET_RATIO[b]}; no management "
               f"×{sc['no management'].ratio(m):.3f})"
               for b, sc in per_budget.items() if "ctxwise default" in sc and b in TARGET_RATIO

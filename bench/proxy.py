@@ -190,14 +190,16 @@ def main() -> None:
         f"Target (issue 27): added p50 <= prepare p50 + 5 ms = {target:.2f} ms: "
         f"**{'met' if met else 'not met'}** (added p50 {pct(added, 0.5):.2f} ms).",
         "",
-        "The added time is the key check, the mapping (one indexed read of the heads table), one append (the "
+        "The added time is the key check and the mapping (one indexed read each: of the keys table, of the heads "
+        "table; on SQLite straight on a pooled connection, src/ctxwise/store/sql.py QuickRead), one append (the "
         "client's new messages, with the previous reply when it was still held, and the call's heads rows, in "
         "one transaction), prepare() (the session kept open in the server's session cache from the call that "
         "created it; no version read: the append just committed it), and one more HTTP hop on loopback. The reply "
         "is stored after the client has it (src/ctxwise/proxy/replies.py): in the same write as its session's "
         "next call, or by a writer thread half a second later when no call comes; it is stored before the "
         "session's next call is served. The library's append is one transaction (the session row locked, "
-        "the ids and the open turn read under the lock, the rows and the header written; SQLite, WAL, "
+        "the ids read under the lock, and the open turn unless this process's own last append left it at that "
+        "version; the rows and the header written; SQLite, WAL, "
         "synchronous=NORMAL, as the store sets it) and, for a user message the memory rules must check "
         "against the user's memory entries, one read of them (the claim is taken only when the input "
         "changes an entry; a request or a question reads none).",

@@ -29,9 +29,8 @@ call, then append the recorded output). Counted per cell:
   requires (empty results marked, ...); in such a session default's payload must be
   byte-identical to it at every call (0 edits; issue 25). Shown beside it, not a failure:
   *paid edits below the budget*, calls of the other sessions where everything would still
-  have fit that call and default edited (clearing early where the policy's cost model says
-  the saving over the calls ahead, before the budget forces a cut, pays for the re-billed
-  cache; DESIGN.md decision 4);
+  have fit that call and default edited (a cold prompt cache, where an edit re-bills nothing;
+  DESIGN.md decision 4);
 * **not allowed**: sessions the provider refuses at append (e.g. ``deepseek`` on tool-using
   turns that carry no reasoning): a provider allows a recording when its messages append
   without error (the rule of ``bench/golden.py``); such a session is counted by the error's

@@ -219,19 +219,17 @@ def test_the_edit_rule_the_stages_use_is_what_the_measure_bills(model: PriceMode
 
 
 def test_the_stages_weigh_edits_with_the_policys_own_price_model() -> None:
-    from ctxwise.compaction.cost import cache_prices, edit_pays
+    from ctxwise.compaction.cost import cache_prices
 
-    for provider in ("openai", "anthropic", "deepseek"):
+    for provider in ("openai", "anthropic", "deepseek", "qwen"):
         policy = Policy(provider=provider)
         assert prices_of(policy) == policy.prices
         assert cache_prices(policy) == (policy.prices.read, policy.prices.write)
-        for saved, suffix, calls in [(100, 1000, 10), (950, 1000, 3), (500, 2000, 4), (0, 10, 9)]:
-            assert edit_pays(saved, suffix, calls, policy) == policy.prices.edit_pays(saved, suffix, calls)
     assert prices_of(None) is FLAT and prices_of(object()) is FLAT
     heavy = Policy(provider="anthropic", cache_write_price=10.0)
     assert prices_of(heavy).write == 10.0
     # 1.25 * 100 + 7 * 0.1 * 100 < 8 * 0.1 * 1000 < 10 * 100 + 7 * 0.1 * 100
-    assert edit_pays(900, 1000, 8, Policy(provider="anthropic")) and not edit_pays(900, 1000, 8, heavy)
+    assert prices_of(Policy(provider="anthropic")).edit_pays(900, 1000, 8) and not prices_of(heavy).edit_pays(900, 1000, 8)
 
 
 def test_call_costs_are_the_flat_model_priced_by_priced_cost() -> None:

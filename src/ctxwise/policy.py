@@ -14,8 +14,8 @@ Sizes are in the policy's ``unit``: ``chars`` (Ragent's rule, see :mod:`ctxwise.
 
 * ``clear_at`` (0.5): thinking pruning and tool-result clearing may fire above it, and clear in
   one batch down to ``clear_target`` so they do not fire again for many calls (prompt caches
-  bill a changed prefix again); with ``edit_when="pays"`` (the default) clearing below the
-  hard limit fires only when the batch pays for its cache break;
+  bill a changed prefix again); with ``edit_when="pays"`` (the default) nothing is edited below
+  the hard limit while the prompt cache is warm;
 * ``summarize_at`` (0.8): old turns are summarized, at a turn boundary only
   (``edit_when="watermark"``; by default summaries wait for the hard limit);
 * ``hard_limit`` (1.0): whole old turns are trimmed.
@@ -109,19 +109,15 @@ class Policy(BaseModel):
     clear_target: float = Field(0.35, ge=0)
     """Clearing clears in one batch down to this share, so it does not fire again for many calls."""
     edit_when: Literal["pays", "watermark"] = "pays"
-    """When optional edits fire (prompt caches re-bill a changed prefix): ``pays``, the
-    default: nothing is edited while the context fits unless the edit pays (clearing whose
-    saving over the expected remaining calls exceeds the suffix it re-bills, and the context,
-    growing at its rate so far, would pass the hard limit within those calls; see
-    ``ctxwise.compaction.cost``); summaries and the clearing before them fire once the context
+    """When edits fire (prompt caches re-bill a changed prefix): ``pays``, the default: nothing
+    is edited while the context fits and the prompt cache is warm (what an early edit saves
+    depends on calls that may never come; its break is certain; see
+    ``ctxwise.compaction.cost``), so a session that ends under its budget is sent as no
+    management would send it; clearing, thinking pruning and summaries fire once the context
     would exceed the hard limit, at a turn boundary or inside a turn (the cut still between
-    whole turns). ``watermark``: Ragent's rule: clearing whenever the context is above
-    ``clear_at``, summaries at a turn boundary above ``summarize_at``."""
-    edit_horizon: int = Field(4, ge=1, le=10_000)
-    """How many model calls ahead an optional edit must pay back within (``edit_when="pays"``):
-    the calls the session has made so far, capped at this. A cache break is paid now and the
-    saving only over the calls that follow. Raise it for agents known to run hundreds of calls
-    per session."""
+    whole turns), or when the cache is cold (an edit then re-bills nothing). ``watermark``:
+    Ragent's rule: clearing whenever the context is above ``clear_at``, summaries at a turn
+    boundary above ``summarize_at``."""
     clear_min_batch: float = Field(0.1, ge=0, le=1)
     """Below the hard limit, clearing fires only when it saves at least this share of the
     budget in one batch (fewer, larger batches keep the prompt cache warm longer)."""
@@ -579,7 +575,7 @@ SETTING_GROUPS: dict[str, tuple[str, ...]] = {
     "general": ("name", "enabled"),
     "context": ("budget", "unit", "tokenizer", "reserve_output", "count_system", "tools_size", "provider",
                 "bound_reasoning", "loop_keep_recent"),
-    "edits": ("edit_when", "edit_horizon"),
+    "edits": ("edit_when",),
     "clearing": ("clear_at", "clear_target", "clear_min_batch", "keep_recent_cycles", "protect_current_turn",
                  "clearable_tools", "keep_tools", "tool_rules", "shrink_calls", "clear_errors", "clear_tool_inputs", "min_clear_chars",
                  "placeholder", "placeholder_input", "placeholder_input_max", "placeholder_values_max"),

@@ -5,10 +5,10 @@ is retried after a reload (a lost race stores nothing), where before one raised 
 from __future__ import annotations
 
 import asyncio
-import threading
 from pathlib import Path
 
 import pytest
+from threadrun import run_threads
 
 from ctxwise import ContextManager, Policy, SessionConflict
 
@@ -41,23 +41,14 @@ def test_two_session_objects_in_threads_store_every_item(tmp_path: Path) -> None
     from ctxwise.integrations.openai_agents import CtxwiseSession
 
     cm = ContextManager(f"sqlite:///{tmp_path}/c.db", Policy(budget=10_000_000, unit="tokens", provider="openai_responses"))
-    errors: list[str] = []
 
     def worker(i: int) -> None:
         s = CtxwiseSession(cm.session("u", "multi"))
         for j in range(15):
-            try:
-                asyncio.run(s.add_items([{"role": "user", "content": f"q{i}.{j}"},
-                                         {"role": "assistant", "content": f"a{i}.{j}"}]))
-            except Exception as e:  # noqa: BLE001 - the assertion lists them
-                errors.append(f"{type(e).__name__}: {e}")
+            asyncio.run(s.add_items([{"role": "user", "content": f"q{i}.{j}"},
+                                     {"role": "assistant", "content": f"a{i}.{j}"}]))
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert run_threads(worker, 3) == []
     items = asyncio.run(CtxwiseSession(cm.session("u", "multi")).get_items())
     texts = sorted(str(it["content"]) for it in items)
     assert texts == sorted([f"q{i}.{j}" for i in range(3) for j in range(15)] + [f"a{i}.{j}" for i in range(3) for j in range(15)])
@@ -77,20 +68,11 @@ def test_two_langchain_invokes_on_one_thread_id_raise_nothing(tmp_path: Path) ->
     agent = create_agent(model, [], middleware=[CtxwiseMiddleware(cm, user_id="u", recall=False)],
                          checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "t"}}
-    errors: list[str] = []
 
     def worker(i: int) -> None:
         for j in range(6):
-            try:
-                agent.invoke({"messages": [HumanMessage(f"w{i}.{j}")]}, cfg)
-            except Exception as e:  # noqa: BLE001 - the assertion lists them
-                errors.append(f"{type(e).__name__}: {e}")
+            agent.invoke({"messages": [HumanMessage(f"w{i}.{j}")]}, cfg)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert run_threads(worker, 2) == []
     out = agent.invoke({"messages": [HumanMessage("later, alone")]}, cfg)
     assert out["messages"][-1].content.startswith("r")

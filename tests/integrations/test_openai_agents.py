@@ -888,25 +888,15 @@ def test_one_session_from_several_threads_and_event_loops(tmp_path):
     """Kind (issue 29, ``test_sqlite_session_concurrent_access``): one CtxwiseSession used from
     several event loops (``Runner.run_sync`` in threads) raised "bound to a different event
     loop", one call hung and the object stayed unusable."""
-    import threading
+    from threadrun import run_threads
 
     s = CtxwiseSession(_quiet_cm(tmp_path).session("u", "threads"))
-    errors: list[BaseException] = []
-
     def worker(k: int) -> None:
-        try:
-            for j in range(4):
-                asyncio.run(s.add_items([{"role": "user", "content": f"t{k}-{j}"}]))
-                asyncio.run(s.get_items(limit=1))
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        for j in range(4):
+            asyncio.run(s.add_items([{"role": "user", "content": f"t{k}-{j}"}]))
+            asyncio.run(s.get_items(limit=1))
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert errors == [] and not any(t.is_alive() for t in threads)
+    assert run_threads(worker, 4) == []
     got = asyncio.run(s.get_items())
     assert sorted(i["content"] for i in got) == sorted(f"t{k}-{j}" for k in range(4) for j in range(4))
 

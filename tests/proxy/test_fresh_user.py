@@ -270,33 +270,26 @@ def test_parallel_conversations_that_start_the_same_way_keep_their_own_sessions(
     import itertools
     import threading
 
+    from threadrun import run_threads
+
     counter = itertools.count()
     live.stub.responder = lambda kind, body: Reply(text=f"reply {next(counter)}")
     start = threading.Barrier(4)
     results: dict[int, list[tuple[str, str | None]]] = {}
-    errors: list[BaseException] = []
 
     def worker(k: int) -> None:
-        try:
-            client = openai_client(live)
-            msgs: list[Any] = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "same start"}]
-            got = []
-            start.wait()
-            for step in range(3):
-                raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs)
-                got.append((raw.headers["x-ctxwise-session"], raw.headers.get("x-ctxwise-branched-from")))
-                msgs += [{"role": "assistant", "content": raw.parse().choices[0].message.content},
-                         {"role": "user", "content": f"worker {k} step {step}"}]
-            results[k] = got
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
+        client = openai_client(live)
+        msgs: list[Any] = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "same start"}]
+        got = []
+        start.wait()
+        for step in range(3):
+            raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=msgs)
+            got.append((raw.headers["x-ctxwise-session"], raw.headers.get("x-ctxwise-branched-from")))
+            msgs += [{"role": "assistant", "content": raw.parse().choices[0].message.content},
+                     {"role": "user", "content": f"worker {k} step {step}"}]
+        results[k] = got
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert errors == []
+    assert run_threads(worker, 4) == []
     assert all(len({sid for sid, _ in results[k]}) == 1 for k in range(4)), results
     assert len({results[k][0][0] for k in range(4)}) == 4
     assert all(branched is None for k in range(4) for _, branched in results[k])

@@ -31,8 +31,7 @@ from ..units import ToolCycle, tool_cycles
 from .context import Budgeting, StageResult, current_turn_start, head_end, in_flight_start
 from ..resources import COLD, WORKING, reuse_ranks
 from .placeholder import placeholder_text, recall_key, render_input, reused_ids  # noqa: F401  (render_input: re-exported)
-from .cost import (calls_ahead, cold_cache, cut_cost, edit_pays, invalidated_reasoning, invalidated_reasoning_items,
-                   limit_ahead)
+from .cost import cold_cache, cut_cost, invalidated_reasoning, invalidated_reasoning_items
 from .stage import StageInput
 
 
@@ -153,11 +152,7 @@ def clear_tool_results(
       :func:`~ctxwise.compaction.summarizing.summary_due`): the break happens anyway, and a
       clearing that brings the context under ``summarize_at`` keeps whole turns a summary
       would fold; or
-    * the batch pays for itself: its saving over the expected remaining calls exceeds the
-      suffix it re-bills, under the policy's price model (:func:`ctxwise.compaction.cost.edit_pays`),
-      and the context, growing at its rate so far, would pass the hard limit within those
-      calls (:func:`ctxwise.compaction.cost.limit_ahead`): the saving is an estimate and the
-      break certain, so the break is taken early only when one is coming anyway; or
+    * edits are made at the watermark (``edit_when="watermark"``, Ragent's rule); or
     * the prompt cache is cold (:func:`ctxwise.compaction.cost.cold_cache`): the batch
       re-bills nothing (unless it invalidates bound reasoning), whatever its size.
 
@@ -166,8 +161,8 @@ def clear_tool_results(
     fires it clears down to ``clear_target``, or everything clearing can remove when that
     target lies below what it cannot touch (the system prompt, pinned blocks, the current
     turn, the protected cycles): the target is reached on every clearing, so it does not
-    re-fire for the same pressure on the next call. Nothing is edited when the context fits
-    and no edit pays.
+    re-fire for the same pressure on the next call. With ``edit_when="pays"`` nothing is
+    edited while the context fits and the cache is warm (:mod:`ctxwise.compaction.cost`).
 
     With ``over_hard=True`` (used by the pipeline above the hard limit, before whole turns
     are dropped) the old turns' recent cycles that ``keep_recent_cycles`` protects are
@@ -336,7 +331,6 @@ def _why(messages: list[Message], b: Budgeting, size: int, batch: _Batch) -> str
     hard = b.level(p.hard_limit)
     saved = size - batch.now
     invalid = invalidated_reasoning(messages, batch.first, b.size_of)
-    suffix = sum(b.size_of(m) for m in messages[batch.first:]) + invalid
     if size > hard:
         return "the hard limit is crossed"  # something must go: a placeholder loses least
     cold = cold_cache(p, b.idle)
@@ -350,10 +344,7 @@ def _why(messages: list[Message], b: Budgeting, size: int, batch: _Batch) -> str
         return "a summary is due"
     if p.edit_when == "watermark":
         return "edit_when is watermark"
-    if (edit_pays(saved, suffix, calls_ahead(messages, p), p)
-            and limit_ahead(size, *growth_so_far(messages, b, hard), calls_ahead(messages, p), hard)):
-        return "the saving over the calls ahead exceeds the re-billed suffix"
-    return None
+    return None  # under the hard limit with a warm cache: nothing must go, every edit re-bills
 
 
 def _skipped(messages: list[Message], b: Budgeting, size: int, last_resort: bool, over_hard: bool) -> bool:
@@ -373,16 +364,12 @@ def edit_held_back(messages: list[Message], b: Budgeting, size: int) -> bool:
     """Whether every optional edit of ``messages`` at ``size`` (policy unit, under the hard
     limit) is held back, whatever it would remove (:func:`_why` for a clearing batch,
     :func:`~ctxwise.compaction.thinking.pruning_pays` for pruned thinking): the cache is warm,
-    no summary is due, edits are not made at the watermark and the context, growing at its
-    rate so far, stays under the hard limit over the calls ahead. Decided without building
-    the edit (an ordinary call above ``clear_at`` then ranks, clears and prunes nothing)."""
+    no summary is due and edits are not made at the watermark. Decided without building the
+    edit (an ordinary call above ``clear_at`` then ranks, clears and prunes nothing)."""
     from .summarizing import summary_due
 
     p = b.policy
-    hard = b.level(p.hard_limit)
-    if p.edit_when == "watermark" or cold_cache(p, b.idle) or summary_due(messages, b, size):
-        return False
-    return not limit_ahead(size, *growth_so_far(messages, b, hard), calls_ahead(messages, p), hard)
+    return not (p.edit_when == "watermark" or cold_cache(p, b.idle) or summary_due(messages, b, size))
 
 
 def low_watermark(messages: list[Message], b: Budgeting, hard: int) -> int:
@@ -399,15 +386,13 @@ def low_watermark(messages: list[Message], b: Budgeting, hard: int) -> int:
 
 def growth_so_far(messages: list[Message], b: Budgeting, hard: int) -> tuple[int, int]:
     """``(grown, calls)``: how much the context has grown over how many model calls, for the
-    rate :func:`~ctxwise.compaction.cost.limit_ahead` projects (policy unit).
+    rate :func:`low_watermark` leaves room for (policy unit).
 
     Each call's step is its assistant message and the inputs that follow it, counted from
     the first user input after the pinned head. A step larger than a quarter of the hard
-    limit (one huge tool result) is an event, not a rate, and is left out with its call: a
-    5,000-token result at 12,000 tokens would otherwise forecast the limit within a few calls
-    of a session that ends first (``bench/compare.py``, tau2 airline #13: an optional clearing
-    where no management never passes the budget). After a summary or trim the steps are
-    what is left, so the rate errs low (towards not editing)."""
+    limit (one huge tool result) is an event, not a rate, and is left out with its call (else
+    one 5,000-token result at 12,000 tokens makes every later cut inside the turn clear
+    everything). After a summary or trim the steps are what is left, so the rate errs low."""
     start = head_end(messages)
     first = next((i for i in range(start, len(messages)) if messages[i].role == "user"), len(messages))
     steps: list[int] = []

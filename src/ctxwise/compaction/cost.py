@@ -1,23 +1,17 @@
-"""When an edit of the context pays for itself: the stages' side of :mod:`ctxwise.prices`.
+"""When an edit of the context is free, and what a forced one costs: the stages' side of :mod:`ctxwise.prices`.
 
 The cost model is :mod:`ctxwise.prices`, the one the replay measures with: a prompt cache
 serves the longest unchanged prefix of the previous request (:func:`ctxwise.prices.common_prefix`),
-so an edit re-bills everything from its first edited message on (the ``suffix``), and
-:meth:`ctxwise.prices.PriceModel.edit_pays` weighs that against what the edit saves over the
-calls ahead, under the policy's price model (``Policy.prices``; :data:`ctxwise.prices.FLAT`
-without a policy). This module adds what the stages must guess.
+so an edit re-bills everything from its first edited message on.
 
-How many calls are ahead is not known; :func:`calls_ahead` takes as many as the session has
-made so far (assistant messages in the context), capped at ``Policy.edit_horizon`` (4 by
-default): an edit must pay back within a few calls, since a break is paid at once and
-task-oriented sessions end soon.
-
-That saving is an estimate; the break is certain. So an optional edit is made only when an
-edit is coming anyway: :func:`limit_ahead` projects the context over the same calls at the rate
-it has grown so far (one huge result left out: an event, not a rate), and when it stays under
-the hard limit the session may well end before any edit is needed (then the edit's break is
-pure loss). When it crosses, the break would come within the horizon anyway, and making it
-now, deeper, saves the calls in between.
+Under ``edit_when="pays"`` (the default) a context under the hard limit is not edited while
+the prompt cache is warm. What an optional edit saves depends on how many calls the session
+still makes, which is not known; its cache break is certain. A session that ends under the
+budget is then sent exactly as no management would send it (``bench/wire_sweep.py`` counts the
+calls of such sessions that were edited anyway: a projection of the growth rate a few calls
+ahead edited sessions that ended first, on qwen's 0.2 cache-read price in particular). When
+the context must shrink, the cut is made deep enough to buy many calls (the low watermark,
+``Policy.shrink_calls``) and placed where it re-bills least per unit of room (:func:`cut_cost`).
 
 Time: a prompt cache lives ``PriceModel.lifetime`` seconds unused. When the previous call is
 longer ago than that (:func:`idle_seconds`, from message timestamps or ``prepare(now=...)``),
@@ -33,8 +27,8 @@ from typing import Any, Sequence
 from ..messages import Marker, Message, ThinkingBlock
 from ..prices import FLAT, TIMESTAMP_KEY, idle_seconds, message_time, prices_of, time_of
 
-__all__ = ["FLAT_READ", "TIMESTAMP_KEY", "cache_prices", "calls_ahead", "cold_cache", "cut_cost", "edit_pays",
-           "idle_seconds", "invalidated_reasoning", "invalidated_reasoning_items", "limit_ahead", "message_time", "time_of"]
+__all__ = ["FLAT_READ", "TIMESTAMP_KEY", "cache_prices", "cold_cache", "cut_cost",
+           "idle_seconds", "invalidated_reasoning", "invalidated_reasoning_items", "message_time", "time_of"]
 
 def cold_cache(policy: Any, idle: float | None) -> str | None:
     """Why an edit costs nothing on this call, or None: the cache has gone unused for ``idle``
@@ -54,31 +48,6 @@ def cache_prices(policy: Any) -> tuple[float, float]:
     uncached one: those of :func:`ctxwise.prices.prices_of` ``(policy)``."""
     prices = prices_of(policy)
     return float(prices.read), float(prices.write)
-
-
-def calls_ahead(messages: Sequence[Message], policy: Any = None) -> int:
-    """The number of model calls an optional edit must pay back within: the calls made so far
-    (assistant messages in the context, at least 1), capped at ``policy.edit_horizon``."""
-    made = max(1, sum(1 for m in messages if m.role == "assistant"))
-    horizon = getattr(policy, "edit_horizon", None)
-    return min(made, int(horizon)) if horizon else made
-
-
-def edit_pays(saved: int, suffix: int, calls: int, policy: Any, idle: float | None = None) -> bool:
-    """Whether an edit that makes the context ``saved`` smaller and re-bills ``suffix`` (the
-    size from the first edited message to the end, before the edit; policy unit) costs less
-    than leaving the context alone over the next ``calls`` calls, under the policy's price
-    model (:meth:`ctxwise.prices.PriceModel.edit_pays`); ``idle`` seconds since the previous
-    call (None: unknown, taken as warm)."""
-    return prices_of(policy).edit_pays(saved, suffix, calls, idle)
-
-
-def limit_ahead(size: int, grown: int, made: int, calls: int, hard: int) -> bool:
-    """Whether a context of ``size`` that has grown by ``grown`` over the ``made`` model calls
-    so far (policy unit) would pass ``hard`` within the next ``calls`` calls at that rate (see
-    the module doc: an optional edit is made only when an edit is coming anyway)."""
-    rate = grown / max(1, made)
-    return size + rate * calls > hard
 
 
 def cut_cost(rebilled: int, size_after: int, hard: int) -> float:

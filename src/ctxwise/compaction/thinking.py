@@ -11,8 +11,7 @@ turn it belongs to (the previous turn's final answer when a new user message ope
 blocks"; extended thinking with tool use); OpenAI Responses reasoning items are never pruned alone (a reasoning
 item travels with the item after it). A kept block is never touched. Fires above ``clear_at`` and prunes
 oldest first down to ``clear_target`` (one batch, for prompt-cache stability), and only when
-the context must shrink or the pruning pays for its cache break (:func:`pruning_pays`,
-DESIGN.md decision 4).
+the context must shrink or the cache is cold (:func:`pruning_pays`, DESIGN.md decision 4).
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from collections import defaultdict
 from ..changes import Replace
 from ..messages import Marker, Message, ThinkingBlock
 from .context import Budgeting, StageResult
-from .cost import calls_ahead, cold_cache, edit_pays, invalidated_reasoning, limit_ahead
+from .cost import cold_cache, invalidated_reasoning
 from .stage import StageInput
 
 
@@ -86,14 +85,10 @@ def pruning_pays(messages: list[Message], b: Budgeting, size: int, now: int, fir
 
     With ``edit_when="watermark"`` it fires above ``clear_at`` (``""``: the trigger says it).
     With ``"pays"`` it fires when the context is over the hard limit, when a summary is due on
-    this call (the prefix breaks anyway), or when its saving over the calls ahead exceeds the
-    suffix it re-bills plus the bound reasoning it invalidates
-    (:func:`~ctxwise.compaction.cost.invalidated_reasoning`) and the context, growing at its
-    rate so far, would pass the hard limit within those calls
-    (:func:`~ctxwise.compaction.cost.limit_ahead`), as for clearing; or when the prompt cache
-    is cold (:func:`~ctxwise.compaction.cost.cold_cache`: it re-bills nothing) and it
-    invalidates no bound reasoning."""
-    from .clearing import growth_so_far
+    this call (the prefix breaks anyway), or when the prompt cache is cold
+    (:func:`~ctxwise.compaction.cost.cold_cache`: it re-bills nothing) and it invalidates no
+    bound reasoning (:func:`~ctxwise.compaction.cost.invalidated_reasoning`). A context under
+    the hard limit with a warm cache is never pruned (see :mod:`ctxwise.compaction.cost`)."""
     from .summarizing import summary_due
 
     p = b.policy
@@ -107,10 +102,6 @@ def pruning_pays(messages: list[Message], b: Budgeting, size: int, now: int, fir
         return f"; {cold}"
     if summary_due(messages, b, size):
         return "; a summary is due"
-    suffix = sum(b.size_of(m) for m in messages[first:]) + invalidated_reasoning(messages, first, b.size_of)
-    calls = calls_ahead(messages, p)
-    if edit_pays(size - now, suffix, calls, p) and limit_ahead(size, *growth_so_far(messages, b, hard), calls, hard):
-        return "; the saving over the calls ahead exceeds the re-billed suffix"
     return None
 
 

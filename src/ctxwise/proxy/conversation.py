@@ -36,9 +36,11 @@ answers 409, which the SDKs retry).
 """
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
+import weakref
 from dataclasses import dataclass, field
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, TypeVar
@@ -326,6 +328,10 @@ def session_policy(policy: Policy, provider: str) -> Policy:
     return policy.model_copy(update=update)
 
 
+_UNCHANGED: "weakref.WeakKeyDictionary[Session, tuple[str, tuple[Message, ...]]]" = weakref.WeakKeyDictionary()
+"""Per session object: the leading system items last found unchanged (as JSON, keys sorted),
+and the stored messages they matched (:func:`replace_system`)."""
+
 SYSTEM_TRIGGER = "system_prompt_changed"
 """The ``trigger`` of the ``system_replaced`` event a proxied call records when its client's
 system prompt differs from the stored one."""
@@ -353,9 +359,19 @@ def replace_system(s: Session, route: Route, items: list[dict[str, Any]]) -> int
     same write. An agent that puts the time or its working state in its system prompt keeps
     one session, and the context holds the prompt the client sent last. Returns how many were
     replaced (0: nothing written, no store round trip). Raises what ``SqlStore.apply`` raises
-    (SessionConflict)."""
-    new = _system_messages(route, items)
+    (SessionConflict).
+
+    The items a session object was last found to hold unchanged are kept with the stored
+    messages they were compared with: the same items against the same message objects (a
+    client re-sends its system prompt with every call) are not converted and compared again."""
     stored = s.messages
+    lead = tuple(stored[:len(items)])
+    seen = _UNCHANGED.get(s)
+    sent = json.dumps(items, sort_keys=True)
+    if seen is not None and len(seen[1]) == len(lead) and all(a is b for a, b in zip(seen[1], lead)) \
+            and seen[0] == sent:
+        return 0
+    new = _system_messages(route, items)
     changes: list[Replace] = []
     for i, m in enumerate(new):
         if i >= len(stored) or stored[i].role != "system":
@@ -363,6 +379,7 @@ def replace_system(s: Session, route: Route, items: list[dict[str, Any]]) -> int
         if not _same(stored[i], m):
             changes.append(Replace(stored[i].id, stored[i].model_copy(update={"blocks": m.blocks})))
     if not changes:
+        _UNCHANGED[s] = (sent, lead)
         return 0
     sizer = Budgeting(s.policy, s.counter)
     sizes = {c.message_id: sizer.size_of(c.current) for c in changes}

@@ -25,6 +25,7 @@ from sqlalchemy import (Boolean, Column, DateTime, Integer, MetaData, String, Ta
 from sqlalchemy.engine import Connection, Engine, make_url
 
 from ..errors import SessionConflict
+from ..store.sql import QuickRead
 
 metadata = MetaData()
 proxy_heads = Table(
@@ -46,6 +47,9 @@ proxy_heads = Table(
 
 _TOP = 'SELECT max("count") FROM ctxwise_proxy_heads WHERE tenant = {0} AND user_id = {0} AND session_id = {0}'
 """A session's newest head (the session index covers it, revision 0007)."""
+
+_INSERT = insert(proxy_heads)
+"""The heads rows' INSERT (executemany), built once."""
 
 CHUNK = 500
 """Heads asked for per query after the first (the newest first)."""
@@ -124,11 +128,16 @@ class HeadStore:
         self.reader = engine.execution_options(isolation_level="AUTOCOMMIT")
         """Single-statement reads, outside any transaction (no write lock taken on SQLite)."""
         self._lookup = {named: _lookup_statement(named) for named in (False, True)}
-        self._newest = {named: _lookup_statement(named, NEWEST) for named in (False, True)}
+        self._newest = {named: QuickRead(engine, stmt, lambda params, stmt=stmt: self._read_first(stmt, params))
+                        for named, stmt in ((n, _lookup_statement(n, NEWEST)) for n in (False, True))}
         mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(engine.dialect.paramstyle)
         self._top = None if mark is None else _TOP.format(mark)
         """The check of :meth:`commit` as the driver's own SQL (a third of the time of a built
         statement; on the hot path of every proxied call), None for a driver of another paramstyle."""
+
+    def _read_first(self, stmt: Any, params: dict[str, Any]) -> Any:
+        with self.reader.connect() as conn:
+            return conn.execute(stmt, params).first()
 
     def lookup(self, tenant: str, name: str | None, chain: list[str]) -> Found | None:
         """The longest prefix of ``chain`` (:func:`ctxwise.proxy.wire.heads`) stored for
@@ -139,14 +148,14 @@ class HeadStore:
         named = {} if name is None else {"name": name}
         newest = chain[-NEWEST:]
         padded = newest + [newest[-1]] * (NEWEST - len(newest))  # a head asked twice matches once
-        with self.reader.connect() as conn:
-            row = conn.execute(self._newest[name is not None], {
-                "tenant": tenant, **named, **{f"h{i}": h for i, h in enumerate(padded)}}).first()
-            for end in range(len(chain) - len(newest), 0, -CHUNK):
-                if row is not None:
-                    break
-                row = conn.execute(self._lookup[name is not None], {
-                    "tenant": tenant, **named, "heads": chain[max(0, end - CHUNK):end]}).first()
+        row = self._newest[name is not None]({"tenant": tenant, **named, **{f"h{i}": h for i, h in enumerate(padded)}})
+        if row is None and len(chain) > len(newest):
+            with self.reader.connect() as conn:
+                for end in range(len(chain) - len(newest), 0, -CHUNK):
+                    row = conn.execute(self._lookup[name is not None], {
+                        "tenant": tenant, **named, "heads": chain[max(0, end - CHUNK):end]}).first()
+                    if row is not None:
+                        break
         if row is None:
             return None
         count, user_id, session_id, found_name, top = row
@@ -172,10 +181,10 @@ class HeadStore:
         if not rows:
             return
         if conn is not None:
-            conn.execute(insert(proxy_heads), rows)
+            conn.execute(_INSERT, rows)
             return
         with self.engine.begin() as own:
-            own.execute(insert(proxy_heads), rows)
+            own.execute(_INSERT, rows)
 
     def commit(self, conn: Connection, key: tuple[str, str, str], newest: int, rows: list[dict[str, Any]],
                forget_above: int | None = None, reopen: int | None = None) -> None:

@@ -33,6 +33,8 @@ from sqlalchemy import (Column, DateTime, Integer, MetaData, String, Table, bind
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError
 
+from ..store.sql import QuickRead
+
 TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 """A tenant name: it prefixes the tenant's user ids in the store (``acme:alice``), so it never
 contains the ``:`` separator."""
@@ -57,9 +59,10 @@ api_keys = Table(
 """The table as revision 0004 creates it (the migration is the source of the DDL)."""
 
 
-_BY_KEY_ID = select(api_keys.c.tenant, api_keys.c.key_hash, api_keys.c.revoked_at).where(
-    api_keys.c.key_id == bindparam("key_id"))
-"""The key check, built once (SQLAlchemy keeps its compiled form on the statement)."""
+_ACTIVE_BY_KEY_ID = select(api_keys.c.tenant, api_keys.c.key_hash).where(
+    api_keys.c.key_id == bindparam("key_id"), api_keys.c.revoked_at.is_(None))
+"""The key check of :meth:`KeyStore.tenant_of`: the tenant and hash of an active key (no row
+for an unknown or revoked one); its columns need no type conversion (:class:`~ctxwise.store.sql.QuickRead`)."""
 
 
 TENANT_SEP = ":"
@@ -119,7 +122,12 @@ def tenant_in(key: str | None, row: Any) -> str | None:
     (compared in constant time)."""
     if row is None or row.revoked_at is not None:
         return None
-    return str(row.tenant) if hmac.compare_digest(row.key_hash, digest(key or "")) else None
+    return _matching(key, row.tenant, row.key_hash)
+
+
+def _matching(key: str | None, tenant: Any, key_hash: Any) -> str | None:
+    """``tenant`` when ``key``'s digest is ``key_hash`` (compared in constant time), else None."""
+    return str(tenant) if hmac.compare_digest(str(key_hash), digest(key or "")) else None
 
 
 def check_tenant(tenant: str) -> str:
@@ -146,6 +154,8 @@ class KeyStore:
             if engine.dialect.name == "postgresql" else engine
         """The same pool for single-statement reads (the key check, the server's session
         freshness check): autocommit on PostgreSQL, one round trip per read."""
+        self._active = QuickRead(engine, _ACTIVE_BY_KEY_ID,
+                                 lambda params: self.read(lambda conn: conn.execute(_ACTIVE_BY_KEY_ID, params).first()))
 
     def read(self, fn: Callable[[Connection], T]) -> T:
         """``fn(connection)`` on a :attr:`reader` connection; run once more on a fresh
@@ -193,12 +203,12 @@ class KeyStore:
 
     def tenant_of(self, key: str | None) -> str | None:
         """The tenant an active ``key`` belongs to; None for a missing, malformed, unknown or
-        revoked key (one indexed read, no cache)."""
+        revoked key (one indexed read, no cache: :class:`~ctxwise.store.sql.QuickRead` on SQLite)."""
         params = lookup_params(key)
         if params is None:
             return None
-        row = self.read(lambda conn: conn.execute(_BY_KEY_ID, params).first())
-        return tenant_in(key, row)
+        row = self._active(params)
+        return None if row is None else _matching(key, row[0], row[1])
 
     def ever(self) -> bool:
         """Whether any key was ever created in this database (revoked ones count): one read.

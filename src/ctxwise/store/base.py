@@ -27,7 +27,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
@@ -276,21 +276,36 @@ class BaseStore(ABC):
         state_doc = _state_doc(state)
         _known(user_id, session_id)
         built_on = [expected_version]  # the version the last build wrote on
+        turns = _open_turns(self)
+        known: list[OpenTurn | None] = [turns.get((user_id, session_id))]
+        after: list[OpenTurn] = []
 
         def build(snap: Snapshot) -> Write:
             base = built_on[0] = _base_version(snap.head, expected_version, session_id, rebase=self.wait)
             _refuse_taken(snap.rows[0], messages, session_id)
-            inserts, head, changed, entries = _appended(snap.head, list(snap.rows[1]), messages, bodies, sizes)
-            return _write(base, head, changed | _state_changed(state_doc), state_doc, inserts=inserts,
-                          transcript=entries)
+            turn = _turn_read(snap, known[0])
+            inserts, head, changed, entries, left = _appended(snap.head, turn, messages, bodies, sizes)
+            write = _write(base, head, changed | _state_changed(state_doc), state_doc, inserts=inserts,
+                           transcript=entries)
+            after[:] = [OpenTurn(write.head.version, write.head.created_at, left)]
+            return write
 
         for attempt in range(MAX_REBASES + 1):
+            held = known[0] is not None and known[0].version == expected_version and not (self.wait and attempt)
+            queries = (_taken(messages),) if held else (_taken(messages), _OPEN_TURN)
+            if not held:
+                known[0] = None
             try:
-                write = _read_commit(self, user_id, session_id, (_taken(messages), _OPEN_TURN), build)
-                return write.head.version
+                write = _read_commit(self, user_id, session_id, queries, build)
+            except _StaleTurn:  # another writer moved the session since this process last wrote it
+                known[0] = None
+                continue
             except SessionConflict:  # with wait: retried only when another write moved the version
                 if not self.wait or attempt == MAX_REBASES or self.version(user_id, session_id) == built_on[0]:
                     raise
+                continue
+            _keep_turn(turns, (user_id, session_id), after[0])
+            return write.head.version
         raise AssertionError("unreachable")  # pragma: no cover
 
     def apply(self, user_id: str, session_id: str, changes: list[Change], events: list[dict[str, Any]], *,
@@ -353,7 +368,8 @@ class BaseStore(ABC):
         if then:
             still = [r for r in snap.rows[2] if r.message_id != last.message_id] \
                 if head.open_from_seq is not None else []
-            inserts, head, more, appended = _appended(head, still, then, bodies, sizes)
+            turn = tuple((r.seq, Message.model_validate(r.original)) for r in sorted(still, key=lambda r: r.seq))
+            inserts, head, more, appended, _left = _appended(head, turn, then, bodies, sizes)
             changed, entries = changed | more, entries + appended
         write = _write(expected_version, head, changed | _state_changed(state_doc), state_doc, inserts=inserts,
                        updates=(RowUpdate(last.message_id, state="popped"),), transcript=entries, events=docs)
@@ -641,23 +657,81 @@ def _write(expected: int, head: Head, changed: frozenset[HeadField], state_doc: 
     return Write(expected_version=expected, head=new, changed=changed, **parts)
 
 
-def _appended(head: Head, open_rows: list[StoredRow], messages: list[Message], bodies: list[dict[str, Any]],
-              sizes: Sequence[int] | None) -> tuple[tuple[StoredRow, ...], Head, frozenset[HeadField],
-                                                    tuple[TranscriptRow, ...]]:
+def _appended(head: Head, turn: tuple[tuple[int, Message], ...], messages: list[Message],
+              bodies: list[dict[str, Any]], sizes: Sequence[int] | None
+              ) -> tuple[tuple[StoredRow, ...], Head, frozenset[HeadField], tuple[TranscriptRow, ...],
+                         tuple[tuple[int, Message], ...]]:
     """New rows for ``messages`` after ``head``, the header after them, the header fields that
-    changed and the transcript rows they complete (``open_rows``: the open turn's rows)."""
-    open_rows = sorted(open_rows, key=lambda r: r.seq)
-    open_msgs = [Message.model_validate(r.original) for r in open_rows]
+    changed, the transcript rows they complete, and the open turn after them (``turn``: the
+    open turn's ``(seq, original message)`` pairs by seq, as :data:`_OPEN_TURN` reads them)."""
+    open_msgs = [m for _, m in turn]
     entries, still_open = derive(open_msgs, list(messages))
     first = head.last_seq + 1
     inserts = tuple(StoredRow(m.id, first + k, first + k, 0, "verbatim", m.role, None, body,
                               int(sizes[k]) if sizes is not None else None,
                               tuple(r.tool_use_id for r in m.tool_results))
                     for k, (m, body) in enumerate(zip(messages, bodies)))
+    open_from = _open_from(open_msgs, [q for q, _ in turn], messages, still_open, first)
     new_head = replace(head, last_seq=head.last_seq + len(messages), transcript_seq=head.transcript_seq + len(entries),
-                       open_from_seq=_open_from(open_msgs, [r.seq for r in open_rows], messages, still_open, first))
+                       open_from_seq=open_from)
     changed: frozenset[HeadField] = frozenset({"last_seq", "open_from_seq", "transcript_seq"})
-    return inserts, new_head, changed, _rows_of(head.transcript_seq, entries)
+    left = () if open_from is None else tuple(
+        (q, m) for q, m in (*turn, *((first + k, m) for k, m in enumerate(messages))) if q >= open_from)
+    return inserts, new_head, changed, _rows_of(head.transcript_seq, entries), left
+
+
+@dataclass(frozen=True)
+class OpenTurn:
+    """The open turn of a session as this process left it: at ``version`` of the session
+    created at ``created_at``, the ``(seq, original message)`` pairs :data:`_OPEN_TURN` reads
+    there (the live appended rows from the header's ``open_from_seq`` on), by seq."""
+
+    version: int
+    created_at: datetime | None
+    rows: tuple[tuple[int, Message], ...]
+
+
+MAX_OPEN_TURNS = 1_000
+"""How many sessions' open turns one store object keeps (the sessions it appended to last)."""
+
+MAX_TURN_KEPT = 64
+"""An open turn of more messages than this is not kept (the next append reads it): the memory
+kept stays bounded by about ``MAX_OPEN_TURNS * MAX_TURN_KEPT`` messages."""
+
+
+class _StaleTurn(Exception):
+    """The kept open turn is not the session's (another writer got in): read it again."""
+
+
+def _open_turns(store: BaseStore) -> "OrderedDict[tuple[str, str], OpenTurn]":
+    """The open turn of each session this store object appended to last (:func:`_keep_turn`)."""
+    held: "OrderedDict[tuple[str, str], OpenTurn] | None" = store.__dict__.get("_ctxwise_open_turns")
+    if held is None:
+        with _DEFERRED_LOCK:
+            held = store.__dict__.setdefault("_ctxwise_open_turns", OrderedDict())
+    return held
+
+
+def _keep_turn(held: "OrderedDict[tuple[str, str], OpenTurn]", key: tuple[str, str], turn: OpenTurn) -> None:
+    with _DEFERRED_LOCK:
+        if len(turn.rows) > MAX_TURN_KEPT:
+            held.pop(key, None)
+            return
+        held[key] = turn
+        held.move_to_end(key)
+        while len(held) > MAX_OPEN_TURNS:
+            held.popitem(last=False)
+
+
+def _turn_read(snap: Snapshot, known: OpenTurn | None) -> tuple[tuple[int, Message], ...]:
+    """The open turn of the session ``snap`` read: its rows when it read them, else the
+    ``known`` turn this process left at that very version (the store accepts a write only on
+    the version it read, so the rows are those); :class:`_StaleTurn` when the session moved."""
+    if len(snap.rows) > 1:
+        return tuple((r.seq, Message.model_validate(r.original)) for r in sorted(snap.rows[1], key=lambda r: r.seq))
+    if known is None or known.version != snap.head.version or known.created_at != snap.head.created_at:
+        raise _StaleTurn()
+    return known.rows
 
 
 def _open_from(open_msgs: list[Message], open_seqs: list[int], new: list[Message],
