@@ -210,3 +210,13 @@ def test_the_inspector_reads_a_session_an_older_version_stored(tmp_path):
         assert len(calls) == 2 and all(c.size > 0 for c in calls)
     finally:
         store.close()
+
+
+def test_a_retired_setting_is_refused_with_its_reason_and_a_stored_one_reopens_without_it():
+    """``edit_horizon`` (the calls an early edit had to pay back within) is gone: nothing is
+    edited under the hard limit while the cache is warm. A new policy naming it gets the reason;
+    a session stored with it reopens (``Policy.from_stored``) with everything else as stored."""
+    with pytest.raises(PolicyError, match="edit_horizon: a retired setting"):
+        Policy(edit_horizon=4)
+    stored = Policy.from_stored({"edit_horizon": 50, "budget": 7_000, "clear_at": 0.4})
+    assert (stored.budget, stored.clear_at) == (7_000, 0.4) and "edit_horizon" not in stored.session_settings()

@@ -513,9 +513,20 @@ def _build(data: dict[str, Any]) -> Policy:
     return Policy.model_validate(data)
 
 
+RETIRED_SETTINGS: dict[str, str] = {
+    "edit_horizon": "the calls an early edit had to pay back within; with edit_when=\"pays\" nothing is edited under "
+                    "the hard limit while the prompt cache is warm, so there is no early edit to weigh",
+}
+"""Settings an older version had, with what became of them: ``Policy(...)`` refuses them with
+that reason; a stored session's policy that holds one reopens without it (:meth:`Policy.from_stored`)."""
+
+
 def _policy_error(e: ValidationError) -> PolicyError:
-    """The first problem of ``e`` as a one-line PolicyError naming the field."""
-    err = e.errors()[0]
+    """The first problem of ``e`` as a one-line PolicyError naming the field (a process
+    setting or a retired one before an unknown one)."""
+    errors = e.errors()
+    err = next((x for x in errors if x.get("type") == "extra_forbidden"
+                and ".".join(str(k) for k in x.get("loc", ())) in RUNTIME_FIELDS), errors[0])
     inner = (err.get("ctx") or {}).get("error")
     if isinstance(inner, PolicyError):  # raised by Policy.__init__ inside model_validate
         return inner
@@ -525,6 +536,9 @@ def _policy_error(e: ValidationError) -> PolicyError:
         return PolicyError(f"policy {where}: a process setting, not a session setting",
                            hint=f"pass RuntimeSettings({where}=...) as ContextManager(runtime=...), or set it on "
                                 "the summarizer instance; TOML files and CTXWISE_* variables route it there")
+    if err.get("type") == "extra_forbidden" and where in RETIRED_SETTINGS:
+        return PolicyError(f"policy {where}: a retired setting ({RETIRED_SETTINGS[where]})",
+                           hint=f"remove {where}; sessions stored with it reopen without it")
     if err.get("type") == "extra_forbidden":
         near = difflib.get_close_matches(where, list(Policy.model_fields), n=1)
         guess = f"did you mean {near[0]!r}? " if near else ""
