@@ -1,0 +1,79 @@
+"""Append/format defects a second fresh-user check of issue 25 found (reproductions run on real
+sessions, the real SDK request types and the ``estimate`` tokenizer)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter
+
+from ctxwise import ContextManager, Policy
+from ctxwise.errors import FormatError
+from ctxwise.formats import from_openai, to_openai
+
+_N = [0]
+
+
+def sess(provider: str, **kw: Any) -> Any:
+    _N[0] += 1
+    pol = Policy(budget=kw.pop("budget", 60000), unit="tokens", tokenizer="estimate", reserve_output=0,
+                 provider=provider, **kw)
+    return ContextManager("memory://", pol).session("u", f"s{_N[0]}")
+
+
+def sdk_ok(provider: str, payload: Any) -> None:
+    """Raises when the SDK's request type refuses ``payload``."""
+    if provider == "anthropic":
+        import anthropic.types as at
+        TypeAdapter(at.MessageCreateParams).validate_python({**payload, "model": "m", "max_tokens": 10})
+    elif provider == "openai_responses":
+        from openai.types.responses import ResponseCreateParams
+        TypeAdapter(ResponseCreateParams).validate_python({"model": "m", "input": payload})
+    else:
+        from openai.types.chat import CompletionCreateParams
+        TypeAdapter(CompletionCreateParams).validate_python({"model": "m", "messages": payload})
+
+
+# -- 1. LiteLLM thinking_blocks ------------------------------------------------------------
+
+LITELLM_REPLY = {
+    "role": "assistant", "content": "", "reasoning_content": "I should call f",
+    "thinking_blocks": [{"type": "thinking", "thinking": "I should call f", "signature": "EqQBSIG"},
+                        {"type": "redacted_thinking", "data": "ENCRYPTED"}],
+    "tool_calls": [{"id": "toolu_01", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+
+
+def test_litellm_signed_thinking_reaches_anthropic() -> None:
+    """LiteLLM returns Claude's thinking as ``thinking_blocks`` beside ``reasoning_content``
+    (https://docs.litellm.ai/docs/reasoning_content); Anthropic needs the signed blocks back before
+    the tool_use (anthropic/types/thinking_block_param.py, redacted_thinking_block_param.py)."""
+    s = sess("anthropic")
+    s.append_openai([{"role": "system", "content": "sys"}, {"role": "user", "content": "q"}])
+    s.append_openai([LITELLM_REPLY])
+    s.append_openai([{"role": "tool", "tool_call_id": "toolu_01", "content": "r"}])
+    p = s.prepare()
+    assert [c.rule for c in p.conversions] == []
+    blocks = p.payload["messages"][1]["content"]
+    assert blocks[0] == {"type": "thinking", "thinking": "I should call f", "signature": "EqQBSIG"}
+    assert blocks[1] == {"type": "redacted_thinking", "data": "ENCRYPTED"}
+    assert blocks[2]["type"] == "tool_use"
+    sdk_ok("anthropic", p.payload)
+
+
+def test_litellm_thinking_blocks_round_trip_and_count_once() -> None:
+    msgs = from_openai([{"role": "user", "content": "q"}, LITELLM_REPLY])
+    thinking = msgs[1].thinking
+    assert [(t.signature, t.redacted) for t in thinking] == [("EqQBSIG", False), (None, True)]
+    assert to_openai(msgs, extras=False)[1] == {**LITELLM_REPLY}
+
+
+@pytest.mark.parametrize("bad", [
+    "x", [{"type": "thinking", "thinking": 3, "signature": "s"}], [{"type": "redacted_thinking"}],
+    [{"type": "note", "text": "x"}], [7]])
+def test_malformed_thinking_blocks_are_refused(bad: Any) -> None:
+    s = sess("anthropic")
+    s.append_openai([{"role": "user", "content": "q"}])
+    with pytest.raises(FormatError, match="thinking"):
+        s.append_openai([{"role": "assistant", "content": "a", "thinking_blocks": bad}])
+    assert len(s.transcript()) == 1
