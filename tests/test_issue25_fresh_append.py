@@ -77,3 +77,44 @@ def test_malformed_thinking_blocks_are_refused(bad: Any) -> None:
     with pytest.raises(FormatError, match="thinking"):
         s.append_openai([{"role": "assistant", "content": "a", "thinking_blocks": bad}])
     assert len(s.transcript()) == 1
+
+
+# -- 2. image_url with no url ------------------------------------------------------------------
+
+@pytest.mark.parametrize("iu", [{}, {"url": ""}, {"url": None}, {"detail": "low"}, ""])
+def test_image_url_without_url_is_refused_at_append(iu: Any) -> None:
+    """A chat image part needs its ``image_url.url`` (``openai/types/chat/``
+    ``chat_completion_content_part_image_param.py``: ``url: Required[str]``)."""
+    s = sess("openai")
+    s.append_openai([{"role": "user", "content": "start"}])
+    with pytest.raises(FormatError, match=r"item 0 of this append, part 1: an image_url part needs a non-empty"):
+        s.append_openai([{"role": "user", "content": [{"type": "text", "text": "look"},
+                                                      {"type": "image_url", "image_url": iu}]}])
+    assert len(s.transcript()) == 1
+
+
+# -- 4. Responses reasoning items -------------------------------------------------------------
+
+def test_reasoning_item_without_summary_is_reported_when_sent() -> None:
+    """``summary`` is required on a request reasoning item
+    (``openai/types/responses/response_reasoning_item_param.py``): sent as ``[]`` and reported."""
+    from ctxwise.formats import from_responses, to_responses
+    items = [{"role": "user", "content": "start"},
+             {"type": "reasoning", "id": "rs_1", "encrypted_content": "ENC"},
+             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok",
+                                                                   "annotations": []}]}]
+    s = sess("openai_responses")
+    s.append_responses(items)
+    p = s.prepare()
+    assert p.payload[1] == {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "ENC"}
+    assert [(c.rule, c.index) for c in p.conversions] == [("reasoning-summary-added", 1)]
+    sdk_ok("openai_responses", p.payload)
+    assert "summary" not in to_responses(from_responses(items))[1]  # the stored form is the one given
+
+
+def test_reasoning_item_with_summary_is_not_reported() -> None:
+    s = sess("openai_responses")
+    s.append_responses([{"role": "user", "content": "start"},
+                        {"type": "reasoning", "id": "rs_1", "summary": []},
+                        {"type": "message", "role": "assistant", "content": "ok"}])
+    assert s.prepare().conversions == []

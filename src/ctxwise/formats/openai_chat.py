@@ -128,7 +128,11 @@ def _read_parts(content: Any, place: str) -> tuple[list[Any], str]:
             more = split_known(iu, ("url", "detail") if detail else ("url",))
             if more:
                 extra["image_url"] = more
-            url = iu.get("url", "")
+            url = iu.get("url")
+            if not isinstance(url, str) or not url:
+                raise FormatError(f"{place}, part {j}", "an image_url part needs a non-empty string image_url.url "
+                                  "(an http(s) URL or a data: URL; openai/types/chat/"
+                                  "chat_completion_content_part_image_param.py)")
             parsed = parse_data_url(url)
             if parsed:
                 blocks.append(image_from_b64(parsed[0], parsed[1], extra).model_copy(update={"detail": detail}))
