@@ -118,3 +118,38 @@ def test_reasoning_item_with_summary_is_not_reported() -> None:
                         {"type": "reasoning", "id": "rs_1", "summary": []},
                         {"type": "message", "role": "assistant", "content": "ok"}])
     assert s.prepare().conversions == []
+
+
+# -- 5 / 6. clear errors for user mistakes -----------------------------------------------------
+
+@pytest.mark.parametrize("item", [None, 3, "text", ["nested"]])
+def test_append_of_a_non_message_names_the_item(item: Any) -> None:
+    s = sess("openai")
+    with pytest.raises(FormatError, match=r"item 0 of this append: expected a Message or a message dict"):
+        s.append([item])
+    assert s.transcript() == []
+
+
+def test_anthropic_system_prompt_of_the_wrong_type_is_named_as_such() -> None:
+    s = sess("anthropic")
+    with pytest.raises(FormatError, match=r"^system: the system prompt must be a string or a list"):
+        s.append_anthropic({"system": 5, "messages": [{"role": "user", "content": "q"}]})
+    assert s.transcript() == []
+
+
+def test_langchain_messages_are_named_with_the_way_in() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, message_to_dict
+    for call, what in [("append_openai", HumanMessage("hi")), ("append", HumanMessage("hi")),
+                       ("append_anthropic", AIMessage("hi")), ("append_openai", message_to_dict(HumanMessage("hi")))]:
+        s = sess("anthropic" if call == "append_anthropic" else "openai")
+        with pytest.raises(FormatError, match="LangChain") as e:
+            getattr(s, call)([what])
+        assert "ctxwise.integrations.langchain" in str(e.value.hint)
+        assert s.transcript() == []
+
+
+def test_gemini_native_content_is_named_with_the_openai_compatible_endpoint() -> None:
+    s = sess("gemini")
+    with pytest.raises(FormatError, match="Gemini-native") as e:
+        s.append_openai([{"role": "user", "parts": [{"text": "hi"}]}])
+    assert "generativelanguage.googleapis.com/v1beta/openai" in str(e.value.hint)
