@@ -153,3 +153,50 @@ def test_gemini_native_content_is_named_with_the_openai_compatible_endpoint() ->
     with pytest.raises(FormatError, match="Gemini-native") as e:
         s.append_openai([{"role": "user", "parts": [{"text": "hi"}]}])
     assert "generativelanguage.googleapis.com/v1beta/openai" in str(e.value.hint)
+
+
+# -- 5. tool schemas checked at session() ------------------------------------------------------
+
+CHAT_TOOL = {"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object"}}}
+ANTHROPIC_TOOL = {"name": "f", "description": "d", "input_schema": {"type": "object"}}
+RESPONSES_TOOL = {"type": "function", "name": "f", "description": "d", "parameters": {"type": "object"},
+                  "strict": None}
+
+
+@pytest.mark.parametrize("provider,tools,match", [
+    ("openai", "x", r"^tools: tools must be a list"), ("openai", 42, r"^tools: tools must be a list"),
+    ("openai", [CHAT_TOOL, 3], r"^tool 1: expected a tool schema object"),
+    ("openai", [{"bad": 1}], r"^tool 0: a Chat Completions tool needs"),
+    ("openai", [ANTHROPIC_TOOL], r"^tool 0: an Anthropic-shaped tool"),
+    ("deepseek", [RESPONSES_TOOL], r"^tool 0: a Responses-shaped"),
+    ("anthropic", [CHAT_TOOL], r"^tool 0: an OpenAI-shaped tool"),
+    ("anthropic", [{"name": "f"}], r"^tool 0: an Anthropic custom tool needs an 'input_schema'"),
+    ("openai_responses", [CHAT_TOOL], r"^tool 0: a Chat Completions-shaped"),
+    ("openai_responses", [ANTHROPIC_TOOL], r"^tool 0: a Responses tool needs a string 'type'"),
+])
+def test_tools_of_the_wrong_shape_are_refused_at_session(provider: str, tools: Any, match: str) -> None:
+    """Tool shapes: openai/types/chat/chat_completion_function_tool_param.py,
+    anthropic/types/tool_param.py, openai/types/responses/function_tool_param.py."""
+    cm = ContextManager("memory://", Policy(provider=provider, tokenizer="estimate"))
+    with pytest.raises(FormatError, match=match):
+        cm.session("u", "t", tools=tools)
+    with pytest.raises(Exception):  # nothing stored
+        cm.session("u", "t", create=False)
+
+
+@pytest.mark.parametrize("provider,tool", [
+    ("openai", CHAT_TOOL), ("qwen", {"type": "custom", "custom": {"name": "g"}}), ("anthropic", ANTHROPIC_TOOL),
+    ("anthropic", {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}),
+    ("openai_responses", RESPONSES_TOOL), ("openai_responses", {"type": "web_search"})])
+def test_tools_of_the_provider_shape_are_taken(provider: str, tool: Any) -> None:
+    s = ContextManager("memory://", Policy(provider=provider, tokenizer="estimate")).session("u", "t", tools=[tool])
+    assert s.tools == [tool]
+    bare = ContextManager("memory://", Policy(provider=provider, tokenizer="estimate")).session("u", "t")
+    assert s.overhead > bare.overhead
+
+
+def test_chat_tools_of_an_integration_take_the_provider_shape() -> None:
+    from ctxwise.providers.tools import from_chat_tools
+    assert from_chat_tools([CHAT_TOOL], "anthropic") == [ANTHROPIC_TOOL]
+    assert from_chat_tools([CHAT_TOOL], "openai_responses") == [RESPONSES_TOOL]
+    assert from_chat_tools([CHAT_TOOL], "gemini") == [CHAT_TOOL]
