@@ -200,3 +200,41 @@ def test_chat_tools_of_an_integration_take_the_provider_shape() -> None:
     assert from_chat_tools([CHAT_TOOL], "anthropic") == [ANTHROPIC_TOOL]
     assert from_chat_tools([CHAT_TOOL], "openai_responses") == [RESPONSES_TOOL]
     assert from_chat_tools([CHAT_TOOL], "gemini") == [CHAT_TOOL]
+
+
+# -- 3. content-bearing keys and usage values --------------------------------------------------
+
+def test_ollama_images_key_is_refused_not_dropped() -> None:
+    s = sess("openai")
+    with pytest.raises(FormatError, match=r"item 0 of this append: 'images' \(Ollama") as e:
+        s.append_openai([{"role": "user", "content": "see", "images": ["iVBORw0KGgo="]}])
+    assert "image_url" in str(e.value.hint)
+    assert s.transcript() == []
+
+
+@pytest.mark.parametrize("usage,rule", [
+    ({"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": "x"}}, "prompt_tokens_details.cached_tokens"),
+    ({"prompt_tokens": "10"}, "usage.prompt_tokens must be"),
+    ({"prompt_tokens": 10, "prompt_tokens_details": "x"}, "prompt_tokens_details must be an object"),
+    ("garbage", "usage must be an object"),
+    ({"total_tokens": 3}, "no provider usage ctxwise reads")])
+@pytest.mark.parametrize("where", ["top", "metadata"])
+def test_usage_of_the_wrong_type_is_refused_wherever_it_is_given(usage: Any, rule: str, where: str) -> None:
+    """Usage shapes: openai/types/completion_usage.py (CompletionUsage), anthropic/types/usage.py."""
+    s = sess("openai")
+    s.append_openai([{"role": "user", "content": "q"}])
+    reply: dict[str, Any] = {"role": "assistant", "content": "a"}
+    reply.update({"usage": usage} if where == "top" else {"metadata": {"usage": usage}})
+    with pytest.raises(FormatError, match=rule):
+        s.append_openai([reply])
+    assert len(s.transcript()) == 1
+
+
+def test_anthropic_usage_of_the_wrong_type_is_refused() -> None:
+    s = sess("anthropic")
+    s.append_anthropic([{"role": "user", "content": "q"}])
+    with pytest.raises(FormatError, match="usage.input_tokens must be a non-negative integer"):
+        s.append_anthropic([{"role": "assistant", "content": "x", "usage": {"input_tokens": "lots"}}])
+    s.append_anthropic([{"role": "assistant", "content": "x",
+                         "usage": {"input_tokens": 5, "output_tokens": 1, "cache_read_input_tokens": 0}}])
+    assert len(s.transcript()) == 2

@@ -357,6 +357,11 @@ def _read(raw_msgs: Any, strict: bool) -> list[Message]:
         raw = dict(need_dict(raw, place, "a message object"))
         carry = raw.pop(CARRY, None)
         role = raw.get("role")
+        if "images" in raw:  # Ollama's native chat API; its images would not be read
+            raise FormatError(place, "'images' (Ollama's native chat message) is not a key ctxwise reads: the images "
+                                     "would be lost", hint="give each image as an image_url content part "
+                                     "(Ollama's OpenAI-compatible /v1/chat/completions takes them), e.g. "
+                                     "{'type': 'image_url', 'image_url': {'url': 'data:image/png;base64,...'}}")
         if role not in _ROLES:
             raise FormatError(place, f"unknown role {role!r}; expected one of {', '.join(_ROLES)}")
         book: dict[str, Any] = {}

@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import nesting
 from ..errors import FormatError
-from ..usage import DIAGNOSTICS_KEY, USAGE_KEY, reported_usage
+from ..usage import DIAGNOSTICS_KEY, USAGE_KEY, usage_problem
 
 MESSAGE_DEPTH = nesting.MAX_DEPTH + 8
 """The deepest nesting read from one message object: its values nest at most
@@ -72,7 +72,9 @@ def openai_dicts(messages: Any) -> list[dict[str, Any]]:
         refuse_other_shape(d, f"message {i}", "append_openai")
         if "choices" in d and "role" not in d:
             d = _completion_message(d, f"message {i}")
-        out.append(_lift_usage(d, f"message {i}"))
+        d = _lift_usage(d, f"message {i}")
+        check_usage(d.get(USAGE_KEY), f"message {i}")
+        out.append(d)
     return out
 
 
@@ -138,6 +140,15 @@ def refuse_other_shape(d: Any, place: str, call: str) -> None:
         raise FormatError(place, f"{what} was passed to {call}()", hint=f"pass it to Session.{right}()")
 
 
+def check_usage(usage: Any, place: str, where: str = "") -> None:
+    """FormatError naming ``place`` and the rule (:func:`ctxwise.usage.usage_problem`) unless
+    ``usage`` (a reply's ``usage``, or null) is a provider usage ctxwise stores and reads."""
+    why = usage_problem(usage) if usage is not None else None
+    if why is not None:
+        raise FormatError(place, f"{where}{why}",
+                          hint="pass the usage the SDK returned (completion.usage / message.usage) or leave it out")
+
+
 def _lift_usage(d: dict[str, Any], place: str) -> dict[str, Any]:
     """``d`` with ``metadata.usage`` / ``metadata.cache_diagnostics`` moved to its top level."""
     meta = d.get("metadata")
@@ -147,10 +158,8 @@ def _lift_usage(d: dict[str, Any], place: str) -> dict[str, Any]:
         if key in meta and key in d:
             raise FormatError(place, f"{key!r} given both on the message and in its metadata",
                               hint=f"keep one {key!r}")
-    if USAGE_KEY in meta and reported_usage(meta[USAGE_KEY]) is None:
-        raise FormatError(place, "metadata.usage is no provider usage ctxwise reads (OpenAI CompletionUsage "
-                                 "prompt_tokens / Responses ResponseUsage input_tokens / Anthropic Usage)",
-                          hint="pass the usage the SDK returned (completion.usage) or leave it out")
+    if USAGE_KEY in meta:
+        check_usage(meta[USAGE_KEY], place, "metadata.")
     rest = {k: v for k, v in meta.items() if k not in (USAGE_KEY, DIAGNOSTICS_KEY)}
     out = {k: v for k, v in d.items() if k != "metadata"}
     out.update((k, meta[k]) for k in (USAGE_KEY, DIAGNOSTICS_KEY) if k in meta)
@@ -175,6 +184,7 @@ def responses_items(items: Any) -> tuple[list[dict[str, Any]], Any, Any]:
             output = d.get("output")
             if not isinstance(output, list):
                 raise FormatError("response", f"output: expected a list of items, got {type(output).__name__}")
+            check_usage(d.get("usage"), "response")
             return [plain(x, f"item {k}") for k, x in enumerate(output)], d.get("usage"), \
                 d.get("prompt_cache_diagnostics")
     out = []
@@ -225,5 +235,6 @@ def anthropic_dicts(messages: Any) -> list[dict[str, Any]]:
             if d.get("diagnostics"):
                 kept[DIAGNOSTICS_KEY] = d["diagnostics"]
             d = kept
+        check_usage(d.get(USAGE_KEY), f"message {i}")
         out.append(d)
     return out

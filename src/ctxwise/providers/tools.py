@@ -108,7 +108,8 @@ def from_chat_tools(tools: list[JSONObject], provider: str) -> list[JSONObject]:
         if not isinstance(fn, dict) or not _name(fn):
             out.append(t)
             continue
-        params = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else {"type": "object", "properties": {}}
+        empty: JSONObject = {"type": "object", "properties": {}}
+        params: Any = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else empty
         desc = {"description": fn["description"]} if isinstance(fn.get("description"), str) else {}
         if wire == "anthropic":
             out.append({"name": fn["name"], **desc, "input_schema": params})
