@@ -238,3 +238,25 @@ def test_anthropic_usage_of_the_wrong_type_is_refused() -> None:
     s.append_anthropic([{"role": "assistant", "content": "x",
                          "usage": {"input_tokens": 5, "output_tokens": 1, "cache_read_input_tokens": 0}}])
     assert len(s.transcript()) == 2
+
+
+# -- 6. async forms of every append call ------------------------------------------------------
+
+def test_async_forms_of_the_format_appends() -> None:
+    import asyncio
+
+    async def run() -> None:
+        s = sess("openai")
+        v1 = await s.aappend_openai([{"role": "user", "content": "q"}])
+        v2 = await s.aappend_openai([{"role": "assistant", "content": "a"}])
+        assert v2 > v1 and len(s.transcript()) == 2
+        with pytest.raises(FormatError, match="message 0"):
+            await s.aappend_openai([None])
+        a = sess("anthropic")
+        await a.aappend_anthropic({"system": "sys", "messages": [{"role": "user", "content": "q"}]})
+        assert a.prepare().payload == {"system": "sys", "messages": [{"role": "user", "content": "q"}]}
+        r = sess("openai_responses")
+        await r.aappend_responses([{"role": "user", "content": "q"}])
+        assert len(r.transcript()) == 1
+
+    asyncio.run(run())
