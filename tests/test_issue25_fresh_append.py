@@ -66,6 +66,7 @@ def test_litellm_thinking_blocks_round_trip_and_count_once() -> None:
     thinking = msgs[1].thinking
     assert [(t.signature, t.redacted) for t in thinking] == [("EqQBSIG", False), (None, True)]
     assert to_openai(msgs, extras=False)[1] == {**LITELLM_REPLY}
+    assert from_openai(to_openai(msgs)) == msgs
 
 
 @pytest.mark.parametrize("bad", [
