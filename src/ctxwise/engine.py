@@ -31,6 +31,7 @@ from .memory.session import SessionMemory
 from .records import AsyncCalls, SessionRecords, load_view
 from .messages import JSONObject, Message
 from .policy import Policy
+from .providers.tools import check_tools
 from .providers.append import as_message_list, read_anthropic, read_openai, read_responses, refuse_deep_input
 from .tokens import get_counter
 
@@ -61,7 +62,7 @@ class Session(SessionRecords, AsyncCalls):
         given)}``) records a ``policy_migrated`` event first. Open sessions with
         :meth:`ContextManager.session`."""
         self.manager, self.user_id, self.session_id = manager, user_id, session_id
-        self.tools = tools or []
+        self.tools = check_tools(tools, policy.provider)
         self.chars_counter = get_counter("chars")
         self._view: SessionView | None = None
         self._last_call: float | None = None

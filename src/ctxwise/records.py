@@ -75,10 +75,25 @@ class AsyncCalls:
         def pop(self, *, then: Iterable[Message | Mapping[str, object]] | None = None) -> Message | None: ...
         def record_usage(self, response: object, diagnostics: object = None) -> "CompactionEvent": ...
         def clear(self) -> int: ...
+        def append_openai(self, messages: object) -> int: ...
+        def append_anthropic(self, messages: object) -> int: ...
+        def append_responses(self, items: object) -> int: ...
 
     async def aappend(self, messages: Iterable[Message | Mapping[str, object]]) -> int:
         """Async :meth:`append` (runs in a worker thread)."""
         return await asyncio.to_thread(self.append, list(messages))
+
+    async def aappend_openai(self, messages: object) -> int:
+        """Async :meth:`append_openai` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.append_openai, messages)
+
+    async def aappend_anthropic(self, messages: object) -> int:
+        """Async :meth:`append_anthropic` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.append_anthropic, messages)
+
+    async def aappend_responses(self, items: object) -> int:
+        """Async :meth:`append_responses` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.append_responses, items)
 
     async def aprepare(self, *, thinking: bool | None = None, now: "float | datetime | None" = None) -> "Prepared":
         """Async :meth:`prepare` (runs in a worker thread)."""

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["DIAGNOSTICS_KEY", "USAGE_KEY", "CacheUsage", "reported_usage"]
+__all__ = ["DIAGNOSTICS_KEY", "USAGE_KEY", "CacheUsage", "reported_usage", "usage_problem"]
 
 USAGE_KEY = "usage"
 """The ``Message.metadata`` key of a reply's provider usage (the recorded formats keep it there)."""
@@ -111,4 +111,39 @@ def reported_usage(response: Any, diagnostics: Any = None) -> CacheUsage | None:
         details = _get(usage, details_key)
         return CacheUsage(api, all_in, _int(_get(details, "cached_tokens")),
                           _int(_get(details, "cache_write_tokens")), reason, missed)
+    return None
+
+
+_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+           "prompt_tokens", "completion_tokens", "total_tokens")
+_DETAILS = ("prompt_tokens_details", "input_tokens_details", "completion_tokens_details", "output_tokens_details")
+_DETAIL_COUNTS = ("cached_tokens", "cache_write_tokens", "reasoning_tokens", "audio_tokens")
+
+
+def usage_problem(usage: Any) -> str | None:
+    """Why ``usage`` (a reply's usage as a JSON dict) is not a provider usage ctxwise can store
+    and read, or None when it is: not an object; a token count (``input_tokens``,
+    ``prompt_tokens``, ``cache_read_input_tokens``, ... and the ``*_tokens_details`` counts
+    ``cached_tokens``, ``cache_write_tokens``, ...) that is not a non-negative integer or null;
+    a details value that is not an object; or none of the shapes :func:`reported_usage` reads
+    (sources in the module docstring)."""
+    if not isinstance(usage, Mapping):
+        return f"usage must be an object (the SDK's usage), got {type(usage).__name__}"
+    for k in _COUNTS:
+        v = usage.get(k)
+        if v is not None and (_int(v) is None or v < 0):
+            return f"usage.{k} must be a non-negative integer, got {v!r}"
+    for d in _DETAILS:
+        det = usage.get(d)
+        if det is None:
+            continue
+        if not isinstance(det, Mapping):
+            return f"usage.{d} must be an object, got {type(det).__name__}"
+        for k in _DETAIL_COUNTS:
+            v = det.get(k)
+            if v is not None and (_int(v) is None or v < 0):
+                return f"usage.{d}.{k} must be a non-negative integer, got {v!r}"
+    if reported_usage(usage) is None:
+        return ("usage is no provider usage ctxwise reads (OpenAI CompletionUsage prompt_tokens / Responses "
+                "ResponseUsage input_tokens / Anthropic Usage)")
     return None

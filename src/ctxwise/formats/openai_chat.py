@@ -63,7 +63,7 @@ from ._common import (
 
 BOOK = book_key("openai")
 PART_TYPES = ("text", "image_url", "input_audio", "file", "refusal")
-_NATURAL = ["id", "role", "name", "content", "tool_calls", "reasoning_content"]
+_NATURAL = ["id", "role", "name", "content", "tool_calls", "reasoning_content", "thinking_blocks"]
 _NATURAL_TOOL = ["id", "role", "tool_call_id", "name", "content"]
 _KNOWN = {"id", "role", "name", "content", "tool_calls", "tool_call_id"}
 _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
@@ -128,7 +128,11 @@ def _read_parts(content: Any, place: str) -> tuple[list[Any], str]:
             more = split_known(iu, ("url", "detail") if detail else ("url",))
             if more:
                 extra["image_url"] = more
-            url = iu.get("url", "")
+            url = iu.get("url")
+            if not isinstance(url, str) or not url:
+                raise FormatError(f"{place}, part {j}", "an image_url part needs a non-empty string image_url.url "
+                                  "(an http(s) URL or a data: URL; openai/types/chat/"
+                                  "chat_completion_content_part_image_param.py)")
             parsed = parse_data_url(url)
             if parsed:
                 blocks.append(image_from_b64(parsed[0], parsed[1], extra).model_copy(update={"detail": detail}))
@@ -267,16 +271,62 @@ def _read_result(raw: dict[str, Any], place: str, carry: Any, chain: dict[str, s
     )
 
 
+def _read_thinking_blocks(raw: Any, place: str) -> list[ThinkingBlock]:
+    """LiteLLM's ``thinking_blocks`` on an assistant message (its Anthropic thinking, signed:
+    ``[{"type": "thinking", "thinking", "signature"}, {"type": "redacted_thinking", "data"}]``,
+    https://docs.litellm.ai/docs/reasoning_content) as :class:`ThinkingBlock` s, signatures kept;
+    FormatError naming the block for any other shape."""
+    if not isinstance(raw, list):
+        raise FormatError(place, f"thinking_blocks must be a list of thinking blocks, got {type(raw).__name__}")
+    out: list[ThinkingBlock] = []
+    for j, tb in enumerate(raw):
+        where = f"{place}, thinking block {j}"
+        d = need_dict(tb, where, "a thinking block object")
+        t = d.get("type")
+        if t == "redacted_thinking":
+            if not isinstance(d.get("data"), str) or not d["data"]:
+                raise FormatError(where, "a redacted_thinking block needs its string 'data'")
+            out.append(ThinkingBlock(thinking=d["data"], redacted=True, extra=split_known(d, ("type", "data"))))
+        elif t == "thinking":
+            sig = d.get("signature")
+            if not isinstance(d.get("thinking"), str) or not (sig is None or isinstance(sig, str)):
+                raise FormatError(where, "a thinking block needs a string 'thinking' and a string 'signature'")
+            out.append(ThinkingBlock(thinking=d["thinking"], signature=sig,
+                                     extra=split_known(d, ("type", "thinking", "signature"))))
+        else:
+            raise unknown_block(where, t, ("thinking", "redacted_thinking"))
+    return out
+
+
+def _write_thinking_blocks(thinking: list[ThinkingBlock]) -> list[dict[str, Any]]:
+    """The inverse of :func:`_read_thinking_blocks`."""
+    out: list[dict[str, Any]] = []
+    for t in thinking:
+        d: dict[str, Any] = ({"type": "redacted_thinking", "data": t.thinking} if t.redacted
+                             else {"type": "thinking", "thinking": t.thinking, "signature": t.signature})
+        spread(d, t.extra)
+        out.append(d)
+    return out
+
+
 def _read_chat_blocks(raw: dict[str, Any], place: str, role: str,
                       book: dict[str, Any]) -> tuple[list[Any], str | None, dict[str, str] | None]:
     """A system, user or assistant message's blocks (reasoning, content, calls), the key its
     reasoning was read from, and its calls (id → name; None when it calls no tool)."""
     blocks: list[Any] = []
     rkey = next((k for k in ("reasoning_content", "reasoning") if isinstance(raw.get(k), str)), None)
-    if rkey is not None and role == "assistant":
+    signed = _read_thinking_blocks(raw.get("thinking_blocks"), place) if "thinking_blocks" in raw else None
+    if signed is not None:
+        if role != "assistant":
+            raise FormatError(place, f"thinking_blocks on a {role} message; only assistant messages carry thinking")
+        blocks.extend(signed)
+        book["thinking_blocks"] = True
+        if rkey is not None:  # LiteLLM's plain-text view of the same thinking: kept, not a second block
+            book["reasoning_text"] = [rkey, raw[rkey]]
+    elif rkey is not None and role == "assistant":
         blocks.append(ThinkingBlock(thinking=raw[rkey]))
-        if rkey != "reasoning_content":
-            book["reasoning_key"] = rkey
+    if rkey is not None and rkey != "reasoning_content" and role == "assistant":
+        book["reasoning_key"] = rkey
     content, form = _read_parts(raw.get("content", _ABSENT), place)
     blocks.extend(content)
     if role == "assistant" and isinstance(raw.get("refusal"), str):
@@ -307,6 +357,11 @@ def _read(raw_msgs: Any, strict: bool) -> list[Message]:
         raw = dict(need_dict(raw, place, "a message object"))
         carry = raw.pop(CARRY, None)
         role = raw.get("role")
+        if "images" in raw:  # Ollama's native chat API; its images would not be read
+            raise FormatError(place, "'images' (Ollama's native chat message) is not a key ctxwise reads: the images "
+                                     "would be lost", hint="give each image as an image_url content part "
+                                     "(Ollama's OpenAI-compatible /v1/chat/completions takes them), e.g. "
+                                     "{'type': 'image_url', 'image_url': {'url': 'data:image/png;base64,...'}}")
         if role not in _ROLES:
             raise FormatError(place, f"unknown role {role!r}; expected one of {', '.join(_ROLES)}")
         book: dict[str, Any] = {}
@@ -328,7 +383,7 @@ def _read(raw_msgs: Any, strict: bool) -> list[Message]:
             ))
             continue
         blocks, rkey, chain = _read_chat_blocks(raw, place, role, book)
-        known = set(_KNOWN) | ({rkey} if rkey and role == "assistant" else set())
+        known = set(_KNOWN) | ({rkey} if rkey and role == "assistant" else set()) | {"thinking_blocks"}
         if role == "assistant" and isinstance(raw.get("refusal"), str):
             known.add("refusal")
         meta = split_known(raw, known)
@@ -432,7 +487,11 @@ def _write_message(m: Message, head: dict[str, Any], reasoning_field: str | None
         d["tool_calls"] = [_write_call(u) for u in calls]
     elif "tool_calls" in book:
         d["tool_calls"] = book["tool_calls"]
-    if thinking and reasoning_field and m.role == "assistant":
+    if book.get("thinking_blocks") and m.role == "assistant":
+        if thinking and book.get("reasoning_text"):
+            d[book["reasoning_text"][0]] = book["reasoning_text"][1]
+        d["thinking_blocks"] = _write_thinking_blocks(thinking)
+    elif thinking and reasoning_field and m.role == "assistant":
         d[book.get("reasoning_key", reasoning_field)] = thinking[0].thinking
     if keyed:
         d["refusal"] = keyed[0].text

@@ -220,6 +220,8 @@ def _read_reasoning(raw: dict[str, Any], loose: dict[str, Any]) -> ThinkingBlock
         book["item"] = sk
     if summary != ([{"type": "summary_text", "text": text}] if text else []):
         book["summary"] = summary
+    if "summary" not in raw:  # required on a request item: the renderer adds [] and reports it
+        book["no_summary"] = True
     return ThinkingBlock(thinking=text, extra=with_book(loose, BOOK, book))
 
 
@@ -423,6 +425,8 @@ def _write_reasoning(b: ThinkingBlock, bk: dict[str, Any]) -> dict[str, Any]:
     else:
         summary = [{"type": "summary_text", "text": b.thinking}] if b.thinking else []
     it = {**(bk.get("item") or _SKEL["reasoning"]), "summary": summary}
+    if bk.get("no_summary") and not b.thinking:  # written back as it was given
+        del it["summary"]
     spread(it, b.extra, skip=BOOK)
     return it
 

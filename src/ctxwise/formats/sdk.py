@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import nesting
 from ..errors import FormatError
-from ..usage import DIAGNOSTICS_KEY, USAGE_KEY, reported_usage
+from ..usage import DIAGNOSTICS_KEY, USAGE_KEY, usage_problem
 
 MESSAGE_DEPTH = nesting.MAX_DEPTH + 8
 """The deepest nesting read from one message object: its values nest at most
@@ -65,13 +65,16 @@ def openai_dicts(messages: Any) -> list[dict[str, Any]]:
     :func:`ctxwise.usage.reported_usage` reads."""
     out = []
     for i, m in enumerate(_items(messages)):
+        refuse_foreign(m, f"message {i}")
         d = plain(m, f"message {i}")
         if not isinstance(d, dict):
             raise FormatError(f"message {i}", f"expected a message object, got {type(m).__name__}")
         refuse_other_shape(d, f"message {i}", "append_openai")
         if "choices" in d and "role" not in d:
             d = _completion_message(d, f"message {i}")
-        out.append(_lift_usage(d, f"message {i}"))
+        d = _lift_usage(d, f"message {i}")
+        check_usage(d.get(USAGE_KEY), f"message {i}")
+        out.append(d)
     return out
 
 
@@ -87,6 +90,35 @@ def _completion_message(d: dict[str, Any], place: str) -> dict[str, Any]:
     if d.get("usage"):
         msg[USAGE_KEY] = d["usage"]
     return msg
+
+
+LANGCHAIN_HINT = ("let ctxwise.integrations.langchain (ContextMiddleware) manage a LangChain agent's messages, or "
+                  "convert them with langchain_core.messages.convert_to_openai_messages() and pass the dicts to "
+                  "Session.append_openai()")
+GEMINI_HINT = ("use Gemini's OpenAI-compatible endpoint (https://generativelanguage.googleapis.com/v1beta/openai/, "
+               "https://ai.google.dev/gemini-api/docs/openai) and pass its chat messages to Session.append_openai() "
+               "with provider='gemini'")
+
+
+def refuse_foreign(x: Any, place: str) -> None:
+    """Raise FormatError naming ``place`` when ``x`` is a message of a framework or API ctxwise
+    does not read as such: a LangChain message object (``langchain_core.messages.BaseMessage``)
+    or its ``message_to_dict`` form (``{"type": "human", "data": {...}}``), or a Gemini-native
+    content (``{"role", "parts"}``, https://ai.google.dev/api/caching#Content); the hint names
+    the way in."""
+    mod = type(x).__module__ or ""
+    if mod.split(".")[0] in ("langchain", "langchain_core"):
+        raise FormatError(place, f"a LangChain {type(x).__name__} is not a message ctxwise reads directly",
+                          hint=LANGCHAIN_HINT)
+    if not isinstance(x, dict) or "role" in x and "parts" not in x:
+        return
+    if "role" not in x and isinstance(x.get("data"), dict) and x.get("type") in (
+            "human", "ai", "system", "tool", "chat", "function", "AIMessageChunk", "HumanMessageChunk"):
+        raise FormatError(place, f"a LangChain message dict (message_to_dict, type {x['type']!r}) is not a message "
+                                 "ctxwise reads directly", hint=LANGCHAIN_HINT)
+    if "parts" in x and "content" not in x and x.get("role") in ("user", "model", "function", None):
+        raise FormatError(place, "a Gemini-native content ({'role', 'parts'}) is not a format ctxwise reads",
+                          hint=GEMINI_HINT)
 
 
 def refuse_other_shape(d: Any, place: str, call: str) -> None:
@@ -108,6 +140,15 @@ def refuse_other_shape(d: Any, place: str, call: str) -> None:
         raise FormatError(place, f"{what} was passed to {call}()", hint=f"pass it to Session.{right}()")
 
 
+def check_usage(usage: Any, place: str, where: str = "") -> None:
+    """FormatError naming ``place`` and the rule (:func:`ctxwise.usage.usage_problem`) unless
+    ``usage`` (a reply's ``usage``, or null) is a provider usage ctxwise stores and reads."""
+    why = usage_problem(usage) if usage is not None else None
+    if why is not None:
+        raise FormatError(place, f"{where}{why}",
+                          hint="pass the usage the SDK returned (completion.usage / message.usage) or leave it out")
+
+
 def _lift_usage(d: dict[str, Any], place: str) -> dict[str, Any]:
     """``d`` with ``metadata.usage`` / ``metadata.cache_diagnostics`` moved to its top level."""
     meta = d.get("metadata")
@@ -117,10 +158,8 @@ def _lift_usage(d: dict[str, Any], place: str) -> dict[str, Any]:
         if key in meta and key in d:
             raise FormatError(place, f"{key!r} given both on the message and in its metadata",
                               hint=f"keep one {key!r}")
-    if USAGE_KEY in meta and reported_usage(meta[USAGE_KEY]) is None:
-        raise FormatError(place, "metadata.usage is no provider usage ctxwise reads (OpenAI CompletionUsage "
-                                 "prompt_tokens / Responses ResponseUsage input_tokens / Anthropic Usage)",
-                          hint="pass the usage the SDK returned (completion.usage) or leave it out")
+    if USAGE_KEY in meta:
+        check_usage(meta[USAGE_KEY], place, "metadata.")
     rest = {k: v for k, v in meta.items() if k not in (USAGE_KEY, DIAGNOSTICS_KEY)}
     out = {k: v for k, v in d.items() if k != "metadata"}
     out.update((k, meta[k]) for k in (USAGE_KEY, DIAGNOSTICS_KEY) if k in meta)
@@ -145,10 +184,12 @@ def responses_items(items: Any) -> tuple[list[dict[str, Any]], Any, Any]:
             output = d.get("output")
             if not isinstance(output, list):
                 raise FormatError("response", f"output: expected a list of items, got {type(output).__name__}")
+            check_usage(d.get("usage"), "response")
             return [plain(x, f"item {k}") for k, x in enumerate(output)], d.get("usage"), \
                 d.get("prompt_cache_diagnostics")
     out = []
     for i, x in enumerate(_items(items)):
+        refuse_foreign(x, f"item {i}")
         d = plain(x, f"item {i}")
         if not isinstance(d, dict):
             raise FormatError(f"item {i}", f"expected an item object, got {type(x).__name__}")
@@ -170,8 +211,14 @@ def anthropic_dicts(messages: Any) -> list[dict[str, Any]]:
     ``reply.content`` list of blocks (read as one assistant message), or a ``{"system"?,
     "messages"}`` payload. Raises :class:`~ctxwise.errors.FormatError` naming the message."""
     if isinstance(messages, dict) and "messages" in messages and "role" not in messages:
-        head = [{"role": "system", "content": plain(messages["system"], "system")}] if "system" in messages else []
+        system = plain(messages["system"], "system") if "system" in messages else None
+        if "system" in messages and not isinstance(system, (str, list)):
+            raise FormatError("system", f"the system prompt must be a string or a list of text blocks, got "
+                                        f"{type(system).__name__} (anthropic/types/message_create_params.py: system)")
+        head = [{"role": "system", "content": system}] if "system" in messages else []
         return head + anthropic_dicts(messages["messages"])
+    for i, m in enumerate(_items(messages)):
+        refuse_foreign(m, f"message {i}")
     items = [plain(m, f"message {i}") for i, m in enumerate(_items(messages))]
     for i, d in enumerate(items):
         refuse_other_shape(d, f"message {i}", "append_anthropic")
@@ -188,5 +235,6 @@ def anthropic_dicts(messages: Any) -> list[dict[str, Any]]:
             if d.get("diagnostics"):
                 kept[DIAGNOSTICS_KEY] = d["diagnostics"]
             d = kept
+        check_usage(d.get(USAGE_KEY), f"message {i}")
         out.append(d)
     return out

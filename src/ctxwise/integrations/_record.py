@@ -13,6 +13,7 @@ import uuid
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from .. import ContextManager, Marker, Session, SessionConflict, SessionPool
+from ..providers.tools import from_chat_tools
 
 
 T = TypeVar("T")
@@ -128,7 +129,7 @@ def pooled_session(manager: ContextManager, pool: SessionPool[tuple[str, str, st
     with lock:
         s = pool.get(key)
         if s is None:
-            s = manager.session(user_id, session_id, tools=tools)
+            s = manager.session(user_id, session_id, tools=from_chat_tools(tools, manager.policy.provider))
         elif s.version != manager.store.version(user_id, session_id):
             s.reload()
         pool.put(key, s)

@@ -101,11 +101,16 @@ def pending_calls(context: Sequence[Message]) -> list[ToolUseBlock]:
 def coerce(items: Sequence[Message | Mapping[str, Any]], base: int, provider: str) -> list[Message]:
     """``items`` as Messages (dicts in the canonical shape validated). Raises PayloadInvalid
     (rule ``message-shape``) naming the item and its place ``base + k`` in the session."""
+    from ..formats.sdk import refuse_foreign
     out: list[Message] = []
     for k, item in enumerate(items):
         if isinstance(item, Message):
             out.append(item)
             continue
+        refuse_foreign(item, f"item {k} of this append")
+        if not isinstance(item, Mapping):
+            raise FormatError(f"item {k} of this append", f"expected a Message or a message dict, got "
+                                                          f"{type(item).__name__}")
         try:
             out.append(Message.model_validate(item))
         except ValidationError as e:

@@ -50,6 +50,10 @@ done in silence. A provider is never refused input it or ctxwise can make valid:
   ``id: Required[str]``) and only OpenAI can produce one. As for unsigned thinking on
   Anthropic, the renderer leaves it out, the conversion reports it and the message is not
   changed (what is counted is what it was).
+* ``reasoning-summary-added`` — on OpenAI Responses, a ``reasoning`` item given without its
+  ``summary`` key (an encrypted-only item) is sent with ``"summary": []``: the request item
+  needs the key (``openai/types/responses/response_reasoning_item_param.py``:
+  ``summary: Required[Iterable[Summary]]``); the transcript keeps the item as given.
 * ``first-message-role`` — a history that starts with an assistant message (an app that
   stores its greeting first) gets a minimal user turn,
   :data:`~ctxwise.providers.profiles.LEAD_USER_TEXT`, before it on a provider whose first
@@ -69,7 +73,7 @@ from typing import Any, Callable, Sequence
 from ..messages import (Block, ImageBlock, Message, RefusalBlock, TextBlock, ThinkingBlock, ToolResultBlock,
                         ToolUseBlock, fold_on)
 from ..units import is_user_input
-from .render_responses import reasoning_item_id
+from .render_responses import reasoning_item_id, summary_added
 from .rules import opens_with_compaction
 from .profiles import (
     BLOCK_NOT_SENDABLE,
@@ -79,6 +83,7 @@ from .profiles import (
     DEVELOPER_AS_SYSTEM,
     IMAGE_DETAIL_DROPPED,
     THOUGHT_SIGNATURE_DROPPED,
+    REASONING_SUMMARY_ADDED,
     FIRST_MESSAGE_ROLE,
     IMAGE_NOT_SUPPORTED,
     IMAGE_NOTE,
@@ -183,6 +188,7 @@ def _per_message(out: Converted, profile: ProviderProfile, at: Sequence[int]) ->
         _image_detail(out, at)
     if profile.wire == "responses":
         _idless_reasoning(out, at)
+        _summaries_added(out, at)
     if profile.wire == "chat":
         _signed_thinking_on_chat(out, at, profile.reasoning_field is not None)
     _drop_foreign_citations(out, at, profile)
@@ -197,7 +203,7 @@ def _thinking_untouched(b: ThinkingBlock, profile: ProviderProfile) -> bool:
     if profile.wire == "anthropic":
         return b.redacted or b.signature is not None
     if profile.wire == "responses":
-        return reasoning_item_id(b) is not None
+        return reasoning_item_id(b) is not None and not summary_added(b)
     if profile.wire == "chat":
         return not b.redacted and (profile.reasoning_field is not None or b.signature is None)
     return True
@@ -524,6 +530,18 @@ def _idless_reasoning(out: Converted, at: Sequence[int]) -> None:
                                               f"{n} thinking block{'s' if n > 1 else ''} without a reasoning item id "
                                               "left out (OpenAI Responses takes reasoning only as the item it "
                                               "returned, with its rs_ id)"))
+
+
+def _summaries_added(out: Converted, at: Sequence[int]) -> None:
+    for i in at:
+        m = out.messages[i]
+        n = sum(1 for b in m.blocks if isinstance(b, ThinkingBlock) and reasoning_item_id(b) is not None
+                and summary_added(b)) if m.role == "assistant" else 0
+        if n:
+            out.conversions.append(Conversion(REASONING_SUMMARY_ADDED, i, m.id,
+                                              f"{n} reasoning item{'s' if n > 1 else ''} given without 'summary' "
+                                              "sent with \"summary\": [] (a request reasoning item needs the key: "
+                                              "openai/types/responses/response_reasoning_item_param.py)"))
 
 
 def _lead_user_turn(out: Converted) -> int:

@@ -81,6 +81,7 @@ COMPACTION_MISPLACED = "compaction-misplaced"
 DEVELOPER_AS_SYSTEM = "developer-as-system"
 IMAGE_DETAIL_DROPPED = "image-detail-dropped"
 THOUGHT_SIGNATURE_DROPPED = "thought-signature-dropped"
+REASONING_SUMMARY_ADDED = "reasoning-summary-added"
 
 RULES: Mapping[str, str] = MappingProxyType(
     {

@@ -109,6 +109,13 @@ def reasoning_item_id(b: ThinkingBlock) -> str | None:
     return rid if isinstance(rid, str) and rid else None
 
 
+def summary_added(b: ThinkingBlock) -> bool:
+    """Whether thinking block ``b`` was read from a Responses ``reasoning`` item with no
+    ``summary`` key: the request item needs one (``summary: Required[Iterable[Summary]]``,
+    ``openai/types/responses/response_reasoning_item_param.py``), so ``[]`` is sent."""
+    return bool((b.extra.get(_BOOK) or {}).get("no_summary")) and not b.thinking
+
+
 def _reasoning(b: ThinkingBlock) -> dict[str, Any] | None:
     note = _item_note(b)
     rid = reasoning_item_id(b)
