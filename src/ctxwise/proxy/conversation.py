@@ -344,8 +344,10 @@ def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None) 
         call.user_id, call.session_id, call.start, call.retried = found.user_id, found.session_id, found.count, True
         log.info("proxy: call repeated in session %s: its previous reply is popped", call.session_id)
         return found, None
-    call.user_id = call.user or (found.user_id if found is not None else DEFAULT_USER)
     taken = store.named(call.tenant, call.name) if call.name is not None else 0
+    parent = store.newest_named(call.tenant, call.name, call.user) \
+        if found is None and call.name is not None and taken else None
+    call.user_id = call.user or (found.user_id if found is not None else parent[0] if parent else DEFAULT_USER)
     call.session_id = _new_id(call.name, taken)
     if call.name is not None and taken == 0 and _exists(server, call):
         call.session_id = _new_id(call.name, 1)  # a session of that name made outside the proxy
@@ -357,6 +359,10 @@ def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None) 
         call.branched_from = found.session_id
         log.info("proxy: history rewritten (shares %d of %d messages with %s): new session %s",
                  found.count, found.latest, found.session_id, call.session_id)
+    elif parent is not None:  # the named session's history replaced whole (a client's compaction)
+        call.branched_from = parent[1]
+        log.info("proxy: history of session %s replaced (no prefix shared): new session %s",
+                 parent[1], call.session_id)
     return found, None
 
 

@@ -144,6 +144,17 @@ class HeadStore:
                 t.tenant == tenant, t.name == name)).scalar()
         return int(n or 0)
 
+    def newest_named(self, tenant: str, name: str, user_id: str | None = None) -> tuple[str, str] | None:
+        """``(user_id, session_id)`` of the session of ``tenant`` under the client name ``name``
+        (of ``user_id`` when given) that stored a head last; None when the name has none."""
+        t = proxy_heads.c
+        q = select(t.user_id, t.session_id).where(t.tenant == tenant, t.name == name)
+        if user_id is not None:
+            q = q.where(t.user_id == user_id)
+        with self.reader.connect() as conn:
+            row = conn.execute(q.order_by(t.id.desc()).limit(1)).first()
+        return None if row is None else (str(row[0]), str(row[1]))
+
     def record(self, tenant: str, name: str, user_id: str, session_id: str, chain: list[str], start: int,
                branched_from: str | None = None) -> None:
         """Store ``chain[start:]`` (heads of counts ``start+1 ..``) for the session;
