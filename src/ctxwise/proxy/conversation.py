@@ -345,8 +345,7 @@ def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None) 
         log.info("proxy: call repeated in session %s: its previous reply is popped", call.session_id)
         return found, None
     taken = store.named(call.tenant, call.name) if call.name is not None else 0
-    parent = store.newest_named(call.tenant, call.name, call.user) \
-        if found is None and call.name is not None and taken else None
+    parent = _replaced(store, call, found, taken)
     call.user_id = call.user or (found.user_id if found is not None else parent[0] if parent else DEFAULT_USER)
     call.session_id = _new_id(call.name, taken)
     if call.name is not None and taken == 0 and _exists(server, call):
@@ -364,6 +363,15 @@ def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None) 
         log.info("proxy: history of session %s replaced (no prefix shared): new session %s",
                  parent[1], call.session_id)
     return found, None
+
+
+def _replaced(store: HeadStore, call: Call, found: Found | None, taken: int) -> tuple[str, str] | None:
+    """``(user_id, session_id)`` of the named session a call with no stored prefix replaces the
+    history of (a client's own compaction to ``[summary, last reply, question]``); None when the
+    call names no session, names a new one, or shares a prefix (``found``)."""
+    if found is not None or call.name is None or not taken:
+        return None
+    return store.newest_named(call.tenant, call.name, call.user)
 
 
 def _carried(found: Found | None, call: Call, replies: Replies | None) -> Found | None:
