@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -60,6 +61,44 @@ ROUTES: dict[str, Route] = {r.path: r for r in (
 
 class WireError(ValueError):
     """A request body the proxy cannot read as its route's shape (the message names the field)."""
+
+
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A JSON ``\\uD800`` .. ``\\uDFFF`` escape: the only way a body can carry a lone surrogate."""
+
+
+def lone_surrogate(raw: bytes, body: Any) -> str | None:
+    """Where the parsed ``body`` (of the JSON bytes ``raw``) holds a lone UTF-16 surrogate
+    (``"\\ud83d"`` unpaired: valid JSON, not a Unicode string), as an error message naming the
+    field path (``messages[0].content``) and the code point; None when it holds none. Such text
+    has no UTF-8 form: the store cannot keep it and the upstream could not read it (OpenAI's API
+    refuses invalid UTF-8, RFC 8259 section 8.2 calls it unpredictable), so the call is refused."""
+    if _ESCAPED_SURROGATE.search(raw) is None:
+        return None
+    stack: list[tuple[str, Any]] = [("", body)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend((f"{path}.{k}" if path else str(k), x) for k, x in reversed(list(v.items())))
+            bad = next((k for k in v if _surrogate(k)), None)
+        elif isinstance(v, list):
+            stack.extend((f"{path}[{i}]", x) for i, x in reversed(list(enumerate(v))))
+            bad = None
+        else:
+            bad = v if isinstance(v, str) and _surrogate(v) else None
+        if bad is not None:
+            c = next(ch for ch in bad if 0xD800 <= ord(ch) <= 0xDFFF)
+            return (f"{path or 'the body'}: a lone UTF-16 surrogate (U+{ord(c):04X}, half of a character cut in two) "
+                    "is not Unicode text: send the whole character or drop the half")
+    return None
+
+
+def _surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def history(kind: Kind, body: dict[str, Any]) -> list[dict[str, Any]]:
