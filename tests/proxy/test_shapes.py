@@ -42,3 +42,49 @@ def test_a_lone_surrogate_is_a_400_naming_the_message_and_stores_nothing(live: L
     assert [m.blocks[0].text for m in session_messages(live, "acme", "proxy", "sur")] == ["emoji \U0001F600", "fine"]
 
 
+
+
+def test_chat_cache_marks_and_unknown_keys_reach_the_upstream_as_sent(live: Live) -> None:
+    """OpenRouter / LiteLLM ``cache_control`` and the SDK's ``prompt_cache_breakpoint`` on a chat
+    text part, and a message key ctxwise does not know, pass through on the messages that stand
+    unchanged; the next call's marks are that call's own (a moved mark leaves none behind)."""
+    live.stub.queue("chat", Reply(text="a1"), Reply(text="a2"))
+    cc = {"type": "ephemeral"}
+    bp = {"mode": "explicit", "ttl": "30m"}
+    h: list[Any] = [{"role": "system", "content": [{"type": "text", "text": "S", "cache_control": cc}]},
+                    {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "text", "text": " there",
+                                                                                   "prompt_cache_breakpoint": bp}],
+                     "x_meta": {"a": 1}}]
+    r = httpx.post(live.openai_base + "/chat/completions", json={"model": "m", "messages": h}, headers={
+        "x-ctxwise-key": live.keys["a"], "authorization": f"Bearer {PROVIDER_KEY}", "X-Ctxwise-Session": "cc"})
+    assert r.status_code == 200, r.text
+    assert live.stub.of("chat")[0].json["messages"] == h
+    h = [{"role": "system", "content": "S"},
+         {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "text", "text": " there"}]},
+         {"role": "assistant", "content": "a1"},
+         {"role": "user", "content": [{"type": "text", "text": "more", "cache_control": cc}]}]
+    r2 = httpx.post(live.openai_base + "/chat/completions", json={"model": "m", "messages": h}, headers={
+        "x-ctxwise-key": live.keys["a"], "authorization": f"Bearer {PROVIDER_KEY}", "X-Ctxwise-Session": "cc"})
+    assert r2.status_code == 200 and r2.headers["x-ctxwise-session"] == "cc"  # the marks are not history
+    assert live.stub.of("chat")[1].json["messages"] == h
+    assert [m.blocks[0].text for m in session_messages(live, "acme", "proxy", "cc")] == \
+        ["S", "hi", "a1", "more", "a2"]
+    assert live.stub.invalid == []
+
+
+def test_the_legacy_function_role_is_refused_with_what_to_send_instead(live: Live) -> None:
+    """The deprecated functions API has no call ids to pair a result with its call: a 400 that
+    names the message and says what to send, nothing stored, nothing sent upstream."""
+    msgs = [{"role": "user", "content": "hi"},
+            {"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}},
+            {"role": "function", "name": "f", "content": "res"}]
+    r = httpx.post(live.openai_base + "/chat/completions", json={"model": "m", "messages": msgs}, headers={
+        "x-ctxwise-key": live.keys["a"], "authorization": f"Bearer {PROVIDER_KEY}", "X-Ctxwise-Session": "fn"})
+    assert r.status_code == 400, r.text
+    message = r.json()["error"]["message"]
+    assert message.startswith("ctxwise: messages[1]: the deprecated functions API ('function_call')")
+    assert "'tool' message with that 'tool_call_id'" in message
+    r2 = httpx.post(live.openai_base + "/chat/completions", json={"model": "m", "messages": [msgs[0], msgs[2]]},
+                    headers={"x-ctxwise-key": live.keys["a"], "authorization": f"Bearer {PROVIDER_KEY}"})
+    assert r2.status_code == 400 and "messages[1]: the deprecated functions API (role 'function')" in r2.text
+    assert live.stub.requests == []
