@@ -88,3 +88,28 @@ def test_the_legacy_function_role_is_refused_with_what_to_send_instead(live: Liv
                     headers={"x-ctxwise-key": live.keys["a"], "authorization": f"Bearer {PROVIDER_KEY}"})
     assert r2.status_code == 400 and "messages[1]: the deprecated functions API (role 'function')" in r2.text
     assert live.stub.requests == []
+
+
+def test_a_reply_id_two_sessions_hold_continues_the_one_it_is_newest_in(live: Live) -> None:
+    """Reply ids are the upstream's (a restarted upstream, or two, can repeat one): a call with
+    ``previous_response_id`` continues the session holding that reply as its newest, even when
+    another session holds the same id followed by the same next input (a longer prefix there)."""
+    from .test_routes import openai_client
+
+    live.stub.queue("responses", Reply(text="r0", response_id="resp_0"), Reply(text="r1", response_id="resp_1"),
+                    Reply(text="r0 again", response_id="resp_0"), Reply(text="r1 again", response_id="resp_9"))
+    client = openai_client(live)
+
+    def run() -> tuple[str, str]:
+        r = client.responses.with_raw_response.create(model="m", input="hello resp", instructions="be nice")
+        r2 = client.responses.with_raw_response.create(model="m", input="next", previous_response_id=r.parse().id)
+        assert r2.status_code == 200
+        return r.headers["x-ctxwise-session"], r2.headers["x-ctxwise-session"]
+
+    a0, a1 = run()
+    b0, b1 = run()
+    assert a0 == a1 and b0 == b1 and a0 != b0
+    assert [i.get("role") for i in live.stub.of("responses")[3].json["input"]] == ["user", "assistant", "user"]
+    assert [m.role for m in session_messages(live, "acme", "proxy", b0)] == ["user", "assistant", "user", "assistant"]
+    assert [m.role for m in session_messages(live, "acme", "proxy", a0)] == ["user", "assistant", "user", "assistant"]
+    assert live.stub.invalid == []

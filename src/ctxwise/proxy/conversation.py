@@ -90,6 +90,8 @@ class Call:
     retried: bool = False
     """The call repeats the session's previous call exactly (:func:`_regenerates`): the reply
     it got is popped and the call continues the session."""
+    after: Found | None = None
+    """The session whose newest reply the call's ``previous_response_id`` names (Responses)."""
 
 
 def append_items(s: Session, route: Route, items: list[dict[str, Any]],
@@ -314,10 +316,11 @@ def _after_response(store: HeadStore, call: Call, replies: Replies | None, previ
     held = replies.take_head(call.tenant, key) if replies is not None else None
     if held is not None and replies is not None:
         replies.put_back(held)
-    found = store.lookup(call.tenant, call.name, [key])
+    found = store.reply(call.tenant, call.name, key)
     if found is None or not found.continues:
         raise UnmanagedResponse(f"previous_response_id {previous!r}: not the newest reply of a session of this tenant")
     new = history(call.route.kind, call.body)
+    call.after = found
     call.items = [{}] * found.count + new
     call.chain = [""] * (found.count - 1) + [key] + heads(call.route.kind, call.body, new, start=key)
 
@@ -325,6 +328,9 @@ def _after_response(store: HeadStore, call: Call, replies: Replies | None, previ
 def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None) -> tuple[Found | None, Pending | None]:
     """Set the call's session (``user_id``, ``session_id``, ``start``, ``branched_from``) and
     take the session's waiting reply when the call carries it (:func:`begin`)."""
+    if call.after is not None:  # the session holding previous_response_id, not a longer prefix elsewhere
+        call.user_id, call.session_id, call.start = call.after.user_id, call.after.session_id, call.after.count
+        return call.after, None
     for _ in range(3):
         found = _carried(store.lookup(call.tenant, call.name, call.chain), call, replies)
         pending = replies.take((call.tenant, found.user_id, found.session_id)) \
