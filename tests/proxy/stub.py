@@ -65,6 +65,8 @@ class Reply:
     raw: Any = None
     """The reply as written: chat the message dict, responses the output items, messages the
     content blocks (``text``/``calls``/``thinking`` are then not used)."""
+    response_id: str | None = None
+    """The Responses reply's ``id`` (a fresh ``resp_<hex>`` when None)."""
 
 
 def chat_json(r: Reply, model: str) -> dict[str, Any]:
@@ -110,7 +112,7 @@ def responses_json(r: Reply, model: str) -> dict[str, Any]:
                        "arguments": json.dumps(a), "status": "completed"})
     if r.raw is not None:
         output = r.raw
-    return {"id": f"resp_{uuid.uuid4().hex[:12]}", "object": "response", "created_at": time.time(), "model": model,
+    return {"id": r.response_id or f"resp_{uuid.uuid4().hex[:12]}", "object": "response", "created_at": time.time(), "model": model,
             "status": "completed", "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
             "error": None, "incomplete_details": None, "instructions": None, "metadata": {}, "temperature": 1.0,
             "top_p": 1.0, "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,

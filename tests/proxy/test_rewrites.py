@@ -90,3 +90,33 @@ def test_re_serialized_tool_arguments_still_continue_the_session(live: Live) -> 
     second = client.chat.completions.with_raw_response.create(model="m", messages=h)
     assert second.headers["x-ctxwise-session"] == first.headers["x-ctxwise-session"]
     assert "x-ctxwise-branched-from" not in second.headers
+
+
+def test_named_session_compacted_to_no_shared_prefix_branches_with_an_event(live: Live) -> None:
+    """Claude Code's own compaction shape under ``X-Ctxwise-Session``: ``[summary, last reply,
+    question]`` shares no prefix with the stored history (no system prompt either); it is a branch
+    of the named session, with the header and the ``branched`` event, not an unlinked session."""
+    live.stub.queue("chat", Reply(text="a0"), Reply(text="a1"), Reply(text="a3"))
+    client = openai_client(live, **{"X-Ctxwise-Session": "ed-1"})
+
+    def call(msgs: list[Any]) -> Any:
+        return client.chat.completions.with_raw_response.create(model="m", messages=msgs)
+
+    h: list[Any] = [{"role": "user", "content": "q0"}]
+    assert call(h).headers["x-ctxwise-session"] == "ed-1"
+    h += [{"role": "assistant", "content": "a0"}, {"role": "user", "content": "q1"}]
+    call(h)
+    compacted: list[Any] = [{"role": "user", "content": "summary of before"},
+                            {"role": "assistant", "content": "a1"}, {"role": "user", "content": "q3"}]
+    r = call(compacted)
+    assert r.status_code == 200 and r.headers["x-ctxwise-branched-from"] == "ed-1"
+    branch = r.headers["x-ctxwise-session"]
+    assert branch.startswith("ed-1~")
+    assert [m["content"] for m in live.stub.of("chat")[2].json["messages"]] == ["summary of before", "a1", "q3"]
+    live.settle()
+    store = SqlStore(live.store_url)
+    try:
+        branched = [e for e in store.events("acme:proxy", branch) if e["stage"] == "branched"]
+        assert [(e["trigger"], e["detail"]["parent"]) for e in branched] == [(BRANCH_TRIGGER, "ed-1")]
+    finally:
+        store.close()

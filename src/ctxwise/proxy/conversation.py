@@ -129,6 +129,8 @@ class Call:
     retried: bool = False
     """The call repeats the session's previous call exactly (:func:`_regenerates`): the reply
     it got is popped and the call continues the session."""
+    after: Found | None = None
+    """The session whose newest reply the call's ``previous_response_id`` names (Responses)."""
     retry: int = 0
     """The SDK's retry count of the request (:data:`RETRY_HEADER`; 0 for a first attempt or a
     client that sends none)."""
@@ -427,10 +429,11 @@ def _after_response(store: HeadStore, call: Call, replies: Replies | None, previ
     held = replies.take_head(call.tenant, key) if replies is not None else None
     if held is not None and replies is not None:
         replies.put_back(held)
-    found = store.lookup(call.tenant, call.name, [key])
+    found = store.reply(call.tenant, call.name, key)
     if found is None:
         raise UnmanagedResponse(f"previous_response_id {previous!r}: not the newest reply of a session of this tenant")
     new = history(call.route.kind, call.body)
+    call.after = found
     call.items = [{}] * found.count + new
     call.chain = [""] * (found.count - 1) + [key] + heads(call.route.kind, call.body, new, start=key)
     call.by_response = True
@@ -478,11 +481,22 @@ def _flying(store: HeadStore, call: Call, found: Found, replies: Replies | None,
         store.in_flight(call.tenant, found.user_id, found.session_id, found.count, FLIGHT_S)
 
 
+def _lookup(store: HeadStore, call: Call) -> Found | None:
+    """The session holding the call's longest prefix; for a ``previous_response_id`` call, the
+    session holding that reply (:attr:`Call.after`) when the prefix is found in another one
+    (reply ids are the upstream's: another session can hold the same id and the same next input)."""
+    found = store.lookup(call.tenant, call.name, call.chain)
+    a = call.after
+    if a is not None and (found is None or (found.user_id, found.session_id) != (a.user_id, a.session_id)):
+        return a
+    return found
+
+
 def _found(store: HeadStore, call: Call, replies: Replies | None) -> tuple[Found | None, Pending | None]:
     """The session holding the call's longest prefix, and its waiting reply when the call
     carries it (one it does not carry is stored now, and the call looked up again)."""
     for _ in range(3):
-        found = _carried(store.lookup(call.tenant, call.name, call.chain), call, replies)
+        found = _carried(_lookup(store, call), call, replies)
         pending = replies.take((call.tenant, found.user_id, found.session_id)) \
             if replies is not None and found is not None and found.continues else None
         if pending is None or _carries(call, found, pending):
@@ -494,8 +508,9 @@ def _found(store: HeadStore, call: Call, replies: Replies | None) -> tuple[Found
 def _new_session(server: Server, store: HeadStore, call: Call, found: Found | None) -> tuple[Found | None, None]:
     """Set a new session for the call (:func:`_map`): a branch of ``found``'s session, or
     another conversation when the whole history is a prefix that session holds."""
-    call.user_id = call.user or (found.user_id if found is not None else DEFAULT_USER)
     taken = store.named(call.tenant, call.name) if call.name is not None else 0
+    parent = _replaced(store, call, found, taken)
+    call.user_id = call.user or (found.user_id if found is not None else parent[0] if parent else DEFAULT_USER)
     call.session_id = _new_id(call.name, taken)
     if call.name is not None and taken == 0 and _exists(server, call):
         call.session_id = _new_id(call.name, 1)  # a session of that name made outside the proxy
@@ -507,7 +522,20 @@ def _new_session(server: Server, store: HeadStore, call: Call, found: Found | No
         call.branched_from = found.session_id
         log.info("proxy: history rewritten (shares %d of %d messages with %s): new session %s",
                  found.count, found.latest, found.session_id, call.session_id)
+    elif parent is not None:  # the named session's history replaced whole (a client's compaction)
+        call.branched_from = parent[1]
+        log.info("proxy: history of session %s replaced (no prefix shared): new session %s",
+                 parent[1], call.session_id)
     return found, None
+
+
+def _replaced(store: HeadStore, call: Call, found: Found | None, taken: int) -> tuple[str, str] | None:
+    """``(user_id, session_id)`` of the named session a call with no stored prefix replaces the
+    history of (a client's own compaction to ``[summary, last reply, question]``); None when the
+    call names no session, names a new one, or shares a prefix (``found``)."""
+    if found is not None or call.name is None or not taken:
+        return None
+    return store.newest_named(call.tenant, call.name, call.user)
 
 
 def _carried(found: Found | None, call: Call, replies: Replies | None) -> Found | None:

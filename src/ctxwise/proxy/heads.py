@@ -161,6 +161,24 @@ class HeadStore:
         count, user_id, session_id, found_name, top = row
         return Found(int(count), str(user_id), str(session_id), str(found_name), int(top or count))
 
+    def reply(self, tenant: str, name: str | None, head: str) -> Found | None:
+        """The session of ``tenant`` (of client name ``name`` when given) holding the reply head
+        ``head`` (:func:`ctxwise.proxy.wire.response_head`) as its newest, the latest stored
+        when several do; else the latest one holding it at all; None when none holds it. A reply
+        id is the upstream's: two upstreams, or one restarted, can give two sessions the same."""
+        t = proxy_heads.c
+        newest = proxy_heads.alias("newest")
+        latest = select(func.max(newest.c.count)).where(
+            newest.c.tenant == t.tenant, newest.c.user_id == t.user_id,
+            newest.c.session_id == t.session_id).scalar_subquery()
+        q = select(t.count, t.user_id, t.session_id, t.name, latest).where(t.tenant == tenant, t.head == head)
+        if name is not None:
+            q = q.where(t.name == name)
+        with self.reader.connect() as conn:
+            rows = conn.execute(q.order_by(t.id.desc()).limit(64)).all()
+        found = [Found(int(c), str(u), str(sid), str(n), int(top or c)) for c, u, sid, n, top in rows]
+        return next((f for f in found if f.continues), found[0] if found else None)
+
     def named(self, tenant: str, name: str) -> int:
         """How many sessions ``tenant`` has under the client name ``name`` (branches included)."""
         t = proxy_heads.c
@@ -168,6 +186,17 @@ class HeadStore:
             n = conn.execute(select(func.count(func.distinct(t.session_id))).where(
                 t.tenant == tenant, t.name == name)).scalar()
         return int(n or 0)
+
+    def newest_named(self, tenant: str, name: str, user_id: str | None = None) -> tuple[str, str] | None:
+        """``(user_id, session_id)`` of the session of ``tenant`` under the client name ``name``
+        (of ``user_id`` when given) that stored a head last; None when the name has none."""
+        t = proxy_heads.c
+        q = select(t.user_id, t.session_id).where(t.tenant == tenant, t.name == name)
+        if user_id is not None:
+            q = q.where(t.user_id == user_id)
+        with self.reader.connect() as conn:
+            row = conn.execute(q.order_by(t.id.desc()).limit(1)).first()
+        return None if row is None else (str(row[0]), str(row[1]))
 
     def record(self, tenant: str, name: str, user_id: str, session_id: str, chain: list[str], start: int,
                branched_from: str | None = None) -> None:

@@ -49,7 +49,7 @@ from .conversation import (BUDGET_SETTING, RETRY_HEADER, Call, UnmanagedResponse
 from .heads import HeadStore
 from .replies import DEFAULT_DELAY, Pending, Replies
 from .stream import Assembler
-from .wire import ROUTES, Route, WireError, error_body, managed_body
+from .wire import ROUTES, Route, WireError, error_body, lone_surrogate, managed_body
 
 log = logging.getLogger("ctxwise.proxy")
 
@@ -232,7 +232,7 @@ class Proxy:
             if tenant is None:
                 await _json(send, 401, unauthorized_body(route.family, _NO_KEY))
             elif isinstance(body, str):
-                await _json(send, 400, error_body(route.family, 400, f"the body is not a JSON object ({body})"))
+                await _json(send, 400, error_body(route.family, 400, f"ctxwise: {body}"))
             else:
                 await self._forward(send, route, raw, out, None, body.get("stream") is True, receive)
             return
@@ -574,8 +574,10 @@ def _object(raw: bytes) -> dict[str, Any] | str:
     try:
         body = json.loads(raw)
     except ValueError as e:
-        return str(e)
-    return body if isinstance(body, dict) else "not a JSON object"
+        return f"the body is not a JSON object ({e})"
+    if not isinstance(body, dict):
+        return "the body is not a JSON object"
+    return lone_surrogate(raw, body) or body
 
 
 def _dumps(value: Any) -> bytes:

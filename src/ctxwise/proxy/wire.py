@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -62,6 +63,44 @@ class WireError(ValueError):
     """A request body the proxy cannot read as its route's shape (the message names the field)."""
 
 
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A JSON ``\\uD800`` .. ``\\uDFFF`` escape: the only way a body can carry a lone surrogate."""
+
+
+def lone_surrogate(raw: bytes, body: Any) -> str | None:
+    """Where the parsed ``body`` (of the JSON bytes ``raw``) holds a lone UTF-16 surrogate
+    (``"\\ud83d"`` unpaired: valid JSON, not a Unicode string), as an error message naming the
+    field path (``messages[0].content``) and the code point; None when it holds none. Such text
+    has no UTF-8 form: the store cannot keep it and the upstream could not read it (OpenAI's API
+    refuses invalid UTF-8, RFC 8259 section 8.2 calls it unpredictable), so the call is refused."""
+    if _ESCAPED_SURROGATE.search(raw) is None:
+        return None
+    stack: list[tuple[str, Any]] = [("", body)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend((f"{path}.{k}" if path else str(k), x) for k, x in reversed(list(v.items())))
+            bad = next((k for k in v if _surrogate(k)), None)
+        elif isinstance(v, list):
+            stack.extend((f"{path}[{i}]", x) for i, x in reversed(list(enumerate(v))))
+            bad = None
+        else:
+            bad = v if isinstance(v, str) and _surrogate(v) else None
+        if bad is not None:
+            c = next(ch for ch in bad if 0xD800 <= ord(ch) <= 0xDFFF)
+            return (f"{path or 'the body'}: a lone UTF-16 surrogate (U+{ord(c):04X}, half of a character cut in two) "
+                    "is not Unicode text: send the whole character or drop the half")
+    return None
+
+
+def _surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def history(kind: Kind, body: dict[str, Any]) -> list[dict[str, Any]]:
     """The conversation of a request body, one dict per message (chat, messages) or input item
     (responses; a string ``input`` is one user message). Raises :class:`WireError` naming the
@@ -81,7 +120,23 @@ def history(kind: Kind, body: dict[str, Any]) -> list[dict[str, Any]]:
         raise WireError(f"{field}: expected a list of objects")
     if kind in ("messages", "count_tokens") and body.get("system") not in (None, "", []):
         return [{"role": "system", "content": body["system"]}, *items]
+    if kind == "chat":
+        _no_legacy_functions(items)
     return list(items)
+
+
+def _no_legacy_functions(items: list[dict[str, Any]]) -> None:
+    """Raise :class:`WireError` naming the first message of the deprecated functions API (a
+    ``function`` role message, ``openai/types/chat/chat_completion_function_message_param.py``,
+    or an assistant ``function_call``): ctxwise manages tool calls by id, which those lack."""
+    for i, m in enumerate(items):
+        if m.get("role") == "function" or m.get("function_call") is not None:
+            what = "role 'function'" if m.get("role") == "function" else "'function_call'"
+            raise WireError(
+                f"messages[{i}]: the deprecated functions API ({what}) is not supported through ctxwise: "
+                "send the call as an assistant 'tool_calls' entry with an 'id' ({'id', 'type': 'function', "
+                "'function': {'name', 'arguments'}}) and its result as a 'tool' message with that 'tool_call_id' "
+                "(and 'tools' instead of 'functions')")
 
 
 def _text_parts(content: Any) -> Any:
@@ -229,7 +284,7 @@ def managed_body(kind: Kind, body: dict[str, Any], payload: Any) -> dict[str, An
     ``previous_response_id``: the payload is the whole context); messages ``system`` (left out
     when the payload has none) and ``messages``. Every other key is kept as sent."""
     if kind == "chat":
-        return {**body, "messages": payload}
+        return {**body, "messages": chat_passthrough(body, payload) if isinstance(payload, list) else payload}
     if kind == "responses":
         return {**{k: v for k, v in body.items() if k != "previous_response_id"}, "input": payload}
     out = {k: v for k, v in body.items() if k != "system"}
@@ -237,6 +292,51 @@ def managed_body(kind: Kind, body: dict[str, Any], payload: Any) -> dict[str, An
         out["system"] = payload["system"]
     out["messages"] = payload["messages"] if isinstance(payload, dict) else payload
     return client_marks(body, out)
+
+
+CHAT_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "function_call", "refusal", "audio"})
+"""The chat message keys ctxwise reads and stores (the message params under
+``openai/types/chat/chat_completion_*_message_param.py``); any other key a client sends is its own."""
+
+
+def _own(m: Any) -> bool:
+    """Whether the client's chat message carries what the stored form does not keep: a key
+    outside :data:`CHAT_KEYS`, or a text part with keys beside ``type`` and ``text`` (a prompt
+    cache mark: ``prompt_cache_breakpoint``, ``openai/types/chat/chat_completion_content_part_text_param.py``;
+    ``cache_control``, https://openrouter.ai/docs/features/prompt-caching)."""
+    if not isinstance(m, dict):
+        return False
+    if any(k not in CHAT_KEYS for k in m):
+        return True
+    c = m.get("content")
+    return isinstance(c, list) and any(
+        isinstance(p, dict) and p.get("type") == "text" and any(k not in ("type", "text") for k in p) for p in c)
+
+
+def chat_passthrough(body: dict[str, Any], payload: list[Any]) -> list[Any]:
+    """The managed chat ``payload`` with what the client's request ``body`` sent and ctxwise does
+    not manage put back: for each client message that carries its own keys or marked text parts
+    (:func:`_own`), the payload message of the same :func:`fingerprint` (the newest not taken, in
+    request order, as :func:`client_marks` matches) gets the client's own keys and the client's
+    content as sent. A message ctxwise compacted (its fingerprint changed) keeps no such keys:
+    its content is no longer the one they were sent with."""
+    client = body.get("messages")
+    own = [m for m in client if _own(m)] if isinstance(client, list) else []
+    if not own:
+        return payload
+    out = list(payload)
+    hi = len(out)
+    prints: dict[int, bytes] = {}
+    for cm in reversed(own):
+        want = fingerprint("chat", cm)
+        j = hi - 1
+        while j >= 0 and prints.setdefault(j, fingerprint("chat", out[j]) if isinstance(out[j], dict) else b"") != want:
+            j -= 1
+        if j < 0:
+            continue
+        out[j] = {**out[j], **{k: v for k, v in cm.items() if k not in CHAT_KEYS or k == "content"}}
+        hi = j
+    return out
 
 
 def _has_mark(blocks: Any) -> bool:
