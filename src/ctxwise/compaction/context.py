@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..changes import Change, apply_changes
-from ..messages import Message, ThinkingBlock
+from ..messages import Message, ProviderBlock, ThinkingBlock
 from ..policy import Policy
 from ..tokens import Counter
 from ..task import latest_instruction_run
@@ -162,10 +162,21 @@ class StageResult:
         return bool(self.changes)
 
 
+def holds_provider_compaction(m: Message) -> bool:
+    """Whether ``m`` holds a provider's own compaction summary: an Anthropic ``compaction``
+    block (anthropic 2.17 ``types/beta/beta_compaction_block_param.py``) or a Responses
+    ``compaction`` item (openai ``types/responses/response_compaction_item_param_param.py``). Such a
+    message stands for everything before it and is pinned like a ctxwise summary: no stage
+    folds, trims or edits it; a later ctxwise summary stands after it."""
+    return any(isinstance(b, ProviderBlock) and b.kind == "compaction" for b in m.blocks)
+
+
 def head_end(messages: list[Message]) -> int:
-    """Index after the pinned head: a leading system prompt and ctxwise pinned blocks."""
+    """Index after the pinned head: a leading system prompt, ctxwise pinned blocks and
+    provider compaction messages (:func:`holds_provider_compaction`)."""
     i = 0
-    while i < len(messages) and (messages[i].role == "system" or messages[i].kind in ("facts", "user_memory")):
+    while i < len(messages) and (messages[i].role == "system" or messages[i].kind in ("facts", "user_memory")
+                                 or holds_provider_compaction(messages[i])):
         i += 1
     return i
 
@@ -228,12 +239,14 @@ def in_flight_start(messages: list[Message]) -> int:
 
 def pinned_indices(messages: list[Message]) -> set[int]:
     """Positions no stage may remove or rewrite: the system prompt (the leading system
-    messages), ctxwise blocks (summary, facts, user memory), the current user input, the user's
+    messages), ctxwise blocks (summary, facts, user memory), provider compaction messages
+    (:func:`holds_provider_compaction`), the current user input, the user's
     anchored instructions (:func:`anchored_indices`) and the in-flight cycle. A system message
     after the first user input (a reminder or a mode switch) belongs to the turn it sits in
     (:func:`ctxwise.units.turns`) and goes with it."""
     head = head_end(messages)
-    out = {i for i, m in enumerate(messages) if (m.role == "system" and i < head) or m.kind in PINNED_KINDS}
+    out = {i for i, m in enumerate(messages)
+           if (m.role == "system" and i < head) or m.kind in PINNED_KINDS or holds_provider_compaction(m)}
     cur = last_user_index(messages)
     if cur is not None:
         out.add(cur)

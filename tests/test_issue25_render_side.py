@@ -1,0 +1,71 @@
+"""Issue 25, planning and render side: a provider's compaction block / item is pinned (never
+folded by a summary, never trimmed; a ContextBudgetExceeded names it when it alone cannot fit).
+Real sessions on the memory store, the ``estimate`` tokenizer, summaries by the digest."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ctxwise import ContextManager, Policy
+from ctxwise.errors import ContextBudgetExceeded
+
+_N = [0]
+
+
+def sess(provider: str, budget: int, **kw: Any) -> Any:
+    _N[0] += 1
+    pol = Policy(budget=budget, unit="tokens", tokenizer="estimate", reserve_output=0, provider=provider, **kw)
+    return ContextManager("memory://", pol).session("u", f"r{_N[0]}")
+
+
+ANN = "Earlier: user is Ann, order #W42, refund approved for $321.18."
+
+
+def test_anthropic_compaction_block_survives_summaries() -> None:
+    """Source: anthropic 2.17 ``types/beta/beta_compaction_block_param.py``. 30 turns at budget
+    2,500 summarize several times; the compaction block's text is in every payload, first, and
+    the summary stands after it."""
+    s = sess("anthropic", 2500)
+    s.append_anthropic({"system": "sys", "messages": [
+        {"role": "assistant", "content": [{"type": "compaction", "content": ANN}]}]})
+    for i in range(30):
+        s.append_anthropic([{"role": "user", "content": f"question {i} " + "detail " * 60}])
+        p = s.prepare()
+        assert p.payload["messages"][0]["content"][0] == {"type": "compaction", "content": ANN}, i
+        s.append_anthropic([{"role": "assistant", "content": [{"type": "text", "text": f"answer {i} " + "words " * 60}]}])
+    assert any(e["stage"] == "summarizing" for e in s.events())
+    assert "[Summary of the earlier conversation" in json.dumps(p.payload["messages"][1])
+    assert all("msg-000002" not in e["affected_ids"] for e in s.events())
+
+
+def test_responses_compaction_item_survives_summaries() -> None:
+    """Source: openai ``types/responses/response_compaction_item_param_param.py``."""
+    s = sess("openai_responses", 2500)
+    item = {"type": "compaction", "id": "cmp_1", "encrypted_content": "C" * 3000}
+    s.append_responses([{"role": "system", "content": "sys"}, item])
+    for i in range(30):
+        s.append_responses([{"role": "user", "content": f"question {i} " + "detail " * 60}])
+        p = s.prepare()
+        assert p.payload[1] == item, i
+        assert p.size <= 2500
+        s.append_responses([{"type": "message", "id": f"msg_{i}", "role": "assistant", "status": "completed",
+                             "content": [{"type": "output_text", "text": f"answer {i} " + "words " * 60,
+                                          "annotations": []}]}])
+    assert any(e["stage"] == "summarizing" for e in s.events())
+
+
+def test_compaction_too_large_alone_is_named() -> None:
+    """A compaction item larger than the budget: no stage drops it; the error names it."""
+    s = sess("openai_responses", 1000)
+    s.append_responses([{"role": "system", "content": "sys"},
+                        {"type": "compaction", "id": "cmp_big", "encrypted_content": "C" * 8000}])
+    s.append_responses([{"role": "user", "content": "hi"}])
+    with pytest.raises(ContextBudgetExceeded) as e:
+        s.prepare()
+    c = e.value.report.culprit
+    assert c is not None and c["index"] == 1 and c["size"] > 1000
+    assert c["compaction"] and "message 1 (the provider's compaction block" in (e.value.hint or "")
+    assert len(s.messages) == 3
