@@ -69,3 +69,37 @@ def test_compaction_too_large_alone_is_named() -> None:
     assert c is not None and c["index"] == 1 and c["size"] > 1000
     assert c["compaction"] and "message 1 (the provider's compaction block" in (e.value.hint or "")
     assert len(s.messages) == 3
+
+
+def _chat_turns(s: Any, reasoning: bool) -> None:
+    s.append_openai([{"role": "system", "content": "sys"}, {"role": "user", "content": "q1"}])
+    for i in range(3):
+        a: dict[str, Any] = {"role": "assistant", "content": f"answer {i}"}
+        if reasoning:
+            a["reasoning_content"] = "R" * 2000
+        s.append_openai([a, {"role": "user", "content": f"q{i + 2}"}])
+
+
+@pytest.mark.parametrize("budget", [100_000, 600])
+def test_reasoning_the_target_does_not_send_is_not_counted(budget: int) -> None:
+    """Chat replies with ``reasoning_content`` sent to ``openai_responses``: the reasoning has no
+    ``rs_`` item id, the render leaves it out (block-not-sendable), and the size is the size of
+    the same conversation without it; at a budget where that fits, nothing is edited."""
+    s, plain = sess("openai_responses", budget), sess("openai_responses", budget)
+    _chat_turns(s, True)
+    _chat_turns(plain, False)
+    p, q = s.prepare(), plain.prepare()
+    assert [c.rule for c in p.conversions] == ["block-not-sendable"] * 3
+    assert p.payload == q.payload
+    assert p.size == q.size < 600
+    assert s.events() == []
+
+
+def test_unsigned_thinking_to_anthropic_is_not_counted() -> None:
+    """Thinking with no signature (read from a chat reply) is not sent to Anthropic
+    (``anthropic/types/thinking_block_param.py``: signature required) and not counted."""
+    s, plain = sess("anthropic", 100_000), sess("anthropic", 100_000)
+    _chat_turns(s, True)
+    _chat_turns(plain, False)
+    p, q = s.prepare(), plain.prepare()
+    assert p.payload == q.payload and p.size == q.size

@@ -41,15 +41,15 @@ done in silence. A provider is never refused input it or ctxwise can make valid:
   ``signature`` (reasoning read from another provider, or a reply stored without it) is left
   out of the request: ``ThinkingBlockParam.signature`` is required
   (``anthropic/types/thinking_block_param.py``) and only Anthropic can sign. The renderer
-  leaves it out; the conversion reports it (the message is not changed, so what is counted is
-  what it was).
+  leaves it out; the conversion reports it (the stored message is not changed; the size does
+  not count the block: :func:`ctxwise.compaction.context.thinking_sent`).
 * ``block-not-sendable`` (reasoning without its item id) — on OpenAI Responses, a thinking
   block not read from a Responses ``reasoning`` item (reasoning from another provider, or a
   reply stored without the item's ``rs_...`` id) is left out of the request: a reasoning input
   item needs its ``id`` (``openai/types/responses/response_reasoning_item_param.py``:
   ``id: Required[str]``) and only OpenAI can produce one. As for unsigned thinking on
-  Anthropic, the renderer leaves it out, the conversion reports it and the message is not
-  changed (what is counted is what it was).
+  Anthropic, the renderer leaves it out, the conversion reports it, the stored message is not
+  changed and the size does not count the block.
 * ``first-message-role`` — a history that starts with an assistant message (an app that
   stores its greeting first) gets a minimal user turn,
   :data:`~ctxwise.providers.profiles.LEAD_USER_TEXT`, before it on a provider whose first
