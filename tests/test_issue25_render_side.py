@@ -103,3 +103,30 @@ def test_unsigned_thinking_to_anthropic_is_not_counted() -> None:
     _chat_turns(plain, False)
     p, q = s.prepare(), plain.prepare()
     assert p.payload == q.payload and p.size == q.size
+
+
+REASONING_BATCHES = {
+    "append_responses": [{"role": "user", "content": "q"},
+                         {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "thought"}],
+                          "encrypted_content": "E" * 400},
+                         {"type": "message", "role": "assistant",
+                          "content": [{"type": "output_text", "text": "a", "annotations": []}]},
+                         {"role": "user", "content": "more"}],
+    "append_openai": [{"role": "user", "content": "q"},
+                      {"role": "assistant", "content": "a", "reasoning_content": "R" * 400},
+                      {"role": "user", "content": "more"}],
+}
+
+
+@pytest.mark.parametrize("meth", sorted(REASONING_BATCHES))
+def test_reasoning_left_out_on_openai_chat_is_reported(meth: str) -> None:
+    """Source: ``openai/types/chat/chat_completion_assistant_message_param.py`` (no reasoning
+    field): a Responses reasoning item or a chat ``reasoning_content`` sent to provider
+    ``openai`` is left out, and a ``block-not-sendable`` conversion says so at its index."""
+    s = sess("openai", 100_000)
+    getattr(s, meth)(REASONING_BATCHES[meth])
+    p = s.prepare()
+    assert "R" * 400 not in json.dumps(p.payload) and "thought" not in json.dumps(p.payload)
+    convs = [(c.rule, c.index) for c in p.conversions]
+    assert convs == [("block-not-sendable", 1)]
+    assert "1 reasoning" in p.conversions[0].detail

@@ -395,17 +395,22 @@ def _unsigned_thinking(out: Converted) -> None:
 
 
 def _signed_thinking_on_chat(out: Converted, has_field: bool) -> None:
-    """Report the Anthropic thinking a Chat Completions target cannot take: ``redacted_thinking``
-    (encrypted, no text) always, signed ``thinking`` when the target has no reasoning field
-    (OpenAI); a target with one (DeepSeek) gets the text without the signature, which is its
-    documented form (https://api-docs.deepseek.com/guides/thinking_mode)."""
+    """Report the reasoning a Chat Completions target cannot take: on a target with no
+    reasoning field (OpenAI: ``openai/types/chat/chat_completion_assistant_message_param.py``
+    has none) every thinking block, whatever it was read from (Anthropic thinking and
+    ``redacted_thinking``, a Responses ``reasoning`` item, a chat ``reasoning_content``); on a
+    target with one (DeepSeek) ``redacted_thinking`` (encrypted, no text), the others going as
+    their text without a signature, which is its documented form
+    (https://api-docs.deepseek.com/guides/thinking_mode)."""
     for i, m in enumerate(out.messages):
         if m.role != "assistant" or not m.thinking:
             continue
         red = sum(1 for b in m.thinking if b.redacted)
         signed = 0 if has_field else sum(1 for b in m.thinking if not b.redacted and b.signature is not None)
-        if red or signed:
+        rest = 0 if has_field else len(m.thinking) - red - signed
+        if red or signed or rest:
             what = ", ".join(x for x in (f"{signed} signed thinking" if signed else "",
+                                         f"{rest} reasoning" if rest else "",
                                          f"{red} redacted_thinking" if red else "") if x)
             out.conversions.append(Conversion(BLOCK_NOT_SENDABLE, i, m.id,
                                               f"{what} block(s) left out (Chat Completions has no form for "
