@@ -130,3 +130,15 @@ def test_reasoning_left_out_on_openai_chat_is_reported(meth: str) -> None:
     convs = [(c.rule, c.index) for c in p.conversions]
     assert convs == [("block-not-sendable", 1)]
     assert "1 reasoning" in p.conversions[0].detail
+
+
+def test_library_doc_names_the_loop_close_note_in_the_payload() -> None:
+    """docs/library.md says which ctxwise-written messages reach the payload; the loop-close note
+    (``LOOP_CLOSE_TEXT``, sent as a user message) is among them, by its opening words."""
+    from pathlib import Path
+
+    from ctxwise.compaction.loop_close import LOOP_CLOSE_TEXT
+
+    doc = " ".join((Path(__file__).parent.parent / "docs" / "library.md").read_text().split())
+    assert "own notes never reach it" not in doc
+    assert LOOP_CLOSE_TEXT.split("]")[0] + "]" in doc
