@@ -142,3 +142,36 @@ def test_library_doc_names_the_loop_close_note_in_the_payload() -> None:
     doc = " ".join((Path(__file__).parent.parent / "docs" / "library.md").read_text().split())
     assert "own notes never reach it" not in doc
     assert LOOP_CLOSE_TEXT.split("]")[0] + "]" in doc
+
+
+MID_SYSTEM = {"system": "sys", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+                                            {"role": "user", "content": "next"},
+                                            {"role": "system", "content": "Mode: plan only"},
+                                            {"role": "assistant", "content": "ok"}, {"role": "user", "content": "go"}]}
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_anthropic_native_system_is_a_policy_setting(native: bool) -> None:
+    """Source: anthropic 2.17 ``types/message_param.py`` (``MessageParam`` includes
+    ``SystemMessageParam``): ``Policy(native_system=True)`` sends a later system message as
+    ``role: "system"`` and the standard (not beta) ``MessageCreateParams`` accepts the payload;
+    the default folds it into the user turn (``system-not-first``)."""
+    from anthropic.types import MessageCreateParams
+    from pydantic import TypeAdapter
+
+    s = sess("anthropic", 100_000, native_system=native)
+    s.append_anthropic(MID_SYSTEM)
+    p = s.prepare()
+    roles = [m["role"] for m in p.payload["messages"]]
+    assert ("system" in roles) == native
+    assert [c.rule for c in p.conversions] == ([] if native else ["system-not-first"])
+    assert p.beta == []
+    TypeAdapter(MessageCreateParams).validate_python({"model": "m", "max_tokens": 10, **p.payload})
+    if native:
+        assert p.payload["messages"][3] == {"role": "system", "content": [{"type": "text", "text": "Mode: plan only"}]} \
+            or p.payload["messages"][3] == {"role": "system", "content": "Mode: plan only"}
+
+
+def test_native_system_on_another_provider_is_refused() -> None:
+    with pytest.raises(ValueError, match="native_system is an Anthropic setting"):
+        Policy(budget=1000, provider="openai", native_system=True)
