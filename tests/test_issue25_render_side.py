@@ -175,3 +175,24 @@ def test_anthropic_native_system_is_a_policy_setting(native: bool) -> None:
 def test_native_system_on_another_provider_is_refused() -> None:
     with pytest.raises(ValueError, match="native_system is an Anthropic setting"):
         Policy(budget=1000, provider="openai", native_system=True)
+
+
+def test_anthropic_cache_marks_over_the_limit_are_reported() -> None:
+    """Source: https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching (at most 4
+    ``cache_control`` blocks per request): the system mark and the 3 newest are sent; each message
+    whose mark is left out gets a ``cache-mark-dropped`` conversion (the 1h ttl named)."""
+    s = sess("anthropic", 100_000)
+    s.append_anthropic({"system": [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}],
+                        "messages": []})
+    for i in range(6):
+        s.append_anthropic([{"role": "user", "content": [{"type": "text", "text": f"q{i}", "cache_control": {
+            "type": "ephemeral", "ttl": "1h" if i == 0 else "5m"}}]}])
+        s.append_anthropic([{"role": "assistant", "content": f"a{i}"}])
+    s.append_anthropic([{"role": "user", "content": "last"}])
+    p = s.prepare()
+    assert json.dumps(p.payload).count("cache_control") == 4
+    convs = [(c.rule, c.index) for c in p.conversions]
+    assert convs == [("cache-mark-dropped", 1), ("cache-mark-dropped", 3), ("cache-mark-dropped", 5)]
+    assert "ttl 1h" in p.conversions[0].detail
+    kept = [m for m in p.payload["messages"] if "cache_control" in json.dumps(m)]
+    assert [m["content"][0]["text"] for m in kept] == ["q3", "q4", "q5"]

@@ -66,7 +66,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from ..messages import (Block, ImageBlock, Message, RefusalBlock, TextBlock, ThinkingBlock, ToolResultBlock,
+from ..messages import (Block, ImageBlock, Message, ProviderBlock, RefusalBlock, TextBlock, ThinkingBlock, ToolResultBlock,
                         ToolUseBlock, fold_on)
 from ..units import is_user_input
 from .render_responses import reasoning_item_id
@@ -77,6 +77,7 @@ from .profiles import (
     CALL_ID_TOO_LONG,
     DUPLICATE_TOOL_CALL_ID,
     DEVELOPER_AS_SYSTEM,
+    CACHE_MARK_DROPPED,
     IMAGE_DETAIL_DROPPED,
     THOUGHT_SIGNATURE_DROPPED,
     FIRST_MESSAGE_ROLE,
@@ -165,6 +166,7 @@ def convert(messages: list[Message], provider: str | ProviderProfile) -> Convert
         _refusals_to_text(out)
         _unsigned_thinking(out)
         _image_detail(out)
+        _extra_cache_marks(out, profile.mid_system == "native")
     if profile.wire == "responses":
         _idless_reasoning(out)
     if profile.wire == "chat":
@@ -443,6 +445,54 @@ def _image_detail(out: Converted) -> None:
             out.conversions.append(Conversion(IMAGE_DETAIL_DROPPED, i, m.id,
                                               f"image detail {', '.join(map(repr, found))} left out (the Anthropic "
                                               "image block has no detail)"))
+
+
+def _marks_of(m: Message) -> list[dict[str, Any]]:
+    """The ``cache_control`` marks message ``m`` renders with on Anthropic, in request order
+    (a tool result's output before the result's own; none on thinking blocks)."""
+    found: list[dict[str, Any]] = []
+    for b in m.blocks:
+        if isinstance(b, ThinkingBlock):
+            continue
+        if isinstance(b, ProviderBlock):
+            cc = b.raw.get("cache_control") if b.provider == "anthropic" else None
+        else:
+            if isinstance(b, ToolResultBlock):
+                found.extend(o.extra["cache_control"] for o in b.output
+                             if isinstance(o.extra.get("cache_control"), dict))
+            cc = b.extra.get("cache_control")
+        if isinstance(cc, dict):
+            found.append(cc)
+    return found
+
+
+def _extra_cache_marks(out: Converted, native_system: bool) -> None:
+    """Report the ``cache_control`` marks the Anthropic render leaves out: at most
+    :data:`~ctxwise.providers.render_anthropic.MAX_CACHE_BREAKPOINTS` per request, the system
+    prompt's (the leading system messages) and then the newest kept
+    (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching)."""
+    from .render_anthropic import MAX_CACHE_BREAKPOINTS
+
+    head = next((i for i, m in enumerate(out.messages) if m.role != "system"), len(out.messages))
+    marks = [(i, cc) for i, m in enumerate(out.messages)
+             if m.role != "system" or i < head or native_system for cc in _marks_of(m)]
+    if len(marks) <= MAX_CACHE_BREAKPOINTS:
+        return
+    system = [k for k, (i, _) in enumerate(marks) if i < head]
+    keep = set(system[len(system) - min(len(system), MAX_CACHE_BREAKPOINTS):])
+    rest = [k for k in range(len(marks)) if k not in system]
+    room = MAX_CACHE_BREAKPOINTS - len(keep)
+    keep.update(rest[len(rest) - min(len(rest), room):] if room else [])
+    dropped: dict[int, list[dict[str, Any]]] = {}
+    for k, (i, cc) in enumerate(marks):
+        if k not in keep:
+            dropped.setdefault(i, []).append(cc)
+    for i, ccs in sorted(dropped.items()):
+        ttls = sorted({str(c["ttl"]) for c in ccs if "ttl" in c})
+        out.conversions.append(Conversion(CACHE_MARK_DROPPED, i, out.messages[i].id,
+                                          f"{len(ccs)} cache_control mark(s){' (ttl ' + ', '.join(ttls) + ')' if ttls else ''} "
+                                          f"left out (Anthropic takes at most {MAX_CACHE_BREAKPOINTS} per request: "
+                                          "the system prompt's and the newest are kept)"))
 
 
 def _idless_reasoning(out: Converted) -> None:

@@ -81,6 +81,7 @@ COMPACTION_MISPLACED = "compaction-misplaced"
 DEVELOPER_AS_SYSTEM = "developer-as-system"
 IMAGE_DETAIL_DROPPED = "image-detail-dropped"
 THOUGHT_SIGNATURE_DROPPED = "thought-signature-dropped"
+CACHE_MARK_DROPPED = "cache-mark-dropped"
 
 RULES: Mapping[str, str] = MappingProxyType(
     {
@@ -125,6 +126,9 @@ RULES: Mapping[str, str] = MappingProxyType(
         "read from one provider family, sent to another",
         THOUGHT_SIGNATURE_DROPPED: "a Gemini thought signature given on an assistant message (not on a tool "
         "call) left out: the OpenAI-compatible endpoint takes one only on a tool call",
+        CACHE_MARK_DROPPED: "Anthropic: a cache_control mark left out because the request would hold more "
+        "than 4 (the system prompt's and the newest are kept; "
+        "https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching)",
         IMAGE_DETAIL_DROPPED: "an image's detail (OpenAI low / high / auto / original) left out for a target "
         "whose image block has no detail (Anthropic)",
         DEVELOPER_AS_SYSTEM: "a message given with role developer (OpenAI) sent as a system message "
