@@ -196,3 +196,23 @@ def test_anthropic_cache_marks_over_the_limit_are_reported() -> None:
     assert "ttl 1h" in p.conversions[0].detail
     kept = [m for m in p.payload["messages"] if "cache_control" in json.dumps(m)]
     assert [m["content"][0]["text"] for m in kept] == ["q3", "q4", "q5"]
+
+
+@pytest.mark.parametrize("provider", ["openai", "openai_responses"])
+@pytest.mark.parametrize("block", [
+    {"type": "image", "source": {"type": "file", "file_id": "file_1"}},
+    {"type": "document", "source": {"type": "file", "file_id": "file_1"}},
+])
+def test_anthropic_file_id_to_openai_is_refused(provider: str, block: dict[str, Any]) -> None:
+    """A Files-API id is valid only at the provider that issued it: an Anthropic ``file`` source
+    (``anthropic/types/file_image_source_param.py``) sent to OpenAI is refused with
+    ``foreign-provider-block`` naming the id, and nothing is stored; Anthropic takes it back."""
+    from ctxwise.errors import PayloadInvalid
+
+    s = sess(provider, 100_000)
+    with pytest.raises(PayloadInvalid, match=r"foreign-provider-block.*'file_1' was issued by anthropic"):
+        s.append_anthropic([{"role": "user", "content": [block, {"type": "text", "text": "see"}]}])
+    assert s.messages == []
+    a = sess("anthropic", 100_000)
+    a.append_anthropic([{"role": "user", "content": [block, {"type": "text", "text": "see"}]}])
+    assert a.prepare().payload["messages"][0]["content"][0] == block
