@@ -13,17 +13,23 @@ what a from-scratch render and check of its context give.
 from __future__ import annotations
 
 from pathlib import Path
+from unittest import mock
+import importlib
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from test_compaction_properties import budgeting, sessions
 
 from ctxwise import ContextManager, Policy
 from ctxwise.compaction import compact
+from ctxwise.compaction.clearing import growth_so_far
+from ctxwise.compaction.context import head_end
 from ctxwise.errors import ContextBudgetExceeded, PayloadInvalid
 from ctxwise.formats import from_anthropic, load
-from ctxwise.messages import Marker, Message, TextBlock, ToolResultBlock, fold_on
+from ctxwise.prices import TIMESTAMP_KEY, idle_seconds, message_time
+from ctxwise.messages import (ImageBlock, Marker, Message, RefusalBlock, TextBlock, ThinkingBlock, ToolResultBlock,
+                              fold_on)
 from ctxwise.providers import check, check_wire, get_profile
 from ctxwise.providers.binding import bound_digests, frozen_end, invalidated
 from ctxwise.tokens import get_counter
@@ -31,6 +37,8 @@ from ctxwise.providers.convert import call_id_problem, convert
 from ctxwise.providers.render import render_converted
 from ctxwise.replay import metrics
 from ctxwise.summarizers import DigestSummarizer
+
+convert_module = importlib.import_module("ctxwise.providers.convert")
 
 LONG = Path(__file__).resolve().parents[2] / "shared" / "data" / "long"
 
@@ -287,3 +295,103 @@ def test_resumed_folds_equal_from_scratch(history, steps):
             assert bool(done.call_ids) == refused, (how, name)  # renames exactly when an id is refused or repeated
         total = fold_on(cur, "test/sum", counter, 0, lambda n, i, m: n + (i + 1) * counter.count_message(m))
         assert total == sum((i + 1) * counter.count_message(m) for i, m in enumerate(scratch)), how
+
+
+def _growth_scan(messages: list[Message], b, hard: int) -> tuple[int, int]:
+    """growth_so_far as a forward scan of the whole list (the definition the fold resumes)."""
+    start = head_end(messages)
+    first = next((i for i in range(start, len(messages)) if messages[i].role == "user"), len(messages))
+    steps: list[int] = []
+    lead = 0
+    for m in messages[first + 1:]:
+        if m.role == "assistant":
+            steps.append(lead + b.size_of(m))
+            lead = 0
+        elif steps:
+            steps[-1] += b.size_of(m)
+        else:
+            lead += b.size_of(m)
+    if not steps:
+        return lead, 1
+    kept = [x for x in steps if x <= hard // 4]
+    return sum(kept), max(1, len(kept))
+
+
+@settings(max_examples=200)
+@given(histories(), STEPS, st.sampled_from([40, 400, 4_000, 40_000]))
+def test_resumed_growth_equals_the_forward_scan(history, steps, hard):
+    """growth_so_far (a fold resumed from the previous list) answers each list of a changing
+    sequence (grown, truncated, re-ordered, dropped, edited, copied) as the forward scan of
+    fresh copies, for hard limits that leave steps out and keep them all."""
+    msgs, provider, _, _ = history
+    b = budgeting(10_000, "chars", "default", provider)
+    for how, cur in _lists(list(msgs), steps):
+        assert growth_so_far(cur, b, hard) == _growth_scan(fresh(cur), b, hard), (how, hard)
+
+
+_TOUCHES = ["image", "image-detail", "citation", "result-citation", "result-image", "refusal", "unsigned",
+            "redacted", "rs-id", "gemini-signature", "developer"]
+
+
+def _touch(m: Message, how: str) -> Message:
+    """A copy of ``m`` that some per-message conversion changes or reports for some target."""
+    cite = [{"type": "url_citation", "url": "https://example.com"}, {"type": "char_location", "cited_text": "x"}]
+    if m.role == "system" and how == "developer":
+        return m.model_copy(update={"metadata": {**m.metadata, "_openai": {"role": "developer"}}})
+    if m.role in ("user", "system") and how in ("image", "image-detail", "citation"):
+        extra = (ImageBlock(url="https://example.com/a.png", detail="high" if how == "image-detail" else None)
+                 if how != "citation" else TextBlock(text="cited", citations=cite))
+        return m.model_copy(update={"blocks": [*m.blocks, extra]})
+    if m.role == "tool" and how in ("result-citation", "result-image"):
+        out = (TextBlock(text="cited", citations=cite) if how == "result-citation"
+               else ImageBlock(url="https://example.com/b.png", detail="low"))
+        return m.model_copy(update={"blocks": [b.model_copy(update={"output": [*b.output, out]})
+                                               if isinstance(b, ToolResultBlock) else b for b in m.blocks]})
+    if m.role == "assistant" and how in ("refusal", "unsigned", "redacted", "rs-id"):
+        extra = {"refusal": RefusalBlock(text="no"), "unsigned": ThinkingBlock(thinking="t"),
+                 "redacted": ThinkingBlock(thinking="enc", redacted=True),
+                 "rs-id": ThinkingBlock(thinking="r", signature="s", extra={"id": "rs_1"})}[how]
+        return m.model_copy(update={"blocks": [extra, *m.blocks]})
+    if m.role == "assistant" and how == "gemini-signature":
+        return m.model_copy(update={"metadata": {**m.metadata, "extra_content": {"google": {"thought_signature": "x"}}}})
+    return m
+
+
+@settings(max_examples=150)
+@given(histories(), STEPS, st.lists(st.tuples(st.integers(0, 6), st.sampled_from(_TOUCHES)), min_size=1, max_size=6))
+def test_conversions_of_the_touched_messages_equal_the_full_scan(history, steps, touches):
+    """convert() runs its per-message conversions only on the messages its resumed fold finds
+    touched (an image, a citation, a refusal, unsigned or redacted thinking, a Gemini message
+    signature, a developer message): on every target, each list of a changing sequence converts
+    as the full scan of every message of fresh copies does."""
+    msgs, _, _, _ = history
+    pool = list(msgs)
+    for k, how in touches:  # the lists below start small: touch the first messages
+        pool[k % len(pool)] = _touch(pool[k % len(pool)], how)
+    assume(any(a is not b for a, b in zip(pool, msgs)))
+    every = lambda ms, profile: tuple(range(len(ms)))  # noqa: E731  the reference: visit every message
+    for how, cur in _lists(pool, steps):
+        for name in ("anthropic", "openai", "deepseek", "openai_responses", "gemini", "qwen"):
+            done = convert(cur, name)
+            with mock.patch.object(convert_module, "_touched", every):
+                want = convert(fresh(cur), name)
+            assert [m.model_dump() for m in done.messages] == [m.model_dump() for m in want.messages], (how, name)
+            assert (done.conversions, done.call_ids) == (want.conversions, want.call_ids), (how, name)
+
+
+@settings(max_examples=150)
+@given(histories(), STEPS, st.lists(st.one_of(st.none(), st.integers(0, 10**6)), min_size=1, max_size=40))
+def test_resumed_idle_seconds_equal_the_full_scan(history, steps, stamps):
+    """idle_seconds' newest timestamp (a fold resumed from the previous list) answers each list
+    of a changing sequence as the max over fresh copies does; messages without a time skipped."""
+    msgs, _, _, _ = history
+    pool = [m if stamps[i % len(stamps)] is None else
+            m.model_copy(update={"metadata": {**m.metadata, TIMESTAMP_KEY: 1.7e9 + stamps[i % len(stamps)]}})
+            for i, m in enumerate(msgs)]
+    for how, cur in _lists(pool, steps):
+        scratch = fresh(cur)
+        times = [t for t in map(message_time, scratch) if t is not None]
+        last = next((m for m in reversed(scratch) if m.role == "assistant"), None)
+        then = message_time(last) if last is not None else None
+        want = None if then is None or not times else max(0.0, max(times) - then)
+        assert idle_seconds(cur) == want, how

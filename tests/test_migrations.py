@@ -120,3 +120,37 @@ def test_postgresql_schema_option_keeps_every_table_there():
         engine.dispose()
     with pytest.raises(ValueError):
         SqlStore("sqlite:///x.db", schema="ctxwise")
+
+
+def test_proxy_heads_from_revision_0006_are_upgraded(store_url):
+    """Revision 0007 adds ``ends_call`` to the proxy's heads table: rows stored under 0006 are
+    kept, read as false (no call end known: the proxy falls back to a one-message reply), and
+    new rows carry it."""
+    from ctxwise.proxy.heads import HeadStore, heads_rows, proxy_heads
+
+    engine = create_engine(store_url)
+    migrate.upgrade(engine, "0006")
+    with engine.begin() as conn:
+        table = Table("ctxwise_proxy_heads", MetaData(), autoload_with=conn)
+        assert "ends_call" not in table.c and "in_flight" not in table.c
+        conn.execute(table.insert(), [{"tenant": "t", "name": "", "head": f"h{i}", "count": i, "user_id": "u",
+                                       "session_id": "s", "branched_from": None, "created_at": utcnow()}
+                                      for i in (1, 2)])
+    engine.dispose()
+    with SqlStore(store_url) as store:
+        assert migrate.current(store.engine) == migrate.head() == "0007"
+        heads = HeadStore(store_url, engine=store.engine)
+        found = heads.lookup("t", None, ["h1", "h2", "h3"])
+        assert found is not None and (found.count, found.session_id, found.latest) == (2, "s", 2)
+        assert heads.newest_call("t", "u", "s") is None
+        heads.write(heads_rows("t", "", "u", "s", ["h1", "h2", "h3", "h4"], 2, ends=3))
+        assert heads.newest_call("t", "u", "s") == 3
+        with store.engine.connect() as conn:
+            rows = conn.execute(proxy_heads.select().order_by(proxy_heads.c.count)).all()
+        assert [(r.count, r.ends_call, r.in_flight) for r in rows] == [
+            (1, False, False), (2, False, False), (3, True, True), (4, False, False)]
+        assert heads.in_flight("t", "u", "s", 3, 600) and not heads.in_flight("t", "u", "s", 2, 600)
+        assert not heads.in_flight("t", "u", "s", 3, -60)  # written longer ago than that: a crashed call
+        heads.landed("t", "u", "s", 3)
+        assert not heads.in_flight("t", "u", "s", 3, 600)
+        heads.close()

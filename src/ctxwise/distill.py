@@ -9,6 +9,7 @@ the same body always gives the same text (placeholders are byte-stable once writ
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -79,7 +80,15 @@ def key_items(body: str) -> list[tuple[int, str, str]]:
     (:data:`STATE_KEYS`); 2: another salient value (:func:`ctxwise.salient.salient_values`:
     ids with a digit, e-mails, amounts, dates) or a decimal number; 3: a value kept for its key
     alone (:data:`KEY_FIELDS`: a name). A JSON body gives each leaf with its own key, at any
-    depth; any other text gives its salient values (rank 2) with the key ``""``."""
+    depth; any other text gives its salient values (rank 2) with the key ``""``. A new list
+    each call (the items are kept per body: placeholders read the same results again at every
+    edit)."""
+    return list(_key_items(body))
+
+
+@functools.lru_cache(maxsize=2048)
+def _key_items(body: str) -> tuple[tuple[int, str, str], ...]:
+    """:func:`key_items`, computed (bounded, least recently used dropped)."""
     try:
         data = loads(body)  # JSON nested too deep (TooDeep, a ValueError) is read as text
     except (ValueError, TypeError):
@@ -95,7 +104,7 @@ def key_items(body: str) -> list[tuple[int, str, str]]:
         if (k, v) not in seen:
             seen.add((k, v))
             unique.append((r, k, v))
-    return unique
+    return tuple(unique)
 
 
 def key_values(body: str) -> list[tuple[int, str]]:

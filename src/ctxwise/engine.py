@@ -21,7 +21,7 @@ from .compaction import Budgeting, CompactionEvent
 from .core import (Deps, Plan, Prepared, SessionView, plan_amend, plan_amend_omitted, plan_append, plan_clear,
                    plan_close_pending, plan_migrate, plan_pop, plan_pop_omitted, plan_prepare)
 from .core.commit import commit
-from .prices import idle_seconds, message_time
+from .prices import idle_seconds, newest_time
 from .core.prepare import check_thinking_arg, now_arg
 from .core.usage import SentCall, usage_event
 from .usage import DIAGNOSTICS_KEY, USAGE_KEY, reported_usage
@@ -396,8 +396,8 @@ class Session(SessionRecords, AsyncCalls):
         plan = plan_prepare(self.view, self._deps, thinking, idle)
         self._run(plan)
         self._sent = SentCall(self._sent.sent if self._sent else (), tuple(plan.result.messages), idle)
-        self._last_call = at if at is not None else max(
-            (t for t in map(message_time, messages) if t is not None), default=self._last_call)
+        newest = newest_time(messages) if at is None else None
+        self._last_call = at if at is not None else (self._last_call if newest is None else newest)
         return replace(plan.result, latency_ms=(time.perf_counter() - t0) * 1000)
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Annotated, Any, ClassVar, Literal, TypeAlias, TypeVar, Union
 
@@ -420,10 +421,11 @@ def memo_on(sources: Sequence[Any], tag: str, key: Hashable, compute: Callable[[
     entry."""
     memo = sources[0].memo()
     slot = memo.get(tag)
-    if slot is not None and slot[0] == key:
+    if slot is not None and (slot[0] is key or slot[0] == key):
         others = slot[1]
         n = len(sources) - 1
-        if len(others) == n and (n == 0 or all(others[k] is sources[k + 1] for k in range(n))):
+        if len(others) == n and (n == 0 or (others[0] is sources[1] if n == 1
+                                            else all(map(operator.is_, others, sources[1:])))):
             return slot[2]  # type: ignore[no-any-return]
     found = compute()
     memo[tag] = (key, tuple(sources[1:]), found)
@@ -451,7 +453,7 @@ def fold_on(messages: Sequence[Message], tag: str, key: object, init: _S,
         k, prefix, _ = entry
         if (len(prefix) <= len(messages) and (best is None or len(prefix) > len(best[1]))
                 and (k is key or k == key)
-                and all(a is b for a, b in zip(prefix, messages))):
+                and all(map(operator.is_, prefix, messages))):
             best = entry
     start, state = (0, init) if best is None else (len(best[1]), best[2])
     for i in range(start, len(messages)):

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from .messages import fold_on
+
 if TYPE_CHECKING:
     from .messages import Message
     from .tokens import Counter
@@ -336,6 +338,18 @@ def message_time(m: Message) -> float | None:
     return time_of(m.metadata.get(TIMESTAMP_KEY)) if m.metadata else None
 
 
+def _newest(newest: float | None, _: int, m: Message) -> float | None:
+    """One message of the fold that finds the newest :func:`message_time` of a list."""
+    t = message_time(m)
+    return t if newest is None or (t is not None and t > newest) else newest
+
+
+def newest_time(messages: Sequence[Message]) -> float | None:
+    """The newest :func:`message_time` among ``messages`` (epoch seconds), None when none
+    carries a readable time; a left fold resumed from the last list this one extends."""
+    return fold_on(messages, "prices/newest", None, None, _newest)
+
+
 def idle_seconds(messages: Sequence[Message], now: float | None = None, last_call: float | None = None) -> float | None:
     """Seconds the prompt cache has gone unused at the call about to be made: from the
     previous model call (the latest assistant message's timestamp, else ``last_call``: when
@@ -348,8 +362,7 @@ def idle_seconds(messages: Sequence[Message], now: float | None = None, last_cal
     if then is None:
         then = last_call
     if now is None:
-        times = [t for t in map(message_time, messages) if t is not None]
-        now = max(times) if times else None
+        now = newest_time(messages)
     if then is None or now is None:
         return None
     return max(0.0, now - then)

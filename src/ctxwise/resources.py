@@ -62,6 +62,7 @@ passed``, the ``FAILED`` / ``ERROR`` test names, the first traceback or error li
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import shlex
@@ -418,10 +419,18 @@ def shell_access(command: str, cwd: str | None = None) -> Access:
 
 
 def _words(text: str) -> list[str]:
+    """The shell words of ``text`` (whitespace-split when it does not parse), a new list."""
+    return list(_split(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _split(text: str) -> tuple[str, ...]:
+    """:func:`_words` kept per text (a session's calls are read again at every edit; bounded,
+    least recently used dropped)."""
     try:
-        return shlex.split(text, posix=True)
+        return tuple(shlex.split(text, posix=True))
     except ValueError:
-        return text.split()
+        return tuple(text.split())
 
 
 def _count(words: list[str], default: int = 10) -> int | None:
@@ -646,7 +655,14 @@ def shown_values(body: str, acc: Access | None, limit: int) -> str:
     A view: ``P, lines A-B; defines f, g, C`` (the symbols a ``def`` / ``class`` /
     ``function`` / ``fn`` / ``func`` / ``defmodule`` / ``defp`` line defines; never a CSS class
     or a number). A run: ``exit 1; 2 failed, 69 passed; FAILED tests/t.py::test_x; error
-    ValueError: bad`` (:func:`log_verdicts`). Pure."""
+    ValueError: bad`` (:func:`log_verdicts`). Pure: kept per ``(body, acc, limit)``, since a
+    clearing that is held back builds the same placeholders again at the next call."""
+    return _shown(body, acc, limit)
+
+
+@functools.lru_cache(maxsize=2048)
+def _shown(body: str, acc: Access | None, limit: int) -> str:
+    """:func:`shown_values`, computed (bounded, least recently used dropped)."""
     if limit <= 0:
         return ""
     items: list[str] = []

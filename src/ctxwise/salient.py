@@ -8,6 +8,7 @@ what tool results found, and by the replay to measure support recall.
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["salient_values"]
@@ -39,7 +40,15 @@ def salient_values(text: str) -> list[str]:
 
     Identifiers must contain a digit and at least one letter or ``#``/``_``/``-`` (a bare
     number like ``3`` is not an identifier; amounts and dates are matched on their own).
+    A new list each call (the values are kept per text: placeholders and summaries read the
+    same results again at every edit).
     """
+    return list(_salient(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _salient(text: str) -> tuple[str, ...]:
+    """:func:`salient_values`, kept per text (bounded, least recently used dropped)."""
     seen: dict[str, None] = {}
     for m in _PATTERN.finditer(text):
         v = m.group(0).strip().rstrip(".,")
@@ -53,4 +62,4 @@ def salient_values(text: str) -> list[str]:
             v = v.lstrip("#") if v.startswith("#") and len(v) > 1 else v
         if v and v not in seen:
             seen[v] = None
-    return list(seen)
+    return tuple(seen)

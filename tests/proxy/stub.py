@@ -218,6 +218,8 @@ class Stub:
         self.gate: threading.Event | None = None  # a stream waits after its first event until set
         self.responder: Any = None  # responder(kind, body) -> Reply, instead of the script when set
         self.set_cookie: str | None = None  # a Set-Cookie header on every non-streamed reply when set
+        self.fail_next: list[int] = []  # the next requests answered with these error statuses, one each
+        self.delay_next: list[float] = []  # the next requests answered these seconds late, one each (0: at once)
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self._route("chat"), methods=["POST"]),
             Route("/v1/responses", self._route("responses"), methods=["POST"]),
@@ -240,15 +242,19 @@ class Stub:
             except ValidationError as e:
                 self.invalid.append((kind, str(e)[:2000]))
                 return JSONResponse({"error": {"message": str(e)[:500], "type": "invalid_request_error"}}, 400)
-            if self.status is not None:
+            status = self.fail_next.pop(0) if self.fail_next else self.status
+            if status is not None:
                 return JSONResponse({"type": "error", "error": {"type": "overloaded_error", "message": "stub busy"}}
                                     if kind == "messages" else
                                     {"error": {"message": "stub busy", "type": "server_error", "param": None,
-                                               "code": None}}, self.status)
+                                               "code": None}}, status)
             if self.responder is not None:
                 reply = self.responder(kind, body)
             else:
                 reply = self.script[kind].pop(0) if self.script[kind] else Reply(text="done.")
+            late = self.delay_next.pop(0) if self.delay_next else 0.0
+            if late:
+                await asyncio.sleep(late)
             model = body.get("model", "stub")
             if body.get("stream"):
                 events = {"chat": chat_chunks, "responses": responses_events, "messages": anthropic_events}[kind](reply, model)

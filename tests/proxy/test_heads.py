@@ -103,3 +103,33 @@ def test_cached_links_give_the_chain_fingerprints_give() -> None:
     for _ in range(2):  # cold, then every link cached
         for v in variants:
             assert wire.heads("chat", {}, [v], start=start) == _uncached("chat", [v], start), v
+
+
+def test_commit_stores_only_on_the_newest_head_it_was_mapped_on(store_url: str) -> None:
+    import pytest
+
+    from ctxwise import SessionConflict
+
+    sql, heads = store(store_url)
+    try:
+        a = chain("a", 6)
+        key = ("t1", "u", "s-a")
+        with heads.engine.begin() as conn:
+            heads.commit(conn, key, 0, heads_rows("t1", "", "u", "s-a", a[:3], 0, ends=3))
+        # mapped on 2 messages, the session is at 3: refused, nothing stored
+        with pytest.raises(SessionConflict) as e, heads.engine.begin() as conn:
+            heads.commit(conn, key, 2, heads_rows("t1", "", "u", "s-a", a[:4], 2, ends=4))
+        assert "not 2" in str(e.value) and "another call of the session" in str(e.value)
+        found = heads.lookup("t1", None, a)
+        assert found is not None and (found.count, found.latest) == (3, 3)
+        # on the newest head: stored; forget_above drops a reply's heads first
+        with heads.engine.begin() as conn:
+            heads.commit(conn, key, 3, heads_rows("t1", "", "u", "s-a", a[:5], 3), forget_above=None)
+        assert heads.newest_call("t1", "u", "s-a") == 3
+        with heads.engine.begin() as conn:
+            heads.commit(conn, key, 5, [], forget_above=3)
+        found = heads.lookup("t1", None, a)
+        assert found is not None and (found.count, found.latest) == (3, 3)
+    finally:
+        heads.close()
+        sql.close()

@@ -22,13 +22,13 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..changes import Replace
-from ..messages import Block, Marker, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ..messages import Block, Marker, Message, TextBlock, ToolResultBlock, ToolUseBlock, fold_on
 from ..policy import Policy
 from ..units import ToolCycle, tool_cycles
-from .context import Budgeting, StageResult, current_turn_start, head_end, in_flight_start
+from .context import Budgeting, StageResult, current_turn_start, in_flight_start
 from ..resources import COLD, WORKING, reuse_ranks
 from .placeholder import placeholder_text, recall_key, render_input, reused_ids  # noqa: F401  (render_input: re-exported)
 from .cost import cold_cache, cut_cost, invalidated_reasoning, invalidated_reasoning_items
@@ -393,22 +393,40 @@ def growth_so_far(messages: list[Message], b: Budgeting, hard: int) -> tuple[int
     limit (one huge tool result) is an event, not a rate, and is left out with its call (else
     one 5,000-token result at 12,000 tokens makes every later cut inside the turn clear
     everything). After a summary or trim the steps are what is left, so the rate errs low."""
-    start = head_end(messages)
-    first = next((i for i in range(start, len(messages)) if messages[i].role == "user"), len(messages))
-    steps: list[int] = []
-    lead = 0
-    for m in messages[first + 1:]:
-        if m.role == "assistant":
-            steps.append(lead + b.size_of(m))
-            lead = 0
-        elif steps:
-            steps[-1] += b.size_of(m)
-        else:
-            lead += b.size_of(m)
-    if not steps:
+    if not messages:
+        return 0, 1
+    quarter = hard // 4
+    key = ("growth", b.counter, b.policy.count_system, b.count_reasoning, b.opaque_passback, quarter)
+    phase, lead, total, n, cur = fold_on(messages, "clearing/growth", key, (0, 0, 0, 0, -1),
+                                         lambda st, _, m: _growth_step(st, m, b.size_of, quarter))
+    if cur < 0:
         return lead, 1
-    kept = [x for x in steps if x <= hard // 4]
-    return sum(kept), max(1, len(kept))
+    if cur <= quarter:
+        total, n = total + cur, n + 1
+    return total, max(1, n)
+
+
+_Growth = tuple[int, int, int, int, int]
+""":func:`growth_so_far`'s fold state ``(phase, lead, kept total, kept steps, open step)``:
+phase 0 in the pinned head, 1 before the first user input after it, 2 counting; ``open
+step`` -1 before the first assistant message counted."""
+
+
+def _growth_step(st: _Growth, m: Message, size_of: Callable[[Message], int], quarter: int) -> _Growth:
+    """One message of :func:`growth_so_far`'s left fold (a step over ``quarter`` is left out
+    once it is closed by the next assistant message)."""
+    phase, lead, total, n, cur = st
+    if phase < 2:
+        if phase == 0 and (m.role == "system" or m.kind in ("facts", "user_memory")):
+            return st
+        return (2 if m.role == "user" else 1), lead, total, n, cur
+    if m.role == "assistant":
+        if cur >= 0 and cur <= quarter:
+            total, n = total + cur, n + 1
+        return phase, 0, total, n, lead + size_of(m)
+    if cur >= 0:
+        return phase, lead, total, n, cur + size_of(m)
+    return phase, lead + size_of(m), total, n, cur
 
 
 class ClearingStage:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -155,7 +156,7 @@ class _Run:
         last answer reused when ``sent`` holds the same message objects."""
         if self.converted is not None:
             was, done = self.converted
-            if len(was) == len(sent) and all(a is b for a, b in zip(was, sent)):
+            if len(was) == len(sent) and all(map(operator.is_, was, sent)):
                 return done
         done = convert(sent, self.view.policy.profile)
         self.converted = (sent, done)

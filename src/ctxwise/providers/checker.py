@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 from ..errors import PayloadInvalid, Violation
@@ -95,7 +96,7 @@ def _list_rules(messages: list[Message], profile: ProviderProfile) -> tuple[Viol
 def _extends(messages: list[Message], fold: _Fold, profile: ProviderProfile) -> bool:
     """Whether ``messages`` starts with ``fold``'s prefix (the same objects), same profile."""
     return (len(fold.prefix) <= len(messages) and (fold.profile is profile or fold.profile == profile)
-            and all(a is b for a, b in zip(fold.prefix, messages)))
+            and all(map(operator.is_, fold.prefix, messages)))
 
 
 def _scan_from(messages: list[Message], profile: ProviderProfile,

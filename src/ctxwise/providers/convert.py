@@ -64,7 +64,7 @@ import functools
 import hashlib
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..messages import (Block, ImageBlock, Message, ProviderBlock, RefusalBlock, TextBlock, ThinkingBlock, ToolResultBlock,
                         ToolUseBlock, fold_on)
@@ -158,29 +158,95 @@ def convert(messages: list[Message], provider: str | ProviderProfile) -> Convert
     _rename_call_ids(out, profile)
     if profile.mid_system == "fold":
         _fold_system(out)
+    at = _touched(out.messages, profile)
     if not profile.images:
-        _images_to_notes(out)
+        _images_to_notes(out, at)
     if profile.first_message_user:
-        _lead_user_turn(out)
+        k = _lead_user_turn(out)
+        if k >= 0:
+            at = tuple(i + 1 if i >= k else i for i in at)
+    if at:
+        _per_message(out, profile, at)
     if profile.wire == "anthropic":
-        _refusals_to_text(out)
-        _unsigned_thinking(out)
-        _image_detail(out)
         _extra_cache_marks(out, profile.mid_system == "native")
-    if profile.wire == "responses":
-        _idless_reasoning(out)
-    if profile.wire == "chat":
-        _signed_thinking_on_chat(out, profile.reasoning_field is not None)
-    _drop_foreign_citations(out, profile)
-    if profile.wire == "chat":
-        _message_signatures(out)
-    if profile.name not in DEVELOPER_TARGETS:
-        _developer_as_system(out)
     if out.conversions:
-        at = {m.id: i for i, m in enumerate(messages)}
-        out.conversions = [c if at.get(c.message_id, c.index) == c.index else replace(c, index=at[c.message_id])
+        where = {m.id: i for i, m in enumerate(messages)}
+        out.conversions = [c if where.get(c.message_id, c.index) == c.index else replace(c, index=where[c.message_id])
                            for c in out.conversions]
     return out
+
+
+def _per_message(out: Converted, profile: ProviderProfile, at: Sequence[int]) -> None:
+    """The conversions that look at one message at a time (after the images became notes and
+    the lead user turn was added), on the messages at positions ``at`` (the others are
+    :func:`_untouched`)."""
+    if profile.wire == "anthropic":
+        _refusals_to_text(out, at)
+        _unsigned_thinking(out, at)
+        _image_detail(out, at)
+    if profile.wire == "responses":
+        _idless_reasoning(out, at)
+    if profile.wire == "chat":
+        _signed_thinking_on_chat(out, at, profile.reasoning_field is not None)
+    _drop_foreign_citations(out, at, profile)
+    if profile.wire == "chat":
+        _message_signatures(out, at)
+    if profile.name not in DEVELOPER_TARGETS:
+        _developer_as_system(out, at)
+
+
+def _thinking_untouched(b: ThinkingBlock, profile: ProviderProfile) -> bool:
+    """Whether no conversion leaves out or reports assistant thinking block ``b`` for ``profile``."""
+    if profile.wire == "anthropic":
+        return b.redacted or b.signature is not None
+    if profile.wire == "responses":
+        return reasoning_item_id(b) is not None
+    if profile.wire == "chat":
+        return not b.redacted and profile.reasoning_field is not None
+    return True
+
+
+def _block_untouched(b: Any, m: Message, profile: ProviderProfile) -> bool:
+    """Whether no per-message conversion changes or reports block ``b`` of ``m`` (a
+    conservative answer: False may still convert nothing)."""
+    if isinstance(b, TextBlock):
+        return not b.citations
+    if isinstance(b, ImageBlock):
+        return ((profile.images or m.role in ("assistant", "tool"))
+                and (b.detail is None or profile.wire != "anthropic" or m.role == "assistant"))
+    if isinstance(b, RefusalBlock):
+        return profile.wire != "anthropic" or m.role != "assistant"
+    if isinstance(b, ThinkingBlock):
+        return m.role != "assistant" or _thinking_untouched(b, profile)
+    if isinstance(b, ToolResultBlock):
+        return all(_block_untouched(o, m, profile) for o in b.output
+                   if isinstance(o, TextBlock) or (isinstance(o, ImageBlock) and m.role != "assistant"))
+    return True
+
+
+def _untouched(m: Message, profile: ProviderProfile) -> bool:
+    """Whether :func:`_per_message` (and :func:`_images_to_notes`) leave ``m`` as it is and
+    report nothing about it for ``profile``."""
+    if not all(_block_untouched(b, m, profile) for b in m.blocks):
+        return False
+    if profile.wire == "chat" and m.role == "assistant":
+        extra = m.metadata.get("extra_content")
+        google = extra.get("google") if isinstance(extra, dict) else None
+        if isinstance(google, dict) and "thought_signature" in google:
+            return False
+    if m.role == "system" and profile.name not in DEVELOPER_TARGETS:
+        from .render_chat import is_developer
+
+        return not is_developer(m)
+    return True
+
+
+def _touched(msgs: list[Message], profile: ProviderProfile) -> tuple[int, ...]:
+    """The positions of the messages of ``msgs`` that are not :func:`_untouched` (the
+    per-message conversions visit only those): a fold resumed from the last list this one
+    extends."""
+    return fold_on(msgs, "convert/touched", profile, (),
+                   lambda at, i, m: at if _untouched(m, profile) else (*at, i))
 
 
 def _ids_step(profile: ProviderProfile) -> Callable[[tuple[frozenset[str], bool], int, Message],
@@ -306,17 +372,19 @@ chat_completion_developer_message_param.py``; Responses ``easy_input_message_par
 message given as ``developer`` is sent as such there, as ``system`` elsewhere (reported)."""
 
 
-def _developer_as_system(out: Converted) -> None:
+def _developer_as_system(out: Converted, at: Sequence[int]) -> None:
     from .render_chat import is_developer
 
-    for i, m in enumerate(out.messages):
+    for i in at:
+        m = out.messages[i]
         if m.role == "system" and is_developer(m):
             out.conversions.append(Conversion(DEVELOPER_AS_SYSTEM, i, m.id, "role developer sent as system (the "
                                               "target has no developer role)"))
 
 
-def _images_to_notes(out: Converted) -> None:
-    for i, m in enumerate(out.messages):
+def _images_to_notes(out: Converted, at: Sequence[int]) -> None:
+    for i in at:
+        m = out.messages[i]
         if m.role == "assistant" or m.role == "tool" or not any(isinstance(b, ImageBlock) for b in m.blocks):
             continue
         n = sum(isinstance(b, ImageBlock) for b in m.blocks)
@@ -326,8 +394,9 @@ def _images_to_notes(out: Converted) -> None:
                                           f"{n} image{'s' if n > 1 else ''} sent as the text {IMAGE_NOTE!r}"))
 
 
-def _refusals_to_text(out: Converted) -> None:
-    for i, m in enumerate(out.messages):
+def _refusals_to_text(out: Converted, at: Sequence[int]) -> None:
+    for i in at:
+        m = out.messages[i]
         if m.role != "assistant" or not any(isinstance(b, RefusalBlock) for b in m.blocks):
             continue
         n = sum(isinstance(b, RefusalBlock) for b in m.blocks)
@@ -371,9 +440,10 @@ def _strip_text(b: Any, wire: str, dropped: list[str]) -> Any:
     return b
 
 
-def _drop_foreign_citations(out: Converted, profile: ProviderProfile) -> None:
+def _drop_foreign_citations(out: Converted, at: Sequence[int], profile: ProviderProfile) -> None:
     """Leave out the citations the target has no form for (module docstring)."""
-    for i, m in enumerate(out.messages):
+    for i in at:
+        m = out.messages[i]
         dropped: list[str] = []
         blocks = [_strip_text(b, profile.wire, dropped) for b in m.blocks]
         if not dropped:
@@ -385,8 +455,9 @@ def _drop_foreign_citations(out: Converted, profile: ProviderProfile) -> None:
                                           f"left out: {profile.title} has no form for them"))
 
 
-def _unsigned_thinking(out: Converted) -> None:
-    for i, m in enumerate(out.messages):
+def _unsigned_thinking(out: Converted, at: Sequence[int]) -> None:
+    for i in at:
+        m = out.messages[i]
         if m.role != "assistant":
             continue
         n = sum(1 for b in m.blocks if isinstance(b, ThinkingBlock) and not b.redacted and b.signature is None)
@@ -396,7 +467,7 @@ def _unsigned_thinking(out: Converted) -> None:
                                               "out (Anthropic takes thinking only with its signature)"))
 
 
-def _signed_thinking_on_chat(out: Converted, has_field: bool) -> None:
+def _signed_thinking_on_chat(out: Converted, at: Sequence[int], has_field: bool) -> None:
     """Report the reasoning a Chat Completions target cannot take: on a target with no
     reasoning field (OpenAI: ``openai/types/chat/chat_completion_assistant_message_param.py``
     has none) every thinking block, whatever it was read from (Anthropic thinking and
@@ -404,7 +475,8 @@ def _signed_thinking_on_chat(out: Converted, has_field: bool) -> None:
     target with one (DeepSeek) ``redacted_thinking`` (encrypted, no text), the others going as
     their text without a signature, which is its documented form
     (https://api-docs.deepseek.com/guides/thinking_mode)."""
-    for i, m in enumerate(out.messages):
+    for i in at:
+        m = out.messages[i]
         if m.role != "assistant" or not m.thinking:
             continue
         red = sum(1 for b in m.thinking if b.redacted)
@@ -419,12 +491,13 @@ def _signed_thinking_on_chat(out: Converted, has_field: bool) -> None:
                                               f"{'them' if not has_field else 'encrypted reasoning'})"))
 
 
-def _message_signatures(out: Converted) -> None:
+def _message_signatures(out: Converted, at: Sequence[int]) -> None:
     """Report a Gemini ``extra_content.google.thought_signature`` kept on an assistant message
     itself: the chat wire sends one only on a tool call
     (https://ai.google.dev/gemini-api/docs/thought-signatures, OpenAI compatibility), so it is
     left out."""
-    for i, m in enumerate(out.messages):
+    for i in at:
+        m = out.messages[i]
         extra = m.metadata.get("extra_content") if m.role == "assistant" else None
         google = extra.get("google") if isinstance(extra, dict) else None
         if isinstance(google, dict) and "thought_signature" in google:
@@ -433,10 +506,11 @@ def _message_signatures(out: Converted) -> None:
                                               "(sent only on tool calls)"))
 
 
-def _image_detail(out: Converted) -> None:
+def _image_detail(out: Converted, at: Sequence[int]) -> None:
     """Report images whose ``detail`` the Anthropic image block cannot carry
     (``anthropic/types/image_block_param.py``: ``source`` and ``cache_control`` only)."""
-    for i, m in enumerate(out.messages):
+    for i in at:
+        m = out.messages[i]
         if m.role == "assistant":
             continue
         found = [b.detail for b in [*m.blocks, *(o for r in m.tool_results for o in r.output)]
@@ -449,7 +523,16 @@ def _image_detail(out: Converted) -> None:
 
 def _marks_of(m: Message) -> list[dict[str, Any]]:
     """The ``cache_control`` marks message ``m`` renders with on Anthropic, in request order
-    (a tool result's output before the result's own; none on thinking blocks)."""
+    (a tool result's output before the result's own; none on thinking blocks); kept in the
+    message's memo."""
+    memo = m.memo()
+    found: list[dict[str, Any]] | None = memo.get("convert/marks")
+    if found is None:
+        found = memo["convert/marks"] = _find_marks(m)
+    return found
+
+
+def _find_marks(m: Message) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for b in m.blocks:
         if isinstance(b, ThinkingBlock):
@@ -495,8 +578,9 @@ def _extra_cache_marks(out: Converted, native_system: bool) -> None:
                                           "the system prompt's and the newest are kept)"))
 
 
-def _idless_reasoning(out: Converted) -> None:
-    for i, m in enumerate(out.messages):
+def _idless_reasoning(out: Converted, at: Sequence[int]) -> None:
+    for i in at:
+        m = out.messages[i]
         if m.role != "assistant":
             continue
         n = sum(1 for b in m.blocks if isinstance(b, ThinkingBlock) and reasoning_item_id(b) is None)
@@ -507,13 +591,16 @@ def _idless_reasoning(out: Converted) -> None:
                                               "returned, with its rs_ id)"))
 
 
-def _lead_user_turn(out: Converted) -> None:
+def _lead_user_turn(out: Converted) -> int:
+    """Insert the lead user turn before a first assistant message; its position, or -1 when
+    none was needed."""
     msgs = out.messages
     k = next((i for i, m in enumerate(msgs) if m.role != "system"), None)
     if k is None or msgs[k].role != "assistant" or opens_with_compaction(msgs[k]):
-        return  # a compaction block must stay the first block of the conversation
+        return -1  # a compaction block must stay the first block of the conversation
     first = msgs[k]
     msgs.insert(k, Message(id=f"{first.id}-lead", role="user", blocks=[TextBlock(text=LEAD_USER_TEXT)]))
     out.conversions.append(Conversion(FIRST_MESSAGE_ROLE, k, first.id,
                                       f"a user message {LEAD_USER_TEXT!r} rendered before the first "
                                       "(assistant) message"))
+    return k

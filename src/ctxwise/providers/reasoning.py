@@ -162,6 +162,29 @@ def check_responses_reasoning(
     return out
 
 
+def _against_reference(messages: list[Message], profile: ProviderProfile,
+                       reference: list[Message]) -> list[Violation]:
+    """``thinking-modified`` and ``thinking-removed`` of :func:`check_anthropic_thinking`
+    (a message that is its record's own object is neither)."""
+    out: list[Violation] = []
+    ref_by_id = {m.id: m for m in reference}
+    u = last_user_index(messages)
+    for i, m in enumerate(messages):
+        ref = ref_by_id.get(m.id)
+        if ref is m:
+            continue  # the record's own message: nothing modified, nothing lost
+        modified = _modified(profile, i, m, ref)
+        out += modified
+        current = u is None or i > u
+        if m.role == "assistant" and ref is not None and current and not modified:
+            lost = [b for b in ref.thinking if b not in m.thinking]
+            if lost:
+                out.append(_v(profile, i, THINKING_REMOVED,
+                              f"{len(lost)} thinking block(s) of the current turn's "
+                              f"message {m.id!r} were dropped"))
+    return out
+
+
 def check_anthropic_thinking(
     messages: list[Message],
     profile: ProviderProfile,
@@ -212,19 +235,7 @@ def check_anthropic_thinking(
                               f"{len(messages[last].thinking)} of the record's {len(ref.thinking)} "
                               "thinking block(s), or not in their order"))
     if reference is not None:
-        ref_by_id = {m.id: m for m in reference}
-        u = last_user_index(messages)
-        for i, m in enumerate(messages):
-            ref = ref_by_id.get(m.id)
-            modified = _modified(profile, i, m, ref)
-            out += modified
-            current = u is None or i > u
-            if m.role == "assistant" and ref is not None and current and not modified:
-                lost = [b for b in ref.thinking if b not in m.thinking]
-                if lost:
-                    out.append(_v(profile, i, THINKING_REMOVED,
-                                  f"{len(lost)} thinking block(s) of the current turn's "
-                                  f"message {m.id!r} were dropped"))
+        out += _against_reference(messages, profile, reference)
     if profile.thinking_first_in_open_tool_turn:
         first = open_turn_first(messages)
         if first is not None and _turn_thinks(messages, first, reference, thinking) \

@@ -102,6 +102,8 @@ def _cache_control(b: Any) -> dict[str, Any] | None:
 
 
 def _block(b: Any) -> dict[str, Any] | None:
+    if type(b) is TextBlock and not b.extra:  # the common case first: no mark, no other fields
+        return _text(b)
     if isinstance(b, ProviderBlock):
         # kept verbatim (its own cache_control included); another provider's block is not sent
         # (check() reports it as foreign-provider-block before anything is rendered)
@@ -115,6 +117,16 @@ def _block(b: Any) -> dict[str, Any] | None:
 def _plain_block(b: Any) -> dict[str, Any] | None:
     if isinstance(b, TextBlock):
         return _text(b)
+    if isinstance(b, ToolResultBlock):
+        return _tool_result(b)
+    if isinstance(b, ToolUseBlock):
+        return {"type": "tool_use", "id": b.id, "name": b.name, "input": b.input}
+    if isinstance(b, ThinkingBlock):
+        if b.redacted:
+            return {"type": "redacted_thinking", "data": b.thinking}
+        if b.signature is None:
+            return None
+        return {"type": "thinking", "thinking": b.thinking, "signature": b.signature}
     if isinstance(b, ImageBlock):
         return _image(b)
     if isinstance(b, DocumentBlock):
@@ -125,16 +137,11 @@ def _plain_block(b: Any) -> dict[str, Any] | None:
         if b.citations is not None:
             sr["citations"] = b.citations
         return sr
-    if isinstance(b, ThinkingBlock):
-        if b.redacted:
-            return {"type": "redacted_thinking", "data": b.thinking}
-        if b.signature is None:
-            return None
-        return {"type": "thinking", "thinking": b.thinking, "signature": b.signature}
-    if isinstance(b, ToolUseBlock):
-        return {"type": "tool_use", "id": b.id, "name": b.name, "input": b.input}
-    if not isinstance(b, ToolResultBlock):
-        return None  # audio, refusal: Anthropic has no such block (check(): block-not-sendable)
+    return None  # audio, refusal: Anthropic has no such block (check(): block-not-sendable)
+
+
+def _tool_result(b: ToolResultBlock) -> dict[str, Any]:
+    """A ``tool_result`` block: ``content`` a string for one plain text output, else blocks."""
     d: dict[str, Any] = {"type": "tool_result", "tool_use_id": b.tool_use_id}
     if len(b.output) == 1 and isinstance(b.output[0], TextBlock) and b.output[0].citations is None:
         d["content"] = b.output[0].text

@@ -389,14 +389,30 @@ def schema_violations(payload: Any, provider: str | ProviderProfile,
     return out
 
 
+def _anthropic_ids(payload: Any) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """``(calls, results)``: ``(position, id)`` of every ``tool_use`` and every
+    ``tool_result``'s ``tool_use_id`` of an Anthropic payload (one pass; a message whose
+    content is a string holds neither)."""
+    calls: list[tuple[int, str]] = []
+    results: list[tuple[int, str]] = []
+    for i, m in enumerate(payload.get("messages") or []):
+        content = m.get("content") if isinstance(m, dict) else None
+        if not isinstance(content, list):
+            continue
+        for b in content:
+            kind = b.get("type") if isinstance(b, dict) else None
+            if kind == "tool_use":
+                calls.append((i, str(b.get("id"))))
+            elif kind == "tool_result":
+                results.append((i, str(b.get("tool_use_id"))))
+    return calls, results
+
+
 def _call_ids(payload: Any, profile: ProviderProfile) -> list[tuple[int, str]]:
     """``(position, id)`` of every tool call in a rendered payload."""
     out: list[tuple[int, str]] = []
     if profile.wire == "anthropic":
-        for i, m in enumerate(payload.get("messages") or []):
-            for b in m.get("content") if isinstance(m.get("content"), list) else []:
-                if isinstance(b, dict) and b.get("type") == "tool_use":
-                    out.append((i, str(b.get("id"))))
+        out = _anthropic_ids(payload)[0]
     elif profile.wire == "responses":
         out = [(i, str(it.get("call_id"))) for i, it in enumerate(payload)
                if isinstance(it, dict) and it.get("type") == "function_call"]
@@ -412,11 +428,7 @@ def _result_ids(payload: Any, profile: ProviderProfile) -> list[tuple[int, str]]
     """``(position, id)`` of every tool result's call id in a rendered payload."""
     out: list[tuple[int, str]] = []
     if profile.wire == "anthropic":
-        for i, m in enumerate(payload.get("messages") or []):
-            content = m.get("content") if isinstance(m, dict) else None
-            for b in content if isinstance(content, list) else []:
-                if isinstance(b, dict) and b.get("type") == "tool_result":
-                    out.append((i, str(b.get("tool_use_id"))))
+        out = _anthropic_ids(payload)[1]
     elif profile.wire == "responses":
         out = [(i, str(it.get("call_id"))) for i, it in enumerate(payload)
                if isinstance(it, dict) and it.get("type") == "function_call_output"]
@@ -431,13 +443,14 @@ def _id_violations(payload: Any, profile: ProviderProfile) -> list[Violation]:
     payload position)."""
     out: list[Violation] = []
     seen: dict[str, int] = {}
-    calls = _call_ids(payload, profile)
+    calls, results = (_anthropic_ids(payload) if profile.wire == "anthropic"
+                      else (_call_ids(payload, profile), _result_ids(payload, profile)))
     for i, cid in calls:
         if cid in seen:
             out.append(Violation(i, DUPLICATE_TOOL_CALL_ID, f"tool call id {cid!r} already used at {seen[cid]}",
                                  profile.error_text(DUPLICATE_TOOL_CALL_ID, i)))
         seen.setdefault(cid, i)
-    for what, ids in (("tool call id", calls), ("tool result's call id", _result_ids(payload, profile))):
+    for what, ids in (("tool call id", calls), ("tool result's call id", results)):
         for i, cid in ids:
             rule = call_id_problem(cid, profile)
             if rule is not None:

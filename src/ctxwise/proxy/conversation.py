@@ -14,16 +14,31 @@ header and one INFO log line. The session it left is kept
 as it was. It is never refused for that.
 
 Not rewrites: a system prompt that changed (the stored one is replaced,
-:func:`replace_system`); with ``X-Ctxwise-Session``, an exact repeat of the session's previous
-call (its reply is popped, :func:`_regenerates`); without it, a history that is exactly a
-prefix another session holds, or that repeats a call still in flight, is another conversation
-(a new session, no branch link), and a prefix several sessions hold maps to the one whose
-waiting reply the call carries (:meth:`~ctxwise.proxy.replies.Replies.carried`).
+:func:`replace_system`); a retry (:func:`_retry`): an exact repeat of the session's newest call
+sent with ``X-Ctxwise-Session``, after ``previous_response_id``, or as an SDK's retry
+(``x-stainless-retry-count`` of 1 or more, :data:`RETRY_HEADER`), on every route: the reply
+that call got is popped (a ``popped`` event, :func:`_regenerates`), or, when the session holds
+none (the call failed, or is still in flight), a ``retried`` event is stored, so a late reply
+of the earlier attempt is refused by the store's version check; the session stays linear.
+Without those, a history that is exactly a prefix another session holds, or that repeats a
+call still in flight (in this process, or one another process stored while this call was
+being mapped), is another conversation (a new session, no branch link), and a prefix several
+sessions hold maps to the one whose waiting reply the call carries
+(:meth:`~ctxwise.proxy.replies.Replies.carried`).
+
+Concurrent calls: a call's messages and heads are stored in one transaction under the
+session's write lock, and only if the session's newest head is still the one the call was
+mapped on (:meth:`~ctxwise.proxy.heads.HeadStore.commit`): of two calls mapped on the same
+session at once, in one process or two sharing the database, one is stored and the other is
+mapped again (it then sees the first one's messages); never both appended. After
+:data:`ATTEMPTS` mappings that each lost such a race the call raises SessionConflict (the route
+answers 409, which the SDKs retry).
 """
 from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
@@ -63,6 +78,30 @@ BUDGET_SETTING = "CTXWISE_BUDGET (and CTXWISE_UNIT), or budget in the ctxwise se
 DEFAULT_USER = "proxy"
 """The user id of a proxied session whose client sent no ``X-Ctxwise-User``."""
 
+RETRY_HEADER = "x-stainless-retry-count"
+"""The header the official SDKs (``openai``, ``anthropic``; ``_base_client``'s retry loop) send
+with every request: how many times this request was sent before without an answer (a
+timeout, a 408 / 409 / 429 / 5xx, a broken connection). Neither sends an idempotency key
+(``_idempotency_header`` is None in both), so this count is what tells a retry."""
+
+RETRY_TRIGGER = "client_retry"
+"""The ``trigger`` of the ``retried`` event a proxied call stores when it repeats the session's
+newest call and the session holds no reply to pop."""
+
+FLIGHT_S = 600.0
+"""Seconds a proxied call counts as upstream, for other processes, unless it says it ended
+(:meth:`~ctxwise.proxy.heads.HeadStore.in_flight`): the proxy's upstream timeout (``Proxy``'s
+``timeout``, 600 s); a process killed mid-call stops counting after it."""
+
+ATTEMPTS = 4
+"""How many times :func:`begin` maps a call that keeps losing a race with other calls of the
+same session (SessionConflict: :meth:`~ctxwise.proxy.heads.HeadStore.commit`, the store's version check) before it raises;
+it waits :data:`BACKOFF` seconds times 4 to the power of the lost attempt's number before the
+next (the other write may still hold the session's lock: PostgreSQL refuses at once)."""
+
+BACKOFF = 0.01
+"""Seconds :func:`begin` waits after its first lost race (0.01, 0.04, 0.16: 0.21 s at most)."""
+
 
 @dataclass
 class Call:
@@ -90,6 +129,21 @@ class Call:
     retried: bool = False
     """The call repeats the session's previous call exactly (:func:`_regenerates`): the reply
     it got is popped and the call continues the session."""
+    retry: int = 0
+    """The SDK's retry count of the request (:data:`RETRY_HEADER`; 0 for a first attempt or a
+    client that sends none)."""
+    repeated: bool = False
+    """The call repeats the session's newest call, which has no reply stored: a ``retried``
+    event is stored (:data:`RETRY_TRIGGER`)."""
+    newest: int = 0
+    """The count of the session's newest head when the call was mapped (the compare-and-set
+    of :meth:`~ctxwise.proxy.heads.HeadStore.commit`)."""
+    forget_above: int | None = None
+    """Heads of the session above this count are deleted with the call's write (a popped reply's)."""
+    by_response: bool = False
+    """The call sent ``previous_response_id``: its items before the new input are placeholders."""
+    landed: bool = False
+    """The call's end without a reply is recorded (:meth:`~ctxwise.proxy.heads.HeadStore.landed`)."""
 
 
 def append_items(s: Session, route: Route, items: list[dict[str, Any]],
@@ -145,19 +199,31 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
     :class:`~ctxwise.proxy.wire.WireError` for a body of another shape and the library's errors
     for messages it refuses (nothing of the call stored then; a taken reply is stored alone).
     The call's heads are written in its append's transaction when the store allows it
-    (:meth:`ctxwise.SqlStore.alongside`), else right after it; the ``prepare()`` takes the
-    version that append committed instead of reading it again."""
+    (:meth:`ctxwise.SqlStore.alongside`, with the check of :meth:`HeadStore.commit`), else right
+    after it; the ``prepare()`` takes the version that append committed instead of reading it
+    again. A call that another call of its session overtook (SessionConflict, nothing of it
+    stored) is mapped again, :data:`ATTEMPTS` times at most; then SessionConflict is raised."""
+    for attempt in range(ATTEMPTS):
+        try:
+            return _begin(server, store, call, replies, raced=attempt > 0)
+        except SessionConflict:
+            if attempt == ATTEMPTS - 1:
+                raise
+            log.info("proxy: another call of session %s was stored first: the call is mapped again", call.session_id)
+            time.sleep(BACKOFF * 4 ** attempt)
+            call.user_id, call.session_id, call.start, call.branched_from = "", "", 0, None
+            call.retried = call.repeated = False
+            call.newest, call.forget_above, call.prepared = 0, None, None
+    raise AssertionError("unreachable")
+
+
+def _begin(server: Server, store: HeadStore, call: Call, replies: Replies | None, raced: bool) -> Call:
+    """One mapping of :func:`begin`; ``raced``: an earlier one lost a race with another call
+    of the session (an exact repeat of that session's newest call is then another conversation,
+    as one still in flight)."""
     route = call.route
-    previous = call.body.get("previous_response_id") if route.kind == "responses" else None
-    if previous is not None:
-        _after_response(store, call, replies, previous)
-    else:
-        call.items = history(route.kind, call.body)
-        if not any(not is_system(route.kind, m) for m in call.items):
-            field = "input" if route.kind == "responses" else "messages"
-            raise WireError(f"{field}: no message to answer (the request needs at least one user message)")
-        call.chain = heads(route.kind, call.body, call.items)
-    found, pending = _map(server, store, call, replies)
+    _history(store, call, replies)
+    found, pending = _map(server, store, call, replies, raced)
     if replies is not None:  # the route counts it down when the upstream's answer is over
         replies.flying((call.tenant, call.user_id, call.session_id), 1)
     suffix = call.items[call.start:]
@@ -165,23 +231,14 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
     if pending is not None:
         first, suffix = pending.items, suffix[len(pending.items):]
 
-    def op(s: Session, checked: int | None) -> Prepared:
-        before = s.version
-        if call.retried and s.messages and s.messages[-1].role == "assistant":
-            s.pop()
-        if call.start:
-            replace_system(s, route, call.items[:min(call.start, leading_system(route.kind, call.items))])
-        append_items(s, route, first, suffix)
-        if call.branched_from is not None:
-            s.record_branch(call.branched_from, BRANCH_TRIGGER)
-        prepared = s.prepare(checked_version=_confirmed(s, before, checked))
-        call.version = s.version
-        return prepared
-
+    op = _call_op(call, first, suffix)
     rows = heads_rows(call.tenant, call.name or "", call.user_id, call.session_id, call.chain, call.start,
-                      call.branched_from, pending.extra if pending is not None else None)
+                      call.branched_from, pending.extra if pending is not None else None, ends=len(call.chain))
+    key = (call.tenant, call.user_id, call.session_id)
     try:
-        with _alongside(server, store, call, rows) as rider:
+        reopen = len(call.chain) if call.retried or call.repeated else None
+        with _alongside(server, store, call, lambda conn: store.commit(conn, key, call.newest, rows, call.forget_above,
+                                                                        reopen)) as rider:
             if call.start == 0:
                 policy = session_policy(server.policy, route.provider)
                 s = server.manager.session(server.store_user(call.tenant, call.user_id), call.session_id,
@@ -198,8 +255,64 @@ def begin(server: Server, store: HeadStore, call: Call, replies: Replies | None 
             replies.put_back(pending)
         raise
     if rider is None or not rider.done:
+        if call.forget_above is not None:
+            store.forget(call.tenant, call.user_id, call.session_id, call.forget_above)
         store.write(rows)
     return call
+
+
+def _history(store: HeadStore, call: Call, replies: Replies | None) -> None:
+    """Set ``call.items`` and ``call.chain`` from the request (:func:`_after_response` for a
+    ``previous_response_id`` call). Raises WireError for a request with no message to answer."""
+    kind = call.route.kind
+    previous = call.body.get("previous_response_id") if kind == "responses" else None
+    if previous is not None:
+        _after_response(store, call, replies, previous)
+        return
+    call.items = history(kind, call.body)
+    if not any(not is_system(kind, m) for m in call.items):
+        field = "input" if kind == "responses" else "messages"
+        raise WireError(f"{field}: no message to answer (the request needs at least one user message)")
+    call.chain = heads(kind, call.body, call.items)
+
+
+def _call_op(call: Call, first: list[dict[str, Any]], suffix: list[dict[str, Any]]
+             ) -> Callable[[Session, int | None], Prepared]:
+    """The session work of a mapped call: pop the reply it retries (or record the retry),
+    replace a changed system prompt, append ``first`` (a carried reply) and ``suffix``, record
+    a branch, prepare."""
+    route = call.route
+
+    def op(s: Session, checked: int | None) -> Prepared:
+        before = s.version
+        if call.retried and s.messages and s.messages[-1].role == "assistant":
+            s.pop()
+        elif call.retried or call.repeated:
+            record_retry(s, call.retry)
+        if call.start:
+            replace_system(s, route, call.items[:min(call.start, leading_system(route.kind, call.items))])
+        append_items(s, route, first, suffix)
+        if call.branched_from is not None:
+            s.record_branch(call.branched_from, BRANCH_TRIGGER)
+        prepared = s.prepare(checked_version=_confirmed(s, before, checked))
+        call.version = s.version
+        return prepared
+
+    return op
+
+
+def record_retry(s: Session, attempt: int) -> int:
+    """Store one ``retried`` event in ``s`` (trigger :data:`RETRY_TRIGGER`, detail ``{"retry":
+    attempt}``, the SDK's retry count): the client sent the session's newest call again and the
+    session holds no reply of it to pop. The write moves the session's version, so a reply of
+    the earlier attempt that arrives later (its version check) is refused. Returns the new
+    version; raises SessionConflict (another writer got in first)."""
+    size = s.size
+    event = {"stage": "retried", "trigger": RETRY_TRIGGER, "at": datetime.now(timezone.utc).isoformat(),
+             "affected_ids": [], "size_before": size, "size_after": size, "unit": s.policy.unit,
+             "detail": {"retry": attempt}}
+    s.version = s.manager.store.apply(s.user_id, s.session_id, [], [event], expected_version=s.version)
+    return s.version
 
 
 def session_policy(policy: Policy, provider: str) -> Policy:
@@ -282,17 +395,16 @@ def replace_system(s: Session, route: Route, items: list[dict[str, Any]]) -> int
 
 
 @contextmanager
-def _alongside(server: Server, store: HeadStore, call: Call, rows: list[dict[str, Any]]) -> Iterator[Any]:
-    """The heads ``rows`` written in the transaction of the call's session write when the
-    store and the heads table share one engine (:meth:`ctxwise.SqlStore.alongside`); yields
-    its rider (``done`` once stored), or None when they cannot share it."""
+def _alongside(server: Server, store: HeadStore, call: Call, fn: Callable[[Any], None]) -> Iterator[Any]:
+    """``fn(connection)`` (the heads writes) run in the transaction of the call's session write
+    when the store and the heads table share one engine (:meth:`ctxwise.SqlStore.alongside`);
+    yields its rider (``done`` once stored), or None when they cannot share it."""
     sql = server.manager.store
-    joinable = rows and callable(getattr(sql, "alongside", None)) and getattr(sql, "engine", None) is store.engine
+    joinable = callable(getattr(sql, "alongside", None)) and getattr(sql, "engine", None) is store.engine
     if not joinable:
         yield None
         return
-    with sql.alongside(server.store_user(call.tenant, call.user_id), call.session_id,
-                       lambda conn: store.write(rows, conn)) as rider:
+    with sql.alongside(server.store_user(call.tenant, call.user_id), call.session_id, fn) as rider:
         yield rider
 
 
@@ -305,9 +417,10 @@ class UnmanagedResponse(Exception):
 def _after_response(store: HeadStore, call: Call, replies: Replies | None, previous: Any) -> None:
     """Set the history of a Responses call that sends only its new input after
     ``previous_response_id``: the session holding that reply as its newest, the new items after
-    it (``call.items`` and ``call.chain`` are padded with placeholders up to its count). A reply
-    still held is stored first. Raises :class:`~ctxwise.proxy.wire.WireError` (not a string) and
-    :class:`UnmanagedResponse`."""
+    it (``call.items`` and ``call.chain`` are padded with placeholders up to its count), or
+    holding that reply and then exactly this call's input (a retry: :func:`_map` decides). A
+    reply still held is stored first. Raises :class:`~ctxwise.proxy.wire.WireError` (not a
+    string) and :class:`UnmanagedResponse`."""
     if not isinstance(previous, str) or not previous:
         raise WireError("previous_response_id: expected a response id string")
     key = response_head(previous)
@@ -315,35 +428,72 @@ def _after_response(store: HeadStore, call: Call, replies: Replies | None, previ
     if held is not None and replies is not None:
         replies.put_back(held)
     found = store.lookup(call.tenant, call.name, [key])
-    if found is None or not found.continues:
+    if found is None:
         raise UnmanagedResponse(f"previous_response_id {previous!r}: not the newest reply of a session of this tenant")
     new = history(call.route.kind, call.body)
     call.items = [{}] * found.count + new
     call.chain = [""] * (found.count - 1) + [key] + heads(call.route.kind, call.body, new, start=key)
+    call.by_response = True
+    if not found.continues:
+        again = store.lookup(call.tenant, call.name, call.chain)
+        if again is None or again.count != len(call.chain) or again.session_id != found.session_id \
+                or again.user_id != found.user_id or store.newest_call(call.tenant, again.user_id,
+                                                                       again.session_id) != again.count:
+            raise UnmanagedResponse(f"previous_response_id {previous!r}: not the newest reply of a session of this "
+                                    f"tenant")
 
 
-def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None) -> tuple[Found | None, Pending | None]:
-    """Set the call's session (``user_id``, ``session_id``, ``start``, ``branched_from``) and
-    take the session's waiting reply when the call carries it (:func:`begin`)."""
+def _map(server: Server, store: HeadStore, call: Call, replies: Replies | None,
+         raced: bool = False) -> tuple[Found | None, Pending | None]:
+    """Set the call's session (``user_id``, ``session_id``, ``start``, ``branched_from``,
+    ``newest``, and ``retried`` / ``repeated`` for a retry) and take the session's waiting reply
+    when the call carries it (:func:`begin`). Raises :class:`UnmanagedResponse` for a
+    ``previous_response_id`` call that would start a session (its history is not all here)."""
+    found, pending = _found(store, call, replies)
+    exact = found is not None and pending is None and len(call.chain) == found.count
+    if found is not None and found.continues and not (exact and not _retry(call) and _flying(store, call, found,
+                                                                                           replies, raced)):
+        call.user_id, call.session_id, call.start = found.user_id, found.session_id, found.count
+        call.newest, call.repeated = found.latest, exact
+        if exact:
+            log.info("proxy: call repeated in session %s, which holds no reply of it", call.session_id)
+        return found, pending
+    if found is not None and exact and _retry(call) and _regenerates(store, call, found):
+        call.user_id, call.session_id, call.start, call.retried = found.user_id, found.session_id, found.count, True
+        call.newest, call.forget_above = found.latest, found.count
+        log.info("proxy: call repeated in session %s: its previous reply is popped", call.session_id)
+        return found, None
+    if call.by_response:
+        raise UnmanagedResponse("previous_response_id: the call repeats or forks a turn of its session")
+    return _new_session(server, store, call, found)
+
+
+def _flying(store: HeadStore, call: Call, found: Found, replies: Replies | None, raced: bool) -> bool:
+    """Whether the newest call of ``found``'s session, which the call repeats, is still
+    upstream: in this process (:meth:`Replies.flying`), stored by another process while the
+    call was mapped (``raced``), or upstream in another process (its heads row,
+    :meth:`~ctxwise.proxy.heads.HeadStore.in_flight`)."""
+    key = (call.tenant, found.user_id, found.session_id)
+    return raced or (replies is not None and replies.flying(key, 0) > 0) or \
+        store.in_flight(call.tenant, found.user_id, found.session_id, found.count, FLIGHT_S)
+
+
+def _found(store: HeadStore, call: Call, replies: Replies | None) -> tuple[Found | None, Pending | None]:
+    """The session holding the call's longest prefix, and its waiting reply when the call
+    carries it (one it does not carry is stored now, and the call looked up again)."""
     for _ in range(3):
         found = _carried(store.lookup(call.tenant, call.name, call.chain), call, replies)
         pending = replies.take((call.tenant, found.user_id, found.session_id)) \
             if replies is not None and found is not None and found.continues else None
         if pending is None or _carries(call, found, pending):
-            break
+            return found, pending
         replies.put_back(pending)  # type: ignore[union-attr]  # stored now: the call is a rewrite of that turn
-    else:
-        pending = None
-    if found is not None and found.continues and not (
-            call.name is None and pending is None and len(call.chain) == found.count and replies is not None
-            and replies.flying((call.tenant, found.user_id, found.session_id), 0)):
-        call.user_id, call.session_id, call.start = found.user_id, found.session_id, found.count
-        return found, pending
-    if found is not None and call.name is not None and _regenerates(call, found):
-        store.forget(call.tenant, found.user_id, found.session_id, found.count)
-        call.user_id, call.session_id, call.start, call.retried = found.user_id, found.session_id, found.count, True
-        log.info("proxy: call repeated in session %s: its previous reply is popped", call.session_id)
-        return found, None
+    return found, None
+
+
+def _new_session(server: Server, store: HeadStore, call: Call, found: Found | None) -> tuple[Found | None, None]:
+    """Set a new session for the call (:func:`_map`): a branch of ``found``'s session, or
+    another conversation when the whole history is a prefix that session holds."""
     call.user_id = call.user or (found.user_id if found is not None else DEFAULT_USER)
     taken = store.named(call.tenant, call.name) if call.name is not None else 0
     call.session_id = _new_id(call.name, taken)
@@ -374,12 +524,25 @@ def _carried(found: Found | None, call: Call, replies: Replies | None) -> Found 
     return Found(n, p.call.user_id, p.call.session_id, p.call.name or "", n)
 
 
-def _regenerates(call: Call, found: Found) -> bool:
-    """Whether ``call`` repeats the previous call of ``found``'s session exactly (a regenerate,
-    an SDK retry after the reply was made): its whole history is the session's but for the
-    session's newest head, one reply (Chat, Messages) that no call continued."""
-    return call.route.kind in ("chat", "messages") and len(call.chain) == found.count \
-        and found.latest == found.count + 1
+def _retry(call: Call) -> bool:
+    """Whether an exact repeat of a session's newest call is that call again (not another
+    conversation starting the same way): the client named the session (``X-Ctxwise-Session``),
+    continued a response by its id, or its SDK says the request is a retry (:data:`RETRY_HEADER`)."""
+    return call.name is not None or call.by_response or call.retry > 0
+
+
+def _regenerates(store: HeadStore, call: Call, found: Found) -> bool:
+    """Whether ``call`` repeats the newest call of ``found``'s session exactly (a regenerate,
+    an SDK retry after the reply was made): its whole history is the one that call sent (its
+    ``ends_call`` head), and the session holds only that call's reply beyond it, a reply no
+    call continued (of any length: a Responses reply is several items). For heads stored
+    before revision 0007 (no ``ends_call``): a one-message reply (Chat, Messages)."""
+    if len(call.chain) != found.count or found.latest <= found.count:
+        return False
+    newest = store.newest_call(call.tenant, found.user_id, found.session_id)
+    if newest is None:
+        return call.route.kind in ("chat", "messages") and found.latest == found.count + 1
+    return newest == found.count
 
 
 def _carries(call: Call, found: Found | None, pending: Pending) -> bool:
@@ -457,7 +620,7 @@ def finish(server: Server, store: HeadStore, p: Pending) -> None:
     call = p.call
     rows = heads_rows(call.tenant, call.name or "", call.user_id, call.session_id, [*call.chain, *p.chain],
                       len(call.chain), call.branched_from, p.extra)
-    with _alongside(server, store, call, rows) as rider:
+    with _alongside(server, store, call, lambda conn: store.write(rows, conn)) as rider:
         _run(server, call, lambda s, _checked: append_items(s, call.route, p.items), expected=p.version)
     if rider is None or not rider.done:
         store.write(rows)

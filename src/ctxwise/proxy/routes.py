@@ -44,7 +44,8 @@ from .. import ContextBudgetExceeded, CtxwiseError, PolicyError, SessionConflict
 from ..server.core import Server
 from . import recall, telemetry
 from .auth import Family, split_key_path, tenant_key, unauthorized_body
-from .conversation import BUDGET_SETTING, Call, UnmanagedResponse, begin, finish, pending, recall_round
+from .conversation import (BUDGET_SETTING, RETRY_HEADER, Call, UnmanagedResponse, begin, finish, pending,
+                           recall_round)
 from .heads import HeadStore
 from .replies import DEFAULT_DELAY, Pending, Replies
 from .stream import Assembler
@@ -242,7 +243,7 @@ class Proxy:
         except ValueError as e:
             await _json(send, 400, error_body(route.family, 400, f"ctxwise: {e}"))
             return
-        call = Call(route, "", name, user, body, request=Request(scope))
+        call = Call(route, "", name, user, body, request=Request(scope), retry=retry_count(headers.get(RETRY_HEADER)))
         await self._managed(send, receive, call, key, headers, out, raw, recall_on)
 
     async def _managed(self, send: Send, receive: Receive, call: Call, key: str | None, headers: dict[str, str],
@@ -256,6 +257,10 @@ class Proxy:
         except UnmanagedResponse as e:
             log.info("proxy: %s; passed on unmanaged", e)
             await self._forward(send, route, raw, out, None, body.get("stream") is True, receive)
+            return
+        except SessionConflict as e:
+            # other calls of the session kept being stored first (nothing of this one is): the SDKs retry a 409
+            await _json(send, 409, error_body(route.family, 409, f"ctxwise: {e}"))
             return
         except (WireError, CtxwiseError) as e:
             hint = f" (the budget is set by {BUDGET_SETTING})" if isinstance(e, ContextBudgetExceeded) else ""
@@ -284,6 +289,8 @@ class Proxy:
         finally:
             self.replies.flying(flying, -1)
             telemetry.end(span, status, reply)
+            if reply is None:
+                await self._land(call)
 
     async def passthrough(self, scope: Scope, receive: Receive, send: Send, path: str, rest: str) -> None:
         """A path the proxy does not manage (``GET /v1/models``, ``/v1/embeddings``,
@@ -405,6 +412,7 @@ class Proxy:
             response = await self._send(route, content, headers)
         except httpx.HTTPError as e:
             log.warning("proxy: upstream %s unreachable (%s)", route.family, type(e).__name__)
+            await self._land(call)
             await _json(send, 502, error_body(route.family, 502, f"ctxwise: the {route.family} upstream did not "
                                                                  f"answer ({type(e).__name__})"))
             return 502, None
@@ -428,6 +436,8 @@ class Proxy:
             if isinstance(reply, dict):
                 # held before the client has the reply, so its next call takes it
                 self._hold(call, reply)
+        if not isinstance(reply, dict):  # recorded before the client can retry
+            await self._land(call)
         await send(start)
         await send({"type": "http.response.body", "body": data})
         return response.status_code, reply if isinstance(reply, dict) else None
@@ -466,6 +476,21 @@ class Proxy:
                      "the client left mid-stream" if state["left"] else "the stream ended before the reply completed")
         return assembler.reply() if assembler is not None and state["recorded"] else None
 
+    async def _land(self, call: Call | None) -> None:
+        """Record that a managed ``call`` ended without a reply (once; the heads row other
+        processes read, :meth:`~ctxwise.proxy.heads.HeadStore.landed`), so its retry continues
+        its session. A database error is logged: the row then counts as upstream until
+        :data:`~ctxwise.proxy.conversation.FLIGHT_S` has passed."""
+        if call is None or call.landed or not call.session_id:
+            return
+        call.landed = True
+        try:
+            await anyio.to_thread.run_sync(self.heads.landed, call.tenant, call.user_id, call.session_id,
+                                           len(call.chain))
+        except Exception as e:  # noqa: BLE001 - the client's answer does not depend on it
+            log.warning("proxy: the end of a call of session %s could not be recorded (%s)", call.session_id,
+                        type(e).__name__)
+
     def _hold(self, call: Call, reply: dict[str, Any]) -> None:
         """Hand the complete reply of ``call`` to :attr:`replies` (stored after the client has it)."""
         try:
@@ -479,8 +504,8 @@ class Proxy:
         try:
             finish(self.server, self.heads, p)
         except SessionConflict:
-            log.info("proxy: session %s moved on before its reply was stored: the next call carried it",
-                     p.call.session_id)
+            log.info("proxy: session %s moved on before its reply was stored (the next call carried it, or "
+                     "the call was retried): the reply is not stored", p.call.session_id)
         except (WireError, CtxwiseError) as e:
             log.warning("proxy: the reply could not be recorded in session %s (%s)", p.call.session_id,
                         type(e).__name__)
@@ -507,6 +532,13 @@ def header_id(raw: list[tuple[bytes, bytes]], name: str) -> str | None:
         raise ValueError(f"{title} {text[:40]!r}: an id is 1-{_ID_MAX} characters, without control characters "
                          f"or '/'")
     return text
+
+
+def retry_count(value: str | None) -> int:
+    """The SDK's retry count header (:data:`~ctxwise.proxy.conversation.RETRY_HEADER`) as a
+    number: 0 when absent or not a whole number from 0 to 1000 (a client's own value, never an error)."""
+    text = (value or "").strip()
+    return int(text) if text.isdigit() and len(text) <= 4 and int(text) <= 1000 else 0
 
 
 _FLAG = {"on": True, "true": True, "1": True, "yes": True, "off": False, "false": False, "0": False, "no": False}

@@ -343,9 +343,10 @@ def reply_items(kind: Kind, reply: dict[str, Any]) -> list[dict[str, Any]]:
 
 def error_body(family: Family, status: int, message: str) -> dict[str, Any]:
     """An error body in the provider's own shape for a request ctxwise refuses (``status`` 400:
-    ``invalid_request_error``; 404: ``not_found_error``; 5xx: ``api_error``). Sources:
+    ``invalid_request_error``; 404: ``not_found_error``; 409: Anthropic's ``invalid_request_error``,
+    its SDK's ConflictError; 5xx: ``api_error``). Sources:
     ``openai/types/shared/error_object.py``, ``anthropic/types/shared/error_response.py``."""
-    kind = {400: "invalid_request_error", 404: "not_found_error", 413: "request_too_large",
+    kind = {400: "invalid_request_error", 404: "not_found_error", 409: "invalid_request_error", 413: "request_too_large",
             429: "rate_limit_error"}.get(status, "api_error")
     if family == "openai":
         return {"error": {"message": message, "type": "invalid_request_error" if status < 500 else "server_error",
