@@ -452,7 +452,7 @@ def _text_anchors(v: str) -> list[str]:
     ``sed -i`` patterns."""
     out: list[str] = []
     if "SEARCH" in v:
-        out.extend(x for x in (_search_text(m.group(1)) for m in _SEARCH_BLOCK.finditer(v)) if x.strip())
+        out.extend(x for x in (_search_text(b) for b in _search_blocks(v)) if x.strip())
     if "sed" in v:
         for m in _SED_SUBST.finditer(v):
             lit = _unescape_sed(m.group(3))
@@ -463,10 +463,26 @@ def _text_anchors(v: str) -> list[str]:
 
 _OLD_ARGS = ("oldstring", "oldstr", "oldtext")
 """Argument names of an edit's copied text, compared without ``_`` / ``-`` and case."""
-_SEARCH_BLOCK = re.compile(r"^(?:<{7}|-{7}) ?SEARCH[ \t]*\r?\n(.*?)^={7}[ \t]*$", re.M | re.S)
-"""A ``SEARCH`` / ``=======`` / ``REPLACE`` block (Cline ``replace_in_file``'s ``diff``:
-``------- SEARCH``, older ``<<<<<<< SEARCH``; Roo ``apply_diff``)."""
-_SEARCH_META = re.compile(r"^(?::start_line:\s*\d+|-{7})[ \t]*\r?\n", re.M)
+
+
+def _search_blocks(text: str) -> list[str]:
+    """The texts of the ``SEARCH`` / ``=======`` / ``REPLACE`` blocks in ``text`` (Cline
+    ``replace_in_file``'s ``diff``: ``------- SEARCH``, older ``<<<<<<< SEARCH``; Roo
+    ``apply_diff``): the lines between a ``SEARCH`` line and the next ``=======`` line, each
+    with its line end. Read line by line (linear in the text, no regular expression)."""
+    out: list[str] = []
+    block: list[str] | None = None
+    for line in text.splitlines(keepends=True):
+        bare = line.rstrip("\r\n").rstrip(" \t")
+        if block is None:
+            if bare[:7] in ("<" * 7, "-" * 7) and bare[7:] in ("SEARCH", " SEARCH"):
+                block = []
+        elif bare == "=" * 7:
+            out.append("".join(block))
+            block = None
+        else:
+            block.append(line)
+    return out
 
 
 def _arg_key(name: str) -> str:
@@ -474,8 +490,20 @@ def _arg_key(name: str) -> str:
 
 
 def _search_text(block: str) -> str:
-    """A ``SEARCH`` block's text without Roo's ``:start_line:N`` / ``-------`` header lines."""
-    return _SEARCH_META.sub("", block, count=2) if block.startswith((":start_line:", "-------")) else block
+    """A ``SEARCH`` block's text without Roo's leading ``:start_line:N`` / ``-------`` header
+    lines (at most two)."""
+    lines = block.splitlines(keepends=True)
+    drop = 0
+    while drop < min(2, len(lines)) and _is_search_meta(lines[drop].rstrip("\r\n").rstrip(" \t")):
+        drop += 1
+    return "".join(lines[drop:])
+
+
+def _is_search_meta(line: str) -> bool:
+    if line == "-" * 7:
+        return True
+    rest = line[len(":start_line:"):].strip() if line.startswith(":start_line:") else ""
+    return rest.isdigit() and rest.isascii()
 
 
 def _hunk_anchors(patch: str) -> list[str]:
@@ -519,14 +547,15 @@ def edited_paths(use: ToolUseBlock, rules: Mapping[str, str] | None = None) -> l
             return [old]
     patch = patch_text(use.input)
     if patch is not None:
-        return list(dict.fromkeys(m.group(1) for m in _UPDATE_FILE.finditer(patch)))
+        return list(dict.fromkeys(path for line in patch.splitlines() if line.startswith(_UPDATE_FILE)
+                                  for path in (line[len(_UPDATE_FILE):].strip(),) if path))
     if is_whole_write(use) or (_shell_call(use) and not _ruled(use, rules)):
         return []
     return list(dict.fromkeys(a.key[5:] for a in accesses_of(use, rules)
                               if a.action == "edit" and a.key.startswith("path:")))
 
 
-_UPDATE_FILE = re.compile(r"^\*\*\* Update File: (.+?)\s*$", re.M)
+_UPDATE_FILE = "*** Update File: "
 
 
 def edited_path(use: ToolUseBlock) -> str | None:
