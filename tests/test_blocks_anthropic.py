@@ -190,7 +190,10 @@ def test_files_api_image_is_sent_as_a_file_source():
     sent as ``{"type": "url", "url": ""}``."""
     img = {"type": "image", "source": {"type": "file", "file_id": "file_abc"}}
     msgs = _exact([img, {"type": "text", "text": "what is it?"}], "user")
-    assert msgs[1].blocks[0] == ImageBlock(file_id="file_abc")
+    assert msgs[1].blocks[0] == ImageBlock(file_id="file_abc", extra={"_anthropic": {"file_issuer": "anthropic"}})
+    from ctxwise.providers.rules import file_issuer
+
+    assert file_issuer(msgs[1].blocks[0]) == "anthropic"  # the id is valid at Anthropic only
     sent = render([Message(id="u", role="user", blocks=[ImageBlock(file_id="file_abc", detail="low")])], "anthropic")
     assert sent["messages"][0]["content"][0]["source"] == {"type": "file", "file_id": "file_abc"}
 

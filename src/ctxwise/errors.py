@@ -97,7 +97,9 @@ class BudgetReport:
     ``fits_at``: the smallest ``Policy.budget`` (output reserve included) at whose hard limit
     the pinned content fits, None when unknown. ``culprit``: the message that takes the most
     room, when one does (``index`` in the session's context, ``id``, ``part``, ``size``,
-    ``newest``: whether it is the newest message, the one ``Session.pop()`` removes).
+    ``newest``: whether it is the newest message, the one ``Session.pop()`` removes;
+    ``compaction``: whether it holds a provider's compaction block or item, which no stage
+    folds or trims).
     ``details``: ``hard_limit`` (the hard limit as a size), ``events`` (stages that ran),
     ``messages`` (context length), ``early`` (raised before any stage ran)."""
 

@@ -211,6 +211,15 @@ class Policy(BaseModel):
 
     provider: str = "openai"
     """The provider profile every payload must satisfy (see ``ctxwise.providers``)."""
+    native_system: bool = False
+    """``provider="anthropic"`` only: send a system message after the leading ones (a reminder,
+    a mode switch) as a ``{"role": "system", "content"}`` message among ``messages``, the form
+    the standard Messages API takes (anthropic 2.17 ``types/message_param.py``: ``MessageParam``
+    includes ``SystemMessageParam``; no beta header) on models that accept mid-conversation
+    system messages (Claude Opus 4.8 and later,
+    https://platform.claude.com/docs/en/about-claude/models/whats-new-claude-4-8), placed right
+    after a user turn. Off (the default, as every Claude model takes it): its text is folded
+    into the user turn at its place (``system-not-first`` conversion)."""
     bound_reasoning: Literal["auto", "on", "off"] = "auto"
     """Whether the provider binds reasoning to its prefix (a reasoning block is valid only while
     everything sent before it is unchanged): ``auto`` = the profile's own (on for ``anthropic``,
@@ -277,6 +286,9 @@ class Policy(BaseModel):
             raise ValueError(f"reserve_output {self.reserve_output} leaves no room in budget {self.budget}")
         if self.provider not in PROVIDERS:
             raise ValueError(f"unknown provider {self.provider!r}; known: {', '.join(PROVIDERS)}")
+        if self.native_system and self.provider != "anthropic":
+            raise ValueError(f"native_system is an Anthropic setting (role \"system\" messages in `messages`); "
+                             f"provider {self.provider!r} has its own rule for later system messages")
         if self.price_model is not None and self.price_model not in PRICE_MODELS:
             raise ValueError(f"unknown price_model {self.price_model!r}; known: {', '.join(PRICE_MODELS)}")
         return self
@@ -342,11 +354,14 @@ class Policy(BaseModel):
     @property
     def profile(self) -> ProviderProfile:
         """The provider profile in force: ``provider``'s with ``bound_reasoning`` applied
-        (:func:`ctxwise.providers.bound_profile`) and, for OpenAI under a price model with
+        (:func:`ctxwise.providers.bound_profile`), ``mid_system="native"`` under
+        ``native_system``, and, for OpenAI under a price model with
         explicit cache breakpoints (the gpt-5.6 family), ``cache_breakpoints`` on
         (:func:`ctxwise.providers.profiles.cache_breakpoint_profile`)."""
         profile = bound_profile(self.provider, self.bound_reasoning,
                                 all_turns=self.price_model in ALL_TURNS_PRICE_MODELS)
+        if self.native_system:
+            profile = replace(profile, mid_system="native")
         if profile.name not in BREAKPOINT_TARGETS:
             return profile
         return cache_breakpoint_profile(profile, self.prices.breakpoints)
@@ -587,7 +602,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 SETTING_GROUPS: dict[str, tuple[str, ...]] = {
     "general": ("name", "enabled"),
-    "context": ("budget", "unit", "tokenizer", "reserve_output", "count_system", "tools_size", "provider",
+    "context": ("budget", "unit", "tokenizer", "reserve_output", "count_system", "tools_size", "provider", "native_system",
                 "bound_reasoning", "loop_keep_recent"),
     "edits": ("edit_when",),
     "clearing": ("clear_at", "clear_target", "clear_min_batch", "keep_recent_cycles", "protect_current_turn",

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..changes import Change, apply_changes
-from ..messages import Message, ThinkingBlock
+from ..messages import Message, ProviderBlock, ThinkingBlock
 from ..policy import Policy
+from ..providers.render_responses import reasoning_item_id
 from ..tokens import Counter
 from ..task import latest_instruction_run
 from ..units import Turn, cycle_boundaries, is_user_input, last_user_index, turns
@@ -114,12 +115,31 @@ def opaque_sent(b: ThinkingBlock, passback: str) -> bool:
     return passback == ("signed_blocks" if b.redacted else "reasoning_items")
 
 
+def thinking_sent(b: ThinkingBlock, passback: str) -> bool:
+    """Whether a target with ``reasoning_passback`` ``passback`` sends thinking block ``b`` at
+    all: Anthropic (``"signed_blocks"``) takes thinking only with its signature
+    (``anthropic/types/thinking_block_param.py``: ``signature`` required) and
+    ``redacted_thinking`` only as its own; OpenAI Responses (``"reasoning_items"``) takes
+    reasoning only as the item it returned, with its ``rs_`` id
+    (``openai/types/responses/response_reasoning_item_param.py``: ``id`` required); a redacted
+    block goes nowhere else (it has no text). The render leaves the others out
+    (:mod:`ctxwise.providers.convert`, ``block-not-sendable``), so they are not counted."""
+    if b.redacted:
+        return opaque_sent(b, passback)
+    if passback == "signed_blocks":
+        return b.signature is not None
+    if passback == "reasoning_items":
+        return reasoning_item_id(b) is not None
+    return True
+
+
 def opaque_view(m: Message, passback: str) -> Message:
     """``m`` as counted for a target with ``reasoning_passback`` ``passback``: a thinking block
-    whose opaque payload that target does not send counts without it (a redacted block not at
-    all: it has nothing else; an encrypted reasoning item as its summary text). ``m`` itself
-    when every payload is sent; the view is cached on the message and is never sent."""
-    if all(opaque_sent(b, passback) for b in m.blocks if isinstance(b, ThinkingBlock)):
+    that target does not send (:func:`thinking_sent`) not at all, one whose opaque payload it
+    does not send without it (an encrypted reasoning item as its summary text). ``m`` itself
+    when every block is sent whole; the view is cached on the message and is never sent."""
+    thinking = [b for b in m.blocks if isinstance(b, ThinkingBlock)]
+    if all(opaque_sent(b, passback) and thinking_sent(b, passback) for b in thinking):
         return m
     memo = m.memo()
     key = f"ctxwise/opaque_view/{passback}"
@@ -127,8 +147,7 @@ def opaque_view(m: Message, passback: str) -> Message:
     if view is None:
         blocks = [b if not isinstance(b, ThinkingBlock) or opaque_sent(b, passback)
                   else ThinkingBlock(thinking=b.thinking, signature=b.signature)
-                  for b in m.blocks if not (isinstance(b, ThinkingBlock) and b.redacted
-                                            and not opaque_sent(b, passback))]
+                  for b in m.blocks if not isinstance(b, ThinkingBlock) or thinking_sent(b, passback)]
         view = memo[key] = m.model_copy(update={"blocks": blocks})
     return view
 
@@ -162,10 +181,21 @@ class StageResult:
         return bool(self.changes)
 
 
+def holds_provider_compaction(m: Message) -> bool:
+    """Whether ``m`` holds a provider's own compaction summary: an Anthropic ``compaction``
+    block (anthropic 2.17 ``types/beta/beta_compaction_block_param.py``) or a Responses
+    ``compaction`` item (openai ``types/responses/response_compaction_item_param_param.py``). Such a
+    message stands for everything before it and is pinned like a ctxwise summary: no stage
+    folds, trims or edits it; a later ctxwise summary stands after it."""
+    return any(isinstance(b, ProviderBlock) and b.kind == "compaction" for b in m.blocks)
+
+
 def head_end(messages: list[Message]) -> int:
-    """Index after the pinned head: a leading system prompt and ctxwise pinned blocks."""
+    """Index after the pinned head: a leading system prompt, ctxwise pinned blocks and
+    provider compaction messages (:func:`holds_provider_compaction`)."""
     i = 0
-    while i < len(messages) and (messages[i].role == "system" or messages[i].kind in ("facts", "user_memory")):
+    while i < len(messages) and (messages[i].role == "system" or messages[i].kind in ("facts", "user_memory")
+                                 or holds_provider_compaction(messages[i])):
         i += 1
     return i
 
@@ -228,12 +258,14 @@ def in_flight_start(messages: list[Message]) -> int:
 
 def pinned_indices(messages: list[Message]) -> set[int]:
     """Positions no stage may remove or rewrite: the system prompt (the leading system
-    messages), ctxwise blocks (summary, facts, user memory), the current user input, the user's
+    messages), ctxwise blocks (summary, facts, user memory), provider compaction messages
+    (:func:`holds_provider_compaction`), the current user input, the user's
     anchored instructions (:func:`anchored_indices`) and the in-flight cycle. A system message
     after the first user input (a reminder or a mode switch) belongs to the turn it sits in
     (:func:`ctxwise.units.turns`) and goes with it."""
     head = head_end(messages)
-    out = {i for i, m in enumerate(messages) if (m.role == "system" and i < head) or m.kind in PINNED_KINDS}
+    out = {i for i, m in enumerate(messages)
+           if (m.role == "system" and i < head) or m.kind in PINNED_KINDS or holds_provider_compaction(m)}
     cur = last_user_index(messages)
     if cur is not None:
         out.add(cur)

@@ -17,7 +17,7 @@ from ..errors import BudgetReport, ContextBudgetExceeded
 from ..messages import Message
 from ..policy import Policy
 from ..units import last_user_index
-from .context import Budgeting, in_flight_start, pinned_indices
+from .context import Budgeting, holds_provider_compaction, in_flight_start, pinned_indices
 
 PARTS = ("system", "tools", "user memory", "pinned facts", "summary", "history", "user input", "in-flight calls")
 """The part names, in the order the report lists them."""
@@ -100,7 +100,7 @@ def _culprit(messages: Sequence[Message], b: Budgeting, reference: Sequence[Mess
     m = messages[i]
     at = next((k for k, r in enumerate(reference) if r.id == m.id), None)
     return {"index": at, "id": m.id, "part": part_of(messages, i, current, flight), "role": m.role,
-            "size": b.size_of(m), "newest": at is not None and at == len(reference) - 1,
+            "size": b.size_of(m), "compaction": holds_provider_compaction(m), "newest": at is not None and at == len(reference) - 1,
             "after": None if at is None else len(reference) - 1 - at}
 
 
@@ -140,6 +140,8 @@ def _message_hint(c: dict[str, Any], unit: str, p: Policy, raise_to: str) -> str
 
 
 def _what(c: dict[str, Any]) -> str:
+    if c.get("compaction"):
+        return "the provider's compaction block, pinned: no stage folds or trims it"
     if c["part"] == "user input":
         return "the user's input"
     if c["part"] == "system":

@@ -445,7 +445,8 @@ def _finish(view: SessionView, deps: Deps, run: _Run, size_before: int, events: 
     sources: list[tuple[Message, ...]] = []
     payload = render_converted(converted.messages, view.policy.profile, sources)
     violations = (check_payload(final, view.policy.profile, thinking=thinking)
-                  or check_wire(payload, view.provider, sources))
+                  or check_wire(payload, view.policy.profile if view.policy.native_system else view.provider,
+                                sources))
     run.conv = conversion_size(final, converted, deps.sz, deps.size_key)
     size = view.size + run.extra()
     emit = [*events, rendered_event(converted, view.provider, view.policy.unit, size)] if converted.conversions else events

@@ -68,6 +68,9 @@ from ._common import (
 )
 
 BOOK = book_key("anthropic")
+FILE_ISSUER = "file_issuer"
+"""The key of this format's book on an image or document read with a Files-API ``file_id``:
+the family that issued the id (``anthropic``); an id is valid only at that provider."""
 PROVIDER_CALLS = ("server_tool_use", "mcp_tool_use")
 """Anthropic block types that are a call the provider runs (``id`` pairs it with its result)."""
 PROVIDER_RESULTS = (
@@ -114,9 +117,10 @@ def _read_image(b: dict[str, Any], place: str, extra: dict[str, Any]) -> ImageBl
         return ImageBlock(url=src.get("url"), extra=extra)
     if src.get("type") == "file" and isinstance(src.get("file_id"), str):
         more = split_known(src, ("type", "file_id"))
+        book = {**extra.get(BOOK, {}), FILE_ISSUER: "anthropic"}
         if more:
-            extra = {**extra, BOOK: {**extra.get(BOOK, {}), "source": more}}
-        return ImageBlock(file_id=src["file_id"], extra=extra)
+            book["source"] = more
+        return ImageBlock(file_id=src["file_id"], extra={**extra, BOOK: book})
     return ImageBlock(extra={**extra, BOOK: {**extra.get(BOOK, {}), "raw_source": src}})
 
 
@@ -222,6 +226,8 @@ def _read_document(b: dict[str, Any], place: str, extra: dict[str, Any], book: d
         form = _content_form(content, raw, "list")
         if form:
             book["content"] = form
+    if isinstance(src.get("file_id"), str):
+        book[FILE_ISSUER] = "anthropic"
     return DocumentBlock(
         source_type=st, media_type=src.get("media_type"), data=src.get("data"), url=src.get("url"),
         file_id=src.get("file_id"), content=content, title=None if "title" in extra else b.get("title"),

@@ -41,15 +41,15 @@ done in silence. A provider is never refused input it or ctxwise can make valid:
   ``signature`` (reasoning read from another provider, or a reply stored without it) is left
   out of the request: ``ThinkingBlockParam.signature`` is required
   (``anthropic/types/thinking_block_param.py``) and only Anthropic can sign. The renderer
-  leaves it out; the conversion reports it (the message is not changed, so what is counted is
-  what it was).
+  leaves it out; the conversion reports it (the stored message is not changed; the size does
+  not count the block: :func:`ctxwise.compaction.context.thinking_sent`).
 * ``block-not-sendable`` (reasoning without its item id) — on OpenAI Responses, a thinking
   block not read from a Responses ``reasoning`` item (reasoning from another provider, or a
   reply stored without the item's ``rs_...`` id) is left out of the request: a reasoning input
   item needs its ``id`` (``openai/types/responses/response_reasoning_item_param.py``:
   ``id: Required[str]``) and only OpenAI can produce one. As for unsigned thinking on
-  Anthropic, the renderer leaves it out, the conversion reports it and the message is not
-  changed (what is counted is what it was).
+  Anthropic, the renderer leaves it out, the conversion reports it, the stored message is not
+  changed and the size does not count the block.
 * ``reasoning-summary-added`` — on OpenAI Responses, a ``reasoning`` item given without its
   ``summary`` key (an encrypted-only item) is sent with ``"summary": []``: the request item
   needs the key (``openai/types/responses/response_reasoning_item_param.py``:
@@ -70,7 +70,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from ..messages import (Block, ImageBlock, Message, RefusalBlock, TextBlock, ThinkingBlock, ToolResultBlock,
+from ..messages import (Block, ImageBlock, Message, ProviderBlock, RefusalBlock, TextBlock, ThinkingBlock, ToolResultBlock,
                         ToolUseBlock, fold_on)
 from ..units import is_user_input
 from .render_responses import reasoning_item_id, summary_added
@@ -81,6 +81,7 @@ from .profiles import (
     CALL_ID_TOO_LONG,
     DUPLICATE_TOOL_CALL_ID,
     DEVELOPER_AS_SYSTEM,
+    CACHE_MARK_DROPPED,
     IMAGE_DETAIL_DROPPED,
     THOUGHT_SIGNATURE_DROPPED,
     REASONING_SUMMARY_ADDED,
@@ -171,6 +172,8 @@ def convert(messages: list[Message], provider: str | ProviderProfile) -> Convert
             at = tuple(i + 1 if i >= k else i for i in at)
     if at:
         _per_message(out, profile, at)
+    if profile.wire == "anthropic":
+        _extra_cache_marks(out, profile.mid_system == "native")
     if out.conversions:
         where = {m.id: i for i, m in enumerate(messages)}
         out.conversions = [c if where.get(c.message_id, c.index) == c.index else replace(c, index=where[c.message_id])
@@ -205,7 +208,7 @@ def _thinking_untouched(b: ThinkingBlock, profile: ProviderProfile) -> bool:
     if profile.wire == "responses":
         return reasoning_item_id(b) is not None and not summary_added(b)
     if profile.wire == "chat":
-        return not b.redacted and (profile.reasoning_field is not None or b.signature is None)
+        return not b.redacted and profile.reasoning_field is not None
     return True
 
 
@@ -471,18 +474,23 @@ def _unsigned_thinking(out: Converted, at: Sequence[int]) -> None:
 
 
 def _signed_thinking_on_chat(out: Converted, at: Sequence[int], has_field: bool) -> None:
-    """Report the Anthropic thinking a Chat Completions target cannot take: ``redacted_thinking``
-    (encrypted, no text) always, signed ``thinking`` when the target has no reasoning field
-    (OpenAI); a target with one (DeepSeek) gets the text without the signature, which is its
-    documented form (https://api-docs.deepseek.com/guides/thinking_mode)."""
+    """Report the reasoning a Chat Completions target cannot take: on a target with no
+    reasoning field (OpenAI: ``openai/types/chat/chat_completion_assistant_message_param.py``
+    has none) every thinking block, whatever it was read from (Anthropic thinking and
+    ``redacted_thinking``, a Responses ``reasoning`` item, a chat ``reasoning_content``); on a
+    target with one (DeepSeek) ``redacted_thinking`` (encrypted, no text), the others going as
+    their text without a signature, which is its documented form
+    (https://api-docs.deepseek.com/guides/thinking_mode)."""
     for i in at:
         m = out.messages[i]
         if m.role != "assistant" or not m.thinking:
             continue
         red = sum(1 for b in m.thinking if b.redacted)
         signed = 0 if has_field else sum(1 for b in m.thinking if not b.redacted and b.signature is not None)
-        if red or signed:
+        rest = 0 if has_field else len(m.thinking) - red - signed
+        if red or signed or rest:
             what = ", ".join(x for x in (f"{signed} signed thinking" if signed else "",
+                                         f"{rest} reasoning" if rest else "",
                                          f"{red} redacted_thinking" if red else "") if x)
             out.conversions.append(Conversion(BLOCK_NOT_SENDABLE, i, m.id,
                                               f"{what} block(s) left out (Chat Completions has no form for "
@@ -517,6 +525,63 @@ def _image_detail(out: Converted, at: Sequence[int]) -> None:
             out.conversions.append(Conversion(IMAGE_DETAIL_DROPPED, i, m.id,
                                               f"image detail {', '.join(map(repr, found))} left out (the Anthropic "
                                               "image block has no detail)"))
+
+
+def _marks_of(m: Message) -> list[dict[str, Any]]:
+    """The ``cache_control`` marks message ``m`` renders with on Anthropic, in request order
+    (a tool result's output before the result's own; none on thinking blocks); kept in the
+    message's memo."""
+    memo = m.memo()
+    found: list[dict[str, Any]] | None = memo.get("convert/marks")
+    if found is None:
+        found = memo["convert/marks"] = _find_marks(m)
+    return found
+
+
+def _find_marks(m: Message) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for b in m.blocks:
+        if isinstance(b, ThinkingBlock):
+            continue
+        if isinstance(b, ProviderBlock):
+            cc = b.raw.get("cache_control") if b.provider == "anthropic" else None
+        else:
+            if isinstance(b, ToolResultBlock):
+                found.extend(o.extra["cache_control"] for o in b.output
+                             if isinstance(o.extra.get("cache_control"), dict))
+            cc = b.extra.get("cache_control")
+        if isinstance(cc, dict):
+            found.append(cc)
+    return found
+
+
+def _extra_cache_marks(out: Converted, native_system: bool) -> None:
+    """Report the ``cache_control`` marks the Anthropic render leaves out: at most
+    :data:`~ctxwise.providers.render_anthropic.MAX_CACHE_BREAKPOINTS` per request, the system
+    prompt's (the leading system messages) and then the newest kept
+    (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching)."""
+    from .render_anthropic import MAX_CACHE_BREAKPOINTS
+
+    head = next((i for i, m in enumerate(out.messages) if m.role != "system"), len(out.messages))
+    marks = [(i, cc) for i, m in enumerate(out.messages)
+             if m.role != "system" or i < head or native_system for cc in _marks_of(m)]
+    if len(marks) <= MAX_CACHE_BREAKPOINTS:
+        return
+    system = [k for k, (i, _) in enumerate(marks) if i < head]
+    keep = set(system[len(system) - min(len(system), MAX_CACHE_BREAKPOINTS):])
+    rest = [k for k in range(len(marks)) if k not in system]
+    room = MAX_CACHE_BREAKPOINTS - len(keep)
+    keep.update(rest[len(rest) - min(len(rest), room):] if room else [])
+    dropped: dict[int, list[dict[str, Any]]] = {}
+    for k, (i, cc) in enumerate(marks):
+        if k not in keep:
+            dropped.setdefault(i, []).append(cc)
+    for i, ccs in sorted(dropped.items()):
+        ttls = sorted({str(c["ttl"]) for c in ccs if "ttl" in c})
+        out.conversions.append(Conversion(CACHE_MARK_DROPPED, i, out.messages[i].id,
+                                          f"{len(ccs)} cache_control mark(s){' (ttl ' + ', '.join(ttls) + ')' if ttls else ''} "
+                                          f"left out (Anthropic takes at most {MAX_CACHE_BREAKPOINTS} per request: "
+                                          "the system prompt's and the newest are kept)"))
 
 
 def _idless_reasoning(out: Converted, at: Sequence[int]) -> None:

@@ -82,6 +82,7 @@ DEVELOPER_AS_SYSTEM = "developer-as-system"
 IMAGE_DETAIL_DROPPED = "image-detail-dropped"
 THOUGHT_SIGNATURE_DROPPED = "thought-signature-dropped"
 REASONING_SUMMARY_ADDED = "reasoning-summary-added"
+CACHE_MARK_DROPPED = "cache-mark-dropped"
 
 RULES: Mapping[str, str] = MappingProxyType(
     {
@@ -126,6 +127,9 @@ RULES: Mapping[str, str] = MappingProxyType(
         "read from one provider family, sent to another",
         THOUGHT_SIGNATURE_DROPPED: "a Gemini thought signature given on an assistant message (not on a tool "
         "call) left out: the OpenAI-compatible endpoint takes one only on a tool call",
+        CACHE_MARK_DROPPED: "Anthropic: a cache_control mark left out because the request would hold more "
+        "than 4 (the system prompt's and the newest are kept; "
+        "https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching)",
         IMAGE_DETAIL_DROPPED: "an image's detail (OpenAI low / high / auto / original) left out for a target "
         "whose image block has no detail (Anthropic)",
         DEVELOPER_AS_SYSTEM: "a message given with role developer (OpenAI) sent as a system message "
@@ -209,8 +213,10 @@ class ProviderProfile:
       input): ``"as_is"`` (OpenAI Chat Completions and Responses take system / developer
       messages anywhere), ``"fold"`` (its text goes into the user turn at its place under
       :data:`MID_SYSTEM_HEADER`; leading system messages are merged into the system prompt) or
-      ``"native"`` (Anthropic's beta ``role: "system"`` input message, SDK 2.17
-      ``types/beta/beta_system_message_param.py``; opt-in only, see :data:`ANTHROPIC_NATIVE_SYSTEM`).
+      ``"native"`` (Anthropic's ``role: "system"`` message among ``messages``, in the standard
+      Messages API: SDK 2.17 ``types/message_param.py`` includes ``types/system_message_param.py``;
+      taken by models with mid-conversation system messages only, so opt-in:
+      ``Policy(provider="anthropic", native_system=True)``, see :data:`ANTHROPIC_NATIVE_SYSTEM`).
     * ``max_call_id_chars`` — the longest tool call id the provider takes (OpenAI: 40), or None.
     * ``call_id_pattern`` — a regular expression every tool call id must match in full
       (Anthropic: ``^[a-zA-Z0-9_-]+$``), or None. Ids outside these rules are renamed at render
@@ -420,9 +426,9 @@ ANTHROPIC = ProviderProfile(
             UNANSWERED_TOOL_CALL: _ANTHROPIC_TOOLS_DOC,
             DUPLICATE_TOOL_RESULT: _ANTHROPIC_TOOLS_DOC,
             DUPLICATE_TOOL_CALL_ID: _ANTHROPIC_TOOLS_DOC,
-            SYSTEM_NOT_FIRST: "https://docs.anthropic.com/en/api/messages (top-level system); the beta "
-            "role \"system\" input message (SDK 2.17 types/beta/beta_system_message_param.py) only "
-            "with ANTHROPIC_NATIVE_SYSTEM",
+            SYSTEM_NOT_FIRST: "https://docs.anthropic.com/en/api/messages (top-level system); the "
+            "role \"system\" message (SDK 2.17 types/system_message_param.py, in MessageParam) only "
+            "with Policy.native_system (ANTHROPIC_NATIVE_SYSTEM)",
             CALL_ID_CHARSET: _ANTHROPIC_ID,
             FIRST_MESSAGE_ROLE: _ANTHROPIC_FIRST,
             EMPTY_CONTENT: "https://docs.anthropic.com/en/api/messages",
@@ -530,10 +536,14 @@ OPENAI_RESPONSES = ProviderProfile(
 )
 
 ANTHROPIC_NATIVE_SYSTEM = replace(ANTHROPIC, mid_system="native")
-"""The Anthropic profile with mid-conversation system messages sent in the beta native form
-(``{"role": "system", "content"}`` among ``messages``, SDK 2.17
-``types/beta/beta_system_message_param.py``): pass it as the provider where the request goes
-through ``client.beta.messages`` with that beta enabled. Not in :data:`PROFILES`."""
+"""The Anthropic profile with mid-conversation system messages sent in the native form
+(``{"role": "system", "content"}`` among ``messages``): the standard ``client.messages`` takes
+it (SDK 2.17 ``types/message_param.py``: ``MessageParam`` includes ``SystemMessageParam``; no
+beta header), on models that accept mid-conversation system messages (Claude Opus 4.8 and
+later, https://platform.claude.com/docs/en/about-claude/models/whats-new-claude-4-8). A
+session gets it with ``Policy(provider="anthropic", native_system=True)`` (``Policy.profile``);
+the functions that take a profile (``convert``, ``render``, ``check``) take it as is. Not in
+:data:`PROFILES`."""
 
 PROFILES: Mapping[str, ProviderProfile] = MappingProxyType(
     {p.name: p for p in (OPENAI, OPENAI_RESPONSES, DEEPSEEK, ANTHROPIC, QWEN, GEMINI)}

@@ -20,8 +20,9 @@ Thinking blocks without a signature (DeepSeek / OpenAI-compatible reasoning read
 provider's record) are not sent: Anthropic verifies every thinking block's signature
 ("Invalid `signature` in `thinking` block") and ignores the thinking of earlier turns
 (https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking).
-A later system message is written with role ``system``: the beta native form
-(``native_system``, SDK 2.17 ``types/beta/beta_system_message_param.py``); otherwise the list
+A later system message is written with role ``system``: the native form
+(``native_system``, ``Policy.native_system``; SDK 2.17 ``types/system_message_param.py``, part
+of the standard ``MessageParam``); otherwise the list
 was converted first (:mod:`ctxwise.providers.convert` folds it into a user turn) and one
 left over is reported by the wire check.
 
@@ -178,8 +179,8 @@ def render(messages: list[Message], native_system: bool = False,
            sources: list[tuple[Message, ...]] | None = None) -> dict[str, Any]:
     """The ``{"system"?, "messages"}`` payload for ``messages`` (pass it as
     ``client.messages.create(model=..., max_tokens=..., **payload)``). ``native_system``:
-    later system messages are written as the beta ``{"role": "system", "content"}`` input
-    message (text blocks only). ``sources``, when given, receives for ``system`` (when
+    later system messages are written as the ``{"role": "system", "content"}`` message of
+    the standard ``MessageParam`` (text blocks only). ``sources``, when given, receives for ``system`` (when
     written) and then for each entry of ``messages`` the messages it was rendered from, when
     the entry is a function of those messages alone (:func:`sourced`), else ``()``."""
     payload: dict[str, Any] = {}

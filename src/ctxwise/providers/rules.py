@@ -380,6 +380,17 @@ def provider_calls(messages: Sequence[Message], profile: ProviderProfile) -> set
             if isinstance(b, ProviderBlock) and b.provider == fam and b.kind in kinds and b.call_id is not None}
 
 
+def file_issuer(b: Any) -> str | None:
+    """The provider family that issued image or document block ``b``'s Files-API ``file_id``,
+    when the reader knows it (``anthropic``: read from an Anthropic ``{"type": "file"}``
+    source, anthropic 2.17 ``types/file_image_source_param.py``), else None. A file id is
+    valid only at the provider that issued it."""
+    if not isinstance(b, (ImageBlock, DocumentBlock)) or b.file_id is None:
+        return None
+    book = b.extra.get("_anthropic")
+    return "anthropic" if isinstance(book, dict) and book.get("file_issuer") == "anthropic" else None
+
+
 def check_provider_blocks(messages: list[Message], profile: ProviderProfile, start: int = 0,
                           calls: set[str] | None = None) -> list[Violation]:
     """Blocks the target can send: no other family's :class:`~ctxwise.messages.ProviderBlock`
@@ -410,6 +421,12 @@ def check_provider_blocks(messages: list[Message], profile: ProviderProfile, sta
                 elif b.kind in PROVIDER_RESULT_KINDS.get(fam, ()) and b.call_id not in calls:
                     out.append(_v(profile, i, PROVIDER_RESULT_WITHOUT_CALL,
                                   f"{where}: {b.kind} for {b.call_id!r} has no call with that id before it"))
+                continue
+            issuer = file_issuer(b)
+            if issuer is not None and issuer != fam:
+                out.append(_v(profile, i, FOREIGN_PROVIDER_BLOCK,
+                              f"{where}: {b.type} block: Files-API id {b.file_id!r} was issued by {issuer}; "
+                              f"{profile.title} cannot read it (upload the file there, or send its data)"))
                 continue
             why = not_sendable(b, m.role, profile)
             if why:

@@ -63,13 +63,13 @@ def _family_types(family: str) -> dict[str, Any] | None:
         if family == "anthropic":
             from typing import Iterable, Union
 
-            from anthropic.types import AssistantMessageParam, TextBlockParam, UserMessageParam
-            from anthropic.types.beta import BetaAssistantMessageParam, BetaSystemMessageParam, BetaUserMessageParam
+            from anthropic.types import AssistantMessageParam, SystemMessageParam, TextBlockParam, UserMessageParam
+            from anthropic.types.beta import BetaAssistantMessageParam, BetaUserMessageParam
 
             return {"anthropic:system": Union[str, Iterable[TextBlockParam]],
                     "anthropic:user": UserMessageParam, "anthropic:assistant": AssistantMessageParam,
                     "anthropic:beta:user": BetaUserMessageParam, "anthropic:beta:assistant": BetaAssistantMessageParam,
-                    "anthropic:system_message": BetaSystemMessageParam}
+                    "anthropic:system_message": SystemMessageParam}
         from openai.types.chat import (ChatCompletionAssistantMessageParam, ChatCompletionDeveloperMessageParam,
                                        ChatCompletionSystemMessageParam,
                                        ChatCompletionToolMessageParam, ChatCompletionUserMessageParam)
@@ -186,7 +186,7 @@ def _kind(profile: ProviderProfile, item: Any) -> str | None:
         return f"responses:{t}" if f"responses:{t}" in _OWN else None
     role = item.get("role")
     if profile.wire == "anthropic" and role == "system":
-        # the top-level ``system`` only, unless the beta native form is on
+        # the top-level ``system`` only, unless the native form is on (Policy.native_system)
         return "anthropic:system_message" if profile.mid_system == "native" else None
     key = f"{profile.wire}:{role}"
     if profile.wire == "anthropic" and _has_beta_block(item):
