@@ -130,6 +130,8 @@ RULES: Mapping[str, str] = MappingProxyType(
         CACHE_MARK_DROPPED: "Anthropic: a cache_control mark left out because the request would hold more "
         "than 4 (the system prompt's and the newest are kept; "
         "https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching)",
+        REASONING_SUMMARY_ADDED: "OpenAI Responses: a reasoning item given without its summary key sent with "
+        "\"summary\": [] (openai/types/responses/response_reasoning_item_param.py: summary is Required)",
         IMAGE_DETAIL_DROPPED: "an image's detail (OpenAI low / high / auto / original) left out for a target "
         "whose image block has no detail (Anthropic)",
         DEVELOPER_AS_SYSTEM: "a message given with role developer (OpenAI) sent as a system message "
