@@ -6,33 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pydantic import TypeAdapter
 
+from sdkcheck import memory_session, sdk_ok
 from ctxwise import ContextManager, Policy
 from ctxwise.errors import FormatError
 from ctxwise.formats import from_openai, to_openai
 
-_N = [0]
-
-
 def sess(provider: str, **kw: Any) -> Any:
-    _N[0] += 1
-    pol = Policy(budget=kw.pop("budget", 60000), unit="tokens", tokenizer="estimate", reserve_output=0,
-                 provider=provider, **kw)
-    return ContextManager("memory://", pol).session("u", f"s{_N[0]}")
-
-
-def sdk_ok(provider: str, payload: Any) -> None:
-    """Raises when the SDK's request type refuses ``payload``."""
-    if provider == "anthropic":
-        import anthropic.types as at
-        TypeAdapter(at.MessageCreateParams).validate_python({**payload, "model": "m", "max_tokens": 10})
-    elif provider == "openai_responses":
-        from openai.types.responses import ResponseCreateParams
-        TypeAdapter(ResponseCreateParams).validate_python({"model": "m", "input": payload})
-    else:
-        from openai.types.chat import CompletionCreateParams
-        TypeAdapter(CompletionCreateParams).validate_python({"model": "m", "messages": payload})
+    return memory_session(provider, reserve_output=0, **kw)
 
 
 # -- 1. LiteLLM thinking_blocks ------------------------------------------------------------

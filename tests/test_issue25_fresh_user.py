@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 import pytest
-from pydantic import TypeAdapter
 
+from sdkcheck import memory_session, sdk_ok
 from ctxwise import ContextManager, Policy
 from ctxwise.errors import PayloadInvalid
 from ctxwise.formats import from_responses
@@ -17,27 +17,8 @@ from ctxwise.providers import check_wire
 URL_CITATION = {"type": "url_citation", "url": "https://a", "title": "A", "start_index": 0, "end_index": 5}
 CHAR_LOCATION = {"type": "char_location", "cited_text": "Sky is blue.", "document_index": 0,
                  "document_title": None, "start_char_index": 0, "end_char_index": 12}
-_N = [0]
-
-
 def sess(provider: str, **kw: Any) -> Any:
-    _N[0] += 1
-    pol = Policy(budget=kw.pop("budget", 60000), unit="tokens", tokenizer="estimate", reserve_output=1000,
-                 provider=provider, **kw)
-    return ContextManager("memory://", pol).session("u", f"s{_N[0]}")
-
-
-def sdk_ok(provider: str, payload: Any) -> None:
-    """Raises when the SDK's request type refuses ``payload``."""
-    if provider == "anthropic":
-        import anthropic.types as at
-        TypeAdapter(at.MessageCreateParams).validate_python({**payload, "model": "m", "max_tokens": 10})
-    elif provider == "openai_responses":
-        from openai.types.responses import ResponseCreateParams
-        TypeAdapter(ResponseCreateParams).validate_python({"model": "m", "input": payload})
-    else:
-        from openai.types.chat import CompletionCreateParams
-        TypeAdapter(CompletionCreateParams).validate_python({"model": "m", "messages": payload})
+    return memory_session(provider, reserve_output=1000, **kw)
 
 
 def _responses_items() -> list[dict[str, Any]]:
