@@ -24,7 +24,7 @@ reads it from any of these, as SDK objects or their JSON dicts:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -120,6 +120,15 @@ _DETAILS = ("prompt_tokens_details", "input_tokens_details", "completion_tokens_
 _DETAIL_COUNTS = ("cached_tokens", "cache_write_tokens", "reasoning_tokens", "audio_tokens")
 
 
+def _bad_count(counts: Mapping[str, Any], keys: Sequence[str], where: str) -> str | None:
+    """Why one of ``counts``' ``keys`` is no token count (a non-negative integer or null), or None."""
+    for k in keys:
+        v = counts.get(k)
+        if v is not None and (_int(v) is None or v < 0):
+            return f"{where}.{k} must be a non-negative integer, got {v!r}"
+    return None
+
+
 def usage_problem(usage: Any) -> str | None:
     """Why ``usage`` (a reply's usage as a JSON dict) is not a provider usage ctxwise can store
     and read, or None when it is: not an object; a token count (``input_tokens``,
@@ -129,20 +138,18 @@ def usage_problem(usage: Any) -> str | None:
     (sources in the module docstring)."""
     if not isinstance(usage, Mapping):
         return f"usage must be an object (the SDK's usage), got {type(usage).__name__}"
-    for k in _COUNTS:
-        v = usage.get(k)
-        if v is not None and (_int(v) is None or v < 0):
-            return f"usage.{k} must be a non-negative integer, got {v!r}"
+    bad = _bad_count(usage, _COUNTS, "usage")
+    if bad:
+        return bad
     for d in _DETAILS:
         det = usage.get(d)
         if det is None:
             continue
         if not isinstance(det, Mapping):
             return f"usage.{d} must be an object, got {type(det).__name__}"
-        for k in _DETAIL_COUNTS:
-            v = det.get(k)
-            if v is not None and (_int(v) is None or v < 0):
-                return f"usage.{d}.{k} must be a non-negative integer, got {v!r}"
+        bad = _bad_count(det, _DETAIL_COUNTS, f"usage.{d}")
+        if bad:
+            return bad
     if reported_usage(usage) is None:
         return ("usage is no provider usage ctxwise reads (OpenAI CompletionUsage prompt_tokens / Responses "
                 "ResponseUsage input_tokens / Anthropic Usage)")

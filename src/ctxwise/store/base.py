@@ -530,13 +530,19 @@ T = TypeVar("T")
 _DEFERRED_LOCK = threading.RLock()
 
 
-def _deferred(store: BaseStore) -> "OrderedDict[tuple[str, str], Head]":
-    """The store's sessions opened with ``defer`` and not yet written (key → header to create)."""
-    held: "OrderedDict[tuple[str, str], Head] | None" = store.__dict__.get("_ctxwise_deferred")
+def _held(store: BaseStore, name: str) -> "OrderedDict[tuple[str, str], Any]":
+    """The per-session table ``name`` kept on the store object itself, created once (under a
+    lock, so two threads never create two)."""
+    held: "OrderedDict[tuple[str, str], Any] | None" = store.__dict__.get(name)
     if held is None:
         with _DEFERRED_LOCK:
-            held = store.__dict__.setdefault("_ctxwise_deferred", OrderedDict())
+            held = store.__dict__.setdefault(name, OrderedDict())
     return held
+
+
+def _deferred(store: BaseStore) -> "OrderedDict[tuple[str, str], Head]":
+    """The store's sessions opened with ``defer`` and not yet written (key → header to create)."""
+    return _held(store, "_ctxwise_deferred")
 
 
 def _defer(store: BaseStore, user_id: str, session_id: str, head: Head) -> None:
@@ -705,11 +711,7 @@ class _StaleTurn(Exception):
 
 def _open_turns(store: BaseStore) -> "OrderedDict[tuple[str, str], OpenTurn]":
     """The open turn of each session this store object appended to last (:func:`_keep_turn`)."""
-    held: "OrderedDict[tuple[str, str], OpenTurn] | None" = store.__dict__.get("_ctxwise_open_turns")
-    if held is None:
-        with _DEFERRED_LOCK:
-            held = store.__dict__.setdefault("_ctxwise_open_turns", OrderedDict())
-    return held
+    return _held(store, "_ctxwise_open_turns")
 
 
 def _keep_turn(held: "OrderedDict[tuple[str, str], OpenTurn]", key: tuple[str, str], turn: OpenTurn) -> None:
