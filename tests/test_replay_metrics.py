@@ -167,3 +167,21 @@ def test_recoverable_counts_missing_values_whose_original_a_placeholder_names():
     assert unnamed.recoverable == []
     figs = metrics.recall_figures([hist], [hist[:2] + [Message(id="t1", role="tool", blocks=[cleared])]], [out])
     assert (figs.normalized.value, figs.recoverable.value) == (0.0, 1.0)
+
+
+def test_as_sent_measures_only_the_thinking_the_target_sends():
+    """Kind of fault: a measure counting tokens the request never carries. Anthropic takes
+    thinking only with its signature, Responses reasoning only with its rs_ item id, Chat none:
+    the replay and the benchmarks count what ``prepare()`` sizes and the render sends."""
+    from ctxwise.messages import ThinkingBlock
+
+    unsigned = Message(id="a1", role="assistant", blocks=[ThinkingBlock(thinking="ponder " * 200), TextBlock(text="ok")])
+    signed = Message(id="a2", role="assistant", blocks=[ThinkingBlock(thinking="ponder " * 200, signature="sig"),
+                                               TextBlock(text="ok")])
+    tok = get_counter("o200k_base")
+    for provider in ("anthropic", "openai_responses", "openai"):
+        [view] = metrics.as_sent([unsigned], provider)
+        assert [b.type for b in view.blocks] == ["text"], provider
+        assert tok.count([view]) < tok.count([unsigned]) - 100, provider
+    [kept] = metrics.as_sent([signed], "anthropic")
+    assert kept.blocks == signed.blocks

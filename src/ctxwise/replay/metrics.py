@@ -99,13 +99,18 @@ def model_calls(messages: Iterable[Message]) -> Iterator[tuple[list[Message], li
 
 def as_sent(messages: Sequence[Message], provider: str) -> list[Message]:
     """``messages`` as the provider receives them: without reasoning for providers that take
-    none back (OpenAI Chat Completions, Gemini), unchanged otherwise. Measure this, not the
-    canonical list: reasoning that is never sent costs no tokens and breaks no cache."""
+    none back (OpenAI Chat Completions, Gemini); for the others without the thinking blocks
+    the target leaves out (Anthropic: unsigned thinking; Responses: reasoning without its
+    ``rs_`` item id) and with an opaque payload counted as the target counts it
+    (:func:`ctxwise.compaction.context.opaque_view`, the view ``prepare()`` sizes). Measure
+    this, not the canonical list: reasoning that is never sent costs no tokens and breaks no cache."""
     from ..compaction import sent_view
+    from ..compaction.context import opaque_view
     from ..providers import get_profile
 
-    if get_profile(provider).sends_reasoning:
-        return list(messages)
+    profile = get_profile(provider)
+    if profile.sends_reasoning:
+        return [opaque_view(m, profile.reasoning_passback) for m in messages]
     return [sent_view(m) for m in messages]
 
 
