@@ -57,6 +57,7 @@ from _peers import (  # noqa: E402
 
 from ctxwise import ContextManager, Message, Policy  # noqa: E402
 from ctxwise.formats import load  # noqa: E402
+from ctxwise.providers import get_profile  # noqa: E402
 from ctxwise.replay import metrics  # noqa: E402
 from ctxwise.tokens import get_counter  # noqa: E402
 
@@ -107,7 +108,7 @@ def provider_of(path: Path) -> str:
 
 def drive(msgs: Sequence[Message], budget: int, provider: str,
           bound: str = "auto", cpu: list[float] | None = None) -> tuple[list, list, list, list[float], str]:
-    """``(histories, ctxwise payloads as sent, outputs, prepare latencies in ms, error)``;
+    """``(histories, ctxwise payloads (the canonical lists prepare() returned), outputs, prepare latencies in ms, error)``;
     ``cpu``, when given, receives each prepare()'s process CPU time in ms."""
     policy = Policy.preset("default", budget=budget, unit="tokens", provider=provider, bound_reasoning=bound)
     histories: list[list[Message]] = []
@@ -126,7 +127,7 @@ def drive(msgs: Sequence[Message], budget: int, provider: str,
                 if cpu is not None:
                     cpu.append((time.process_time() - c0) * 1000)
                 histories.append(history)
-                payloads.append(metrics.as_sent(list(p.messages), provider))
+                payloads.append(list(p.messages))
                 outputs.append(m)
                 s.append([m])
         except Exception as e:  # a failed call ends the session; reported, never hidden
@@ -135,8 +136,14 @@ def drive(msgs: Sequence[Message], budget: int, provider: str,
 
 
 def score(histories: list, payloads: list, outputs: list, budget: int, provider: str, *, check: bool) -> Score:
-    """The measures of one strategy's payloads (see the module doc)."""
+    """The measures of one strategy's payloads (see the module doc): ``payloads`` are the
+    canonical lists it would send; the measures read them as the provider receives them
+    (:func:`ctxwise.replay.metrics.as_sent`: reasoning the target leaves out is not counted), the
+    validator and the bound-reasoning check read the canonical lists (without reasoning for a
+    target that takes none back)."""
     tok = get_counter("o200k_base")
+    canonical = payloads
+    payloads = [metrics.as_sent(p, provider) for p in canonical]
     costs = metrics.call_costs(payloads, tok, 0.1)
     sc = Score(calls=len(payloads), tokens=sum(c.tokens for c in costs), cost=sum(c.cost for c in costs),
                over=sum(1 for c in costs if c.tokens > budget))
@@ -148,8 +155,11 @@ def score(histories: list, payloads: list, outputs: list, budget: int, provider:
     sc.bought, sc.rebilled = br.calls, br.rebilled
     sc.history = tok.count(histories[-1]) if histories else 0
     if check:
-        sc.invalid = len(metrics.validator_errors(payloads, provider, references=histories))
-        sc.bound = len(metrics.bound_reasoning_violations(payloads, outputs))
+        # a target that takes reasoning back is checked on the lists it is sent (thinking it
+        # leaves out included: the rules say which it must keep); one that takes none on its view
+        checked = canonical if get_profile(provider).sends_reasoning else payloads
+        sc.invalid = len(metrics.validator_errors(checked, provider, references=histories))
+        sc.bound = len(metrics.bound_reasoning_violations(checked, outputs))
     return sc
 
 
@@ -166,7 +176,7 @@ def run_session(path: Path, budget: int, bound: str = "auto", peers: Sequence[st
     out = {"ctxwise": ours}
     for name in ("no management, valid", *peers):
         strat = EverythingValid() if name == "no management, valid" else peer(name, budget)
-        theirs = [metrics.as_sent(strat.prepare(list(h))[0], provider) for h in histories]
+        theirs = [strat.prepare(list(h))[0] for h in histories]
         out[name] = score(histories, theirs, outputs, budget, provider, check=True)
     return out
 
