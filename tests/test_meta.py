@@ -35,9 +35,10 @@ PINNED = [
 
 PUBLIC_MODULES = ("ctxwise.formats", "ctxwise.tokens", "ctxwise.providers", "ctxwise.compaction", "ctxwise.units",
                   "ctxwise.salient", "ctxwise.task", "ctxwise.prices", "ctxwise.errors", "ctxwise.usage",
-                  "ctxwise.resources")
+                  "ctxwise.resources", "ctxwise.store")
 """Modules that are public besides the top level: the names in their ``__all__`` (errors.py: its
-classes) may be imported by the front ends."""
+classes) may be imported by the front ends (ctxwise.store: the store seam, its backends and the
+indexed read the service's key and heads tables use)."""
 
 FRONTS = ("ctxwise.cli", "ctxwise.replay", "ctxwise.server", "ctxwise.integrations", "ctxwise.proxy")
 """Front ends (ARCHITECTURE.md, "Layers": cli, server, integrations; replay drives recordings through the same

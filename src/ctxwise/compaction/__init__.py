@@ -1,7 +1,7 @@
 """Compaction: stages over a context (typed changes and events out) and the pipeline that runs them."""
 
 from .clearing import ClearingStage, clear_tool_results
-from .context import Budgeting, StageResult, pinned_indices, sent_view
+from .context import Budgeting, StageResult, opaque_view, pinned_indices, sent_view
 from .events import CompactionEvent
 from .pipeline import Pipeline, PipelineResult, compact
 from .placeholder import placeholder_text, render_input
@@ -14,6 +14,6 @@ from .trimming import TrimCurrentTurnStage, TrimOldTurnsStage, TruncateInFlightS
 __all__ = [
     "Budgeting", "ClearingStage", "CompactionEvent", "Pipeline", "PipelineResult", "Stage", "StageInput",
     "StageResult", "SummarizingStage", "SummaryFitStage", "ThinkingStage", "TrimCurrentTurnStage", "TrimOldTurnsStage",
-    "TruncateInFlightStage", "clear_tool_results", "compact", "fit_summary", "pinned_indices", "placeholder_text",
+    "TruncateInFlightStage", "clear_tool_results", "compact", "fit_summary", "opaque_view", "pinned_indices", "placeholder_text",
     "prune_thinking", "render_input", "sent_view", "summarize_old_turns", "trim_old_turns",
 ]

@@ -13,7 +13,7 @@ import uuid
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from .. import ContextManager, Marker, Session, SessionConflict, SessionPool
-from ..providers.tools import from_chat_tools
+from ..providers import from_chat_tools
 
 
 T = TypeVar("T")

@@ -16,6 +16,7 @@ from .convert import Converted, convert
 from .profiles import PROFILES, RULES, ProviderProfile, bound_profile, get_profile
 from .reasoning import open_tool_turn, thinking_mode
 from .render import render, unique_call_ids
+from .tools import from_chat_tools
 from .wire import check_wire, validate_wire
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "check_wire",
     "convert",
     "droppable_thinking",
+    "from_chat_tools",
     "get_profile",
     "open_tool_turn",
     "render",

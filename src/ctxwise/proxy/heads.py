@@ -25,7 +25,7 @@ from sqlalchemy import (Boolean, Column, DateTime, Integer, MetaData, String, Ta
 from sqlalchemy.engine import Connection, Engine, make_url
 
 from ..errors import SessionConflict
-from ..store.sql import QuickRead
+from ..store import QuickRead
 
 metadata = MetaData()
 proxy_heads = Table(

@@ -104,8 +104,7 @@ def as_sent(messages: Sequence[Message], provider: str) -> list[Message]:
     ``rs_`` item id) and with an opaque payload counted as the target counts it
     (:func:`ctxwise.compaction.context.opaque_view`, the view ``prepare()`` sizes). Measure
     this, not the canonical list: reasoning that is never sent costs no tokens and breaks no cache."""
-    from ..compaction import sent_view
-    from ..compaction.context import opaque_view
+    from ..compaction import opaque_view, sent_view
     from ..providers import get_profile
 
     profile = get_profile(provider)

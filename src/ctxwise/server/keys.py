@@ -33,7 +33,7 @@ from sqlalchemy import (Column, DateTime, Integer, MetaData, String, Table, bind
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError
 
-from ..store.sql import QuickRead
+from ..store import QuickRead
 
 TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 """A tenant name: it prefixes the tenant's user ids in the store (``acme:alice``), so it never

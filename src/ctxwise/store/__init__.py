@@ -35,6 +35,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from .sql import QuickRead
     from .store import SqlStore, Store
 
 
@@ -45,6 +46,11 @@ def __getattr__(name: str) -> Any:
         value = getattr(store, name)
         globals()[name] = value
         return value
+    if name == "QuickRead":
+        from .sql import QuickRead
+
+        globals()[name] = QuickRead
+        return QuickRead
     raise AttributeError(f"module 'ctxwise.store' has no attribute {name!r}")
 
 
@@ -65,5 +71,5 @@ def open_store(url_or_store: str | SessionStore = "sqlite:///ctxwise.db", **kwar
 __all__ = [
     "SessionStore", "MemoryStore", "BaseStore", "SqlStore", "Store", "InMemoryStore", "open_store",
     "SessionState", "SessionInfo", "ContextRow", "TranscriptRow", "Change", "Replace", "Hide",
-    "InsertSummary", "STATES", "VISIBLE_STATES", "HIDDEN_STATES", "REMOVED_STATES",
+    "InsertSummary", "STATES", "VISIBLE_STATES", "HIDDEN_STATES", "REMOVED_STATES", "QuickRead",
 ]
