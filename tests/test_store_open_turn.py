@@ -137,3 +137,22 @@ def test_a_long_open_turn_is_not_kept_but_read(tmp_path: Path) -> None:
     assert len(reads) == 1
     reply = [t for t in store.read_transcript("u", "s") if t.role == "assistant"]
     assert len(reply) == 1 and len(reply[0].message_ids) == 2 * (MAX_TURN_KEPT // 2 + 1) + 1
+
+
+def test_an_open_turn_heavier_than_the_byte_bound_is_not_kept():
+    """Kind (tests/server/test_session_memory.py): sixty sessions each holding an 8 MB result
+    kept 480 MB alive in the open-turn cache, bounded by message counts only. A turn over
+    MAX_TURN_BYTES is read again by the next append instead of kept."""
+    from collections import OrderedDict
+
+    from ctxwise.messages import text_message
+    from ctxwise.store.base import MAX_TURN_BYTES, OpenTurn, _keep_turn
+
+    held: OrderedDict = OrderedDict()
+    light = OpenTurn(1, None, ((1, text_message("u1", "user", "hi")),))
+    heavy = OpenTurn(1, None, ((1, text_message("u2", "user", "x" * (MAX_TURN_BYTES + 1))),))
+    _keep_turn(held, ("u", "a"), light)
+    _keep_turn(held, ("u", "b"), heavy)
+    assert list(held) == [("u", "a")]
+    _keep_turn(held, ("u", "a"), heavy)  # the same session's turn grew past the bound: dropped
+    assert list(held) == []

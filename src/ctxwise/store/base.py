@@ -35,6 +35,7 @@ from ..changes import Change, Hide, InsertSummary, Replace
 from ..errors import MemoryBusy, MemoryEntryNotFound, MessageNotStorable, NotNewestMessage, SessionConflict, \
     SessionNotFound
 from ..messages import Marker, Message
+from ..pool import held_bytes
 from ..transcript import Entry, derive
 from . import checks
 from .contract import (
@@ -701,8 +702,12 @@ MAX_OPEN_TURNS = 1_000
 """How many sessions' open turns one store object keeps (the sessions it appended to last)."""
 
 MAX_TURN_KEPT = 64
-"""An open turn of more messages than this is not kept (the next append reads it): the memory
-kept stays bounded by about ``MAX_OPEN_TURNS * MAX_TURN_KEPT`` messages."""
+"""An open turn of more messages than this is not kept (the next append reads it)."""
+
+MAX_TURN_BYTES = 256 * 2**10
+"""An open turn holding more bytes than this (:func:`ctxwise.pool.held_bytes`) is not kept
+either: the memory kept stays bounded by ``MAX_OPEN_TURNS * MAX_TURN_BYTES`` (250 MiB at
+worst, a few MiB for ordinary turns), whatever the results weigh."""
 
 
 class _StaleTurn(Exception):
@@ -715,8 +720,9 @@ def _open_turns(store: BaseStore) -> "OrderedDict[tuple[str, str], OpenTurn]":
 
 
 def _keep_turn(held: "OrderedDict[tuple[str, str], OpenTurn]", key: tuple[str, str], turn: OpenTurn) -> None:
+    too_big = len(turn.rows) > MAX_TURN_KEPT or sum(held_bytes(m) for _, m in turn.rows) > MAX_TURN_BYTES
     with _DEFERRED_LOCK:
-        if len(turn.rows) > MAX_TURN_KEPT:
+        if too_big:
             held.pop(key, None)
             return
         held[key] = turn
