@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxwise.compaction import Budgeting, compact
-from ctxwise.compaction.context import current_turn_start, pinned_indices
+from ctxwise.compaction.context import current_turn_start, holds_provider_compaction, pinned_indices
 from ctxwise.errors import ContextBudgetExceeded
 from ctxwise.messages import (
     AudioBlock,
@@ -170,12 +170,14 @@ def budgeting(budget: int, counter_name: str, preset: str, provider: str) -> Bud
 
 def floor_size(msgs: list[Message], b: Budgeting) -> int:
     """What no stage may remove from a context without an in-flight cycle: the pinned system
-    messages, the current user input and the current turn's messages outside completed tool
-    cycles."""
+    messages, a provider's own compaction block or item (kept verbatim like a ctxwise summary,
+    issue 25 item 2), the current user input and the current turn's messages outside completed
+    tool cycles."""
     cur = current_turn_start(msgs)
     in_cycles = {i for c in tool_cycles(msgs) if c.complete for i in range(c.start, c.end)}
     pinned = pinned_indices(msgs)
-    keep = [m for i, m in enumerate(msgs) if (m.role == "system" and i in pinned) or (i >= cur and i not in in_cycles)]
+    keep = [m for i, m in enumerate(msgs) if (m.role == "system" and i in pinned) or holds_provider_compaction(m)
+            or (i >= cur and i not in in_cycles)]
     return b.overhead + sum(b.size_of(m) for m in keep)
 
 
